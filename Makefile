@@ -1,0 +1,97 @@
+# mtc — plain GNU make. Every lib/*.c goes into libmtc.a, every cmd/*.c is a program,
+# every tests/unit/*.c is a unit-test binary; adding a file needs no edit here.
+
+PREFIX   ?= /usr/local
+CC       ?= cc
+PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libcrypto
+DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchive-dev \
+            libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev \
+            bats bats-support bats-assert bats-file b3sum rclone python3 \
+            clang libclang-rt-14-dev zstd procps
+VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+OPT      ?= -O2 -g
+CFLAGS   += $(OPT) -std=c11 -D_GNU_SOURCE -pthread -Wall -Wextra -Werror -Wshadow \
+            -Wno-unused-parameter -Ilib -DMTC_VERSION='"$(VERSION)"'
+LDLIBS   += -pthread -lm
+
+ifneq ($(SANITIZE),)
+B        ?= build/asan
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+else
+B        ?= build/release
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS     += $(PKG_CFLAGS)
+LDLIBS     += $(PKG_LIBS)
+
+LIB_SRC  := $(wildcard lib/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
+CMD_SRC  := $(wildcard cmd/*.c)
+PROGS    := $(CMD_SRC:cmd/%.c=$(B)/bin/%)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
+LIBMTC   := $(B)/lib/libmtc.a
+
+.PHONY: all check check-release check-asan asan fuzz bench demo deps install clean
+all: $(PROGS) $(UNITS)
+	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
+
+$(B)/%.o: %.c $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(LIBMTC): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(B)/bin/%: $(B)/cmd/%.o $(LIBMTC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/unit/%: $(B)/tests/unit/%.o $(LIBMTC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+asan:
+	$(MAKE) SANITIZE=1 all
+
+# make check: the whole suite on the release build, then again under ASan+UBSan.
+check:
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory SANITIZE=1 all
+	@$(MAKE) --no-print-directory fuzz
+	@tests/run build/release build/asan
+
+FUZZ_SRC := $(wildcard tests/fuzz/*.c)
+FUZZERS  := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
+fuzz: $(FUZZERS)
+build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -pthread -Ilib $(PKG_CFLAGS) -DMTC_VERSION='"$(VERSION)"' \
+	    -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(PKG_LIBS) -lm
+
+bench: all
+	@tests/bench/run build/release
+
+demo: all
+	@contrib/demo.sh build/release/bin
+
+deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
+	for f in completions/*.bash; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$(basename $$f .bash); done
+	for f in completions/_*; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/zsh/site-functions/; done
+
+clean:
+	rm -rf build

@@ -1,0 +1,89 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcode.h"
+#include "log.h"
+
+enum { OPT_VERBOSE = 0x7601, OPT_QUIET, OPT_VERSION, OPT_LOG_FORMAT };
+
+struct poptOption mtc_common_options[] = {
+	{ "verbose", 'v', POPT_ARG_NONE, NULL, OPT_VERBOSE, "more log output (repeatable)", NULL },
+	{ "quiet", 'q', POPT_ARG_NONE, NULL, OPT_QUIET, "errors only", NULL },
+	{ "log-format", '\0', POPT_ARG_STRING, NULL, OPT_LOG_FORMAT, "log lines as text or json",
+	  "text|json" },
+	{ "version", '\0', POPT_ARG_NONE, NULL, OPT_VERSION, "print the version and exit", NULL },
+	POPT_TABLEEND
+};
+
+poptContext mtc_cli_context(const char *name, int argc, const char **argv,
+			    const struct poptOption *opts, const char *usage)
+{
+	poptContext ctx = poptGetContext(name, argc, argv, opts, 0);
+	if (usage)
+		poptSetOtherOptionHelp(ctx, usage);
+	return ctx;
+}
+
+int mtc_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", mtc_prog());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see '%s --help')\n", mtc_prog());
+	return MTC_EXIT_USAGE;
+}
+
+int mtc_cli_parse(poptContext ctx)
+{
+	int rc, level = MTC_LOG_WARN;
+	char *arg;
+
+	while ((rc = poptGetNextOpt(ctx)) > 0) {
+		switch (rc) {
+		case OPT_VERBOSE:
+			level++;
+			break;
+		case OPT_QUIET:
+			level = MTC_LOG_ERROR;
+			break;
+		case OPT_LOG_FORMAT:
+			arg = poptGetOptArg(ctx);
+			if (mtc_log_set_format(arg) < 0) {
+				free(arg);
+				return mtc_usage_error("unknown log format '%s'", arg ? arg : "");
+			}
+			free(arg);
+			break;
+		case OPT_VERSION:
+			printf("%s (mtc) %s\n", mtc_prog(), MTC_VERSION);
+			return MTC_EXIT_OK;
+		}
+	}
+	if (rc < -1)
+		return mtc_usage_error("%s: '%s'", poptStrerror(rc),
+				       poptBadOption(ctx, POPT_BADOPTION_NOALIAS));
+	mtc_log_set_level(level > MTC_LOG_DEBUG ? MTC_LOG_DEBUG : level);
+	return -1;
+}
+
+int mtc_parse_uint(const char *s, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}

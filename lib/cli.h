@@ -1,0 +1,28 @@
+#ifndef MTC_CLI_H
+#define MTC_CLI_H
+
+#include <popt.h>
+
+/* -v/--verbose (repeatable), -q/--quiet, --log-format text|json, --version. */
+extern struct poptOption mtc_common_options[];
+#define MTC_POPT_COMMON                                                             \
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, mtc_common_options, 0, "Common options:", \
+	  NULL },                                                                   \
+	POPT_AUTOHELP
+
+poptContext mtc_cli_context(const char *name, int argc, const char **argv,
+			    const struct poptOption *opts, const char *usage);
+
+/*
+ * Runs popt over the whole command line. Returns -1 to go on, or the exit
+ * code to leave with: 0 after --version, MTC_EXIT_USAGE after a bad option.
+ */
+int mtc_cli_parse(poptContext ctx);
+
+/* A usage error: one line to stderr, returns MTC_EXIT_USAGE. */
+int mtc_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parses a non-negative decimal integer that fits in a long long; -1 if it is not one. */
+int mtc_parse_uint(const char *s, long long *out);
+
+#endif

@@ -1,0 +1,196 @@
+#define _XOPEN_SOURCE 700
+#include "fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xalloc.h"
+
+int mtc_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fsync(fd) < 0 && errno != EINVAL) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return close(fd);
+}
+
+int mtc_fsync_parent(const char *path)
+{
+	char *copy = xstrdup(path);
+	char *slash = strrchr(copy, '/');
+	int rc;
+
+	if (!slash)
+		rc = mtc_fsync_dir(".");
+	else if (slash == copy)
+		rc = mtc_fsync_dir("/");
+	else {
+		*slash = '\0';
+		rc = mtc_fsync_dir(copy);
+	}
+	free(copy);
+	return rc;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int mtc_write_atomic_via(const char *tmp, const char *path, const void *buf, size_t len)
+{
+	int fd, e;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -1;
+	if (write_all(fd, buf, len) < 0 || fsync(fd) < 0)
+		goto fail;
+	if (close(fd) < 0) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0)
+		goto fail;
+	return mtc_fsync_parent(path);
+fail:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	errno = e;
+	return -1;
+}
+
+int mtc_write_atomic(const char *path, const void *buf, size_t len)
+{
+	char *tmp = xasprintf("%s.tmp", path);
+	int rc = mtc_write_atomic_via(tmp, path, buf, len);
+	int e = errno;
+	free(tmp);
+	errno = e;
+	return rc;
+}
+
+int mtc_read_file(const char *path, size_t max, char **out, size_t *outlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t cap = 4096, len = 0;
+	char *buf;
+
+	if (fd < 0)
+		return -1;
+	buf = xmalloc(cap + 1);
+	for (;;) {
+		ssize_t n;
+		if (len == cap) {
+			if (cap > max) {
+				free(buf);
+				close(fd);
+				errno = EFBIG;
+				return -1;
+			}
+			cap *= 2;
+			buf = xrealloc(buf, cap + 1);
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			int e = errno;
+			if (e == EINTR)
+				continue;
+			free(buf);
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (len > max) {
+		free(buf);
+		errno = EFBIG;
+		return -1;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	if (outlen)
+		*outlen = len;
+	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int mtc_remove_tree(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	return nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
+}
+
+int mtc_mkdir_p(const char *path, unsigned mode)
+{
+	char *copy = xstrdup(path);
+	int rc = 0;
+
+	for (char *p = copy + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(copy, mode) < 0 && errno != EEXIST)
+			rc = -1;
+		*p = '/';
+		if (rc)
+			break;
+	}
+	if (!rc && mkdir(copy, mode) < 0 && errno != EEXIST)
+		rc = -1;
+	int e = errno;
+	free(copy);
+	errno = e;
+	return rc;
+}
+
+double mtc_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

@@ -1,0 +1,28 @@
+#ifndef MTC_FSUTIL_H
+#define MTC_FSUTIL_H
+
+#include <stddef.h>
+
+/*
+ * Crash safety: a write that must survive goes to a temporary name, is
+ * fsynced, renamed over its final name, and the directory is fsynced. On
+ * failure the temporary is removed and errno is kept.
+ */
+int mtc_write_atomic(const char *path, const void *buf, size_t len);
+int mtc_write_atomic_via(const char *tmp, const char *path, const void *buf, size_t len);
+int mtc_fsync_dir(const char *dir);
+int mtc_fsync_parent(const char *path);
+
+/* Reads a whole file of at most max bytes; EFBIG if larger. buf is NUL-terminated. */
+int mtc_read_file(const char *path, size_t max, char **buf, size_t *len);
+
+/* rm -rf without following symlinks; a missing path is not an error. */
+int mtc_remove_tree(const char *path);
+
+/* mkdir -p */
+int mtc_mkdir_p(const char *path, unsigned mode);
+
+/* Monotonic clock in seconds. */
+double mtc_now(void);
+
+#endif

@@ -1,0 +1,25 @@
+#ifndef MTC_LOG_H
+#define MTC_LOG_H
+
+#include <stdarg.h>
+
+enum mtc_log_level { MTC_LOG_ERROR, MTC_LOG_WARN, MTC_LOG_INFO, MTC_LOG_DEBUG };
+enum mtc_log_format { MTC_LOG_TEXT, MTC_LOG_JSON };
+
+void mtc_log_init(const char *prog);
+const char *mtc_prog(void);
+void mtc_log_set_level(int level);
+int mtc_log_level(void);
+int mtc_log_set_format(const char *name);
+
+/*
+ * A message ending in ':' gets ": strerror(errno)" appended (sbase's idiom).
+ * mtc_error is the one-line error of DESIGN.md §9: "mtc-<prog>: <what>: <why>".
+ */
+void mtc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mtc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mtc_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mtc_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mtc_vlog(int level, const char *fmt, va_list ap);
+
+#endif

@@ -1,0 +1,11 @@
+# Shared by every tests/*.bats: the programs under test come first on PATH.
+bats_load_library bats-support
+bats_load_library bats-assert
+bats_load_library bats-file
+
+: "${MTC_BIN:=$BATS_TEST_DIRNAME/../build/release/bin}"
+export PATH="$MTC_BIN:$BATS_TEST_DIRNAME/standin:$PATH"
+export MTC_TESTS="$BATS_TEST_DIRNAME"
+
+# True when the programs run under ASan/UBSan (slower; big inputs are scaled down).
+sanitized() { case "${MTC_BUILD:-}" in *asan*) return 0 ;; esac; return 1; }
