@@ -1,0 +1,374 @@
+#include "store.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_impl.h"
+#include "xalloc.h"
+
+int mtc_store_valid_key(const char *key)
+{
+	const char *p = key, *end;
+
+	if (!key || !*key || *key == '/')
+		return 0;
+	for (;;) {
+		end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n == 0)
+			return !end && p != key; /* only a trailing '/' may end a component list */
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+				return 0;
+		if (!end)
+			return 1;
+		p = end + 1;
+		if (!*p)
+			return 1;
+	}
+}
+
+void mtc_store_set_error(struct mtc_store *s, const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	pthread_mutex_lock(&s->lock);
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof s->err, fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&s->lock);
+	errno = e;
+}
+
+const char *mtc_store_error(const struct mtc_store *s)
+{
+	return s->err[0] ? s->err : "unknown error";
+}
+
+void mtc_store_set_progress(struct mtc_store *s, mtc_store_progress_fn fn, void *arg)
+{
+	s->progress = fn;
+	s->progress_arg = arg;
+}
+
+void mtc_store_progress_add(struct mtc_store *s, long long bytes)
+{
+	if (!s->progress || !bytes)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->progress_done += bytes;
+	s->progress(s->progress_arg, s->progress_done, s->progress_total);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static int set_open_error(char *err, size_t errlen, int e, const char *fmt, const char *arg)
+{
+	snprintf(err, errlen, fmt, arg);
+	errno = e;
+	return -1;
+}
+
+int mtc_store_open(const char *url, const struct mtc_store_options *opt, struct mtc_store **out,
+		   char *err, size_t errlen)
+{
+	struct mtc_store *s;
+	size_t len;
+	int rc;
+
+	*out = NULL;
+	if (!url || !*url)
+		return set_open_error(err, errlen, EINVAL, "empty location%s", "");
+	s = xcalloc(1, sizeof *s);
+	pthread_mutex_init(&s->lock, NULL);
+	if (opt)
+		s->opt = *opt;
+	if (s->opt.parallel <= 0)
+		s->opt.parallel = 16;
+	if (s->opt.deadline <= 0)
+		s->opt.deadline = 600;
+	s->url = xstrdup(url);
+	len = strlen(s->url);
+	const char *scheme_end = strstr(s->url, "://");
+	size_t keep = scheme_end ? (size_t)(scheme_end - s->url) + 3 : 1;
+	while (len > keep && s->url[len - 1] == '/')
+		s->url[--len] = '\0';
+
+	if (!strncmp(s->url, "gs://", 5)) {
+		char *bucket = xstrdup(s->url + 5), *slash = strchr(bucket, '/');
+		s->remote = 1;
+		if (slash)
+			*slash++ = '\0';
+		if (!*bucket) {
+			free(bucket);
+			mtc_store_close(s);
+			return set_open_error(err, errlen, EINVAL, "no bucket in '%s'", url);
+		}
+		rc = mtc_store_gcs_open(s, bucket, slash ? slash : "", err, errlen);
+		free(bucket);
+	} else if (!strncmp(s->url, "file://", 7)) {
+		rc = mtc_store_dir_open(s, s->url + 7, err, errlen);
+	} else if (strstr(s->url, "://")) {
+		mtc_store_close(s);
+		return set_open_error(err, errlen, EINVAL, "unknown location scheme in '%s'", url);
+	} else {
+		rc = mtc_store_dir_open(s, s->url, err, errlen);
+	}
+	if (rc < 0) {
+		int e = errno;
+		s->ops = NULL;
+		mtc_store_close(s);
+		errno = e;
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
+void mtc_store_close(struct mtc_store *s)
+{
+	if (!s)
+		return;
+	if (s->ops && s->ops->close)
+		s->ops->close(s);
+	pthread_mutex_destroy(&s->lock);
+	free(s->url);
+	free(s);
+}
+
+const char *mtc_store_url(const struct mtc_store *s) { return s->url; }
+int mtc_store_is_remote(const struct mtc_store *s) { return s->remote; }
+
+static int bad_key(struct mtc_store *s, const char *key)
+{
+	mtc_store_set_error(s, "invalid object name '%s'", key ? key : "");
+	errno = EINVAL;
+	return -1;
+}
+
+#define CHECK_KEY(s, key)                        \
+	do {                                     \
+		if (!mtc_store_valid_key(key))   \
+			return bad_key(s, key);  \
+		(s)->err[0] = '\0';              \
+	} while (0)
+
+int mtc_store_put_file(struct mtc_store *s, const char *key, const char *path, int flags)
+{
+	CHECK_KEY(s, key);
+	return s->ops->put_file(s, key, path, flags);
+}
+
+int mtc_store_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len,
+		      int flags)
+{
+	CHECK_KEY(s, key);
+	return s->ops->put_buf(s, key, buf, len, flags);
+}
+
+static int check_batch(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		x[i].err = 0;
+		x[i].size = 0;
+		if (!mtc_store_valid_key(x[i].key))
+			return bad_key(s, x[i].key);
+	}
+	s->err[0] = '\0';
+	s->progress_done = 0;
+	s->progress_total = 0;
+	return 0;
+}
+
+int mtc_store_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags)
+{
+	if (check_batch(s, x, n) < 0)
+		return -1;
+	return s->ops->put_many(s, x, n, flags);
+}
+
+int mtc_store_get_file(struct mtc_store *s, const char *key, const char *path)
+{
+	CHECK_KEY(s, key);
+	return s->ops->get_file(s, key, path);
+}
+
+int mtc_store_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len)
+{
+	*buf = NULL;
+	*len = 0;
+	CHECK_KEY(s, key);
+	return s->ops->get_buf(s, key, max, buf, len);
+}
+
+int mtc_store_get_range(struct mtc_store *s, const char *key, long long offset, void *buf,
+			size_t len)
+{
+	CHECK_KEY(s, key);
+	if (offset < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return s->ops->get_range(s, key, offset, buf, len);
+}
+
+int mtc_store_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
+{
+	if (check_batch(s, x, n) < 0)
+		return -1;
+	return s->ops->get_many(s, x, n);
+}
+
+int mtc_store_list(struct mtc_store *s, const char *prefix, const char *delim,
+		   struct mtc_store_list *out)
+{
+	memset(out, 0, sizeof *out);
+	if (prefix && *prefix && (prefix[0] == '/' || strstr(prefix, "..")))
+		return bad_key(s, prefix);
+	s->err[0] = '\0';
+	if (delim && !*delim)
+		delim = NULL;
+	return s->ops->list(s, prefix ? prefix : "", delim, out);
+}
+
+void mtc_store_list_free(struct mtc_store_list *l)
+{
+	for (size_t i = 0; i < l->n_objects; i++)
+		free(l->objects[i].name);
+	for (size_t i = 0; i < l->n_prefixes; i++)
+		free(l->prefixes[i]);
+	free(l->objects);
+	free(l->prefixes);
+	memset(l, 0, sizeof *l);
+}
+
+int mtc_store_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out)
+{
+	memset(out, 0, sizeof *out);
+	CHECK_KEY(s, key);
+	return s->ops->stat(s, key, out);
+}
+
+int mtc_store_delete(struct mtc_store *s, const char *key)
+{
+	CHECK_KEY(s, key);
+	return s->ops->del(s, key);
+}
+
+int mtc_store_delete_prefix(struct mtc_store *s, const char *prefix)
+{
+	if (!prefix || !*prefix)
+		return bad_key(s, prefix);
+	CHECK_KEY(s, prefix);
+	return s->ops->delete_prefix(s, prefix);
+}
+
+void mtc_store_list_add_object(struct mtc_store_list *l, const char *name, long long size,
+			       long long generation)
+{
+	if ((l->n_objects & (l->n_objects - 1)) == 0)
+		l->objects = xrealloc(l->objects, (l->n_objects ? 2 * l->n_objects : 1) *
+							  sizeof *l->objects);
+	l->objects[l->n_objects++] = (struct mtc_store_object){ xstrdup(name), size, generation };
+}
+
+void mtc_store_list_add_prefix(struct mtc_store_list *l, const char *prefix)
+{
+	if (l->n_prefixes && !strcmp(l->prefixes[l->n_prefixes - 1], prefix))
+		return;
+	if ((l->n_prefixes & (l->n_prefixes - 1)) == 0)
+		l->prefixes = xrealloc(l->prefixes, (l->n_prefixes ? 2 * l->n_prefixes : 1) *
+							    sizeof *l->prefixes);
+	l->prefixes[l->n_prefixes++] = xstrdup(prefix);
+}
+
+static int cmp_object(const void *a, const void *b)
+{
+	return strcmp(((const struct mtc_store_object *)a)->name,
+		      ((const struct mtc_store_object *)b)->name);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void mtc_store_list_sort(struct mtc_store_list *l)
+{
+	size_t j = 0;
+
+	if (l->n_objects)
+		qsort(l->objects, l->n_objects, sizeof *l->objects, cmp_object);
+	if (!l->n_prefixes)
+		return;
+	qsort(l->prefixes, l->n_prefixes, sizeof *l->prefixes, cmp_str);
+	for (size_t i = 1; i < l->n_prefixes; i++) {
+		if (!strcmp(l->prefixes[i], l->prefixes[j]))
+			free(l->prefixes[i]);
+		else
+			l->prefixes[++j] = l->prefixes[i];
+	}
+	l->n_prefixes = j + 1;
+}
+
+struct pool {
+	struct mtc_store *s;
+	struct mtc_store_xfer *x;
+	size_t n, next;
+	int flags, failed, first_errno;
+	int (*fn)(struct mtc_store *, struct mtc_store_xfer *, int);
+	pthread_mutex_t lock;
+};
+
+static void *pool_worker(void *arg)
+{
+	struct pool *p = arg;
+
+	for (;;) {
+		size_t i;
+		pthread_mutex_lock(&p->lock);
+		i = p->next++;
+		pthread_mutex_unlock(&p->lock);
+		if (i >= p->n)
+			return NULL;
+		if (p->fn(p->s, &p->x[i], p->flags) < 0) {
+			p->x[i].err = errno ? errno : EIO;
+			pthread_mutex_lock(&p->lock);
+			if (!p->failed++)
+				p->first_errno = p->x[i].err;
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
+}
+
+int mtc_store_run_parallel(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags,
+			   int (*fn)(struct mtc_store *s, struct mtc_store_xfer *x, int flags))
+{
+	struct pool p = { .s = s, .x = x, .n = n, .flags = flags, .fn = fn };
+	size_t nthreads = (size_t)s->opt.parallel < n ? (size_t)s->opt.parallel : n;
+	pthread_t *t;
+	size_t started = 0;
+
+	if (n == 0)
+		return 0;
+	pthread_mutex_init(&p.lock, NULL);
+	t = xcalloc(nthreads, sizeof *t);
+	for (size_t i = 0; i + 1 < nthreads; i++)
+		if (pthread_create(&t[started], NULL, pool_worker, &p) == 0)
+			started++;
+	pool_worker(&p);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+	pthread_mutex_destroy(&p.lock);
+	if (p.failed) {
+		errno = p.first_errno;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,101 @@
+#ifndef MTC_STORE_H
+#define MTC_STORE_H
+
+#include <stddef.h>
+
+/*
+ * Backup storage behind one small interface (DESIGN.md §6). A location is a
+ * directory path, file://PATH, or gs://bucket[/prefix]. Keys are relative to
+ * the location, '/'-separated, with no empty, "." or ".." component; a key
+ * ending in '/' names an empty directory (a zero-byte object on gs://).
+ *
+ * Visibility: a put is create-only and all-or-nothing. The directory backend
+ * writes a hidden temporary name, fsyncs it, renames it into place without
+ * replacing anything, and fsyncs the directory; listings never show
+ * temporaries. gs:// creates with ifGenerationMatch=0.
+ *
+ * Every call returns 0 or -1 with errno set: ENOENT (no such object), EEXIST
+ * (create-only put found one), EIO (integrity: checksum or size mismatch),
+ * ETIMEDOUT (deadline), EACCES, EINVAL (bad key or URL), or another errno.
+ * mtc_store_error() then says what happened in words ("HTTP 403: ...").
+ */
+
+struct mtc_store;
+
+struct mtc_store_options {
+	const char *token_file; /* gs:// bearer token file (--token-file); NULL: environment */
+	int parallel;		/* transfers in flight; 0: default (16) */
+	double deadline;	/* seconds for one operation with its retries; 0: default (600) */
+};
+
+struct mtc_store_object {
+	char *name;		/* relative to the listed prefix's location root: the full key */
+	long long size;
+	long long generation;	/* gs:// generation; 0 on a directory */
+};
+
+struct mtc_store_list {
+	struct mtc_store_object *objects; /* sorted by name (strcmp) */
+	size_t n_objects;
+	char **prefixes; /* common prefixes, each ending in the delimiter, sorted */
+	size_t n_prefixes;
+};
+
+/* One transfer of a batch: key <-> local path. err is 0 or the errno of its failure. */
+struct mtc_store_xfer {
+	const char *key;
+	const char *path;
+	long long size; /* out: bytes transferred */
+	int err;	/* out */
+};
+
+enum { MTC_STORE_REPLACE = 1 }; /* put flag: overwrite instead of create-only */
+
+/* Progress of long transfers: bytes done so far over all transfers of the call. */
+typedef void (*mtc_store_progress_fn)(void *arg, long long done, long long total);
+
+int mtc_store_open(const char *url, const struct mtc_store_options *opt, struct mtc_store **out,
+		   char *err, size_t errlen);
+void mtc_store_close(struct mtc_store *s);
+/* The location as given (normalised: no trailing '/'). */
+const char *mtc_store_url(const struct mtc_store *s);
+/* 1 for gs://, 0 for a directory. */
+int mtc_store_is_remote(const struct mtc_store *s);
+/* The reason for the last failure on s, never NULL. */
+const char *mtc_store_error(const struct mtc_store *s);
+void mtc_store_set_progress(struct mtc_store *s, mtc_store_progress_fn fn, void *arg);
+
+int mtc_store_put_file(struct mtc_store *s, const char *key, const char *path, int flags);
+int mtc_store_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len,
+		      int flags);
+/* Parallel puts; returns -1 if any failed (see each err; errno is the first failure's). */
+int mtc_store_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags);
+
+/* Whole object to path, written to a temporary name and renamed when whole. */
+int mtc_store_get_file(struct mtc_store *s, const char *key, const char *path);
+/* Whole object of at most max bytes into a NUL-terminated malloc'd buffer; EFBIG if larger. */
+int mtc_store_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len);
+/* Exactly len bytes at offset into buf; EIO if the object ends before. */
+int mtc_store_get_range(struct mtc_store *s, const char *key, long long offset, void *buf,
+			size_t len);
+int mtc_store_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n);
+
+/*
+ * Objects whose key starts with prefix (may be "" or NULL). With a delimiter
+ * (normally "/"), keys holding it after the prefix are rolled up into
+ * prefixes instead. Call mtc_store_list_free even on failure.
+ */
+int mtc_store_list(struct mtc_store *s, const char *prefix, const char *delim,
+		   struct mtc_store_list *out);
+void mtc_store_list_free(struct mtc_store_list *l);
+
+/* Size and generation of one object (out->name is set to NULL). */
+int mtc_store_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out);
+int mtc_store_delete(struct mtc_store *s, const char *key);
+/* Deletes every object under prefix (which should end in '/'), in parallel; none is not an error. */
+int mtc_store_delete_prefix(struct mtc_store *s, const char *prefix);
+
+/* Checks a key's grammar: 1 valid, 0 not. */
+int mtc_store_valid_key(const char *key);
+
+#endif
