@@ -51,7 +51,7 @@ static void suite(struct mtc_store *s, const char *scratch)
 	char *buf, *src = xasprintf("%s/src", scratch), *dst = xasprintf("%s/dst", scratch);
 	char range[5];
 	size_t len;
-	static const char *bad[] = { "", "/a", "a//b", "a/../b", "..", "./x", "a/./b", "a\nb" };
+	static const char *bad[] = { "", "/a", "a//b", "a/../b", "..", "./x", "a/./b", "a\tb" };
 	static const char *good[] = { "a", "a/b", "a/b/", "job/2025-06-30_14-30/x.meta",
 				      "a b/c%d?e#f" };
 

@@ -1,0 +1,140 @@
+#include "crc32c.h"
+
+#include <string.h>
+
+#define POLY 0x82F63B78u /* reflected Castagnoli */
+
+static uint32_t table[8][256];
+static int table_ready;
+
+static void make_table(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ POLY : c >> 1;
+		table[0][i] = c;
+	}
+	for (uint32_t i = 0; i < 256; i++)
+		for (int t = 1; t < 8; t++)
+			table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
+	__atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
+}
+
+/* Slicing-by-8. */
+uint32_t mtc_crc32c_portable(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE))
+		make_table();
+	crc = ~crc;
+	while (len >= 8) {
+		uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+				     (uint32_t)p[3] << 24);
+		crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^
+		      table[5][(lo >> 16) & 0xff] ^ table[4][lo >> 24] ^ table[3][p[4]] ^
+		      table[2][p[5]] ^ table[1][p[6]] ^ table[0][p[7]];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		crc = (crc >> 8) ^ table[0][(crc ^ *p++) & 0xff];
+	return ~crc;
+}
+
+#if defined(__x86_64__)
+/* Eight bytes per instruction; the unaligned head and the tail a byte at a time. */
+__attribute__((target("sse4.2"))) uint32_t mtc_crc32c_hw(uint32_t crc, const void *buf,
+							  size_t len)
+{
+	const unsigned char *p = buf;
+	uint64_t c = ~crc;
+
+	while (len && ((uintptr_t)p & 7)) {
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+		len--;
+	}
+	while (len >= 32) {
+		uint64_t a, b, d, e;
+		memcpy(&a, p, 8);
+		memcpy(&b, p + 8, 8);
+		memcpy(&d, p + 16, 8);
+		memcpy(&e, p + 24, 8);
+		c = __builtin_ia32_crc32di(c, a);
+		c = __builtin_ia32_crc32di(c, b);
+		c = __builtin_ia32_crc32di(c, d);
+		c = __builtin_ia32_crc32di(c, e);
+		p += 32;
+		len -= 32;
+	}
+	while (len >= 8) {
+		uint64_t a;
+		memcpy(&a, p, 8);
+		c = __builtin_ia32_crc32di(c, a);
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return ~(uint32_t)c;
+}
+
+int mtc_crc32c_hw_available(void)
+{
+	__builtin_cpu_init();
+	return !!__builtin_cpu_supports("sse4.2");
+}
+#else
+uint32_t mtc_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+	return mtc_crc32c_portable(crc, buf, len);
+}
+
+int mtc_crc32c_hw_available(void) { return 0; }
+#endif
+
+uint32_t mtc_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	static int hw = -1;
+	if (hw < 0)
+		hw = mtc_crc32c_hw_available();
+	return hw ? mtc_crc32c_hw(crc, buf, len) : mtc_crc32c_portable(crc, buf, len);
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void mtc_crc32c_base64(uint32_t crc, char out[9])
+{
+	unsigned char b[4] = { crc >> 24, crc >> 16, crc >> 8, crc };
+	uint32_t v = (uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2];
+
+	out[0] = b64[v >> 18];
+	out[1] = b64[(v >> 12) & 63];
+	out[2] = b64[(v >> 6) & 63];
+	out[3] = b64[v & 63];
+	v = (uint32_t)b[3] << 16;
+	out[4] = b64[v >> 18];
+	out[5] = b64[(v >> 12) & 63];
+	out[6] = '=';
+	out[7] = '=';
+	out[8] = '\0';
+}
+
+int mtc_crc32c_from_base64(const char *s, uint32_t *crc)
+{
+	uint64_t v = 0;
+
+	if (strlen(s) != 8 || strcmp(s + 6, "=="))
+		return -1;
+	for (int i = 0; i < 6; i++) {
+		const char *at = s[i] ? strchr(b64, s[i]) : NULL;
+		if (!at)
+			return -1;
+		v = v << 6 | (uint64_t)(at - b64);
+	}
+	if (v & 0xf) /* 36 bits carry 32: the last 4 must be zero */
+		return -1;
+	*crc = (uint32_t)(v >> 4);
+	return 0;
+}
