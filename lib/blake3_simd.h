@@ -1,0 +1,77 @@
+/*
+ * The W-way compression shared by the SIMD paths: each vector lane hashes
+ * one input. Included by blake3_<isa>.c after it defines VEC, W, TARGET,
+ * MANY_FN, LOADU, STOREU, SET1, ADD, XOR, ROT16, ROT12, ROT8, ROT7 and
+ * load_msg(in, stride, off, m) (the transposed message words).
+ */
+
+#define G(a, b, c, d, x, y)                       \
+	do {                                      \
+		v[a] = ADD(ADD(v[a], v[b]), x);   \
+		v[d] = ROT16(XOR(v[d], v[a]));    \
+		v[c] = ADD(v[c], v[d]);           \
+		v[b] = ROT12(XOR(v[b], v[c]));    \
+		v[a] = ADD(ADD(v[a], v[b]), y);   \
+		v[d] = ROT8(XOR(v[d], v[a]));     \
+		v[c] = ADD(v[c], v[d]);           \
+		v[b] = ROT7(XOR(v[b], v[c]));     \
+	} while (0)
+
+TARGET void MANY_FN(const uint8_t *in, size_t stride, size_t blocks, const uint32_t key[8],
+		    uint64_t counter, int inc, uint8_t flags, uint8_t flag_start, uint8_t flag_end,
+		    uint8_t *out)
+{
+	VEC h[8], m[16], v[16];
+	uint32_t lo[W], hi[W];
+	for (int l = 0; l < W; l++) {
+		uint64_t c = counter + (inc ? (uint64_t)l : 0);
+		lo[l] = (uint32_t)c;
+		hi[l] = (uint32_t)(c >> 32);
+	}
+	VEC clo = LOADU(lo), chi = LOADU(hi);
+	for (int i = 0; i < 8; i++)
+		h[i] = SET1(key[i]);
+	uint8_t bf = flags | flag_start;
+	for (size_t b = 0; b < blocks; b++) {
+		if (b + 1 == blocks)
+			bf |= flag_end;
+		load_msg(in, stride, b * 64, m);
+		for (int i = 0; i < 8; i++)
+			v[i] = h[i];
+		for (int i = 0; i < 4; i++)
+			v[8 + i] = SET1(mtc_blake3_iv[i]);
+		v[12] = clo;
+		v[13] = chi;
+		v[14] = SET1(64);
+		v[15] = SET1(bf);
+#pragma GCC unroll 7
+		for (int r = 0; r < 7; r++) {
+			const uint8_t *s = mtc_blake3_schedule[r];
+			G(0, 4, 8, 12, m[s[0]], m[s[1]]);
+			G(1, 5, 9, 13, m[s[2]], m[s[3]]);
+			G(2, 6, 10, 14, m[s[4]], m[s[5]]);
+			G(3, 7, 11, 15, m[s[6]], m[s[7]]);
+			G(0, 5, 10, 15, m[s[8]], m[s[9]]);
+			G(1, 6, 11, 12, m[s[10]], m[s[11]]);
+			G(2, 7, 8, 13, m[s[12]], m[s[13]]);
+			G(3, 4, 9, 14, m[s[14]], m[s[15]]);
+		}
+		for (int i = 0; i < 8; i++)
+			h[i] = XOR(v[i], v[i + 8]);
+		bf = flags;
+	}
+	uint32_t words[8][W];
+	for (int i = 0; i < 8; i++)
+		STOREU(words[i], h[i]);
+	for (int l = 0; l < W; l++)
+		for (int i = 0; i < 8; i++) {
+			uint32_t w = words[i][l];
+			uint8_t *o = out + 32 * l + 4 * i;
+			o[0] = (uint8_t)w;
+			o[1] = (uint8_t)(w >> 8);
+			o[2] = (uint8_t)(w >> 16);
+			o[3] = (uint8_t)(w >> 24);
+		}
+}
+
+#undef G
