@@ -1,0 +1,37 @@
+#ifndef MTC_GCS_AUTH_H
+#define MTC_GCS_AUTH_H
+
+#include <stddef.h>
+
+/*
+ * Credentials for the GCS JSON API, first match wins (DESIGN.md §6):
+ *   STORAGE_EMULATOR_HOST set          no auth
+ *   token_file, or MTC_GCS_TOKEN       a bearer token (the file is re-read on refresh)
+ *   GOOGLE_APPLICATION_CREDENTIALS     a service-account key: an RS256 JWT signed with
+ *                                      its private key, exchanged at its token_uri
+ *   the metadata server                GCE_METADATA_HOST (default metadata.google.internal),
+ *                                      Metadata-Flavor: Google, retried while a pod starts
+ * Tokens are cached and refreshed a minute before they expire.
+ */
+
+enum mtc_gcs_auth_kind { MTC_GCS_AUTH_NONE, MTC_GCS_AUTH_TOKEN, MTC_GCS_AUTH_SERVICE_ACCOUNT,
+			 MTC_GCS_AUTH_METADATA };
+
+struct mtc_gcs_auth;
+
+int mtc_gcs_auth_new(const char *token_file, struct mtc_gcs_auth **out, char *err, size_t errlen);
+void mtc_gcs_auth_free(struct mtc_gcs_auth *a);
+enum mtc_gcs_auth_kind mtc_gcs_auth_kind(const struct mtc_gcs_auth *a);
+
+/*
+ * The Authorization header line ("Authorization: Bearer …") in a malloc'd
+ * string, or NULL in *header without auth. force refreshes a cached token
+ * (after a 401). Thread-safe. -1 with a reason in err.
+ */
+int mtc_gcs_auth_header(struct mtc_gcs_auth *a, int force, char **header, char *err,
+			size_t errlen);
+
+/* base64url without padding, as a JWT uses; malloc'd. */
+char *mtc_base64url(const void *buf, size_t len);
+
+#endif
