@@ -1,0 +1,671 @@
+#include "peer_client.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "digest.h"
+#include "exitcode.h"
+#include "fsutil.h"
+#include "inventory.h"
+#include "log.h"
+#include "naming.h"
+#include "xalloc.h"
+
+#define RETRY (-100)
+#define STAGING_PREFIX ".mtc-upload-"
+#define MEM_BODY_MAX (64LL << 20)
+#define PIPE_SIZE (1 << 20)
+
+void mtc_peer_client_defaults(struct mtc_peer_client *pc)
+{
+	memset(pc, 0, sizeof *pc);
+	pc->deadline_s = 3600;
+	pc->retries = 4;
+	pc->limits.max_bytes = 1LL << 40;
+	pc->limits.max_files = 1000000;
+	pc->limits.max_depth = 64;
+}
+
+/* One HTTP exchange: what to send, where the body goes, what came back. */
+struct call {
+	const char *method;
+	char *url;
+	const char *up_path; /* a file, or a tree when up_tree */
+	int up_tree;
+	const char *up_mem;
+	size_t up_len;
+	const char *down_path; /* a file to create, or an empty dir to extract into */
+	int down_tree;
+
+	long code;
+	char *body; /* small bodies (meta, inventory, errors) */
+	size_t body_len;
+	long long bytes;
+
+	/* per attempt */
+	int up_fd, down_fd;
+	size_t up_off;
+	const struct mtc_wire_limits *limits;
+	pthread_t thread;
+	int thread_rc;
+	char thread_why[512];
+	int tree_fd;
+	const char *tree_root;
+};
+
+static void append_body(struct call *c, const char *p, size_t n)
+{
+	if ((long long)(c->body_len + n) > MEM_BODY_MAX)
+		return;
+	c->body = xrealloc(c->body, c->body_len + n + 1);
+	memcpy(c->body + c->body_len, p, n);
+	c->body_len += n;
+	c->body[c->body_len] = '\0';
+}
+
+static size_t on_read(char *buf, size_t size, size_t n, void *arg)
+{
+	struct call *c = arg;
+	size_t want = size * n;
+	ssize_t got;
+
+	if (c->up_mem) {
+		size_t left = c->up_len - c->up_off;
+		if (want > left)
+			want = left;
+		memcpy(buf, c->up_mem + c->up_off, want);
+		c->up_off += want;
+		c->bytes += (long long)want;
+		return want;
+	}
+	do
+		got = read(c->up_fd, buf, want);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return CURL_READFUNC_ABORT;
+	c->bytes += got;
+	return (size_t)got;
+}
+
+static size_t on_write(char *p, size_t size, size_t n, void *arg)
+{
+	struct call *c = arg;
+	size_t len = size * n, off = 0;
+
+	if (c->code == 0)
+		return len; /* filled in by the header callback */
+	if (c->code >= 300 || c->down_fd < 0) {
+		append_body(c, p, len);
+		return len;
+	}
+	while (off < len) {
+		ssize_t w = write(c->down_fd, p + off, len - off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return 0;
+		}
+		off += (size_t)w;
+	}
+	c->bytes += (long long)len;
+	return len;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct call *c = arg;
+	long code;
+	if (n * size > 5 && !strncmp(p, "HTTP/", 5) && sscanf(p, "HTTP/%*s %ld", &code) == 1 &&
+	    code >= 200)
+		c->code = code;
+	return size * n;
+}
+
+static void *tree_writer(void *arg)
+{
+	struct call *c = arg;
+	c->thread_rc = mtc_wire_write_tree(c->tree_fd, c->tree_root, c->thread_why,
+					   sizeof c->thread_why);
+	close(c->tree_fd);
+	return NULL;
+}
+
+static void *tree_reader(void *arg)
+{
+	struct call *c = arg;
+	c->thread_rc = mtc_wire_extract(c->tree_fd, c->tree_root, c->limits, c->thread_why,
+					sizeof c->thread_why);
+	close(c->tree_fd);
+	return NULL;
+}
+
+static int start_thread(struct call *c, int upload, const char *root)
+{
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -1;
+	fcntl(fds[1], F_SETPIPE_SZ, PIPE_SIZE);
+	c->tree_root = root;
+	c->thread_rc = 0;
+	c->thread_why[0] = '\0';
+	if (upload) {
+		c->tree_fd = fds[1];
+		c->up_fd = fds[0];
+	} else {
+		c->tree_fd = fds[0];
+		c->down_fd = fds[1];
+	}
+	if (pthread_create(&c->thread, NULL, upload ? tree_writer : tree_reader, c)) {
+		close(fds[0]);
+		close(fds[1]);
+		c->up_fd = c->down_fd = -1;
+		errno = EAGAIN;
+		return -1;
+	}
+	return 0;
+}
+
+static int prepare(struct call *c)
+{
+	c->up_fd = c->down_fd = -1;
+	c->up_off = 0;
+	c->bytes = 0;
+	c->code = 0;
+	free(c->body);
+	c->body = NULL;
+	c->body_len = 0;
+	if (c->up_path && !c->up_tree && (c->up_fd = open(c->up_path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if (c->up_path && c->up_tree && start_thread(c, 1, c->up_path) < 0)
+		return -1;
+	if (c->down_path && !c->down_tree &&
+	    (c->down_fd = open(c->down_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+		return -1;
+	if (c->down_path && c->down_tree) {
+		if (mtc_remove_tree(c->down_path) < 0 || mkdir(c->down_path, 0755) < 0)
+			return -1;
+		if (start_thread(c, 0, c->down_path) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int finish_fds(struct call *c)
+{
+	int rc = 0;
+	if (c->down_fd >= 0 && !c->down_tree && fsync(c->down_fd) < 0)
+		rc = -1;
+	if (c->up_fd >= 0)
+		close(c->up_fd);
+	if (c->down_fd >= 0)
+		close(c->down_fd);
+	if ((c->up_path && c->up_tree) || (c->down_path && c->down_tree))
+		pthread_join(c->thread, NULL);
+	c->up_fd = c->down_fd = -1;
+	return rc;
+}
+
+static void first_line(const char *body, char *out, size_t len)
+{
+	size_t n = body ? strcspn(body, "\n") : 0;
+	snprintf(out, len, "%.*s", (int)(n < 300 ? n : 300), body ? body : "");
+}
+
+/* One attempt: 0, RETRY, or a final exit code, with err. */
+static int attempt(const struct mtc_peer_client *pc, struct call *c, double deadline, char *err,
+		   size_t errlen)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	char errbuf[CURL_ERROR_SIZE] = "", *auth = NULL, line[320];
+	double left = deadline - mtc_now();
+	CURLcode cc;
+	int rc;
+
+	if (!h) {
+		snprintf(err, errlen, "cannot start curl");
+		return MTC_EXIT_FAILURE;
+	}
+	if (prepare(c) < 0) {
+		snprintf(err, errlen, "'%s': %s", c->up_path ? c->up_path : c->down_path,
+			 strerror(errno));
+		finish_fds(c);
+		curl_easy_cleanup(h);
+		return MTC_EXIT_FAILURE;
+	}
+	if (pc->token) {
+		auth = xasprintf("Authorization: Bearer %s", pc->token);
+		hdr = curl_slist_append(hdr, auth);
+	}
+	curl_easy_setopt(h, CURLOPT_URL, c->url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left > 0.001 ? left * 1000 : 1));
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
+	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024 * 1024);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
+	if (!strcmp(c->method, "HEAD"))
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	if (!strcmp(c->method, "PUT")) {
+		struct stat st;
+		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(h, CURLOPT_READDATA, c);
+		if (c->up_mem)
+			curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->up_len);
+		else if (!c->up_tree && fstat(c->up_fd, &st) == 0)
+			curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
+		hdr = curl_slist_append(hdr, c->up_tree ? "Content-Type: application/x-tar"
+							: "Content-Type: application/octet-stream");
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	cc = curl_easy_perform(h);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->code);
+	if (finish_fds(c) < 0 && cc == CURLE_OK && c->code < 300) {
+		snprintf(err, errlen, "'%s': %s", c->down_path, strerror(errno));
+		rc = MTC_EXIT_FAILURE;
+	} else if (cc == CURLE_OK && c->code >= 300) {
+		first_line(c->body, line, sizeof line);
+		snprintf(err, errlen, "'%s': HTTP %ld%s%s", c->url, c->code, *line ? ": " : "", line);
+		rc = c->code == 404				       ? MTC_EXIT_NOTFOUND
+		     : c->code == 408 || c->code == 429 || c->code >= 500 ? RETRY
+		     : c->code == 422				       ? RETRY
+								       : MTC_EXIT_FAILURE;
+	} else if (c->thread_rc < 0 && c->down_tree) {
+		snprintf(err, errlen, "'%s': rejected: %s", c->url, c->thread_why);
+		c->code = 422;
+		rc = RETRY;
+	} else if (c->thread_rc < 0) {
+		snprintf(err, errlen, "cannot send '%s': %s", c->up_path, c->thread_why);
+		rc = MTC_EXIT_FAILURE;
+	} else if (cc == CURLE_OPERATION_TIMEDOUT && mtc_now() >= deadline) {
+		snprintf(err, errlen, "'%s': %s", c->url, *errbuf ? errbuf : curl_easy_strerror(cc));
+		rc = MTC_EXIT_TIMEOUT;
+	} else if (cc != CURLE_OK) {
+		snprintf(err, errlen, "'%s': %s", c->url, *errbuf ? errbuf : curl_easy_strerror(cc));
+		c->code = 0;
+		rc = RETRY;
+	} else {
+		rc = 0;
+	}
+	curl_slist_free_all(hdr);
+	free(auth);
+	curl_easy_cleanup(h);
+	return rc;
+}
+
+static void backoff(int n)
+{
+	double s = 0.2 * (1 << (n < 5 ? n : 5));
+	struct timespec ts;
+	s *= 0.5 + (double)rand() / RAND_MAX / 2;
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	nanosleep(&ts, NULL);
+}
+
+/* check: after a 2xx, 0, RETRY or an exit code (verification of what arrived). */
+static int run(const struct mtc_peer_client *pc, struct call *c,
+	       int (*check)(const struct mtc_peer_client *, struct call *, void *, char *, size_t),
+	       void *arg, char *err, size_t errlen)
+{
+	double deadline = mtc_now() + (pc->deadline_s > 0 ? pc->deadline_s : 1e9);
+	int integrity = 0;
+
+	for (int n = 0;; n++) {
+		int rc = attempt(pc, c, deadline, err, errlen);
+		if (rc == 0 && check)
+			rc = check(pc, c, arg, err, errlen);
+		if (rc != RETRY)
+			return rc;
+		integrity = c->code == 422;
+		if (n >= pc->retries)
+			return integrity ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+		mtc_debug("retrying: %s", err);
+		backoff(n);
+		if (mtc_now() >= deadline)
+			return MTC_EXIT_TIMEOUT;
+	}
+}
+
+static char *object_url(const char *base, const char *name)
+{
+	size_t n = strlen(base);
+	while (n && base[n - 1] == '/')
+		n--;
+	return xasprintf("%.*s/v1/objects/%s", (int)n, base, name);
+}
+
+int mtc_peer_has(const struct mtc_peer_client *pc, const char *base, const char *name, char *err,
+		 size_t errlen)
+{
+	struct call c = { .method = "HEAD", .url = object_url(base, name) };
+	int rc = run(pc, &c, NULL, NULL, err, errlen);
+	free(c.url);
+	free(c.body);
+	return rc == 0 ? 1 : rc == MTC_EXIT_NOTFOUND ? 0 : -1;
+}
+
+int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char *dir,
+		 const char *name, long long *sent, char *err, size_t errlen)
+{
+	struct call c = { .method = "PUT", .url = object_url(base, name) };
+	char hash[MTC_HASH_MAX + 1], *path = xasprintf("%s/%s", dir, name);
+	struct mtc_ckpt_name n;
+	int rc;
+
+	if (!mtc_parse_data_name(name, hash)) {
+		c.up_path = path;
+		c.up_tree = mtc_is_dir_hash(hash);
+	} else if (!mtc_parse_ckpt_name(name, &n) && n.ext == MTC_EXT_META) {
+		if (mtc_read_meta(path, hash) < 0) {
+			snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+			free(path);
+			free(c.url);
+			return MTC_EXIT_FAILURE;
+		}
+		c.up_mem = hash;
+		c.up_len = strlen(hash);
+	} else {
+		snprintf(err, errlen, "'%s' is neither <hash>.data nor a .meta", name);
+		free(path);
+		free(c.url);
+		return MTC_EXIT_USAGE;
+	}
+	rc = run(pc, &c, NULL, NULL, err, errlen);
+	if (sent)
+		*sent = rc == 0 ? c.bytes : 0;
+	free(path);
+	free(c.url);
+	free(c.body);
+	return rc;
+}
+
+struct publish {
+	const char *hash;
+	const char *obj;
+	const char *final;
+};
+
+static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, void *arg,
+			      char *err, size_t errlen)
+{
+	struct publish *p = arg;
+	char why[512];
+	int rc = mtc_digest_verify(p->obj, p->hash, NULL, pc->digest_threads, why, sizeof why);
+
+	if (rc > 0) {
+		snprintf(err, errlen, "'%s': content does not match its name: %s", c->url, why);
+		c->code = 422;
+		return RETRY;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot verify '%s': %s", p->obj, strerror(errno));
+		return MTC_EXIT_FAILURE;
+	}
+	if (c->down_tree)
+		sync();
+	if (renameat2(AT_FDCWD, p->obj, AT_FDCWD, p->final, RENAME_NOREPLACE) < 0 &&
+	    errno != EEXIST && errno != ENOTEMPTY) {
+		snprintf(err, errlen, "cannot publish '%s': %s", p->final, strerror(errno));
+		return MTC_EXIT_FAILURE;
+	}
+	mtc_fsync_parent(p->final);
+	return 0;
+}
+
+static int get_data(const struct mtc_peer_client *pc, const char *base, const char *dir,
+		    const char *name, const char *hash, long long *received, char *err,
+		    size_t errlen)
+{
+	char *staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", dir);
+	char *obj, *final = xasprintf("%s/%s", dir, name);
+	struct call c = { .method = "GET", .url = object_url(base, name), .limits = &pc->limits };
+	struct publish p = { hash, NULL, final };
+	int rc;
+
+	if (!mkdtemp(staging)) {
+		snprintf(err, errlen, "cannot stage in '%s': %s", dir, strerror(errno));
+		free(staging);
+		free(final);
+		free(c.url);
+		return MTC_EXIT_FAILURE;
+	}
+	obj = xasprintf("%s/obj", staging);
+	p.obj = obj;
+	c.down_path = obj;
+	c.down_tree = mtc_is_dir_hash(hash);
+	rc = run(pc, &c, verify_and_publish, &p, err, errlen);
+	if (received)
+		*received = rc == 0 ? c.bytes : 0;
+	mtc_remove_tree(staging);
+	free(staging);
+	free(obj);
+	free(final);
+	free(c.url);
+	free(c.body);
+	return rc;
+}
+
+int mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char *dir,
+		 const char *name, long long *received, char *err, size_t errlen)
+{
+	char hash[MTC_HASH_MAX + 1], *path, *data;
+	struct mtc_ckpt_name n;
+	struct call c = { .method = "GET" };
+	long long got = 0;
+	int rc;
+
+	if (received)
+		*received = 0;
+	if (!mtc_parse_data_name(name, hash))
+		return get_data(pc, base, dir, name, hash, received, err, errlen);
+	if (mtc_parse_ckpt_name(name, &n) || n.ext != MTC_EXT_META) {
+		snprintf(err, errlen, "'%s' is neither <hash>.data nor a .meta", name);
+		return MTC_EXIT_USAGE;
+	}
+	c.url = object_url(base, name);
+	rc = run(pc, &c, NULL, NULL, err, errlen);
+	if (rc == 0) {
+		size_t len = c.body_len;
+		if (len && c.body[len - 1] == '\n')
+			c.body[--len] = '\0';
+		if (!c.body || len > MTC_HASH_MAX || !mtc_is_hash(c.body)) {
+			snprintf(err, errlen, "'%s': content is not a hash", c.url);
+			rc = MTC_EXIT_INTEGRITY;
+		}
+	}
+	if (rc == 0) {
+		snprintf(hash, sizeof hash, "%s", c.body);
+		data = xasprintf("%s.data", hash);
+		path = xasprintf("%s/%s", dir, data);
+		if (access(path, F_OK) < 0)
+			rc = get_data(pc, base, dir, data, hash, &got, err, errlen);
+		free(path);
+		free(data);
+	}
+	if (rc == 0) {
+		path = xasprintf("%s/%s", dir, name);
+		if (mtc_write_atomic(path, hash, strlen(hash)) < 0) {
+			snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+			rc = MTC_EXIT_FAILURE;
+		}
+		free(path);
+	}
+	if (received)
+		*received = got + (long long)c.body_len;
+	free(c.url);
+	free(c.body);
+	return rc;
+}
+
+json_t *mtc_peer_inventory(const struct mtc_peer_client *pc, const char *base, char *err,
+			   size_t errlen)
+{
+	size_t n = strlen(base);
+	struct call c = { .method = "GET" };
+	json_t *j = NULL;
+	json_error_t je;
+
+	while (n && base[n - 1] == '/')
+		n--;
+	c.url = xasprintf("%.*s/v1/inventory", (int)n, base);
+	if (run(pc, &c, NULL, NULL, err, errlen) == 0) {
+		j = json_loadb(c.body ? c.body : "", c.body_len, 0, &je);
+		if (!j)
+			snprintf(err, errlen, "'%s': bad JSON: %s", c.url, je.text);
+	}
+	free(c.url);
+	free(c.body);
+	return j;
+}
+
+/* ---- push of a step ---- */
+
+struct push_peer {
+	const struct mtc_peer_client *pc;
+	const char *dir;
+	const char *url;
+	char **metas;
+	int n_metas;
+	int ok, sent, skipped;
+	long long bytes;
+	double seconds;
+	char err[1024];
+};
+
+static void *push_one(void *arg)
+{
+	struct push_peer *p = arg;
+	double t0 = mtc_now();
+
+	for (int i = 0; i < p->n_metas; i++) {
+		char hash[MTC_HASH_MAX + 1], *mpath = xasprintf("%s/%s", p->dir, p->metas[i]);
+		char *data;
+		long long sent = 0;
+		int has, rc;
+
+		if (mtc_read_meta(mpath, hash) < 0) {
+			snprintf(p->err, sizeof p->err, "cannot read '%s': %s", mpath, strerror(errno));
+			free(mpath);
+			goto out;
+		}
+		free(mpath);
+		data = xasprintf("%s.data", hash);
+		has = mtc_peer_has(p->pc, p->url, data, p->err, sizeof p->err);
+		if (has == 0) {
+			rc = mtc_peer_put(p->pc, p->url, p->dir, data, &sent, p->err, sizeof p->err);
+			p->sent++;
+			p->bytes += sent;
+		} else {
+			rc = has < 0;
+			p->skipped += has == 1;
+		}
+		free(data);
+		if (rc)
+			goto out;
+		if (mtc_peer_put(p->pc, p->url, p->dir, p->metas[i], &sent, p->err, sizeof p->err))
+			goto out;
+	}
+	p->ok = 1;
+	p->err[0] = '\0';
+out:
+	p->seconds = mtc_now() - t0;
+	return NULL;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char **step_metas(const char *dir, const char *job, long long step, int rank, int *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **out = NULL;
+	int cap = 0;
+
+	*n = 0;
+	if (!d)
+		return NULL;
+	while ((e = readdir(d))) {
+		struct mtc_ckpt_name c;
+		if (mtc_parse_ckpt_name(e->d_name, &c) || c.ext != MTC_EXT_META ||
+		    strcmp(c.job, job) || c.step != step || c.rank != rank)
+			continue;
+		if (*n == cap)
+			out = xrealloc(out, (size_t)(cap = cap ? cap * 2 : 4) * sizeof *out);
+		out[(*n)++] = xstrdup(e->d_name);
+	}
+	closedir(d);
+	if (*n)
+		qsort(out, (size_t)*n, sizeof *out, by_name);
+	return out;
+}
+
+json_t *mtc_peer_push_step(const struct mtc_peer_client *pc, const char *dir, const char *job,
+			   long long step, int rank, char *const *peers, int n_peers, int *failed)
+{
+	struct push_peer *pp = xcalloc((size_t)(n_peers ? n_peers : 1), sizeof *pp);
+	pthread_t *th = xcalloc((size_t)(n_peers ? n_peers : 1), sizeof *th);
+	json_t *list = json_array(), *out;
+	double t0 = mtc_now();
+	int n_metas;
+	char **metas = step_metas(dir, job, step, rank, &n_metas);
+
+	*failed = 0;
+	if (!n_metas) {
+		free(pp);
+		free(th);
+		*failed = -1;
+		return json_pack("{s:I, s:b, s:s, s:o}", "step", (json_int_t)step, "ok", 0, "error",
+				 "no .meta of this node for the step", "peers", list);
+	}
+	for (int i = 0; i < n_peers; i++) {
+		pp[i] = (struct push_peer){ .pc = pc, .dir = dir, .url = peers[i], .metas = metas,
+					    .n_metas = n_metas };
+		if (pthread_create(&th[i], NULL, push_one, &pp[i]))
+			push_one(&pp[i]), th[i] = 0;
+	}
+	for (int i = 0; i < n_peers; i++) {
+		json_t *one;
+		if (th[i])
+			pthread_join(th[i], NULL);
+		one = json_pack("{s:s, s:b, s:i, s:i, s:i, s:I, s:f}", "peer", pp[i].url, "ok",
+				pp[i].ok, "metas", n_metas, "data_sent", pp[i].sent, "data_skipped",
+				pp[i].skipped, "bytes", (json_int_t)pp[i].bytes, "seconds",
+				pp[i].seconds);
+		if (!pp[i].ok) {
+			json_object_set_new(one, "error", json_string(pp[i].err));
+			mtc_error("cannot push step %lld to '%s': %s", step, pp[i].url, pp[i].err);
+			(*failed)++;
+		}
+		json_array_append_new(list, one);
+	}
+	out = json_pack("{s:I, s:b, s:f, s:o}", "step", (json_int_t)step, "ok", *failed == 0,
+			"seconds", mtc_now() - t0, "peers", list);
+	for (int i = 0; i < n_metas; i++)
+		free(metas[i]);
+	free(metas);
+	free(pp);
+	free(th);
+	return out;
+}

@@ -1,0 +1,353 @@
+#include "peer_cmd.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <popt.h>
+
+#include "cli.h"
+#include "config.h"
+#include "exitcode.h"
+#include "fsutil.h"
+#include "log.h"
+#include "naming.h"
+#include "peer_client.h"
+#include "peer_server.h"
+#include "peers.h"
+#include "xalloc.h"
+
+#define SERVE_USAGE "serve --dir DIR --listen HOST:PORT [--token-file FILE] [--insecure]"
+#define PUSH_USAGE                                                                             \
+	"push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] "        \
+	"[--token-file FILE]"
+#define FETCH_USAGE "fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--token-file FILE]"
+
+static int parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
+		 poptContext *ctx)
+{
+	*ctx = mtc_cli_context("mtc-replicate", argc, argv, opts, usage);
+	return mtc_cli_parse(*ctx);
+}
+
+static void print_json(json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+}
+
+int mtc_replicate_serve(int argc, const char **argv)
+{
+	struct mtc_peer_server_opts o;
+	char *dir = NULL, *listen = NULL, *token = NULL, err[512];
+	long long max_body = -1, max_files = -1;
+	int insecure = 0, max_depth = -1, max_conn = -1, timeout = -1, threads = 0, sig, rc;
+	struct poptOption opts[] = {
+		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir to serve", "DIR" },
+		{ "listen", 'l', POPT_ARG_STRING, &listen, 0,
+		  "address to listen on (default 127.0.0.1:7070; port 0 picks a free one)",
+		  "HOST:PORT" },
+		{ "token-file", '\0', POPT_ARG_STRING, &token, 0, "bearer token every request must carry",
+		  "FILE" },
+		{ "insecure", '\0', POPT_ARG_NONE, &insecure, 0,
+		  "allow a non-loopback address without a token", NULL },
+		{ "max-body", '\0', POPT_ARG_LONGLONG, &max_body, 0, "bytes per upload (default 1 TiB)",
+		  "BYTES" },
+		{ "max-files", '\0', POPT_ARG_LONGLONG, &max_files, 0,
+		  "entries per uploaded tree (default 1000000)", "N" },
+		{ "max-depth", '\0', POPT_ARG_INT, &max_depth, 0, "path depth in a tree (default 64)", "N" },
+		{ "max-connections", '\0', POPT_ARG_INT, &max_conn, 0,
+		  "concurrent connections (default 64)", "N" },
+		{ "timeout", '\0', POPT_ARG_INT, &timeout, 0,
+		  "seconds a connection may stay idle (default 120)", "SEC" },
+		{ "threads", 't', POPT_ARG_INT, &threads, 0,
+		  "hashing threads per upload (default: one per CPU)", "N" },
+		MTC_POPT_COMMON POPT_TABLEEND
+	};
+	poptContext ctx;
+	struct mtc_peer_server *s;
+	sigset_t set;
+
+	rc = parse(argc, argv, opts, SERVE_USAGE, &ctx);
+	if (rc >= 0)
+		goto out;
+	mtc_peer_server_defaults(&o);
+	if (!dir) {
+		rc = mtc_usage_error("--dir is required");
+		goto out;
+	}
+	o.dir = dir;
+	if (listen)
+		o.listen = listen;
+	o.token_file = token;
+	o.insecure = insecure;
+	o.digest_threads = threads;
+	if (max_body >= 0)
+		o.max_body = max_body;
+	if (max_files >= 0)
+		o.max_files = max_files;
+	if (max_depth >= 0)
+		o.max_depth = max_depth;
+	if (max_conn > 0)
+		o.max_connections = max_conn;
+	if (timeout > 0)
+		o.timeout_s = timeout;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (!(s = mtc_peer_server_start(&o, err, sizeof err))) {
+		mtc_error("cannot serve '%s': %s", dir, err);
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
+	{
+		json_t *ready = json_pack("{s:s, s:s}", "listen", mtc_peer_server_address(s), "dir",
+					  dir);
+		print_json(ready);
+		json_decref(ready);
+	}
+	mtc_info("serving '%s' on %s", dir, mtc_peer_server_address(s));
+	sigwait(&set, &sig);
+	mtc_info("signal %d: shutting down", sig);
+	mtc_peer_server_stop(s);
+	rc = MTC_EXIT_OK;
+out:
+	poptFreeContext(ctx);
+	free(dir);
+	free(listen);
+	free(token);
+	return rc;
+}
+
+static int client_setup(struct mtc_peer_client *pc, const char *token_file, double timeout,
+			int retries, int threads, char **token)
+{
+	char err[512];
+	mtc_peer_client_defaults(pc);
+	if (timeout > 0)
+		pc->deadline_s = timeout;
+	if (retries >= 0)
+		pc->retries = retries;
+	pc->digest_threads = threads;
+	*token = NULL;
+	if (token_file) {
+		if (!(*token = mtc_read_token_file(token_file, err, sizeof err))) {
+			mtc_error("%s", err);
+			return MTC_EXIT_FAILURE;
+		}
+		pc->token = *token;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	return -1;
+}
+
+static char *expand_template(const char *t, int rank)
+{
+	char num[16], *out = xstrdup("");
+	const char *p;
+	snprintf(num, sizeof num, "%d", rank);
+	while ((p = strstr(t, "{rank}"))) {
+		char *next = xasprintf("%s%.*s%s", out, (int)(p - t), t, num);
+		free(out);
+		out = next;
+		t = p + 6;
+	}
+	p = out;
+	out = xasprintf("%s%s", p, t);
+	free((char *)p);
+	return out;
+}
+
+static int count_argv(char **v)
+{
+	int n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+static void free_argv(char **v)
+{
+	for (int i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+int mtc_replicate_push(int argc, const char **argv)
+{
+	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token_file = NULL,
+	     *token = NULL, **peers = NULL, **urls = NULL, err[512];
+	double timeout = 0;
+	int retries = -1, threads = 0, n_urls = 0, failed = 0, rc;
+	long long step;
+	struct poptOption opts[] = {
+		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
+		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (JSON, - for stdin)",
+		  "CFG" },
+		{ "step", 's', POPT_ARG_STRING, &step_s, 0, "the step to push", "S" },
+		{ "peer", 'p', POPT_ARG_ARGV, &peers, 0, "push to this peer (repeatable)", "URL" },
+		{ "peer-url-template", '\0', POPT_ARG_STRING, &tmpl, 0,
+		  "turns a peer rank into its URL, e.g. http://job-0-{rank}.svc:7070", "T" },
+		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "bearer token for the peers",
+		  "FILE" },
+		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
+		  "seconds per object, retries included (default 3600)", "SEC" },
+		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
+		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads", "N" },
+		MTC_POPT_COMMON POPT_TABLEEND
+	};
+	poptContext ctx;
+	struct mtc_peer_client pc;
+	struct mtc_config cfg;
+	json_t *summary;
+
+	rc = parse(argc, argv, opts, PUSH_USAGE, &ctx);
+	if (rc >= 0)
+		goto out;
+	if (!dir || !config || !step_s) {
+		rc = mtc_usage_error("--dir, --config and --step are required");
+		goto out;
+	}
+	if (mtc_parse_uint(step_s, &step) < 0) {
+		rc = mtc_usage_error("--step takes a step number, not '%s'", step_s);
+		goto out;
+	}
+	if (!peers && !tmpl) {
+		rc = mtc_usage_error("give --peer URL or --peer-url-template T");
+		goto out;
+	}
+	if (mtc_config_load(config, &cfg, err, sizeof err) < 0) {
+		mtc_error("invalid config '%s': %s", config, err);
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
+	if (peers) {
+		n_urls = count_argv(peers);
+		urls = xcalloc((size_t)n_urls + 1, sizeof *urls);
+		for (int i = 0; i < n_urls; i++)
+			urls[i] = xstrdup(peers[i]);
+	} else {
+		int ranks[256], n = mtc_peers_from_config(&cfg, ranks, 256);
+		if (n < 0) {
+			mtc_error("cannot choose peers: nodes %d, data parallelism %d", cfg.nodes,
+				  cfg.data_parallelism);
+			mtc_config_free(&cfg);
+			rc = MTC_EXIT_FAILURE;
+			goto out;
+		}
+		urls = xcalloc((size_t)n + 1, sizeof *urls);
+		for (int i = 0; i < n; i++)
+			urls[n_urls++] = expand_template(tmpl, ranks[i]);
+	}
+	if ((rc = client_setup(&pc, token_file, timeout, retries, threads, &token)) >= 0) {
+		mtc_config_free(&cfg);
+		goto out;
+	}
+	summary = mtc_peer_push_step(&pc, dir, cfg.job_name, step, cfg.node_rank, urls, n_urls,
+				     &failed);
+	print_json(summary);
+	json_decref(summary);
+	if (failed < 0)
+		mtc_error("nothing to push: no .meta of step %lld for node %d in '%s'", step,
+			  cfg.node_rank, dir);
+	rc = failed < 0 ? MTC_EXIT_NOTFOUND : failed ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
+	mtc_config_free(&cfg);
+out:
+	poptFreeContext(ctx);
+	free_argv(urls);
+	free_argv(peers);
+	free(dir);
+	free(config);
+	free(step_s);
+	free(tmpl);
+	free(token_file);
+	free(token);
+	return rc;
+}
+
+int mtc_replicate_fetch(int argc, const char **argv)
+{
+	char *dir = NULL, *from = NULL, *token_file = NULL, *token = NULL, **hashes = NULL,
+	     **metas = NULL;
+	double timeout = 0;
+	int retries = -1, threads = 0, rc, worst = 0;
+	struct poptOption opts[] = {
+		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
+		{ "from", 'f', POPT_ARG_STRING, &from, 0, "the peer to fetch from", "URL" },
+		{ "hash", 'H', POPT_ARG_ARGV, &hashes, 0, "fetch <H>.data (repeatable)", "H" },
+		{ "meta", 'm', POPT_ARG_ARGV, &metas, 0, "fetch this .meta and its data (repeatable)",
+		  "NAME" },
+		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "bearer token for the peer",
+		  "FILE" },
+		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
+		  "seconds per object, retries included (default 3600)", "SEC" },
+		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
+		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads", "N" },
+		MTC_POPT_COMMON POPT_TABLEEND
+	};
+	poptContext ctx;
+	struct mtc_peer_client pc;
+	json_t *list, *summary;
+	double t0 = mtc_now();
+
+	rc = parse(argc, argv, opts, FETCH_USAGE, &ctx);
+	if (rc >= 0)
+		goto out;
+	if (!dir || !from || (!hashes && !metas)) {
+		rc = mtc_usage_error("--dir, --from and at least one --hash or --meta are required");
+		goto out;
+	}
+	for (int i = 0; hashes && hashes[i]; i++)
+		if (!mtc_is_hash(hashes[i])) {
+			rc = mtc_usage_error("'%s' is not a hash", hashes[i]);
+			goto out;
+		}
+	for (int i = 0; metas && metas[i]; i++) {
+		struct mtc_ckpt_name n;
+		if (mtc_parse_ckpt_name(metas[i], &n) || n.ext != MTC_EXT_META) {
+			rc = mtc_usage_error("'%s' is not a .meta name", metas[i]);
+			goto out;
+		}
+	}
+	if ((rc = client_setup(&pc, token_file, timeout, retries, threads, &token)) >= 0)
+		goto out;
+	list = json_array();
+	for (int pass = 0; pass < 2; pass++)
+		for (char **v = pass ? metas : hashes; v && *v; v++) {
+			char err[1024], *name = pass ? xstrdup(*v) : xasprintf("%s.data", *v);
+			long long bytes = 0;
+			int r = mtc_peer_get(&pc, from, dir, name, &bytes, err, sizeof err);
+			json_t *o = json_pack("{s:s, s:b, s:I}", "name", name, "ok", r == 0, "bytes",
+					      (json_int_t)bytes);
+			if (r) {
+				json_object_set_new(o, "error", json_string(err));
+				mtc_error("cannot fetch '%s': %s", name, err);
+				if (!worst || r == MTC_EXIT_INTEGRITY)
+					worst = r;
+			}
+			json_array_append_new(list, o);
+			free(name);
+		}
+	summary = json_pack("{s:s, s:b, s:f, s:o}", "from", from, "ok", worst == 0, "seconds",
+			    mtc_now() - t0, "objects", list);
+	print_json(summary);
+	json_decref(summary);
+	rc = worst;
+out:
+	poptFreeContext(ctx);
+	free_argv(hashes);
+	free_argv(metas);
+	free(dir);
+	free(from);
+	free(token_file);
+	free(token);
+	return rc;
+}

@@ -1,0 +1,821 @@
+#include "peer_server.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "digest.h"
+#include "fsutil.h"
+#include "inventory.h"
+#include "log.h"
+#include "metrics.h"
+#include "naming.h"
+#include "peer_wire.h"
+#include "xalloc.h"
+
+#define STAGING_PREFIX ".mtc-upload-"
+#define OBJECTS "/v1/objects/"
+#define META_BODY_MAX 128
+#define PIPE_SIZE (1 << 20)
+#define STREAM_BLOCK (256 * 1024)
+#define HTTP_UNPROCESSABLE 422
+#define HTTP_TOO_LARGE 413
+
+struct mtc_peer_server {
+	struct MHD_Daemon *daemon;
+	struct mtc_peer_server_opts o;
+	char *dir;
+	int has_token;
+	unsigned char token_sha[32];
+	char address[128];
+	atomic_int stopping;
+
+	atomic_llong bytes_in, bytes_out, active, digest_failures;
+	atomic_llong published, already_present, rejected;
+	atomic_llong codes[600];
+	struct mtc_histogram seconds;
+};
+
+enum req_kind { REQ_OTHER, REQ_PUT_FILE, REQ_PUT_TREE, REQ_PUT_META };
+
+struct req {
+	struct mtc_peer_server *s;
+	enum req_kind kind;
+	char name[MTC_JOB_MAX + 64];
+	char hash[MTC_HASH_MAX + 1];
+	char *staging, *obj;
+	int fd; /* the file being written, or the pipe into the extractor */
+	int extract_fd;
+	pthread_t extractor;
+	int extracting, extract_rc;
+	char extract_why[512];
+	int fail_code;
+	char why[1024];
+	char meta[META_BODY_MAX + 1];
+	size_t meta_len;
+	long long bytes;
+	double t0;
+	int transfer;
+};
+
+void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->listen = "127.0.0.1:7070";
+	o->max_body = 1LL << 40;
+	o->max_files = 1000000;
+	o->max_depth = 64;
+	o->max_connections = 64;
+	o->timeout_s = 120;
+}
+
+char *mtc_read_token_file(const char *path, char *err, size_t errlen)
+{
+	char *buf, *start, *end;
+
+	if (mtc_read_file(path, 4096, &buf, NULL) < 0) {
+		snprintf(err, errlen, "cannot read token file '%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	start = buf + strspn(buf, " \t\r\n");
+	end = start + strcspn(start, "\r\n");
+	while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	*end = '\0';
+	if (!*start) {
+		free(buf);
+		snprintf(err, errlen, "token file '%s' is empty", path);
+		return NULL;
+	}
+	memmove(buf, start, strlen(start) + 1);
+	return buf;
+}
+
+static void sha256(const char *s, size_t len, unsigned char out[32])
+{
+	unsigned int n = 32;
+	EVP_Digest(s, len, out, &n, EVP_sha256(), NULL);
+}
+
+static int authorized(struct mtc_peer_server *s, struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	unsigned char got[32];
+
+	if (!s->has_token)
+		return 1;
+	if (!h || strncasecmp(h, "Bearer ", 7))
+		return 0;
+	h += 7;
+	sha256(h, strlen(h), got);
+	return CRYPTO_memcmp(got, s->token_sha, 32) == 0;
+}
+
+static enum MHD_Result queue(struct req *r, struct MHD_Connection *c, unsigned code,
+			     struct MHD_Response *resp)
+{
+	enum MHD_Result rc;
+	atomic_fetch_add(&r->s->codes[code < 600 ? code : 0], 1);
+	MHD_add_response_header(resp, "Server", "mtc-replicate");
+	rc = MHD_queue_response(c, code, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+static enum MHD_Result respond(struct req *r, struct MHD_Connection *c, unsigned code,
+			       const char *type, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static enum MHD_Result respond(struct req *r, struct MHD_Connection *c, unsigned code,
+			       const char *type, const char *fmt, ...)
+{
+	struct MHD_Response *resp;
+	va_list ap;
+	char *body;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&body, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (code == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+	atomic_fetch_add(&r->s->bytes_out, n);
+	return queue(r, c, code, resp);
+}
+
+#define TEXT "text/plain; charset=utf-8"
+
+static void remove_staging(struct req *r)
+{
+	if (r->fd >= 0) {
+		close(r->fd);
+		r->fd = -1;
+	}
+	if (r->extracting) {
+		pthread_join(r->extractor, NULL);
+		r->extracting = 0;
+	}
+	if (r->staging) {
+		if (mtc_remove_tree(r->staging) < 0)
+			mtc_warn("cannot remove '%s':", r->staging);
+		free(r->staging);
+		r->staging = NULL;
+	}
+	free(r->obj);
+	r->obj = NULL;
+	if (r->transfer) {
+		atomic_fetch_sub(&r->s->active, 1);
+		r->transfer = 0;
+	}
+}
+
+static void *extract_main(void *arg)
+{
+	struct req *r = arg;
+	struct mtc_wire_limits lim = { r->s->o.max_body, r->s->o.max_files, r->s->o.max_depth };
+
+	r->extract_rc = mtc_wire_extract(r->extract_fd, r->obj, &lim, r->extract_why,
+					 sizeof r->extract_why);
+	close(r->extract_fd);
+	r->extract_fd = -1;
+	return NULL;
+}
+
+/* ---- reads ---- */
+
+struct tree_stream {
+	struct mtc_peer_server *s;
+	char *root;
+	int fd[2];
+	pthread_t writer;
+	atomic_int failed;
+};
+
+static void *tree_writer(void *arg)
+{
+	struct tree_stream *t = arg;
+	char why[512];
+	if (mtc_wire_write_tree(t->fd[1], t->root, why, sizeof why) < 0) {
+		atomic_store(&t->failed, 1);
+		mtc_warn("sending '%s': %s", t->root, why);
+	}
+	close(t->fd[1]);
+	return NULL;
+}
+
+static ssize_t tree_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct tree_stream *t = cls;
+	ssize_t n;
+	do
+		n = read(t->fd[0], buf, max);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		atomic_fetch_add(&t->s->bytes_out, n);
+		return n;
+	}
+	return n == 0 && !atomic_load(&t->failed) ? MHD_CONTENT_READER_END_OF_STREAM
+						   : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void tree_free(void *cls)
+{
+	struct tree_stream *t = cls;
+	close(t->fd[0]);
+	pthread_join(t->writer, NULL);
+	free(t->root);
+	free(t);
+}
+
+static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const char *path,
+				int head)
+{
+	struct MHD_Response *resp;
+	struct stat st;
+	char size[32];
+
+	if (stat(path, &st) < 0)
+		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
+	if (S_ISREG(st.st_mode) && !head) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
+		resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+		atomic_fetch_add(&r->s->bytes_out, st.st_size);
+		return queue(r, c, MHD_HTTP_OK, resp);
+	}
+	if (S_ISDIR(st.st_mode) && !head) {
+		struct tree_stream *t = xcalloc(1, sizeof *t);
+		t->s = r->s;
+		t->root = xstrdup(path);
+		if (pipe2(t->fd, O_CLOEXEC) < 0) {
+			free(t->root);
+			free(t);
+			return respond(r, c, 500, TEXT, "pipe: %s\n", strerror(errno));
+		}
+		fcntl(t->fd[1], F_SETPIPE_SZ, PIPE_SIZE);
+		if (pthread_create(&t->writer, NULL, tree_writer, t)) {
+			close(t->fd[0]);
+			close(t->fd[1]);
+			free(t->root);
+			free(t);
+			return respond(r, c, 500, TEXT, "cannot start a thread\n");
+		}
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, tree_read, t,
+							 tree_free);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-tar");
+		return queue(r, c, MHD_HTTP_OK, resp);
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
+	snprintf(size, sizeof size, "%lld",
+		 S_ISREG(st.st_mode) ? (long long)st.st_size : mtc_tree_bytes(path));
+	resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	MHD_add_response_header(resp, "X-Mtc-Size", size);
+	return queue(r, c, MHD_HTTP_OK, resp);
+}
+
+static enum MHD_Result get_meta(struct req *r, struct MHD_Connection *c, const char *path,
+				int head)
+{
+	char hash[MTC_HASH_MAX + 1];
+	if (mtc_read_meta(path, hash) < 0)
+		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
+	if (head) {
+		struct MHD_Response *resp =
+			MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		return queue(r, c, MHD_HTTP_OK, resp);
+	}
+	return respond(r, c, MHD_HTTP_OK, "application/octet-stream", "%s", hash);
+}
+
+static enum MHD_Result get_inventory(struct req *r, struct MHD_Connection *c)
+{
+	struct mtc_inventory inv;
+	json_t *j;
+	char *text;
+	enum MHD_Result rc;
+
+	if (mtc_inventory_scan(r->s->dir, &inv) < 0)
+		return respond(r, c, 500, TEXT, "cannot scan the dir: %s\n", strerror(errno));
+	j = mtc_inventory_to_json(&inv);
+	text = json_dumps(j, JSON_COMPACT);
+	rc = respond(r, c, MHD_HTTP_OK, "application/json", "%s\n", text);
+	free(text);
+	json_decref(j);
+	mtc_inventory_free(&inv);
+	return rc;
+}
+
+static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
+{
+	struct mtc_peer_server *s = r->s;
+	struct mtc_text t = { 0 };
+	enum MHD_Result rc;
+
+	mtc_metric_header(&t, "mtc_peer_bytes_received_total", "counter", "request body bytes received");
+	mtc_metric_value(&t, "mtc_peer_bytes_received_total", NULL, (double)atomic_load(&s->bytes_in));
+	mtc_metric_header(&t, "mtc_peer_bytes_sent_total", "counter", "response body bytes sent");
+	mtc_metric_value(&t, "mtc_peer_bytes_sent_total", NULL, (double)atomic_load(&s->bytes_out));
+	mtc_metric_header(&t, "mtc_peer_requests_total", "counter", "requests answered, by HTTP code");
+	for (int code = 100; code < 600; code++) {
+		long long n = atomic_load(&s->codes[code]);
+		char label[32];
+		if (!n)
+			continue;
+		snprintf(label, sizeof label, "code=\"%d\"", code);
+		mtc_metric_value(&t, "mtc_peer_requests_total", label, (double)n);
+	}
+	mtc_metric_header(&t, "mtc_peer_uploads_total", "counter", "data uploads by outcome");
+	mtc_metric_value(&t, "mtc_peer_uploads_total", "result=\"published\"",
+			 (double)atomic_load(&s->published));
+	mtc_metric_value(&t, "mtc_peer_uploads_total", "result=\"present\"",
+			 (double)atomic_load(&s->already_present));
+	mtc_metric_value(&t, "mtc_peer_uploads_total", "result=\"rejected\"",
+			 (double)atomic_load(&s->rejected));
+	mtc_metric_header(&t, "mtc_peer_active_transfers", "gauge", "uploads in progress");
+	mtc_metric_value(&t, "mtc_peer_active_transfers", NULL, (double)atomic_load(&s->active));
+	mtc_metric_header(&t, "mtc_peer_digest_failures_total", "counter",
+			  "uploads whose content did not hash to their name");
+	mtc_metric_value(&t, "mtc_peer_digest_failures_total", NULL,
+			 (double)atomic_load(&s->digest_failures));
+	mtc_metric_histogram(&t, "mtc_peer_transfer_seconds", "seconds per data transfer",
+			     &s->seconds);
+	rc = respond(r, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", "%s", t.buf);
+	free(t.buf);
+	return rc;
+}
+
+/* ---- writes ---- */
+
+static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, int is_data)
+{
+	struct mtc_peer_server *s = r->s;
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	char *path = xasprintf("%s/%s", s->dir, r->name);
+	struct stat st;
+	int present = lstat(path, &st) == 0;
+	int fds[2];
+
+	free(path);
+	if (cl && strtoll(cl, NULL, 10) > (is_data ? s->o.max_body : META_BODY_MAX))
+		return respond(r, c, HTTP_TOO_LARGE, TEXT,
+			       "'%s': body of %s bytes is over the limit\n", r->name, cl);
+	if (!is_data) {
+		r->kind = REQ_PUT_META;
+		return MHD_YES;
+	}
+	if (present) {
+		atomic_fetch_add(&s->already_present, 1);
+		return respond(r, c, MHD_HTTP_OK, TEXT, "'%s' is already present\n", r->name);
+	}
+	r->staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", s->dir);
+	if (!mkdtemp(r->staging)) {
+		free(r->staging);
+		r->staging = NULL;
+		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot stage '%s': %s\n",
+			       r->name, strerror(errno));
+	}
+	r->obj = xasprintf("%s/obj", r->staging);
+	r->transfer = 1;
+	atomic_fetch_add(&s->active, 1);
+	if (!mtc_is_dir_hash(r->hash)) {
+		r->kind = REQ_PUT_FILE;
+		r->fd = open(r->obj, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (r->fd < 0)
+			goto fail;
+		return MHD_YES;
+	}
+	r->kind = REQ_PUT_TREE;
+	if (mkdir(r->obj, 0755) < 0 || pipe2(fds, O_CLOEXEC) < 0)
+		goto fail;
+	fcntl(fds[1], F_SETPIPE_SZ, PIPE_SIZE);
+	r->fd = fds[1];
+	r->extract_fd = fds[0];
+	if (pthread_create(&r->extractor, NULL, extract_main, r)) {
+		close(fds[0]);
+		errno = EAGAIN;
+		goto fail;
+	}
+	r->extracting = 1;
+	return MHD_YES;
+fail:
+	snprintf(r->why, sizeof r->why, "cannot stage '%s': %s\n", r->name, strerror(errno));
+	remove_staging(r);
+	return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "%s", r->why);
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static enum MHD_Result receive(struct req *r, const char *data, size_t len)
+{
+	struct mtc_peer_server *s = r->s;
+
+	r->bytes += (long long)len;
+	atomic_fetch_add(&s->bytes_in, (long long)len);
+	if (r->kind == REQ_PUT_META) {
+		if (r->meta_len + len > META_BODY_MAX)
+			return MHD_NO;
+		memcpy(r->meta + r->meta_len, data, len);
+		r->meta_len += len;
+		return MHD_YES;
+	}
+	if (r->bytes > s->o.max_body) {
+		mtc_warn("'%s': upload over %lld bytes, connection closed", r->name, s->o.max_body);
+		return MHD_NO;
+	}
+	if (r->fail_code || r->fd < 0)
+		return MHD_YES;
+	if (write_all(r->fd, data, len) < 0) {
+		if (errno == EPIPE) {
+			r->fail_code = HTTP_UNPROCESSABLE;
+		} else {
+			r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
+			snprintf(r->why, sizeof r->why, "cannot write '%s': %s", r->name,
+				 strerror(errno));
+		}
+		close(r->fd);
+		r->fd = -1;
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result finish_meta(struct req *r, struct MHD_Connection *c)
+{
+	struct mtc_peer_server *s = r->s;
+	char *data, *path, *tmp, old[MTC_HASH_MAX + 1];
+	int rc;
+
+	r->meta[r->meta_len] = '\0';
+	if (r->meta_len && r->meta[r->meta_len - 1] == '\n')
+		r->meta[--r->meta_len] = '\0';
+	if (!mtc_is_hash(r->meta))
+		return respond(r, c, HTTP_UNPROCESSABLE, TEXT,
+			       "'%s': content is not a hash\n", r->name);
+	data = xasprintf("%s/%s.data", s->dir, r->meta);
+	rc = access(data, F_OK);
+	free(data);
+	if (rc < 0)
+		return respond(r, c, MHD_HTTP_CONFLICT, TEXT, "'%s': data '%s.data' is not present\n",
+			       r->name, r->meta);
+	path = xasprintf("%s/%s", s->dir, r->name);
+	if (mtc_read_meta(path, old) == 0 && !strcmp(old, r->meta)) {
+		free(path);
+		return respond(r, c, MHD_HTTP_OK, TEXT, "'%s' is already present\n", r->name);
+	}
+	tmp = xasprintf("%s/" STAGING_PREFIX "%s.%ld", s->dir, r->name, (long)gettid());
+	rc = mtc_write_atomic_via(tmp, path, r->meta, r->meta_len);
+	free(tmp);
+	free(path);
+	if (rc < 0)
+		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot write '%s': %s\n",
+			       r->name, strerror(errno));
+	mtc_info("received '%s'", r->name);
+	return respond(r, c, MHD_HTTP_CREATED, TEXT, "'%s' stored\n", r->name);
+}
+
+static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
+{
+	struct mtc_peer_server *s = r->s;
+	char why[1024], *final;
+	unsigned code;
+	int rc;
+
+	if (r->kind == REQ_PUT_FILE && r->fd >= 0 && fsync(r->fd) < 0 && !r->fail_code) {
+		r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
+		snprintf(r->why, sizeof r->why, "cannot write '%s': %s", r->name, strerror(errno));
+	}
+	if (r->fd >= 0) {
+		close(r->fd);
+		r->fd = -1;
+	}
+	if (r->extracting) {
+		pthread_join(r->extractor, NULL);
+		r->extracting = 0;
+		if (r->extract_rc < 0 && r->fail_code != MHD_HTTP_INSUFFICIENT_STORAGE) {
+			r->fail_code = HTTP_UNPROCESSABLE;
+			snprintf(r->why, sizeof r->why, "'%s' rejected: %s", r->name, r->extract_why);
+		}
+	}
+	if (r->fail_code) {
+		atomic_fetch_add(&s->rejected, 1);
+		mtc_warn("%s", r->why);
+		code = (unsigned)r->fail_code;
+		remove_staging(r);
+		return respond(r, c, code, TEXT, "%s\n", r->why);
+	}
+	rc = mtc_digest_verify(r->obj, r->hash, NULL, s->o.digest_threads, why, sizeof why);
+	if (rc != 0) {
+		atomic_fetch_add(&s->rejected, 1);
+		if (rc > 0)
+			atomic_fetch_add(&s->digest_failures, 1);
+		else
+			snprintf(why, sizeof why, "%s", strerror(errno));
+		mtc_warn("'%s' rejected: %s", r->name, why);
+		remove_staging(r);
+		return respond(r, c, rc > 0 ? HTTP_UNPROCESSABLE : 500, TEXT,
+			       "'%s' rejected: %s\n", r->name, why);
+	}
+	if (atomic_load(&s->stopping)) {
+		remove_staging(r);
+		return respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, "shutting down\n");
+	}
+	if (r->kind == REQ_PUT_TREE)
+		sync();
+	final = xasprintf("%s/%s", s->dir, r->name);
+	rc = renameat2(AT_FDCWD, r->obj, AT_FDCWD, final, RENAME_NOREPLACE);
+	free(final);
+	if (rc < 0 && errno != EEXIST && errno != ENOTEMPTY) {
+		snprintf(why, sizeof why, "%s", strerror(errno));
+		remove_staging(r);
+		return respond(r, c, 500, TEXT, "cannot publish '%s': %s\n", r->name, why);
+	}
+	mtc_fsync_dir(s->dir);
+	mtc_histogram_observe(&s->seconds, mtc_now() - r->t0);
+	remove_staging(r);
+	if (rc < 0) {
+		atomic_fetch_add(&s->already_present, 1);
+		return respond(r, c, MHD_HTTP_OK, TEXT, "'%s' is already present\n", r->name);
+	}
+	atomic_fetch_add(&s->published, 1);
+	mtc_info("received '%s' (%lld bytes)", r->name, r->bytes);
+	return respond(r, c, MHD_HTTP_CREATED, TEXT, "'%s' stored\n", r->name);
+}
+
+/* ---- routing ---- */
+
+static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char *url,
+			     const char *method)
+{
+	struct mtc_peer_server *s = r->s;
+	int get = !strcmp(method, "GET"), head = !strcmp(method, "HEAD"),
+	    put = !strcmp(method, "PUT");
+	struct mtc_ckpt_name n;
+	const char *name;
+	char *path;
+	int is_data;
+	enum MHD_Result rc;
+
+	if (!strcmp(url, "/healthz") && (get || head))
+		return respond(r, c, MHD_HTTP_OK, TEXT, "ok\n");
+	if (!authorized(s, c))
+		return respond(r, c, MHD_HTTP_UNAUTHORIZED, TEXT, "missing or wrong bearer token\n");
+	if (!strcmp(url, "/metrics") && get)
+		return get_metrics(r, c);
+	if (!strcmp(url, "/v1/inventory") && get)
+		return get_inventory(r, c);
+	if (strncmp(url, OBJECTS, strlen(OBJECTS)))
+		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "no such endpoint\n");
+	name = url + strlen(OBJECTS);
+	if (strlen(name) >= sizeof r->name)
+		return respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT, "name too long\n");
+	if (!mtc_parse_data_name(name, r->hash))
+		is_data = 1;
+	else if (!mtc_parse_ckpt_name(name, &n) && n.ext == MTC_EXT_META)
+		is_data = 0;
+	else
+		return respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT,
+			       "name is neither <hash>.data nor <job>-s<step>-n<rank>-w<worker>.meta\n");
+	snprintf(r->name, sizeof r->name, "%s", name);
+	if (put)
+		return begin_put(r, c, is_data);
+	if (!get && !head)
+		return respond(r, c, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT, "method not allowed\n");
+	path = xasprintf("%s/%s", s->dir, name);
+	rc = is_data ? get_data(r, c, path, head) : get_meta(r, c, path, head);
+	free(path);
+	return rc;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **con_cls)
+{
+	struct req *r = *con_cls;
+
+	if (!r) {
+		r = xcalloc(1, sizeof *r);
+		r->s = cls;
+		r->fd = r->extract_fd = -1;
+		r->t0 = mtc_now();
+		*con_cls = r;
+		mtc_debug("%s %s", method, url);
+		return route(r, c, url, method);
+	}
+	if (*upload_data_size) {
+		size_t len = *upload_data_size;
+		*upload_data_size = 0;
+		return receive(r, upload_data, len);
+	}
+	if (r->kind == REQ_PUT_META)
+		return finish_meta(r, c);
+	if (r->kind == REQ_PUT_FILE || r->kind == REQ_PUT_TREE)
+		return finish_data(r, c);
+	return MHD_NO;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode why)
+{
+	struct req *r = *con_cls;
+	if (!r)
+		return;
+	if (r->staging)
+		mtc_warn("'%s': upload abandoned after %lld bytes (%s)", r->name, r->bytes,
+			 why == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED	 ? "timeout"
+			 : why == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown"
+									 : "connection lost");
+	remove_staging(r);
+	free(r);
+	*con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+	vsnprintf(line, sizeof line, fmt, ap);
+	n = strlen(line);
+	while (n && (line[n - 1] == '\n' || line[n - 1] == ':'))
+		line[--n] = '\0';
+	mtc_debug("httpd: %s", line);
+}
+
+/* ---- lifecycle ---- */
+
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, char *err,
+			size_t errlen)
+{
+	char host[256], *port;
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+				  .ai_socktype = SOCK_STREAM },
+			*res;
+	int rc;
+
+	if (strlen(listen) >= sizeof host) {
+		snprintf(err, errlen, "listen address '%s' too long", listen);
+		return -1;
+	}
+	strcpy(host, listen);
+	if (host[0] == '[') {
+		char *close = strchr(host, ']');
+		if (!close || close[1] != ':') {
+			snprintf(err, errlen, "bad listen address '%s'", listen);
+			return -1;
+		}
+		*close = '\0';
+		port = close + 2;
+		memmove(host, host + 1, strlen(host + 1) + 1);
+	} else {
+		if (!(port = strrchr(host, ':'))) {
+			snprintf(err, errlen, "listen address '%s' has no port", listen);
+			return -1;
+		}
+		*port++ = '\0';
+	}
+	rc = getaddrinfo(*host ? host : "0.0.0.0", port, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "bad listen address '%s': %s", listen, gai_strerror(rc));
+		return -1;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	return 0;
+}
+
+static void remove_leftovers(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, STAGING_PREFIX, strlen(STAGING_PREFIX))) {
+			char *p = xasprintf("%s/%s", dir, e->d_name);
+			mtc_info("removing leftover upload '%s'", p);
+			mtc_remove_tree(p);
+			free(p);
+		}
+	closedir(d);
+}
+
+struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts *o, char *err,
+					      size_t errlen)
+{
+	static const double buckets[] = { 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300 };
+	struct mtc_peer_server *s;
+	struct sockaddr_storage ss = { 0 };
+	const union MHD_DaemonInfo *info;
+	char host[INET6_ADDRSTRLEN];
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
+	struct stat st;
+
+	if (stat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "'%s' is not a directory", o->dir);
+		return NULL;
+	}
+	if (parse_listen(o->listen, &ss, err, errlen) < 0)
+		return NULL;
+	if (!o->token_file && !o->insecure && !is_loopback(&ss)) {
+		snprintf(err, errlen,
+			 "refusing to listen on '%s' without --token-file (use --insecure to allow)",
+			 o->listen);
+		return NULL;
+	}
+	s = xcalloc(1, sizeof *s);
+	s->o = *o;
+	s->dir = xstrdup(o->dir);
+	if (o->token_file) {
+		char *tok = mtc_read_token_file(o->token_file, err, errlen);
+		if (!tok) {
+			free(s->dir);
+			free(s);
+			return NULL;
+		}
+		sha256(tok, strlen(tok), s->token_sha);
+		OPENSSL_cleanse(tok, strlen(tok));
+		free(tok);
+		s->has_token = 1;
+	}
+	mtc_histogram_init(&s->seconds, buckets, (int)(sizeof buckets / sizeof *buckets));
+	signal(SIGPIPE, SIG_IGN);
+	remove_leftovers(s->dir);
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	s->daemon = MHD_start_daemon(
+		flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
+		completed, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(512 * 1024),
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_END);
+	if (!s->daemon) {
+		snprintf(err, errlen, "cannot listen on '%s': %s", o->listen,
+			 errno ? strerror(errno) : "address in use or not available");
+		free(s->dir);
+		free(s);
+		return NULL;
+	}
+	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	if (ss.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
+	else
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
+	snprintf(s->address, sizeof s->address, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+		 host, info ? info->port : 0);
+	return s;
+}
+
+const char *mtc_peer_server_address(const struct mtc_peer_server *s) { return s->address; }
+
+void mtc_peer_server_stop(struct mtc_peer_server *s)
+{
+	atomic_store(&s->stopping, 1);
+	MHD_stop_daemon(s->daemon);
+	remove_leftovers(s->dir);
+	free(s->dir);
+	free(s);
+}

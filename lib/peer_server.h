@@ -1,0 +1,45 @@
+#ifndef MTC_PEER_SERVER_H
+#define MTC_PEER_SERVER_H
+
+#include <stddef.h>
+
+/*
+ * The peer daemon (DESIGN.md §4) over one local dir:
+ *   PUT|GET|HEAD /v1/objects/<hash>.data   a file as raw bytes, a tree as tar (peer_wire.h)
+ *   PUT|GET|HEAD /v1/objects/<name>.meta   the hash it names
+ *   GET /v1/inventory, GET /healthz, GET /metrics
+ * Visibility invariant: an upload is written below a private staging dir
+ * (.mtc-upload-*) and renamed to its name, without replacing anything, only
+ * after its digest equals the name; a .meta is accepted only when the data
+ * it names is present. Anything else (rejection, disconnect, timeout,
+ * shutdown) removes the staging dir, and a restart removes leftovers.
+ */
+
+struct mtc_peer_server_opts {
+	const char *dir;
+	const char *listen;	/* HOST:PORT, :PORT, [V6]:PORT; port 0 picks a free one */
+	const char *token_file; /* NULL: no auth, loopback only unless insecure */
+	int insecure;
+	long long max_body;  /* bytes per upload */
+	long long max_files; /* entries per tree */
+	int max_depth;
+	int max_connections;
+	int timeout_s; /* idle connection timeout */
+	int digest_threads;
+};
+
+void mtc_peer_server_defaults(struct mtc_peer_server_opts *o);
+
+struct mtc_peer_server;
+
+struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts *o, char *err,
+					      size_t errlen);
+/* "HOST:PORT" actually bound. */
+const char *mtc_peer_server_address(const struct mtc_peer_server *s);
+/* Closes every connection, discards uploads in flight, frees s. */
+void mtc_peer_server_stop(struct mtc_peer_server *s);
+
+/* Reads a bearer token file: first line, surrounding whitespace stripped; NULL on error. */
+char *mtc_read_token_file(const char *path, char *err, size_t errlen);
+
+#endif
