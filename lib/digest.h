@@ -47,6 +47,9 @@ void mtc_manifest_free(struct mtc_manifest *m);
 int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		    struct mtc_manifest *manifest);
 
+/* The digest of one regular file (64 hex), and its size when size is not NULL. */
+int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size);
+
 /* Total bytes of the files below path (after mtc_digest_path, manifest->entries of ""). */
 long long mtc_manifest_bytes(const struct mtc_manifest *m);
 

@@ -1,0 +1,298 @@
+/*
+ * mtc-replicate: the steady-state side of a node.
+ *   digest  print the content digest of files and directories (b3sum's shape)
+ *   commit  turn saved steps in the local dir into <hash>.data + .meta
+ *   gc      local garbage collection, keeping the given steps
+ *   serve, push, fetch, run: the peer service and the loop (added by their owners)
+ * Each verb is one function with its own options; main() only dispatches.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "commit.h"
+#include "config.h"
+#include "digest.h"
+#include "exitcode.h"
+#include "fsutil.h"
+#include "gc.h"
+#include "log.h"
+#include "xalloc.h"
+
+enum verb { DIGEST, COMMIT, GC, SERVE, PUSH, FETCH, RUN, NVERBS };
+
+typedef int verb_fn(int argc, const char **argv);
+
+static verb_fn do_digest, do_commit, do_gc;
+
+static const struct {
+	const char *name;
+	verb_fn *fn; /* NULL: not in this build yet */
+	const char *usage;
+} verbs[NVERBS] = {
+	[DIGEST] = { "digest", do_digest, "digest [--json] [--threads N] PATH..." },
+	[COMMIT] = { "commit", do_commit, "commit --dir DIR --config CFG [--watch] [--quiet-time SEC]" },
+	[GC] = { "gc", do_gc, "gc --dir DIR --config CFG --keep STEP[,STEP...]" },
+	[SERVE] = { "serve", NULL, "serve --dir DIR --listen ADDR" },
+	[PUSH] = { "push", NULL, "push" },
+	[FETCH] = { "fetch", NULL, "fetch" },
+	[RUN] = { "run", NULL, "run --dir DIR --config CFG" },
+};
+
+/* Parses the options of one verb; returns -1 to go on, else the exit code. */
+static int parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
+		 poptContext *ctx)
+{
+	*ctx = mtc_cli_context("mtc-replicate", argc, argv, opts, usage);
+	return mtc_cli_parse(*ctx);
+}
+
+/* b3sum escapes a name holding a newline or backslash and marks the line with a leading '\'. */
+static void print_b3sum_line(const char *digest, const char *path)
+{
+	if (!strpbrk(path, "\n\\")) {
+		printf("%s  %s\n", digest, path);
+		return;
+	}
+	printf("\\%s  ", digest);
+	for (const char *p = path; *p; p++)
+		fputs(*p == '\n' ? "\\n" : *p == '\\' ? "\\\\" : (char[]){ *p, 0 }, stdout);
+	putchar('\n');
+}
+
+static int do_digest(int argc, const char **argv)
+{
+	int json = 0, threads = 0, manifest = 0;
+	struct poptOption opts[] = {
+		{ "json", '\0', POPT_ARG_NONE, &json, 0, "one JSON object per line", NULL },
+		{ "threads", 't', POPT_ARG_INT, &threads, 0,
+		  "hashing threads (default: one per CPU)", "N" },
+		{ "manifest", 'm', POPT_ARG_NONE, &manifest, 0,
+		  "with --json, add the manifest (path, type, size, digest of every entry)", NULL },
+		MTC_POPT_COMMON POPT_TABLEEND
+	};
+	poptContext ctx;
+	int rc = parse(argc, argv, opts, verbs[DIGEST].usage, &ctx);
+	if (rc >= 0)
+		goto out;
+	if (threads < 0) {
+		rc = mtc_usage_error("--threads must be 0 or more");
+		goto out;
+	}
+	const char **paths = poptGetArgs(ctx);
+	if (!paths || !*paths) {
+		rc = mtc_usage_error("digest needs a PATH");
+		goto out;
+	}
+	rc = MTC_EXIT_OK;
+	for (; *paths; paths++) {
+		char d[MTC_DIGEST_LEN];
+		struct mtc_manifest m;
+		mtc_manifest_init(&m);
+		double t0 = mtc_now();
+		if (mtc_digest_path(*paths, threads, d, &m) < 0) {
+			rc = errno == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
+			mtc_error("cannot digest '%s':", *paths);
+			mtc_manifest_free(&m);
+			continue;
+		}
+		if (json) {
+			json_t *o = json_pack("{s:s, s:s, s:I, s:f}", "path", *paths, "digest", d,
+					      "bytes", (json_int_t)mtc_manifest_bytes(&m), "seconds",
+					      mtc_now() - t0);
+			if (manifest)
+				json_object_set_new(o, "manifest", mtc_manifest_to_json(&m));
+			char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+			printf("%s\n", s);
+			free(s);
+			json_decref(o);
+		} else {
+			print_b3sum_line(d, *paths);
+		}
+		mtc_manifest_free(&m);
+	}
+	if (fflush(stdout) != 0)
+		rc = MTC_EXIT_FAILURE;
+out:
+	poptFreeContext(ctx);
+	return rc;
+}
+
+static int load_config(const char *path, struct mtc_config *cfg)
+{
+	char err[512];
+	if (!path)
+		return mtc_usage_error("--config is required");
+	if (mtc_config_load(path, cfg, err, sizeof err) < 0) {
+		mtc_error("invalid config '%s': %s", path, err);
+		return MTC_EXIT_FAILURE;
+	}
+	return -1;
+}
+
+static void print_commit(const struct mtc_commit_result *r, void *arg)
+{
+	json_t *o = json_pack("{s:I, s:i, s:s, s:I, s:f, s:b}", "step", (json_int_t)r->step,
+			      "worker", r->worker, "hash", r->hash, "bytes", (json_int_t)r->bytes,
+			      "seconds", r->seconds, "redundant", r->redundant);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	json_decref(o);
+}
+
+static int do_commit(int argc, const char **argv)
+{
+	char *dir = NULL, *config = NULL;
+	int watch = 0, threads = 0;
+	double quiet = 5, timeout = -1;
+	struct poptOption opts[] = {
+		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
+		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (JSON, - for stdin)",
+		  "CFG" },
+		{ "watch", 'w', POPT_ARG_NONE, &watch, 0, "keep committing steps as they arrive", NULL },
+		{ "quiet-time", '\0', POPT_ARG_DOUBLE, &quiet, 0,
+		  "a created step dir or .save file is taken after SEC s without change (default 5)",
+		  "SEC" },
+		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
+		  "with --watch, exit 0 after SEC s (default: never)", "SEC" },
+		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
+		  "N" },
+		MTC_POPT_COMMON POPT_TABLEEND
+	};
+	poptContext ctx;
+	struct mtc_config cfg;
+	int rc = parse(argc, argv, opts, verbs[COMMIT].usage, &ctx);
+	if (rc >= 0)
+		goto out;
+	if (!dir) {
+		rc = mtc_usage_error("--dir is required");
+		goto out;
+	}
+	if (quiet < 0 || threads < 0) {
+		rc = mtc_usage_error("--quiet-time and --threads take a number >= 0");
+		goto out;
+	}
+	if ((rc = load_config(config, &cfg)) >= 0)
+		goto out;
+	struct mtc_commit_opts o = { dir, &cfg, threads, quiet, print_commit, NULL };
+	if (watch)
+		rc = mtc_commit_watch(&o, timeout) < 0 ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
+	else
+		rc = mtc_commit_scan(&o) < 0 ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
+	mtc_config_free(&cfg);
+out:
+	poptFreeContext(ctx);
+	free(dir);
+	free(config);
+	return rc;
+}
+
+static int parse_steps(const char *list, long long **steps, size_t *n)
+{
+	char *copy = xstrdup(list), *save = NULL;
+	*steps = NULL;
+	*n = 0;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		long long v;
+		if (mtc_parse_uint(t, &v) < 0) {
+			free(copy);
+			free(*steps);
+			return -1;
+		}
+		*steps = xrealloc(*steps, (*n + 1) * sizeof **steps);
+		(*steps)[(*n)++] = v;
+	}
+	free(copy);
+	return 0;
+}
+
+static int do_gc(int argc, const char **argv)
+{
+	char *dir = NULL, *config = NULL, *keep = NULL;
+	int own_only = 0, dry_run = 0;
+	struct poptOption opts[] = {
+		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
+		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (JSON, - for stdin)",
+		  "CFG" },
+		{ "keep", 'k', POPT_ARG_STRING, &keep, 0, "steps whose .meta and .data stay ('' for none)",
+		  "STEP[,STEP...]" },
+		{ "own-only", '\0', POPT_ARG_NONE, &own_only, 0,
+		  "keep only this node's own .meta (data parallelism after a restore)", NULL },
+		{ "dry-run", 'n', POPT_ARG_NONE, &dry_run, 0, "print what would go, delete nothing",
+		  NULL },
+		MTC_POPT_COMMON POPT_TABLEEND
+	};
+	poptContext ctx;
+	struct mtc_config cfg;
+	long long *steps = NULL;
+	size_t nsteps = 0;
+	int rc = parse(argc, argv, opts, verbs[GC].usage, &ctx);
+	if (rc >= 0)
+		goto out;
+	if (!dir || !keep) {
+		rc = mtc_usage_error("--dir and --keep are required");
+		goto out;
+	}
+	if (parse_steps(keep, &steps, &nsteps) < 0) {
+		rc = mtc_usage_error("--keep takes steps like 100,200, not '%s'", keep);
+		goto out;
+	}
+	if ((rc = load_config(config, &cfg)) >= 0)
+		goto out;
+	struct mtc_gc_opts g = { dir, &cfg, steps, nsteps, own_only, dry_run };
+	struct mtc_gc_stats st;
+	if (mtc_gc(&g, &st) < 0) {
+		rc = MTC_EXIT_FAILURE;
+	} else {
+		printf("{\"deleted_meta\":%zu,\"deleted_data\":%zu,\"kept_meta\":%zu,\"kept_data\":%zu}\n",
+		       st.deleted_meta, st.deleted_data, st.kept_meta, st.kept_data);
+		rc = MTC_EXIT_OK;
+	}
+	mtc_config_free(&cfg);
+out:
+	poptFreeContext(ctx);
+	free(steps);
+	free(dir);
+	free(config);
+	free(keep);
+	return rc;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: mtc-replicate VERB [OPTIONS]\n");
+	for (int v = 0; v < NVERBS; v++)
+		if (verbs[v].fn)
+			fprintf(f, "  mtc-replicate %s\n", verbs[v].usage);
+	fprintf(f, "Run 'mtc-replicate VERB --help' for the options of a verb.\n");
+}
+
+int main(int argc, const char **argv)
+{
+	mtc_log_init(argv[0]);
+	if (argc < 2) {
+		usage(stderr);
+		return MTC_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--usage")) {
+		usage(stdout);
+		return MTC_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("mtc-replicate (mtc) %s\n", MTC_VERSION);
+		return MTC_EXIT_OK;
+	}
+	for (int v = 0; v < NVERBS; v++)
+		if (!strcmp(argv[1], verbs[v].name)) {
+			if (!verbs[v].fn)
+				return mtc_usage_error("'%s' is not available in this build", argv[1]);
+			return verbs[v].fn(argc - 1, argv + 1);
+		}
+	return mtc_usage_error("unknown verb '%s'", argv[1]);
+}

@@ -1,0 +1,450 @@
+/*
+ * The local commit. Order (each rename followed by an fsync of the dir):
+ *   <step>/              -> <job>-s<step>-n<rank>-w0.save     (step dirs only)
+ *   digest H of the .save
+ *   write <job>-...-w<w>.tmp = H, fsync
+ *   H.data missing: rename .save -> H.data, then .tmp -> .meta
+ *   H.data present: rename .tmp -> .meta, then trash the .save (redundant)
+ * Invariant: <hash>.data appears only by renaming a complete save, and a
+ * .meta only after its .data exists. A re-run converges: a .tmp beside its
+ * .save is dropped and the save re-hashed; a .tmp without its .save whose
+ * .data exists is renamed to .meta; the trash is emptied.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <poll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commit.h"
+#include "fsutil.h"
+#include "log.h"
+#include "naming.h"
+#include "xalloc.h"
+
+#define COMMIT_SUCCESS "commit_success.txt"
+
+/* Tests kill the process at a named point: MTC_TEST_CRASH_AT=<point>. */
+static void crash_point(const char *name)
+{
+	const char *at = getenv("MTC_TEST_CRASH_AT");
+	if (at && !strcmp(at, name))
+		raise(SIGKILL);
+}
+
+int mtc_trash(const char *dir, const char *name)
+{
+	static unsigned seq;
+	char *trash = xasprintf("%s/%s", dir, MTC_TRASH_DIR);
+	char *from = xasprintf("%s/%s", dir, name);
+	char *to = xasprintf("%s/%ld-%u-%s", trash, (long)getpid(), seq++, name);
+	int rc = 0;
+	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+		rc = -1;
+	if (rc == 0 && rename(from, to) < 0)
+		rc = errno == ENOENT ? 0 : -1;
+	else if (rc == 0) {
+		mtc_fsync_dir(dir);
+		crash_point("trash");
+		rc = mtc_remove_tree(to);
+	}
+	int e = errno;
+	free(trash);
+	free(from);
+	free(to);
+	errno = e;
+	return rc;
+}
+
+static char *ckpt_path(const struct mtc_commit_opts *o, long long step, int worker,
+		       enum mtc_ext ext)
+{
+	char *name = mtc_ckpt_name(o->cfg->job_name, step, o->cfg->node_rank, worker, ext);
+	char *path = xasprintf("%s/%s", o->dir, name);
+	free(name);
+	return path;
+}
+
+static int write_synced(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	size_t len = strlen(text);
+	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
+		int e = errno ? errno : EIO;
+		close(fd);
+		unlink(path);
+		errno = e;
+		return -1;
+	}
+	return close(fd);
+}
+
+static int exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+/* Commits <job>-s<step>-n<rank>-w<worker>.save, which must be complete. */
+static int commit_save(const struct mtc_commit_opts *o, long long step, int worker)
+{
+	struct mtc_commit_result r = { .step = step, .worker = worker };
+	struct mtc_manifest m;
+	char *save = ckpt_path(o, step, worker, MTC_EXT_SAVE);
+	char *tmp = ckpt_path(o, step, worker, MTC_EXT_TMP);
+	char *meta = ckpt_path(o, step, worker, MTC_EXT_META);
+	char *data = NULL;
+	int rc = -1;
+	double t0 = mtc_now();
+
+	mtc_manifest_init(&m);
+	if (mtc_digest_path(save, o->threads, r.hash, &m) < 0) {
+		mtc_error("cannot digest '%s':", save);
+		goto out;
+	}
+	r.bytes = mtc_manifest_bytes(&m);
+	data = xasprintf("%s/%s.data", o->dir, r.hash);
+	crash_point("hashed");
+	if (write_synced(tmp, r.hash) < 0) {
+		mtc_error("cannot write '%s':", tmp);
+		goto out;
+	}
+	crash_point("tmp-written");
+	r.redundant = exists(data);
+	if (r.redundant) {
+		mtc_warn("step %lld has the same digest %s as a previous step; deleting the new copy",
+			 step, r.hash);
+		if (rename(tmp, meta) < 0 || mtc_fsync_dir(o->dir) < 0) {
+			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
+			goto out;
+		}
+		crash_point("meta-renamed");
+		char *base = strrchr(save, '/') + 1;
+		if (mtc_trash(o->dir, base) < 0) {
+			mtc_error("cannot delete '%s':", save);
+			goto out;
+		}
+	} else {
+		if (rename(save, data) < 0 || mtc_fsync_dir(o->dir) < 0) {
+			mtc_error("cannot rename '%s' to '%s':", save, data);
+			goto out;
+		}
+		crash_point("data-renamed");
+		if (rename(tmp, meta) < 0 || mtc_fsync_dir(o->dir) < 0) {
+			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
+			goto out;
+		}
+		crash_point("meta-renamed");
+	}
+	r.seconds = mtc_now() - t0;
+	mtc_info("committed step %lld worker %d: %s (%lld bytes, %.3f s)", step, worker, r.hash,
+		 r.bytes, r.seconds);
+	if (o->cb)
+		o->cb(&r, o->arg);
+	rc = 0;
+out:
+	mtc_manifest_free(&m);
+	free(save);
+	free(tmp);
+	free(meta);
+	free(data);
+	return rc;
+}
+
+/* A .tmp left by a crash: finish it when its data is in place, else drop it. */
+static int recover_tmp(const struct mtc_commit_opts *o, long long step, int worker)
+{
+	char *save = ckpt_path(o, step, worker, MTC_EXT_SAVE);
+	char *tmp = ckpt_path(o, step, worker, MTC_EXT_TMP);
+	char *meta = ckpt_path(o, step, worker, MTC_EXT_META);
+	char *hash = NULL, *data = NULL;
+	int rc = 0;
+
+	if (!exists(save) && mtc_read_file(tmp, MTC_HASH_MAX, &hash, NULL) == 0 &&
+	    mtc_is_hash(hash)) {
+		data = xasprintf("%s/%s.data", o->dir, hash);
+		if (exists(data)) {
+			if (rename(tmp, meta) < 0 || mtc_fsync_dir(o->dir) < 0) {
+				mtc_error("cannot rename '%s' to '%s':", tmp, meta);
+				rc = -1;
+			} else {
+				mtc_info("finished the interrupted commit of step %lld worker %d", step,
+					 worker);
+				struct mtc_commit_result r = { .step = step, .worker = worker, .bytes = -1 };
+				snprintf(r.hash, sizeof r.hash, "%s", hash);
+				if (o->cb)
+					o->cb(&r, o->arg);
+			}
+			goto out;
+		}
+	}
+	if (unlink(tmp) < 0 && errno != ENOENT) {
+		mtc_error("cannot delete '%s':", tmp);
+		rc = -1;
+	}
+out:
+	free(save);
+	free(tmp);
+	free(meta);
+	free(hash);
+	free(data);
+	return rc;
+}
+
+static time_t newest;
+
+static int note_mtime(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (st->st_mtime > newest)
+		newest = st->st_mtime;
+	if (st->st_ctime > newest)
+		newest = st->st_ctime;
+	return 0;
+}
+
+/* Nothing below path changed during the last quiet_s seconds. */
+static int quiet_for(const char *path, double quiet_s)
+{
+	if (quiet_s <= 0)
+		return 1;
+	newest = 0;
+	if (nftw(path, note_mtime, 16, FTW_PHYS) < 0)
+		return 0;
+	return difftime(time(NULL), newest) >= quiet_s;
+}
+
+struct seen {
+	long long *steps; /* step dirs renamed into the local dir while watching */
+	size_t n;
+};
+
+static int was_renamed_in(const struct seen *s, long long step)
+{
+	for (size_t i = 0; s && i < s->n; i++)
+		if (s->steps[i] == step)
+			return 1;
+	return 0;
+}
+
+static int step_dir_ready(const struct mtc_commit_opts *o, const char *path, long long step,
+			  const struct seen *s)
+{
+	char *marker = xasprintf("%s/%s", path, COMMIT_SUCCESS);
+	int ready = was_renamed_in(s, step) || exists(marker) || quiet_for(path, o->quiet_s);
+	free(marker);
+	return ready;
+}
+
+/* <step>/ -> <job>-s<step>-n<rank>-w0.save; a stale save of that name goes to the trash. */
+static int take_step_dir(const struct mtc_commit_opts *o, const char *name, long long step)
+{
+	char *from = xasprintf("%s/%s", o->dir, name);
+	char *save = ckpt_path(o, step, 0, MTC_EXT_SAVE);
+	int rc = 0;
+	if (exists(save)) {
+		mtc_warn("replacing the stale '%s'", save);
+		if (mtc_trash(o->dir, strrchr(save, '/') + 1) < 0)
+			rc = -1;
+	}
+	if (rc == 0 && (rename(from, save) < 0 || mtc_fsync_dir(o->dir) < 0))
+		rc = -1;
+	if (rc < 0)
+		mtc_error("cannot rename '%s' to '%s':", from, save);
+	else
+		mtc_info("step %lld saved: '%s' -> '%s'", step, from, save);
+	free(from);
+	free(save);
+	return rc;
+}
+
+struct entry {
+	long long step;
+	int worker;
+	char *name;
+};
+
+struct listing {
+	struct entry *steps, *saves, *tmps;
+	size_t nsteps, nsaves, ntmps;
+};
+
+static void add(struct entry **v, size_t *n, long long step, int worker, const char *name)
+{
+	*v = xrealloc(*v, (*n + 1) * sizeof **v);
+	(*v)[(*n)++] = (struct entry){ step, worker, xstrdup(name) };
+}
+
+static void free_listing(struct listing *l)
+{
+	for (size_t i = 0; i < l->nsteps; i++)
+		free(l->steps[i].name);
+	for (size_t i = 0; i < l->nsaves; i++)
+		free(l->saves[i].name);
+	for (size_t i = 0; i < l->ntmps; i++)
+		free(l->tmps[i].name);
+	free(l->steps);
+	free(l->saves);
+	free(l->tmps);
+}
+
+static int by_step(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return x->worker - y->worker;
+}
+
+static int list_dir(const struct mtc_commit_opts *o, struct listing *l)
+{
+	DIR *d = opendir(o->dir);
+	if (!d)
+		return -1;
+	struct dirent *e;
+	memset(l, 0, sizeof *l);
+	while ((e = readdir(d))) {
+		struct mtc_ckpt_name n;
+		long long step;
+		if (mtc_parse_step_dir(e->d_name, &step) == 0) {
+			struct stat st;
+			char *p = xasprintf("%s/%s", o->dir, e->d_name);
+			/* A numeric symlink is a restore marker being consumed: not a save. */
+			if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+				add(&l->steps, &l->nsteps, step, 0, e->d_name);
+			free(p);
+		} else if (mtc_parse_ckpt_name(e->d_name, &n) == 0 &&
+			   !strcmp(n.job, o->cfg->job_name) && n.rank == o->cfg->node_rank) {
+			if (n.ext == MTC_EXT_SAVE)
+				add(&l->saves, &l->nsaves, n.step, n.worker, e->d_name);
+			else if (n.ext == MTC_EXT_TMP)
+				add(&l->tmps, &l->ntmps, n.step, n.worker, e->d_name);
+		}
+	}
+	closedir(d);
+	qsort(l->steps, l->nsteps, sizeof *l->steps, by_step);
+	qsort(l->saves, l->nsaves, sizeof *l->saves, by_step);
+	return 0;
+}
+
+static int scan(const struct mtc_commit_opts *o, const struct seen *s)
+{
+	struct listing l;
+	int count = 0, rc = 0;
+	char *trash = xasprintf("%s/%s", o->dir, MTC_TRASH_DIR);
+	if (mtc_remove_tree(trash) < 0)
+		mtc_warn("cannot empty '%s':", trash);
+	free(trash);
+	if (list_dir(o, &l) < 0) {
+		mtc_error("cannot list '%s':", o->dir);
+		return -1;
+	}
+	for (size_t i = 0; i < l.ntmps; i++)
+		if (recover_tmp(o, l.tmps[i].step, l.tmps[i].worker) < 0)
+			rc = -1;
+	int pytorch = o->cfg->framework == MTC_FW_PYTORCH;
+	for (size_t i = 0; !pytorch && i < l.nsteps; i++) {
+		char *p = xasprintf("%s/%s", o->dir, l.steps[i].name);
+		if (step_dir_ready(o, p, l.steps[i].step, s)) {
+			if (take_step_dir(o, l.steps[i].name, l.steps[i].step) < 0)
+				rc = -1;
+			else
+				add(&l.saves, &l.nsaves, l.steps[i].step, 0, "");
+		}
+		free(p);
+	}
+	qsort(l.saves, l.nsaves, sizeof *l.saves, by_step);
+	for (size_t i = 0; i < l.nsaves;) {
+		size_t j = i;
+		while (j < l.nsaves && l.saves[j].step == l.saves[i].step)
+			j++;
+		int ready = 1;
+		if (pytorch) {
+			/* All workers of the step present, none written to lately. */
+			ready = (int)(j - i) >= o->cfg->workers_per_node;
+			for (size_t k = i; ready && k < j; k++) {
+				char *p = xasprintf("%s/%s", o->dir, l.saves[k].name);
+				ready = quiet_for(p, o->quiet_s);
+				free(p);
+			}
+		}
+		for (size_t k = i; ready && k < j; k++) {
+			if (k > i && l.saves[k].worker == l.saves[k - 1].worker)
+				continue;
+			if (commit_save(o, l.saves[k].step, l.saves[k].worker) < 0)
+				rc = -1;
+			else
+				count++;
+		}
+		i = j;
+	}
+	free_listing(&l);
+	return rc < 0 ? -1 : count;
+}
+
+int mtc_commit_scan(const struct mtc_commit_opts *o)
+{
+	return scan(o, NULL);
+}
+
+int mtc_commit_watch(const struct mtc_commit_opts *o, double timeout_s)
+{
+	struct seen s = { 0 };
+	double deadline = timeout_s < 0 ? -1 : mtc_now() + timeout_s;
+	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (fd < 0 || inotify_add_watch(fd, o->dir, IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE |
+							   IN_ATTRIB | IN_DELETE_SELF) < 0) {
+		mtc_error("cannot watch '%s':", o->dir);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	int rc = 0;
+	for (;;) {
+		if (scan(o, &s) < 0)
+			rc = -1;
+		s.n = 0;
+		double left = deadline < 0 ? 1e9 : deadline - mtc_now();
+		if (left <= 0)
+			break;
+		/* The poll tick lets quiet-time steps and missed events through. */
+		int ms = left < 0.5 ? (int)(left * 1000) + 1 : 500;
+		struct pollfd p = { fd, POLLIN, 0 };
+		if (poll(&p, 1, ms) < 0 && errno != EINTR) {
+			mtc_error("cannot wait on '%s':", o->dir);
+			rc = -1;
+			break;
+		}
+		char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+		ssize_t n;
+		while ((n = read(fd, buf, sizeof buf)) > 0)
+			for (char *q = buf; q < buf + n;) {
+				struct inotify_event *ev = (struct inotify_event *)q;
+				long long step;
+				if ((ev->mask & IN_MOVED_TO) && ev->len &&
+				    mtc_parse_step_dir(ev->name, &step) == 0) {
+					s.steps = xrealloc(s.steps, (s.n + 1) * sizeof *s.steps);
+					s.steps[s.n++] = step;
+				}
+				q += sizeof *ev + ev->len;
+			}
+		if (!exists(o->dir)) {
+			mtc_error("cannot watch '%s': it is gone", o->dir);
+			rc = -1;
+			break;
+		}
+	}
+	free(s.steps);
+	close(fd);
+	return rc;
+}

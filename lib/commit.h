@@ -1,0 +1,44 @@
+#ifndef MTC_COMMIT_H
+#define MTC_COMMIT_H
+
+#include "config.h"
+#include "digest.h"
+
+/*
+ * The local commit of DESIGN.md §3.4: a saved step becomes <hash>.data and
+ * <job>-s<step>-n<rank>-w<w>.meta. See commit.c for the crash-safe order.
+ */
+
+struct mtc_commit_result {
+	long long step;
+	int worker;
+	char hash[MTC_DIGEST_LEN];
+	long long bytes;
+	double seconds;
+	int redundant; /* <hash>.data existed: the new copy was deleted */
+};
+
+typedef void mtc_commit_cb(const struct mtc_commit_result *r, void *arg);
+
+struct mtc_commit_opts {
+	const char *dir;
+	const struct mtc_config *cfg;
+	int threads;	/* hashing threads, 0: one per CPU */
+	double quiet_s; /* a created step dir / .save is taken after this long unchanged */
+	mtc_commit_cb *cb;
+	void *arg;
+};
+
+/* One pass: finishes interrupted commits, commits every ready step. Count, or -1. */
+int mtc_commit_scan(const struct mtc_commit_opts *o);
+
+/* Scans, then keeps committing as steps arrive (inotify) until timeout_s (< 0: never). */
+int mtc_commit_watch(const struct mtc_commit_opts *o, double timeout_s);
+
+/* The private directory where entries are renamed before they are deleted. */
+#define MTC_TRASH_DIR ".mtc-trash"
+
+/* Renames dir/name into the trash, then deletes it: no half-deleted entry keeps its name. */
+int mtc_trash(const char *dir, const char *name);
+
+#endif

@@ -1,0 +1,483 @@
+/*
+ * The content digest (see digest.h). A directory is walked once into a tree;
+ * its files are hashed by a pool (large files one after another with every
+ * thread, small files one per thread), then directory digests are folded up.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blake3.h"
+#include "digest.h"
+#include "naming.h"
+#include "xalloc.h"
+
+#define MAX_DEPTH 64
+#define MMAP_MIN (64 * 1024)
+#define BIG_FILE (16 * 1024 * 1024) /* hashed alone with every thread */
+
+static int hash_fd(int fd, long long size, int threads, uint8_t out[32])
+{
+	struct mtc_blake3 h;
+	mtc_blake3_init(&h);
+	mtc_blake3_set_threads(&h, threads);
+	if (size >= MMAP_MIN) {
+		void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+		if (p != MAP_FAILED) {
+			madvise(p, (size_t)size, MADV_SEQUENTIAL);
+			mtc_blake3_update(&h, p, (size_t)size);
+			munmap(p, (size_t)size);
+			mtc_blake3_final(&h, out, 32);
+			return 0;
+		}
+	}
+	size_t cap = 1 << 20;
+	uint8_t *buf = xmalloc(cap);
+	for (;;) {
+		ssize_t n = read(fd, buf, cap);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(buf);
+			errno = e;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		mtc_blake3_update(&h, buf, (size_t)n);
+	}
+	free(buf);
+	mtc_blake3_final(&h, out, 32);
+	return 0;
+}
+
+static int digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size)
+{
+	struct stat st;
+	uint8_t raw[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || hash_fd(fd, st.st_size, threads, raw) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	mtc_hex(raw, 32, out);
+	if (size)
+		*size = st.st_size;
+	return 0;
+}
+
+int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size)
+{
+	return digest_file(path, threads > 0 ? threads : mtc_cpu_count(), out, size);
+}
+
+struct node {
+	char *rel;  /* relative path; "" for the root */
+	char *full; /* path to open */
+	int is_dir;
+	long long size;
+	char digest[MTC_DIGEST_LEN];
+	struct node **kids;
+	size_t nkids;
+};
+
+struct walk {
+	struct node **files;
+	size_t nfiles, cap;
+	size_t nnodes;
+};
+
+static void free_node(struct node *n)
+{
+	for (size_t i = 0; i < n->nkids; i++)
+		free_node(n->kids[i]);
+	free(n->kids);
+	free(n->rel);
+	free(n->full);
+	free(n);
+}
+
+static struct node *new_node(const char *rel, const char *full)
+{
+	struct node *n = xcalloc(1, sizeof *n);
+	n->rel = xstrdup(rel);
+	n->full = xstrdup(full);
+	return n;
+}
+
+/* Builds the tree below n (a directory), following symlinks as the reference does. */
+static int walk_dir(struct node *n, struct walk *w, int depth)
+{
+	if (depth > MAX_DEPTH) {
+		errno = ELOOP;
+		return -1;
+	}
+	DIR *d = opendir(n->full);
+	if (!d)
+		return -1;
+	size_t cap = 0;
+	struct dirent *e;
+	int rc = 0;
+	errno = 0;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char *full = xasprintf("%s/%s", n->full, e->d_name);
+		char *rel = *n->rel ? xasprintf("%s/%s", n->rel, e->d_name) : xstrdup(e->d_name);
+		struct stat st;
+		struct node *k = NULL;
+		if (stat(full, &st) < 0) {
+			rc = -1;
+		} else if (S_ISDIR(st.st_mode)) {
+			k = new_node(rel, full);
+			k->is_dir = 1;
+		} else if (S_ISREG(st.st_mode)) {
+			k = new_node(rel, full);
+			k->size = st.st_size;
+			if (w->nfiles == w->cap) {
+				w->cap = w->cap ? 2 * w->cap : 64;
+				w->files = xrealloc(w->files, w->cap * sizeof *w->files);
+			}
+			w->files[w->nfiles++] = k;
+		} else {
+			errno = EINVAL;
+			rc = -1;
+		}
+		free(full);
+		free(rel);
+		if (rc < 0)
+			break;
+		if (n->nkids == cap) {
+			cap = cap ? 2 * cap : 8;
+			n->kids = xrealloc(n->kids, cap * sizeof *n->kids);
+		}
+		n->kids[n->nkids++] = k;
+		w->nnodes++;
+		if (k->is_dir && walk_dir(k, w, depth + 1) < 0) {
+			rc = -1;
+			break;
+		}
+		errno = 0;
+	}
+	if (rc == 0 && errno != 0)
+		rc = -1;
+	int saved = errno;
+	closedir(d);
+	errno = saved;
+	return rc;
+}
+
+struct pool {
+	struct node **files;
+	size_t n;
+	atomic_size_t next;
+	atomic_int err;
+};
+
+static void *pool_worker(void *arg)
+{
+	struct pool *p = arg;
+	size_t i;
+	while (atomic_load(&p->err) == 0 && (i = atomic_fetch_add(&p->next, 1)) < p->n) {
+		struct node *f = p->files[i];
+		if (digest_file(f->full, 1, f->digest, &f->size) < 0) {
+			int zero = 0;
+			atomic_compare_exchange_strong(&p->err, &zero, errno ? errno : EIO);
+		}
+	}
+	return NULL;
+}
+
+static int by_size_desc(const void *a, const void *b)
+{
+	const struct node *x = *(struct node *const *)a, *y = *(struct node *const *)b;
+	return x->size < y->size ? 1 : x->size > y->size ? -1 : 0;
+}
+
+static int hash_files(struct node **files, size_t n, int threads)
+{
+	qsort(files, n, sizeof *files, by_size_desc);
+	size_t big = 0;
+	for (; big < n && (threads < 2 || files[big]->size >= BIG_FILE); big++)
+		if (digest_file(files[big]->full, threads, files[big]->digest, &files[big]->size) < 0)
+			return -1;
+	struct pool p = { files + big, n - big, 0, 0 };
+	pthread_t tid[256];
+	int started = 0;
+	for (int t = 1; t < threads && t < 256 && (size_t)t < p.n; t++)
+		if (pthread_create(&tid[started], NULL, pool_worker, &p) == 0)
+			started++;
+	pool_worker(&p);
+	for (int t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+	if (p.err) {
+		errno = p.err;
+		return -1;
+	}
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void fold_dir(struct node *n)
+{
+	char **kids = xmalloc((n->nkids ? n->nkids : 1) * sizeof *kids);
+	n->size = 0;
+	for (size_t i = 0; i < n->nkids; i++) {
+		if (n->kids[i]->is_dir)
+			fold_dir(n->kids[i]);
+		kids[i] = n->kids[i]->digest;
+		n->size += n->kids[i]->size;
+	}
+	qsort(kids, n->nkids, sizeof *kids, cmp_str);
+	struct mtc_blake3 h;
+	mtc_blake3_init(&h);
+	for (size_t i = 0; i < n->nkids; i++) {
+		if (i)
+			mtc_blake3_update(&h, "\n", 1);
+		mtc_blake3_update(&h, kids[i], strlen(kids[i]));
+	}
+	uint8_t raw[32];
+	mtc_blake3_final(&h, raw, 32);
+	n->digest[0] = 'D';
+	mtc_hex(raw, 32, n->digest + 1);
+	free(kids);
+}
+
+void mtc_manifest_init(struct mtc_manifest *m)
+{
+	memset(m, 0, sizeof *m);
+}
+
+void mtc_manifest_free(struct mtc_manifest *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->entries[i].path);
+	free(m->entries);
+	mtc_manifest_init(m);
+}
+
+static void manifest_add(struct mtc_manifest *m, const char *path, enum mtc_entry_type type,
+			 long long size, const char *digest)
+{
+	if (m->n == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 16;
+		m->entries = xrealloc(m->entries, m->cap * sizeof *m->entries);
+	}
+	struct mtc_manifest_entry *e = &m->entries[m->n++];
+	e->path = xstrdup(path);
+	e->type = type;
+	e->size = size;
+	snprintf(e->digest, sizeof e->digest, "%s", digest);
+}
+
+static void manifest_collect(struct mtc_manifest *m, const struct node *n)
+{
+	manifest_add(m, n->rel, n->is_dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, n->size, n->digest);
+	for (size_t i = 0; i < n->nkids; i++)
+		manifest_collect(m, n->kids[i]);
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct mtc_manifest_entry *)a)->path,
+		      ((const struct mtc_manifest_entry *)b)->path);
+}
+
+int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
+		    struct mtc_manifest *manifest)
+{
+	struct stat st;
+	if (threads <= 0)
+		threads = mtc_cpu_count();
+	if (stat(path, &st) < 0)
+		return -1;
+	if (S_ISREG(st.st_mode)) {
+		long long size;
+		if (digest_file(path, threads, out, &size) < 0)
+			return -1;
+		if (manifest)
+			manifest_add(manifest, "", MTC_ENTRY_FILE, size, out);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct node *root = new_node("", path);
+	root->is_dir = 1;
+	struct walk w = { 0 };
+	int rc = walk_dir(root, &w, 0);
+	if (rc == 0)
+		rc = hash_files(w.files, w.nfiles, threads);
+	if (rc == 0) {
+		fold_dir(root);
+		memcpy(out, root->digest, MTC_DIGEST_LEN);
+		if (manifest) {
+			manifest_collect(manifest, root);
+			qsort(manifest->entries, manifest->n, sizeof *manifest->entries, by_path);
+		}
+	}
+	int saved = errno;
+	free(w.files);
+	free_node(root);
+	errno = saved;
+	return rc;
+}
+
+long long mtc_manifest_bytes(const struct mtc_manifest *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!*m->entries[i].path)
+			return m->entries[i].size;
+	return 0;
+}
+
+static const char *type_name(enum mtc_entry_type t)
+{
+	return t == MTC_ENTRY_DIR ? "dir" : "file";
+}
+
+int mtc_manifest_compare(const struct mtc_manifest *a, const struct mtc_manifest *b, char *why,
+			 size_t whylen)
+{
+	size_t i = 0, j = 0;
+	while (i < a->n || j < b->n) {
+		int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->entries[i].path, b->entries[j].path);
+		if (c < 0) {
+			snprintf(why, whylen, "'%s' is missing", a->entries[i].path);
+			return 1;
+		}
+		if (c > 0) {
+			snprintf(why, whylen, "'%s' is not expected", b->entries[j].path);
+			return 1;
+		}
+		const struct mtc_manifest_entry *x = &a->entries[i++], *y = &b->entries[j++];
+		const char *name = *x->path ? x->path : ".";
+		if (x->type != y->type) {
+			snprintf(why, whylen, "'%s' is a %s, expected a %s", name, type_name(y->type),
+				 type_name(x->type));
+			return 1;
+		}
+		if (x->size != y->size) {
+			snprintf(why, whylen, "'%s' has %lld bytes, expected %lld", name, y->size,
+				 x->size);
+			return 1;
+		}
+		if (strcmp(x->digest, y->digest)) {
+			snprintf(why, whylen, "'%s' has digest %s, expected %s", name, y->digest,
+				 x->digest);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int mtc_digest_verify(const char *path, const char *digest, const struct mtc_manifest *expected,
+		      int threads, char *why, size_t whylen)
+{
+	struct mtc_manifest got;
+	char d[MTC_DIGEST_LEN];
+	mtc_manifest_init(&got);
+	if (mtc_digest_path(path, threads, d, expected ? &got : NULL) < 0) {
+		int e = errno;
+		mtc_manifest_free(&got);
+		errno = e;
+		return -1;
+	}
+	int rc = 0;
+	if (strcmp(d, digest)) {
+		snprintf(why, whylen, "digest is %s, expected %s", d, digest);
+		rc = 1;
+	} else if (expected) {
+		rc = mtc_manifest_compare(expected, &got, why, whylen);
+	}
+	mtc_manifest_free(&got);
+	return rc;
+}
+
+json_t *mtc_manifest_to_json(const struct mtc_manifest *m)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < m->n; i++) {
+		const struct mtc_manifest_entry *e = &m->entries[i];
+		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:s}", "path", e->path, "type",
+						   type_name(e->type), "size", (json_int_t)e->size,
+						   "digest", e->digest));
+	}
+	return a;
+}
+
+static int valid_rel_path(const char *p)
+{
+	if (!*p)
+		return 1;
+	if (*p == '/' || strlen(p) >= PATH_MAX)
+		return 0;
+	const char *s = p;
+	for (;;) {
+		const char *slash = strchr(s, '/');
+		size_t len = slash ? (size_t)(slash - s) : strlen(s);
+		if (len == 0 || (len == 1 && s[0] == '.') || (len == 2 && !strncmp(s, "..", 2)))
+			return 0;
+		if (!slash)
+			return 1;
+		s = slash + 1;
+	}
+}
+
+int mtc_manifest_from_json(json_t *arr, struct mtc_manifest *m, char *err, size_t errlen)
+{
+	mtc_manifest_init(m);
+	if (!json_is_array(arr)) {
+		snprintf(err, errlen, "manifest is not an array");
+		return -1;
+	}
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v)
+	{
+		const char *path, *type, *digest;
+		json_int_t size;
+		if (json_unpack(v, "{s:s, s:s, s:I, s:s}", "path", &path, "type", &type, "size",
+				&size, "digest", &digest) < 0) {
+			snprintf(err, errlen, "manifest entry %zu: needs path, type, size and digest", i);
+			goto bad;
+		}
+		int dir = !strcmp(type, "dir");
+		if ((!dir && strcmp(type, "file")) || size < 0 || !valid_rel_path(path) ||
+		    !(dir ? mtc_is_dir_hash(digest) : mtc_is_hash(digest) && digest[0] != 'D')) {
+			snprintf(err, errlen, "manifest entry %zu ('%s') is not valid", i, path);
+			goto bad;
+		}
+		manifest_add(m, path, dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, size, digest);
+	}
+	qsort(m->entries, m->n, sizeof *m->entries, by_path);
+	for (i = 1; i < m->n; i++)
+		if (!strcmp(m->entries[i - 1].path, m->entries[i].path)) {
+			snprintf(err, errlen, "manifest lists '%s' twice", m->entries[i].path);
+			goto bad;
+		}
+	return 0;
+bad:
+	mtc_manifest_free(m);
+	return -1;
+}

@@ -1,0 +1,144 @@
+/* Local garbage collection; the invariant is in gc.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commit.h"
+#include "fsutil.h"
+#include "gc.h"
+#include "log.h"
+#include "naming.h"
+#include "xalloc.h"
+
+struct hashes {
+	char (*v)[MTC_HASH_MAX + 1];
+	size_t n;
+};
+
+static void keep_hash(struct hashes *h, const char *hash)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (!strcmp(h->v[i], hash))
+			return;
+	h->v = xrealloc(h->v, (h->n + 1) * sizeof *h->v);
+	snprintf(h->v[h->n++], MTC_HASH_MAX + 1, "%s", hash);
+}
+
+static int kept(const struct hashes *h, const char *hash)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (!strcmp(h->v[i], hash))
+			return 1;
+	return 0;
+}
+
+static int keep_step(const struct mtc_gc_opts *o, const struct mtc_ckpt_name *n)
+{
+	if (strcmp(n->job, o->cfg->job_name) || (o->own_only && n->rank != o->cfg->node_rank))
+		return 0;
+	for (size_t i = 0; i < o->n_keep; i++)
+		if (o->keep_steps[i] == n->step)
+			return 1;
+	return 0;
+}
+
+/* The hash a .restore symlink points to ("<hash>.data"), if any. */
+static int marker_hash(const char *dir, const char *name, char *hash)
+{
+	char *p = xasprintf("%s/%s", dir, name), target[PATH_MAX];
+	ssize_t n = readlink(p, target, sizeof target - 1);
+	free(p);
+	if (n <= 0)
+		return -1;
+	target[n] = '\0';
+	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	return mtc_parse_data_name(base, hash);
+}
+
+int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
+{
+	struct hashes keep = { 0 };
+	char **metas = NULL, **datas = NULL;
+	size_t nmetas = 0, ndatas = 0;
+	int rc = 0;
+	memset(st, 0, sizeof *st);
+
+	DIR *d = opendir(o->dir);
+	if (!d) {
+		mtc_error("cannot list '%s':", o->dir);
+		return -1;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct mtc_ckpt_name n;
+		char hash[MTC_HASH_MAX + 1];
+		if (mtc_parse_ckpt_name(e->d_name, &n) == 0 && n.ext == MTC_EXT_META) {
+			metas = xrealloc(metas, (nmetas + 1) * sizeof *metas);
+			metas[nmetas++] = xstrdup(e->d_name);
+		} else if (mtc_parse_ckpt_name(e->d_name, &n) == 0 && n.ext == MTC_EXT_RESTORE) {
+			if (marker_hash(o->dir, e->d_name, hash) == 0)
+				keep_hash(&keep, hash);
+		} else if (mtc_parse_data_name(e->d_name, hash) == 0) {
+			datas = xrealloc(datas, (ndatas + 1) * sizeof *datas);
+			datas[ndatas++] = xstrdup(e->d_name);
+		}
+	}
+	closedir(d);
+
+	for (size_t i = 0; i < nmetas; i++) {
+		struct mtc_ckpt_name n;
+		char *path = xasprintf("%s/%s", o->dir, metas[i]), *hash = NULL;
+		mtc_parse_ckpt_name(metas[i], &n);
+		if (keep_step(o, &n)) {
+			st->kept_meta++;
+			if (mtc_read_file(path, MTC_HASH_MAX, &hash, NULL) == 0 && mtc_is_hash(hash))
+				keep_hash(&keep, hash);
+			else
+				mtc_warn("kept '%s' does not hold a digest", path);
+		} else if (o->dry_run) {
+			printf("would delete '%s'\n", path);
+			st->deleted_meta++;
+		} else if (unlink(path) < 0 && errno != ENOENT) {
+			mtc_error("cannot delete '%s':", path);
+			rc = -1;
+		} else {
+			mtc_info("deleted '%s'", path);
+			st->deleted_meta++;
+		}
+		free(hash);
+		free(path);
+	}
+	if (!o->dry_run && mtc_fsync_dir(o->dir) < 0)
+		rc = -1;
+
+	for (size_t i = 0; i < ndatas; i++) {
+		char hash[MTC_HASH_MAX + 1];
+		mtc_parse_data_name(datas[i], hash);
+		if (kept(&keep, hash)) {
+			st->kept_data++;
+		} else if (rc < 0) {
+			/* A meta we could not delete may still name this data. */
+		} else if (o->dry_run) {
+			printf("would delete '%s/%s'\n", o->dir, datas[i]);
+			st->deleted_data++;
+		} else if (mtc_trash(o->dir, datas[i]) < 0) {
+			mtc_error("cannot delete '%s/%s':", o->dir, datas[i]);
+			rc = -1;
+		} else {
+			mtc_info("deleted '%s/%s'", o->dir, datas[i]);
+			st->deleted_data++;
+		}
+	}
+	for (size_t i = 0; i < nmetas; i++)
+		free(metas[i]);
+	for (size_t i = 0; i < ndatas; i++)
+		free(datas[i]);
+	free(metas);
+	free(datas);
+	free(keep.v);
+	return rc;
+}

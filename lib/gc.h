@@ -1,0 +1,30 @@
+#ifndef MTC_GC_H
+#define MTC_GC_H
+
+#include <stddef.h>
+
+#include "config.h"
+
+/*
+ * Local garbage collection (DESIGN.md §3.6): keep the .meta of the kept steps
+ * (this job; with own_only, only this node's), and the .data they or any
+ * .restore marker reference; delete every other .meta, then every other .data.
+ * Metas go before data, and data is renamed into the trash before it is
+ * deleted, so a crash leaves no .meta naming a missing or partial .data.
+ */
+struct mtc_gc_opts {
+	const char *dir;
+	const struct mtc_config *cfg;
+	const long long *keep_steps;
+	size_t n_keep;
+	int own_only;
+	int dry_run;
+};
+
+struct mtc_gc_stats {
+	size_t deleted_meta, deleted_data, kept_meta, kept_data;
+};
+
+int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st);
+
+#endif
