@@ -11,6 +11,7 @@
 #include <string.h>
 #include <fnmatch.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -336,6 +337,13 @@ static int delete_rest(struct mtc_store *s, struct mtc_retention_item *items, st
 	return rc;
 }
 
+static int is_dir(const char *url)
+{
+	struct stat st;
+	const char *path = strncmp(url, "file://", 7) ? url : url + 7;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static int parse_policy(struct mtc_retention_policy *p)
 {
 	static const char *defaults[MTC_FREQ_COUNT] = { "0", "72", "7", "6", "12", "always" };
@@ -389,6 +397,12 @@ static int run(struct mtc_retention_policy *policy, long long grace)
 	if (mtc_store_open(root, &so, &s, err, sizeof err) < 0) {
 		mtc_error("cannot open '%s': %s", root, err);
 		rc = errno == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
+		goto out;
+	}
+	if (!mtc_store_is_remote(s) && !is_dir(root)) {
+		errno = ENOENT;
+		mtc_error("cannot open '%s':", root);
+		rc = MTC_EXIT_NOTFOUND;
 		goto out;
 	}
 	if (mtc_backups_list_dirs(s, &dirs, &ndirs) < 0) {

@@ -1,0 +1,354 @@
+#!/usr/bin/env bats
+# mtc-prune: the policy through --list, then the directory backend.
+
+load helpers
+
+NONE=(--minutely 0 --hourly 0 --daily 0 --weekly 0 --monthly 0 --yearly 0)
+
+# decide POLICY... < names: prints "action name [reasons]" without the summary.
+decide() { mtc-prune --list - "$@" | sed '$d' | tr -s ' '; }
+kept() { mtc-prune --list - --print-kept "$@" | tr '\n' ' '; }
+
+setup() {
+	ROOT=$(mktemp -d /dev/shm/mtc-prune.XXXXXX)
+	mkdir -p "$ROOT/job"
+}
+
+teardown() { rm -rf "$ROOT"; }
+
+# mkbackup NAME NODES [SKIP_RANK]: every node's .meta and a <hash>.data directory of 3 files.
+mkbackup() {
+	local dir="$ROOT/job/$1" r h
+	mkdir -p "$dir"
+	for ((r = 0; r < $2; r++)); do
+		[ "$r" = "${3:--1}" ] && continue
+		h=$(printf '%s-%s' "$1" "$r" | sha256sum | cut -c1-64)
+		mkdir -p "$dir/$h.data"
+		printf 'a' >"$dir/$h.data/a"
+		printf 'b' >"$dir/$h.data/b"
+		printf 'c' >"$dir/$h.data/c"
+		printf '%s' "$h" >"$dir/job-s100-n$r-w0.meta"
+	done
+}
+
+snapshot() { (cd "$ROOT" && find . | sort); }
+dirs() { (cd "$ROOT/job" && find . -mindepth 1 -maxdepth 1 -type d | sed 's|^\./||' | sort | tr '\n' ' '); }
+
+@test "strict windows drop old periods, relaxed keeps the last N" {
+	names='2025-06-30_08-00
+2025-06-30_09-00
+2025-06-30_13-00'
+	run kept "${NONE[@]}" --hourly 3 <<<"$names"
+	assert_output '2025-06-30_13-00 '
+	run kept "${NONE[@]}" --hourly 3 --relaxed <<<"$names"
+	assert_output '2025-06-30_08-00 2025-06-30_09-00 2025-06-30_13-00 '
+	run kept "${NONE[@]}" --hourly 4 <<<"$names"
+	assert_output '2025-06-30_09-00 2025-06-30_13-00 '
+	run kept "${NONE[@]}" --hourly 5 <<<"$names"
+	assert_output '2025-06-30_08-00 2025-06-30_09-00 2025-06-30_13-00 '
+}
+
+@test "the oldest of each period by default, the newest with --prefer-recent" {
+	names='2025-06-30_10-00
+2025-06-30_10-30
+2025-06-30_11-00
+2025-06-30_11-30'
+	run kept "${NONE[@]}" --hourly 2 <<<"$names"
+	assert_output '2025-06-30_10-00 2025-06-30_11-00 '
+	run kept "${NONE[@]}" --hourly 2 --prefer-recent <<<"$names"
+	assert_output '2025-06-30_10-30 2025-06-30_11-30 '
+}
+
+@test "minutely periods, and the reasons name every rule that keeps a backup" {
+	names='2025-06-30_10-00-10
+2025-06-30_10-00-40
+2025-06-30_10-01-05
+2025-06-30_10-03-00'
+	run decide "${NONE[@]}" --minutely 2 --hourly 1 <<<"$names"
+	assert_output 'keep 2025-06-30_10-00-10 hourly
+delete 2025-06-30_10-00-40
+keep 2025-06-30_10-01-05 minutely
+keep 2025-06-30_10-03-00 minutely'
+	run decide "${NONE[@]}" --minutely 3 --hourly 1 <<<"$names"
+	assert_line 'keep 2025-06-30_10-00-10 minutely, hourly'
+}
+
+@test "include and exclude globs select the backups considered" {
+	names='db-2025-06-30_10-00
+db-2025-06-30_11-00
+logs-2025-06-30_10-30
+logs-2025-06-30_11-30'
+	run kept "${NONE[@]}" --hourly 1 --include 'db-*' <<<"$names"
+	assert_output 'db-2025-06-30_11-00 '
+	run decide "${NONE[@]}" --hourly 1 --exclude 'db-*' <<<"$names"
+	assert_output 'delete logs-2025-06-30_10-30
+keep logs-2025-06-30_11-30 hourly'
+	run kept "${NONE[@]}" --minutely 90 -I 'db-*, logs-*' -E '*11-*' <<<"$names"
+	assert_output 'db-2025-06-30_10-00 logs-2025-06-30_10-30 '
+}
+
+@test "a custom timestamp pattern reads its named groups by name" {
+	names='snap-31.12.2024-23h
+snap-01.01.2025-01h
+snap-15.01.2025-00h
+other-2025-01-20'
+	run kept "${NONE[@]}" --monthly 2 -t '(?P<day>\d{2})\.(?P<month>\d{2})\.(?<year>\d{4}) - (?P<hour>\d\d)h' <<<"$names"
+	assert_output 'snap-31.12.2024-23h snap-01.01.2025-01h '
+	run mtc-prune --list - -t '(?P<year>\d{4})' </dev/null
+	assert_failure 2
+	assert_output --partial "no group named 'month'"
+	run mtc-prune --list - -t '(?P<year>\d{4})(?P<month>\d\d)(?P<day>\d\d)+?' </dev/null
+	assert_failure 2
+	run kept "${NONE[@]}" --daily 9 -t '(?P<unixtime>\d+)' <<<'u1700000000
+u1700100000123'
+	assert_output 'u1700000000 u1700100000123 '
+}
+
+@test "backup-warden's default pattern: all its spellings parse, invalid dates are not backups" {
+	names='2025-06-30_14-30
+2013-10-10@20:07
+backup-20160110_214500
+20160111
+2025-02-30_10-00
+2025-13-01_10-00
+restore.version
+notes'
+	run decide "${NONE[@]}" --daily always <<<"$names"
+	assert_output 'keep 2013-10-10@20:07 daily
+keep backup-20160110_214500 daily
+keep 20160111 daily
+keep 2025-06-30_14-30 daily'
+}
+
+@test "ties in time are broken by name" {
+	names='b-2025-06-30_10-00
+a-2025-06-30_10-00'
+	run kept "${NONE[@]}" --daily 1 <<<"$names"
+	assert_output 'a-2025-06-30_10-00 '
+	run kept "${NONE[@]}" --daily 1 --prefer-recent <<<"$names"
+	assert_output 'b-2025-06-30_10-00 '
+}
+
+@test "weeks are ISO weeks: the week around New Year is one period" {
+	# 2024-12-30 is the Monday of ISO week 2025-W01; 2021-01-01 is in 2020-W53.
+	names='2024-12-30_10-00
+2025-01-01_10-00
+2025-01-06_10-00
+2020-12-28_10-00
+2021-01-01_10-00'
+	run kept "${NONE[@]}" --weekly always <<<"$names"
+	assert_output '2020-12-28_10-00 2024-12-30_10-00 2025-01-06_10-00 '
+}
+
+@test "always keeps every period; calendar months bound the strict window" {
+	names='2019-03-01_00-00
+2019-07-01_00-00
+2023-05-05_00-00
+2025-02-27_12-00
+2025-03-31_12-00'
+	run kept "${NONE[@]}" --yearly always <<<"$names"
+	assert_output '2019-03-01_00-00 2023-05-05_00-00 2025-02-27_12-00 '
+	# 2025-03-31 minus one month is 2025-02-28 12:00: February's backup is outside.
+	run kept "${NONE[@]}" --monthly 0+1 <<<"$names"
+	assert_output '2025-03-31_12-00 '
+	run kept "${NONE[@]}" --monthly 2 --relaxed <<<"$names"
+	assert_output '2025-02-27_12-00 2025-03-31_12-00 '
+}
+
+@test "counts take sums and products like backup-warden's expressions" {
+	names=$(for h in 00 01 02 03 04 05 06 07 08 09; do echo "2025-06-30_$h-00"; done)
+	run kept "${NONE[@]}" --hourly 2+1 <<<"$names"
+	assert_output '2025-06-30_07-00 2025-06-30_08-00 2025-06-30_09-00 '
+	run kept "${NONE[@]}" --hourly '2 * 2' <<<"$names"
+	assert_output '2025-06-30_06-00 2025-06-30_07-00 2025-06-30_08-00 2025-06-30_09-00 '
+	run mtc-prune --list - --hourly 2-1 </dev/null
+	assert_failure 2
+	assert_output --partial "--hourly: '2-1' is not a count"
+}
+
+@test "a policy where every count is zero is refused" {
+	run mtc-prune --list - "${NONE[@]}" </dev/null
+	assert_failure 2
+	assert_output --partial 'refusing a policy where every count is 0'
+	mkbackup 2025-06-30_10-00 2
+	before=$(snapshot)
+	run mtc-prune "$ROOT/job" "${NONE[@]}" --delete
+	assert_failure 2
+	assert_equal "$(snapshot)" "$before"
+}
+
+@test "bad command lines are usage errors" {
+	run mtc-prune
+	assert_failure 2
+	run mtc-prune --list - --print-kept --print-deleted </dev/null
+	assert_failure 2
+	run mtc-prune --list - --delete </dev/null
+	assert_failure 2
+	run mtc-prune "$ROOT/job" --grace soon
+	assert_failure 2
+}
+
+@test "a few hundred generated names decide as the independent Python model does" {
+	python3 "$MTC_TESTS/prune_ref.py" --generate 7 400 >"$ROOT/names"
+	for policy in \
+		"--hourly 24 --daily 7 --weekly 5 --monthly always --yearly always --prefer-recent" \
+		"" \
+		"--relaxed --hourly 30 --daily 10" \
+		"--minutely 10 --hourly 5+2 --daily 3 --weekly 2 --monthly 3 --yearly 2" \
+		"--minutely 10 --hourly 5 --daily 3 --weekly 2*2 --monthly 30 --yearly 2 --relaxed --prefer-recent" \
+		"--weekly always --hourly 0 --daily 0 --monthly 0 --yearly 0" \
+		"--hourly 48 --weekly 52 --exclude *@* --include 20*"; do
+		# shellcheck disable=SC2086
+		mine=$(set -f; decide $policy <"$ROOT/names")
+		# shellcheck disable=SC2086
+		ref=$(set -f; python3 "$MTC_TESTS/prune_ref.py" $policy <"$ROOT/names")
+		[ -n "$ref" ]
+		assert_equal "$mine" "$ref"
+	done
+}
+
+@test "the operator's backup-warden command line is accepted as is" {
+	mkbackup 2025-06-30_10-00 2
+	mkbackup 2025-06-30_10-30 2
+	run mtc-prune -p "$ROOT/job" --hourly 24 --daily 7 --weekly 5 --monthly always --yearly always --prefer-recent --utc
+	assert_success
+	assert_line --regexp '^delete +2025-06-30_10-00$'
+	assert_line --regexp '^keep +2025-06-30_10-30 +hourly, daily, weekly, monthly, yearly, newest valid$'
+}
+
+@test "a dry run deletes nothing" {
+	for m in 00 10 20 30 40 50; do mkbackup "2025-06-30_09-$m" 2; done
+	before=$(snapshot)
+	run mtc-prune "$ROOT/job" "${NONE[@]}" --hourly 1
+	assert_success
+	assert_output --partial '6 backups: 2 kept, 4 to delete'
+	assert_equal "$(snapshot)" "$before"
+}
+
+@test "--delete deletes exactly the reported set and leaves other entries alone" {
+	for d in 01 02 03 04 05 06 07 08; do mkbackup "2025-06-$d""_12-00" 3; done
+	mkdir "$ROOT/job/notes" "$ROOT/job/lost+found"
+	echo hi >"$ROOT/job/README"
+	echo x >"$ROOT/job/2025-06-09_12-00.txt"
+	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 3 --print-deleted
+	assert_success
+	reported=$(echo "$output" | tr '\n' ' ')
+	assert_equal "$reported" '2025-06-01_12-00 2025-06-02_12-00 2025-06-03_12-00 2025-06-04_12-00 2025-06-05_12-00 '
+	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 3 --delete --print-deleted
+	assert_success
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "$reported"
+	assert_equal "$(dirs)" '2025-06-06_12-00 2025-06-07_12-00 2025-06-08_12-00 lost+found notes '
+	assert_file_exists "$ROOT/job/README"
+	assert_file_exists "$ROOT/job/2025-06-09_12-00.txt"
+	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 3 --delete --json
+	assert_success
+	assert_output --partial '"deleted": 0'
+}
+
+@test "the newest valid backup is never deleted" {
+	mkbackup 2020-01-01_00-00 3
+	mkbackup 2020-01-02_00-00 3 1
+	mkbackup 2020-01-03_00-00 3 0
+	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 1 --delete
+	assert_success
+	assert_line --regexp '^keep +2020-01-01_00-00 +newest valid$'
+	assert_line --regexp '^deleted +2020-01-02_00-00$'
+	assert_line --regexp '^keep +2020-01-03_00-00 +daily$'
+	assert_equal "$(dirs)" '2020-01-01_00-00 2020-01-03_00-00 '
+}
+
+@test "the backup named in restore.version is never deleted" {
+	mkbackup 2020-01-01_00-00 2
+	mkbackup 2020-01-02_00-00 2
+	mkbackup 2020-01-03_00-00 2
+	printf '2020-01-02_00-00\n' >"$ROOT/job/restore.version"
+	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 1 --delete --json
+	assert_success
+	assert_output --partial '"action": "deleted"'
+	assert_equal "$(dirs)" '2020-01-02_00-00 2020-01-03_00-00 '
+	assert_file_exists "$ROOT/job/restore.version"
+}
+
+@test "a backup still being written is kept until the grace period is over" {
+	now=$(date +%s)
+	mkdir -p "$ROOT/job/u$now"
+	old="u$((now - 60))"
+	mkdir -p "$ROOT/job/$old/x.data"
+	h=$(echo x | sha256sum | cut -c1-64)
+	mkdir "$ROOT/job/$old/$h.data" && echo 1 >"$ROOT/job/$old/$h.data/f"
+	printf '%s' "$h" >"$ROOT/job/$old/job-s1-n0-w0.meta"
+	run mtc-prune "$ROOT/job" -t '^u(?P<unixtime>\d+)$' "${NONE[@]}" --yearly 1 --delete
+	assert_success
+	assert_line --regexp "^keep +u$now +in progress$"
+	assert_line --regexp "^keep +$old +yearly, newest valid$"
+	run mtc-prune "$ROOT/job" -t '^u(?P<unixtime>\d+)$' "${NONE[@]}" --yearly 1 --delete --grace 0
+	assert_success
+	assert_line --regexp "^deleted +u$now$"
+	assert_equal "$(dirs)" "$old "
+}
+
+@test "a missing location is 'not found'" {
+	run mtc-prune "$ROOT/nothing-here" --hourly 1
+	assert_failure 4
+	assert_output --partial "$ROOT/nothing-here"
+}
+
+# Reads like DESIGN.md §7 without a config: valid when ranks 0..max and worker 0 all have a
+# .meta whose data is there. Prints the backups that read valid but lost data.
+half_valid() {
+	python3 - "$ROOT/job" <<'EOF'
+import os, re, sys
+root = sys.argv[1]
+for b in sorted(os.listdir(root)):
+    d = os.path.join(root, b)
+    metas = {}
+    for f in os.listdir(d):
+        m = re.match(r"job-s\d+-n(\d+)-w(\d+)\.meta$", f)
+        if m:
+            metas[int(m.group(1))] = open(os.path.join(d, f)).read()
+    if not metas:
+        continue
+    n = max(metas) + 1
+    reads_valid = all(r in metas and os.path.isdir(os.path.join(d, metas[r] + ".data")) for r in range(n))
+    whole = n == 8 and all(len(os.listdir(os.path.join(d, metas[r] + ".data"))) == 3 for r in range(n))
+    if reads_valid and not whole:
+        print(b)
+EOF
+}
+
+@test "kill -9 during --delete never leaves a backup that reads as valid with data gone" {
+	count=40
+	sanitized && count=16
+	python3 - "$ROOT/job" "$count" <<'EOF'
+import hashlib, os, sys
+root, count = sys.argv[1], int(sys.argv[2])
+for i in range(count):
+    b = os.path.join(root, "2020-01-%02d_%02d-00" % (1 + i // 24, i % 24))
+    os.makedirs(b)
+    for r in range(8):
+        h = hashlib.sha256(("%s-%d" % (b, r)).encode()).hexdigest()
+        os.makedirs(os.path.join(b, h + ".data"))
+        for f in "abc":
+            open(os.path.join(b, h + ".data", f), "w").write(f)
+        open(os.path.join(b, "job-s1-n%d-w0.meta" % r), "w").write(h)
+EOF
+	partial=0
+	for delay in 0.002 0.005 0.01 0.02 0.03 0.05 0.08; do
+		mtc-prune "$ROOT/job" "${NONE[@]}" --daily 1 --delete >/dev/null 2>&1 &
+		pid=$!
+		sleep "$delay"
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		run half_valid
+		assert_output ''
+		for b in "$ROOT"/job/*/; do
+			n=$(find "$b" -name '*.meta' | wc -l)
+			[ "$n" -lt 8 ] && partial=$((partial + 1))
+		done
+	done
+	echo "# backups seen half-deleted after a kill: $partial" >&3
+	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 1 --delete
+	assert_success
+	run half_valid
+	assert_output ''
+}
