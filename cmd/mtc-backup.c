@@ -1,0 +1,358 @@
+/*
+ * mtc-backup: upload this node's part of step S to LOCATION/<job>/<name>/.
+ *   1. read the accepted config and this node's .meta files of S
+ *   2. check the local data against its name (digest + manifest)
+ *   3. upload the data objects not already there (another node of the same
+ *      replica column may have), then <hash>.manifest
+ *   4. upload the .meta files last: a .meta that exists means its data is whole
+ *   5. print a JSON summary line
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "config.h"
+#include "digest.h"
+#include "exitcode.h"
+#include "fsutil.h"
+#include "log.h"
+#include "naming.h"
+#include "store.h"
+#include "store_tree.h"
+#include "xalloc.h"
+
+static char *dir, *config_file, *step_text, *location, *name_opt, *token_file;
+static int parallel, threads, no_verify;
+
+struct meta {
+	char *file;
+	char hash[MTC_HASH_MAX + 1];
+};
+
+static void progress(void *arg, long long done, long long total)
+{
+	static double last;
+	double now = mtc_now(), *start = arg;
+
+	if (now - last < 0.25 && done < total)
+		return;
+	last = now;
+	if (total > 0)
+		fprintf(stderr, "\r%s: %.0f / %.0f MiB (%.0f%%) %.0f MiB/s   ", mtc_prog(),
+			done / 1048576.0, total / 1048576.0, 100.0 * done / total,
+			done / 1048576.0 / (now - *start + 1e-9));
+	else
+		fprintf(stderr, "\r%s: %.0f MiB   ", mtc_prog(), done / 1048576.0);
+}
+
+static int read_metas(const struct mtc_config *cfg, long long step, struct meta *metas)
+{
+	for (int w = 0; w < cfg->workers_per_node; w++) {
+		char *file = mtc_ckpt_name(cfg->job_name, step, cfg->node_rank, w, MTC_EXT_META);
+		char *path = xasprintf("%s/%s", dir, file), *buf;
+		size_t len;
+
+		metas[w].file = file;
+		if (mtc_read_file(path, MTC_HASH_MAX + 16, &buf, &len) < 0) {
+			int e = errno;
+			mtc_error("cannot read '%s': %s", path, strerror(e));
+			free(path);
+			return e == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
+		}
+		if (!mtc_is_hash(buf)) {
+			mtc_error("cannot back up '%s': it does not hold a hash", path);
+			free(buf);
+			free(path);
+			return MTC_EXIT_INTEGRITY;
+		}
+		snprintf(metas[w].hash, sizeof metas[w].hash, "%s", buf);
+		free(buf);
+		free(path);
+	}
+	return MTC_EXIT_OK;
+}
+
+/* Keys that already exist with the same size are dropped from t (another node uploaded them). */
+static size_t drop_present(struct mtc_store *s, const char *prefix, struct mtc_tree *t)
+{
+	struct mtc_store_list l;
+	size_t kept = 0, dropped = 0;
+
+	if (mtc_store_list(s, prefix, NULL, &l) < 0) {
+		mtc_store_list_free(&l);
+		return 0;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		struct mtc_store_object key = { .name = (char *)t->x[i].key };
+		struct mtc_store_object *hit = NULL;
+		size_t lo = 0, hi = l.n_objects;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			int c = strcmp(l.objects[mid].name, key.name);
+			if (!c) {
+				hit = &l.objects[mid];
+				break;
+			}
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		struct stat_like { long long size; } local = { 0 };
+		FILE *f = hit ? fopen(t->x[i].path, "r") : NULL;
+		if (f) {
+			fseeko(f, 0, SEEK_END);
+			local.size = ftello(f);
+			fclose(f);
+		}
+		if (hit && hit->size == local.size) {
+			t->bytes -= local.size;
+			free((char *)t->x[i].key);
+			free((char *)t->x[i].path);
+			dropped++;
+			continue;
+		}
+		t->x[kept++] = t->x[i];
+	}
+	t->n = kept;
+	mtc_store_list_free(&l);
+	return dropped;
+}
+
+/* An existing object of the same size is another node's identical upload. */
+static int tolerate_existing(struct mtc_store *s, struct mtc_tree *t)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < t->n; i++) {
+		struct mtc_store_object st;
+		if (!t->x[i].err)
+			continue;
+		if (t->x[i].err == EEXIST && mtc_store_stat(s, t->x[i].key, &st) == 0) {
+			FILE *f = fopen(t->x[i].path, "r");
+			long long size = -1;
+			if (f) {
+				fseeko(f, 0, SEEK_END);
+				size = ftello(f);
+				fclose(f);
+			}
+			if (st.size == size || t->x[i].key[strlen(t->x[i].key) - 1] == '/')
+				continue;
+		}
+		if (!bad++)
+			mtc_error("cannot upload '%s/%s': %s", mtc_store_url(s), t->x[i].key,
+				  t->x[i].err == EEXIST ? "a different object exists"
+							: strerror(t->x[i].err));
+	}
+	return bad ? -1 : 0;
+}
+
+static int put_meta_last(struct mtc_store *s, const char *prefix, struct meta *metas, int n)
+{
+	for (int w = 0; w < n; w++) {
+		char *key = xasprintf("%s%s", prefix, metas[w].file);
+		if (mtc_store_put_buf(s, key, metas[w].hash, strlen(metas[w].hash), 0) < 0) {
+			char *buf = NULL;
+			size_t len;
+			int same = errno == EEXIST &&
+				   mtc_store_get_buf(s, key, MTC_HASH_MAX + 16, &buf, &len) == 0 &&
+				   !strcmp(buf, metas[w].hash);
+			free(buf);
+			if (!same) {
+				mtc_error("cannot upload '%s/%s': %s", mtc_store_url(s), key,
+					  mtc_store_error(s));
+				free(key);
+				return -1;
+			}
+		}
+		free(key);
+	}
+	return 0;
+}
+
+static int run(const struct mtc_config *cfg, long long step)
+{
+	struct meta *metas = xcalloc((size_t)cfg->workers_per_node, sizeof *metas);
+	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_store *s = NULL;
+	struct mtc_tree t = { 0 };
+	char name[17], err[512], *prefix = NULL;
+	double start = mtc_now();
+	int rc, upload_data, nw = cfg->workers_per_node;
+	size_t skipped = 0, manifests = 0;
+
+	rc = read_metas(cfg, step, metas);
+	if (rc != MTC_EXIT_OK)
+		goto out;
+	if (name_opt) {
+		snprintf(name, sizeof name, "%s", name_opt);
+	} else {
+		mtc_backup_name(time(NULL), name);
+	}
+	prefix = xasprintf("%s/%s/", cfg->job_name, name);
+	upload_data = cfg->data_parallelism <= 0 ||
+		      cfg->node_rank >= cfg->nodes - cfg->nodes / cfg->data_parallelism;
+	if (mtc_store_open(location, &opt, &s, err, sizeof err) < 0) {
+		mtc_error("cannot open '%s': %s", location, err);
+		rc = errno == EINVAL ? MTC_EXIT_USAGE : MTC_EXIT_FAILURE;
+		goto out;
+	}
+	rc = MTC_EXIT_FAILURE;
+	for (int w = 0; upload_data && w < nw; w++) {
+		char *data = xasprintf("%s/%s.data", dir, metas[w].hash);
+		char *key = xasprintf("%s%s.data", prefix, metas[w].hash);
+		char digest[MTC_DIGEST_LEN];
+		struct mtc_manifest m;
+		struct mtc_tree one = { 0 };
+		int dup = 0;
+
+		for (int v = 0; v < w; v++)
+			dup |= !strcmp(metas[v].hash, metas[w].hash);
+		if (dup) {
+			free(data);
+			free(key);
+			continue;
+		}
+		mtc_manifest_init(&m);
+		if (!no_verify) {
+			if (mtc_digest_path(data, threads, digest, &m) < 0) {
+				mtc_error("cannot read '%s':", data);
+				goto fail_one;
+			}
+			if (strcmp(digest, metas[w].hash)) {
+				mtc_error("cannot back up '%s': its digest is %s", data, digest);
+				rc = MTC_EXIT_INTEGRITY;
+				goto fail_one;
+			}
+			json_t *j = mtc_manifest_to_json(&m);
+			char *text = json_dumps(j, JSON_COMPACT), *mkey;
+			json_decref(j);
+			mkey = xasprintf("%s%s.manifest", prefix, metas[w].hash);
+			if (mtc_store_put_buf(s, mkey, text, strlen(text), 0) < 0 && errno != EEXIST) {
+				mtc_error("cannot upload '%s/%s': %s", location, mkey, mtc_store_error(s));
+				free(mkey);
+				free(text);
+				goto fail_one;
+			}
+			manifests++;
+			free(mkey);
+			free(text);
+		}
+		if (mtc_tree_collect(data, key, &one, err, sizeof err) < 0) {
+			mtc_error("%s", err);
+			goto fail_one;
+		}
+		skipped += drop_present(s, key, &one);
+		for (size_t i = 0; i < one.n; i++) {
+			if ((t.n & (t.n - 1)) == 0)
+				t.x = xrealloc(t.x, (t.n ? 2 * t.n : 1) * sizeof *t.x);
+			t.x[t.n++] = one.x[i];
+		}
+		t.bytes += one.bytes;
+		free(one.x);
+		mtc_manifest_free(&m);
+		free(data);
+		free(key);
+		continue;
+fail_one:
+		mtc_manifest_free(&m);
+		mtc_tree_free(&one);
+		free(data);
+		free(key);
+		goto out;
+	}
+	if (isatty(2) && mtc_log_level() >= MTC_LOG_WARN)
+		mtc_store_set_progress(s, progress, &start);
+	if (mtc_store_put_many(s, t.x, t.n, 0) < 0 && tolerate_existing(s, &t) < 0)
+		goto out;
+	if (isatty(2) && mtc_log_level() >= MTC_LOG_WARN)
+		fprintf(stderr, "\n");
+	if (put_meta_last(s, prefix, metas, nw) < 0)
+		goto out;
+	{
+		double secs = mtc_now() - start;
+		json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:i, s:f, s:f}", "backup", name,
+				      "location", mtc_store_url(s), "step", (json_int_t)step, "rank",
+				      cfg->node_rank, "bytes", (json_int_t)t.bytes, "objects",
+				      (json_int_t)(t.n + (size_t)nw + manifests), "skipped",
+				      (int)skipped, "seconds", secs, "mb_per_s",
+				      t.bytes / 1e6 / (secs > 1e-6 ? secs : 1e-6));
+		char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(4));
+		printf("%s\n", text);
+		free(text);
+		json_decref(j);
+	}
+	rc = MTC_EXIT_OK;
+out:
+	mtc_tree_free(&t);
+	for (int w = 0; w < nw; w++)
+		free(metas[w].file);
+	free(metas);
+	free(prefix);
+	mtc_store_close(s);
+	return rc;
+}
+
+int main(int argc, const char **argv)
+{
+	struct poptOption opts[] = {
+		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
+		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "accepted config (JSON, - for stdin)", "FILE" },
+		{ "step", 's', POPT_ARG_STRING, &step_text, 0, "the step to back up", "S" },
+		{ "to", 't', POPT_ARG_STRING, &location, 0, "backup location: DIR, file://DIR or gs://BUCKET[/PREFIX]", "LOCATION" },
+		{ "name", 'n', POPT_ARG_STRING, &name_opt, 0, "backup name (default: now, UTC)", "YYYY-MM-DD_HH-MM" },
+		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file", "FILE" },
+		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 16)", "N" },
+		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
+		{ "no-verify", '\0', POPT_ARG_NONE, &no_verify, 0, "do not check the data against its name, and upload no manifest", NULL },
+		MTC_POPT_COMMON POPT_TABLEEND
+	};
+	struct mtc_config cfg;
+	poptContext ctx;
+	long long step;
+	char err[512];
+	int rc;
+
+	mtc_log_init(argv[0]);
+	ctx = mtc_cli_context("mtc-backup", argc, argv, opts,
+			      "--dir DIR --config FILE --step S --to LOCATION [OPTIONS]");
+	if ((rc = mtc_cli_parse(ctx)) >= 0)
+		goto out;
+	rc = MTC_EXIT_USAGE;
+	if (poptPeekArg(ctx)) {
+		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
+		goto out;
+	}
+	if (!dir || !config_file || !step_text || !location) {
+		mtc_usage_error("--dir, --config, --step and --to are required");
+		goto out;
+	}
+	if (mtc_parse_uint(step_text, &step) < 0) {
+		mtc_usage_error("invalid step '%s'", step_text);
+		goto out;
+	}
+	if (name_opt && mtc_parse_backup_name(name_opt, NULL) < 0) {
+		mtc_usage_error("invalid backup name '%s': want YYYY-MM-DD_HH-MM", name_opt);
+		goto out;
+	}
+	if (parallel < 0 || threads < 0) {
+		mtc_usage_error("--parallel and --threads take a positive number");
+		goto out;
+	}
+	if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {
+		mtc_error("cannot load config '%s': %s", config_file, err);
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
+	rc = run(&cfg, step);
+	mtc_config_free(&cfg);
+out:
+	poptFreeContext(ctx);
+	return rc;
+}
