@@ -45,6 +45,7 @@ static TARGET inline void transpose8(__m256i r[8])
 static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off, __m256i m[16])
 {
 	for (int l = 0; l < 8; l++) {
+		_mm_prefetch((const char *)(in + l * stride + off + 256), _MM_HINT_T0);
 		m[l] = LOADU(in + l * stride + off);
 		m[8 + l] = LOADU(in + l * stride + off + 32);
 	}

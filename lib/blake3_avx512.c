@@ -46,8 +46,10 @@ static TARGET inline void transpose16(__m512i r[16])
 
 static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off, __m512i m[16])
 {
-	for (int l = 0; l < 16; l++)
+	for (int l = 0; l < 16; l++) {
+		_mm_prefetch((const char *)(in + l * stride + off + 256), _MM_HINT_T0);
 		m[l] = LOADU(in + l * stride + off);
+	}
 	transpose16(m);
 }
 
