@@ -7,7 +7,7 @@ PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libcrypto
 DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchive-dev \
             libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev \
             bats bats-support bats-assert bats-file b3sum rclone python3 \
-            clang libclang-rt-14-dev zstd procps
+            python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 OPT      ?= -O2 -g

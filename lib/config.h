@@ -39,6 +39,12 @@ int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t 
 int mtc_config_load(const char *path, struct mtc_config *cfg, char *err, size_t errlen);
 /* The accepted config as JSON, defaults filled in. */
 json_t *mtc_config_to_json(const struct mtc_config *cfg);
+/*
+ * D, the number of identical data-parallel replicas, when usable: more than
+ * one and dividing the nodes into rows (DESIGN.md §5.3, §7). Otherwise 1, and
+ * the deduplication that D allows stays off, as in the reference.
+ */
+int mtc_config_replicas(const struct mtc_config *cfg);
 void mtc_config_free(struct mtc_config *cfg);
 
 #endif

@@ -98,21 +98,16 @@ int mtc_write_atomic(const char *path, const void *buf, size_t len)
 	return rc;
 }
 
-int mtc_read_file(const char *path, size_t max, char **out, size_t *outlen)
+int mtc_read_fd(int fd, size_t max, char **out, size_t *outlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t cap = 4096, len = 0;
-	char *buf;
+	char *buf = xmalloc(cap + 1);
 
-	if (fd < 0)
-		return -1;
-	buf = xmalloc(cap + 1);
 	for (;;) {
 		ssize_t n;
 		if (len == cap) {
 			if (cap > max) {
 				free(buf);
-				close(fd);
 				errno = EFBIG;
 				return -1;
 			}
@@ -125,7 +120,6 @@ int mtc_read_file(const char *path, size_t max, char **out, size_t *outlen)
 			if (e == EINTR)
 				continue;
 			free(buf);
-			close(fd);
 			errno = e;
 			return -1;
 		}
@@ -133,7 +127,6 @@ int mtc_read_file(const char *path, size_t max, char **out, size_t *outlen)
 			break;
 		len += (size_t)n;
 	}
-	close(fd);
 	if (len > max) {
 		free(buf);
 		errno = EFBIG;
@@ -144,6 +137,18 @@ int mtc_read_file(const char *path, size_t max, char **out, size_t *outlen)
 	if (outlen)
 		*outlen = len;
 	return 0;
+}
+
+int mtc_read_file(const char *path, size_t max, char **out, size_t *outlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = mtc_read_fd(fd, max, out, outlen);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

@@ -15,6 +15,7 @@ int mtc_fsync_parent(const char *path);
 
 /* Reads a whole file of at most max bytes; EFBIG if larger. buf is NUL-terminated. */
 int mtc_read_file(const char *path, size_t max, char **buf, size_t *len);
+int mtc_read_fd(int fd, size_t max, char **buf, size_t *len);
 
 /* rm -rf without following symlinks; a missing path is not an error. */
 int mtc_remove_tree(const char *path);

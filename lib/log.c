@@ -5,12 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 
 #include <jansson.h>
 
 static const char *prog = "mtc";
 static int level = MTC_LOG_WARN;
 static int format = MTC_LOG_TEXT;
+static char status_dir[4096];
+static char status_context[512] = "init";
 
 void mtc_log_init(const char *name)
 {
@@ -19,7 +24,7 @@ void mtc_log_init(const char *name)
 }
 
 const char *mtc_prog(void) { return prog; }
-void mtc_log_set_level(int l) { level = l < MTC_LOG_ERROR ? MTC_LOG_ERROR - 1 : l; }
+void mtc_log_set_level(int l) { level = l < MTC_LOG_ERROR ? MTC_LOG_ERROR : l; }
 int mtc_log_level(void) { return level; }
 
 int mtc_log_set_format(const char *name)
@@ -33,7 +38,55 @@ int mtc_log_set_format(const char *name)
 	return 0;
 }
 
-static const char *level_name[] = { "error", "warning", "info", "debug" };
+static const char *level_names[] = { "critical", "error", "warning", "info", "debug" };
+#define level_name (level_names + 1)
+
+void mtc_log_status_dir(const char *dir, const char *context)
+{
+	snprintf(status_dir, sizeof status_dir, "%s", dir ? dir : "");
+	if (context)
+		snprintf(status_context, sizeof status_context, "%s", context);
+}
+
+static void append_line(const char *name, const char *line, size_t len)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof path, "%s/%s", status_dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, line, len) < 0 || fsync(fd) < 0)
+		fprintf(stderr, "%s: cannot write '%s': %s\n", prog, path, strerror(errno));
+	close(fd);
+}
+
+/* One O_APPEND write per line, so concurrent writers never interleave within a line. */
+static void write_status(int l, const char *msg)
+{
+	struct timespec ts;
+	struct tm tm;
+	char stamp[32], line[4800];
+	const char *module = strncmp(prog, "mtc-", 4) ? prog : prog + 4;
+	int n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+	n = snprintf(line, sizeof line, "%s.%03ld %04X:%04X %s [%s] %s.main(0): %s\n", stamp,
+		     ts.tv_nsec / 1000000, (unsigned)getpid(), (unsigned)syscall(SYS_gettid),
+		     status_context, l == MTC_LOG_CRITICAL ? "CRI" : "ERR", module, msg);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof line) {
+		n = sizeof line - 1;
+		line[n - 1] = '\n';
+	}
+	append_line("replicator.errors", line, (size_t)n);
+	if (l == MTC_LOG_CRITICAL)
+		append_line("replicator.failed", line, (size_t)n);
+}
 
 void mtc_vlog(int l, const char *fmt, va_list ap)
 {
@@ -41,12 +94,14 @@ void mtc_vlog(int l, const char *fmt, va_list ap)
 	char msg[4096];
 	size_t n;
 
-	if (l > level)
-		return;
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	n = strlen(msg);
 	if (n && msg[n - 1] == ':')
 		snprintf(msg + n, sizeof msg - n, " %s", strerror(saved));
+	if (l <= MTC_LOG_ERROR && status_dir[0])
+		write_status(l, msg);
+	if (l > level)
+		return;
 
 	if (format == MTC_LOG_JSON) {
 		struct timespec ts;
@@ -62,7 +117,7 @@ void mtc_vlog(int l, const char *fmt, va_list ap)
 		fprintf(stderr, "%s\n", line);
 		free(line);
 		json_decref(o);
-	} else if (l == MTC_LOG_ERROR) {
+	} else if (l <= MTC_LOG_ERROR) {
 		fprintf(stderr, "%s: %s\n", prog, msg);
 	} else {
 		fprintf(stderr, "%s: %s: %s\n", prog, level_name[l], msg);
@@ -78,6 +133,7 @@ void mtc_vlog(int l, const char *fmt, va_list ap)
 		mtc_vlog(l, fmt, ap);              \
 		va_end(ap);                        \
 	}
+DEFINE_LOG(mtc_critical, MTC_LOG_CRITICAL)
 DEFINE_LOG(mtc_error, MTC_LOG_ERROR)
 DEFINE_LOG(mtc_warn, MTC_LOG_WARN)
 DEFINE_LOG(mtc_info, MTC_LOG_INFO)

@@ -3,7 +3,7 @@
 
 #include <stdarg.h>
 
-enum mtc_log_level { MTC_LOG_ERROR, MTC_LOG_WARN, MTC_LOG_INFO, MTC_LOG_DEBUG };
+enum mtc_log_level { MTC_LOG_CRITICAL = -1, MTC_LOG_ERROR, MTC_LOG_WARN, MTC_LOG_INFO, MTC_LOG_DEBUG };
 enum mtc_log_format { MTC_LOG_TEXT, MTC_LOG_JSON };
 
 void mtc_log_init(const char *prog);
@@ -21,5 +21,16 @@ void mtc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_vlog(int level, const char *fmt, va_list ap);
+
+/*
+ * The status files of the local volume (DESIGN.md §3.2): once a program knows
+ * its local dir, every error is also appended to <dir>/replicator.errors, and
+ * a critical one to <dir>/replicator.failed too, which makes the training job
+ * stop with that reason. Lines follow the reference replicator's format:
+ *   2025-06-30 14:30:01.123 01A2:01A2 <context> [CRI] handshake.accept(0): <message>
+ * context is "init" until the config is known, then "job=<name> node=<r>/<n>".
+ */
+void mtc_log_status_dir(const char *dir, const char *context);
+void mtc_critical(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -1,4 +1,5 @@
 # Shared by every tests/*.bats: the programs under test come first on PATH.
+bats_require_minimum_version 1.5.0
 bats_load_library bats-support
 bats_load_library bats-assert
 bats_load_library bats-file
