@@ -158,6 +158,7 @@ static int extract_dir(int rootfd, char *path, char *why, size_t whylen)
 	return 0;
 }
 
+/* 0: extract into path; 1: the root entry, skip; -1: rejected. */
 static int check_entry(struct archive_entry *e, const struct mtc_wire_limits *lim, char *path,
 		       char *why, size_t whylen)
 {
@@ -167,6 +168,12 @@ static int check_entry(struct archive_entry *e, const struct mtc_wire_limits *li
 
 	if (!name)
 		return fail(why, whylen, "entry without a path");
+	while (name[0] == '.' && name[1] == '/')
+		name += 2;
+	if (type == AE_IFDIR && (!strcmp(name, ".") || !*name)) {
+		*path = '\0';
+		return 1;
+	}
 	len = strlen(name);
 	if (len >= MTC_WIRE_PATH_MAX)
 		return fail(why, whylen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
@@ -230,8 +237,11 @@ int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim
 		goto out;
 	}
 	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		if (check_entry(e, lim, path, why, whylen) < 0)
+		int c = check_entry(e, lim, path, why, whylen);
+		if (c < 0)
 			goto out;
+		if (c > 0)
+			continue; /* the root itself, as "tar -C dir ." writes it */
 		if (++files > lim->max_files) {
 			fail(why, whylen, "more than %lld entries", lim->max_files);
 			goto out;

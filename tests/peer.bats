@@ -1,0 +1,334 @@
+#!/usr/bin/env bats
+# The peer tier: mtc-replicate serve, push and fetch over loopback.
+
+load helpers
+
+setup() {
+	T=$(mktemp -d /dev/shm/mtc-peer.XXXXXX)
+	PIDS=()
+	HOSTILE="$MTC_TESTS/peer_hostile.py"
+}
+
+teardown() {
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$T" /tmp/mtc-peer-absolute.txt
+}
+
+# start_daemon NAME [serve options]: serves $T/NAME; sets URL and PID.
+start_daemon() {
+	local name=$1
+	shift
+	mkdir -p "$T/$name"
+	mtc-replicate serve --dir "$T/$name" --listen 127.0.0.1:0 "$@" \
+		>"$T/$name.out" 2>"$T/$name.err" &
+	PID=$!
+	PIDS+=("$PID")
+	for _ in $(seq 100); do
+		grep -q listen "$T/$name.out" 2>/dev/null && break
+		sleep 0.05
+	done
+	URL="http://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$T/$name.out")"
+	[ "$URL" != "http://" ]
+}
+
+# make_step DIR STEP [RANK]: a small saved step as <hash>.data + .meta; sets HASH.
+make_step() {
+	local dir=$1 step=$2 rank=${3:-0}
+	mkdir -p "$dir/tmp-$step/sub/deeper" "$dir/tmp-$step/empty"
+	head -c 300000 /dev/urandom >"$dir/tmp-$step/shard-0"
+	head -c 70000 /dev/urandom >"$dir/tmp-$step/sub/shard-1"
+	echo "step $step" >"$dir/tmp-$step/sub/deeper/note.txt"
+	: >"$dir/tmp-$step/sub/zero"
+	HASH=$(mtc-replicate digest "$dir/tmp-$step" | cut -d' ' -f1)
+	mv "$dir/tmp-$step" "$dir/$HASH.data"
+	printf %s "$HASH" >"$dir/job-s$step-n$rank-w0.meta"
+}
+
+write_config() { # write_config FILE RANK NODES PEERS [DP]
+	local dp=""
+	[ -n "${5:-}" ] && dp=", \"assume-data-parallelism\": $5"
+	printf '{"job-name":"job","framework":"orbax","node-rank":%d,"nodes":%d,"peers-per-node":%d,"backup-interval-minutes":30%s}\n' \
+		"$2" "$3" "$4" "$dp" >"$1"
+}
+
+metric() { # metric URL NAME{LABELS}
+	curl -sf "$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'
+}
+
+put_code() { # put_code URL NAME FILE [curl args]: prints the HTTP code
+	local url=$1 name=$2 file=$3
+	shift 3
+	curl -s -o "$T/put.body" -w '%{http_code}' -T "$file" "$@" "$url/v1/objects/$name"
+}
+
+only_staging_free() { # nothing in DIR but the given names
+	local dir=$1
+	shift
+	run ls -A "$dir"
+	assert_output "$(printf '%s\n' "$@" | sed '/^$/d' | sort)"
+}
+
+@test "serve prints its address, answers /healthz and refuses other addresses without a token" {
+	start_daemon p
+	run curl -sf "$URL/healthz"
+	assert_success
+	assert_output ok
+	run mtc-replicate serve --dir "$T/p" --listen 0.0.0.0:0
+	assert_failure 1
+	assert_output --partial "without --token-file"
+	run mtc-replicate serve --dir "$T/missing" --listen 127.0.0.1:0
+	assert_failure 1
+}
+
+@test "push sends a step to two peers and fetch brings back byte-identical trees" {
+	make_step "$T/src" 5
+	write_config "$T/cfg.json" 0 2 1
+	start_daemon p1
+	U1=$URL
+	start_daemon p2
+	U2=$URL
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 5 --peer "$U1" --peer "$U2"
+	assert_success
+	assert_output --partial '"ok":true'
+	for p in p1 p2; do
+		diff -r "$T/src/$HASH.data" "$T/$p/$HASH.data"
+		cmp "$T/src/job-s5-n0-w0.meta" "$T/$p/job-s5-n0-w0.meta"
+	done
+	run mtc-replicate fetch --dir "$T/back" --from "$U2" --meta job-s5-n0-w0.meta
+	[ "$status" -ne 0 ] # the dir must exist
+	mkdir "$T/back"
+	run mtc-replicate fetch --dir "$T/back" --from "$U2" --meta job-s5-n0-w0.meta
+	assert_success
+	diff -r "$T/src/$HASH.data" "$T/back/$HASH.data"
+	cmp "$T/src/job-s5-n0-w0.meta" "$T/back/job-s5-n0-w0.meta"
+	only_staging_free "$T/back" "$HASH.data" job-s5-n0-w0.meta
+}
+
+@test "a single-file object travels as raw bytes and fetch --hash verifies it" {
+	mkdir -p "$T/src" "$T/back"
+	head -c 123457 /dev/urandom >"$T/f"
+	H=$(b3sum --no-names "$T/f")
+	start_daemon p
+	run put_code "$URL" "$H.data" "$T/f"
+	assert_output 201
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$H"
+	assert_success
+	cmp "$T/f" "$T/back/$H.data"
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$(printf 'a%.0s' $(seq 64))"
+	assert_failure 4
+}
+
+@test "re-push is idempotent and skips data the peer has" {
+	make_step "$T/src" 7
+	write_config "$T/cfg.json" 0 2 1
+	start_daemon p
+	mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 7 --peer "$URL"
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 7 --peer "$URL"
+	assert_success
+	assert_output --partial '"data_sent":0,"data_skipped":1'
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 8 --peer "$URL"
+	assert_failure 4
+}
+
+@test "push picks its peers from the config and a URL template" {
+	for _ in 1 2 3 4 5; do
+		base=$((2000 + RANDOM % 4000))
+		mkdir -p "$T/r1" "$T/r2"
+		mtc-replicate serve --dir "$T/r1" --listen "127.0.0.1:${base}1" >/dev/null 2>&1 &
+		PIDS+=($!)
+		mtc-replicate serve --dir "$T/r2" --listen "127.0.0.1:${base}2" >/dev/null 2>&1 &
+		PIDS+=($!)
+		sleep 0.3
+		curl -sf "http://127.0.0.1:${base}1/healthz" >/dev/null &&
+			curl -sf "http://127.0.0.1:${base}2/healthz" >/dev/null && break
+	done
+	make_step "$T/src" 3
+	write_config "$T/cfg.json" 0 4 2 # peers of rank 0 among 4: 1 and 2
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 3 \
+		--peer-url-template "http://127.0.0.1:${base}{rank}"
+	assert_success
+	diff -r "$T/src/$HASH.data" "$T/r1/$HASH.data"
+	diff -r "$T/src/$HASH.data" "$T/r2/$HASH.data"
+}
+
+@test "concurrent pushes of the same data: one copy, every push succeeds" {
+	make_step "$T/src" 9
+	write_config "$T/cfg.json" 0 2 1
+	start_daemon p
+	for i in 1 2 3 4; do
+		mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 9 --peer "$URL" \
+			>"$T/push.$i" 2>&1 &
+		pids[$i]=$!
+	done
+	for i in 1 2 3 4; do wait "${pids[$i]}"; done
+	diff -r "$T/src/$HASH.data" "$T/p/$HASH.data"
+	only_staging_free "$T/p" "$HASH.data" job-s9-n0-w0.meta
+}
+
+@test "a flipped byte is rejected with 422 and nothing is published" {
+	make_step "$T/src" 2
+	start_daemon p
+	cp -r "$T/src/$HASH.data" "$T/bad"
+	printf '\xff' | dd of="$T/bad/shard-0" bs=1 seek=1000 conv=notrunc status=none
+	(cd "$T/bad" && tar --format=pax -cf "$T/bad.tar" .)
+	run put_code "$URL" "$HASH.data" "$T/bad.tar"
+	assert_output 422
+	run cat "$T/put.body"
+	assert_output --partial "digest"
+	head -c 5000 /dev/urandom >"$T/f"
+	run put_code "$URL" "$(b3sum --no-names "$T/f" | tr 0-9a-f 1-9a-f0)".data "$T/f"
+	assert_output 422
+	only_staging_free "$T/p"
+	[ "$(metric "$URL" mtc_peer_digest_failures_total)" = 2 ]
+}
+
+@test "fetch refuses a peer copy whose content does not match its name" {
+	make_step "$T/src" 4
+	start_daemon p
+	cp -r "$T/src/$HASH.data" "$T/p/"
+	echo flipped >>"$T/p/$HASH.data/sub/deeper/note.txt"
+	mkdir "$T/back"
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$HASH" --retries 1
+	assert_failure 5
+	only_staging_free "$T/back"
+}
+
+@test "hostile tar streams are rejected and leave nothing behind" {
+	start_daemon p --max-files 10 --max-depth 4 --max-body 150000
+	H="D$(printf '0%.0s' $(seq 64))"
+	for kind in traversal traversal-inner absolute symlink hardlink device fifo duplicate \
+		many deep big control truncated; do
+		python3 "$HOSTILE" tar "$kind" >"$T/h.tar"
+		code=$(put_code "$URL" "$H.data" "$T/h.tar" || true)
+		case "$code" in 4??|000) ;; *) echo "$kind: HTTP $code"; false ;; esac
+		only_staging_free "$T/p"
+	done
+	[ ! -e "$T/escaped.txt" ] && [ ! -e /tmp/mtc-peer-absolute.txt ]
+	run curl -sf "$URL/healthz"
+	assert_output ok
+}
+
+@test "names outside the grammar, bad metas and oversize bodies are refused" {
+	start_daemon p --max-body 1000
+	echo x >"$T/x"
+	for name in evil.data ..%2F..%2Fescaped.data "$(printf 'A%.0s' $(seq 64)).data" \
+		job-s1-n0.meta job-s01-n0-w0.meta job-s1-n0-w0.save; do
+		run put_code "$URL" "$name" "$T/x"
+		assert_output 400
+	done
+	run put_code "$URL" job-s1-n0-w0.meta "$T/x"
+	assert_output 422
+	printf '%s' "$(printf 'b%.0s' $(seq 64))" >"$T/m"
+	run put_code "$URL" job-s1-n0-w0.meta "$T/m"
+	assert_output 409
+	head -c 5000 /dev/zero >"$T/big"
+	run put_code "$URL" "$(b3sum --no-names "$T/big").data" "$T/big"
+	assert_output 413
+	only_staging_free "$T/p"
+}
+
+@test "bearer token: missing or wrong is 401, the right one works for push and fetch" {
+	echo s3cret >"$T/token"
+	echo wrong >"$T/wrong"
+	start_daemon p --token-file "$T/token"
+	run curl -s -o /dev/null -w '%{http_code}' "$URL/v1/inventory"
+	assert_output 401
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong" "$URL/v1/inventory"
+	assert_output 401
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer s3cret" "$URL/v1/inventory"
+	assert_output 200
+	run curl -sf "$URL/healthz"
+	assert_output ok
+	make_step "$T/src" 1
+	write_config "$T/cfg.json" 0 2 1
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 1 --peer "$URL" --token-file "$T/wrong"
+	assert_failure 1
+	assert_output --partial "401"
+	only_staging_free "$T/p"
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 1 --peer "$URL" --token-file "$T/token"
+	assert_success
+	mkdir "$T/back"
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --meta job-s1-n0-w0.meta --token-file "$T/token"
+	assert_success
+	diff -r "$T/src/$HASH.data" "$T/back/$HASH.data"
+}
+
+@test "a daemon killed mid-upload publishes nothing and cleans up on restart" {
+	start_daemon p
+	H=$(printf 'c%.0s' $(seq 64))
+	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 100000 1000000 10 &
+	STALL=$!
+	PIDS+=("$STALL")
+	for _ in $(seq 100); do
+		[ "$(metric "$URL" mtc_peer_active_transfers)" = 1 ] && break
+		sleep 0.05
+	done
+	[ "$(metric "$URL" mtc_peer_active_transfers)" = 1 ]
+	kill -9 "$PID"
+	wait "$PID" || true
+	[ ! -e "$T/p/$H.data" ]
+	start_daemon p
+	only_staging_free "$T/p"
+}
+
+@test "SIGTERM discards uploads in flight and exits 0" {
+	start_daemon p
+	H=$(printf 'd%.0s' $(seq 64))
+	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 50000 1000000 10 &
+	PIDS+=($!)
+	for _ in $(seq 100); do
+		[ "$(metric "$URL" mtc_peer_active_transfers)" = 1 ] && break
+		sleep 0.05
+	done
+	kill -TERM "$PID"
+	rc=0
+	wait "$PID" || rc=$?
+	[ "$rc" = 0 ]
+	only_staging_free "$T/p"
+}
+
+@test "a stalled or short upload times out and leaves nothing" {
+	start_daemon p --timeout 1
+	H=$(printf 'e%.0s' $(seq 64))
+	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 1000 100000 2.5
+	only_staging_free "$T/p"
+	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 1000 100000 0
+	sleep 0.2
+	only_staging_free "$T/p"
+	[ "$(metric "$URL" mtc_peer_active_transfers)" = 0 ]
+}
+
+@test "a peer down makes push fail clearly while the others get the step" {
+	make_step "$T/src" 6
+	write_config "$T/cfg.json" 0 2 1
+	start_daemon up
+	start_daemon down
+	DOWN=$URL
+	kill -9 "$PID"
+	wait "$PID" || true
+	start_daemon up2
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 6 \
+		--peer "$URL" --peer "$DOWN" --retries 1
+	assert_failure 1
+	assert_output --partial "cannot push step 6 to '$DOWN'"
+	diff -r "$T/src/$HASH.data" "$T/up2/$HASH.data"
+	[ -e "$T/up2/job-s6-n0-w0.meta" ]
+}
+
+@test "inventory lists metas and data sizes; metrics count bytes and codes" {
+	make_step "$T/src" 11
+	write_config "$T/cfg.json" 0 2 1
+	start_daemon p
+	before=$(metric "$URL" mtc_peer_bytes_received_total)
+	mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 11 --peer "$URL"
+	run curl -sf "$URL/v1/inventory"
+	assert_success
+	assert_output --partial "{\"name\":\"job-s11-n0-w0.meta\",\"job\":\"job\",\"step\":11,\"node\":0,\"worker\":0,\"hash\":\"$HASH\"}"
+	assert_output --partial "{\"hash\":\"$HASH\",\"size\":370008}"
+	after=$(metric "$URL" mtc_peer_bytes_received_total)
+	[ "$after" -gt $((before + 370000)) ]
+	[ "$(metric "$URL" 'mtc_peer_requests_total{code="201"}')" = 2 ]
+	[ "$(metric "$URL" 'mtc_peer_uploads_total{result="published"}')" = 1 ]
+	[ "$(metric "$URL" mtc_peer_transfer_seconds_count)" = 1 ]
+}
