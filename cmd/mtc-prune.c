@@ -34,12 +34,13 @@ struct backup {
 	int deleted;
 };
 
-static char *counts[MTC_FREQ_COUNT];
+static char **counts[MTC_FREQ_COUNT]; /* every use of --hourly etc.; the last one counts */
 static int prefer_recent, relaxed, do_delete, print_deleted, print_kept, json_out, utc;
-static char *location, *path_opt, *list_file, *pattern, *grace_text = "6h", *config_file,
+static char *location, *path_opt, *list_file, *pattern, *grace_text, *config_file,
 	    *token_file;
 static char **include, **exclude, **include_list, **exclude_list;
 static int parallel, compat_flag;
+static struct mtc_retention_policy policy;
 
 static struct mtc_ts_pattern *ts;
 static char **globs_in, **globs_out;
@@ -237,13 +238,12 @@ static void report_json(const char *where, struct mtc_retention_item *items, str
 	char *text;
 
 	for (int f = 0; f < MTC_FREQ_COUNT; f++) {
-		long long c;
-		mtc_retention_parse_count(counts[f], &c);
+		long long c = policy.count[f];
 		json_object_set_new(pol, mtc_freq_name((enum mtc_freq)f),
 				    c == MTC_KEEP_ALWAYS ? json_string("always") : json_integer(c));
 	}
-	json_object_set_new(pol, "prefer-recent", json_boolean(prefer_recent));
-	json_object_set_new(pol, "relaxed", json_boolean(relaxed));
+	json_object_set_new(pol, "prefer-recent", json_boolean(policy.prefer_recent));
+	json_object_set_new(pol, "relaxed", json_boolean(policy.relaxed));
 	for (size_t i = 0; i < n; i++) {
 		struct backup *b = backup_of(bs, n, items[i].name);
 		json_t *o = json_object(), *why = json_array();
@@ -351,18 +351,19 @@ static int parse_policy(struct mtc_retention_policy *p)
 	p->prefer_recent = prefer_recent;
 	p->relaxed = relaxed;
 	for (int f = 0; f < MTC_FREQ_COUNT; f++) {
-		if (!counts[f])
-			counts[f] = (char *)defaults[f];
-		if (mtc_retention_parse_count(counts[f], &p->count[f]) < 0)
+		const char *text = defaults[f];
+		for (char **c = counts[f]; c && *c; c++)
+			text = *c;
+		if (mtc_retention_parse_count(text, &p->count[f]) < 0)
 			return mtc_usage_error("--%s: '%s' is not a count, a sum or 'always'",
-					       mtc_freq_name((enum mtc_freq)f), counts[f]);
+					       mtc_freq_name((enum mtc_freq)f), text);
 	}
 	if (mtc_retention_keeps_nothing(p))
 		return mtc_usage_error("refusing a policy where every count is 0: it would delete every backup");
 	return -1;
 }
 
-static int run(struct mtc_retention_policy *policy, long long grace)
+static int run(long long grace)
 {
 	struct mtc_retention_item *items = NULL;
 	struct backup *bs = NULL;
@@ -377,7 +378,7 @@ static int run(struct mtc_retention_policy *policy, long long grace)
 
 	if (list_file) {
 		if (read_list(list_file, &items, &bs, &n) == 0) {
-			mtc_retention_apply(policy, items, n);
+			mtc_retention_apply(&policy, items, n);
 			report(NULL, items, bs, n);
 			rc = MTC_EXIT_OK;
 		}
@@ -417,7 +418,7 @@ static int run(struct mtc_retention_policy *policy, long long grace)
 		mtc_error("cannot read '%s/restore.version': %s", root, mtc_store_error(s));
 		goto out;
 	}
-	mtc_retention_apply(policy, items, n);
+	mtc_retention_apply(&policy, items, n);
 	if (protect(s, items, bs, n, have_rv ? rv : NULL, grace, nodes, workers) < 0)
 		goto out;
 	rc = do_delete ? delete_rest(s, items, bs, n) : MTC_EXIT_OK;
@@ -440,15 +441,38 @@ out:
 	return rc;
 }
 
+static void free_argv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void free_options(void)
+{
+	for (int f = 0; f < MTC_FREQ_COUNT; f++)
+		free_argv(counts[f]);
+	free(path_opt);
+	free(list_file);
+	free(pattern);
+	free(grace_text);
+	free(config_file);
+	free(token_file);
+	free_argv(include);
+	free_argv(exclude);
+	free_argv(include_list);
+	free_argv(exclude_list);
+}
+
 int main(int argc, const char **argv)
 {
 	struct poptOption policy_opts[] = {
-		{ "minutely", '\0', POPT_ARG_STRING, &counts[MTC_MINUTELY], 0, "minutely backups to keep (default 0)", "N|always" },
-		{ "hourly", '\0', POPT_ARG_STRING, &counts[MTC_HOURLY], 0, "hourly backups to keep (default 72)", "N|always" },
-		{ "daily", '\0', POPT_ARG_STRING, &counts[MTC_DAILY], 0, "daily backups to keep (default 7)", "N|always" },
-		{ "weekly", '\0', POPT_ARG_STRING, &counts[MTC_WEEKLY], 0, "weekly backups to keep (default 6)", "N|always" },
-		{ "monthly", '\0', POPT_ARG_STRING, &counts[MTC_MONTHLY], 0, "monthly backups to keep (default 12)", "N|always" },
-		{ "yearly", '\0', POPT_ARG_STRING, &counts[MTC_YEARLY], 0, "yearly backups to keep (default always)", "N|always" },
+		{ "minutely", '\0', POPT_ARG_ARGV, &counts[MTC_MINUTELY], 0, "minutely backups to keep (default 0)", "N|always" },
+		{ "hourly", '\0', POPT_ARG_ARGV, &counts[MTC_HOURLY], 0, "hourly backups to keep (default 72)", "N|always" },
+		{ "daily", '\0', POPT_ARG_ARGV, &counts[MTC_DAILY], 0, "daily backups to keep (default 7)", "N|always" },
+		{ "weekly", '\0', POPT_ARG_ARGV, &counts[MTC_WEEKLY], 0, "weekly backups to keep (default 6)", "N|always" },
+		{ "monthly", '\0', POPT_ARG_ARGV, &counts[MTC_MONTHLY], 0, "monthly backups to keep (default 12)", "N|always" },
+		{ "yearly", '\0', POPT_ARG_ARGV, &counts[MTC_YEARLY], 0, "yearly backups to keep (default always)", "N|always" },
 		{ "prefer-recent", '\0', POPT_ARG_NONE, &prefer_recent, 0, "keep the newest backup of each period, not the oldest", NULL },
 		{ "relaxed", '\0', POPT_ARG_NONE, &relaxed, 0, "do not enforce the time windows", NULL },
 		{ "include", '\0', POPT_ARG_ARGV, &include, 0, "only backups matching GLOB (repeatable)", "GLOB" },
@@ -481,7 +505,6 @@ int main(int argc, const char **argv)
 		{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, policy_opts, 0, "Policy (backup-warden's):", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
-	struct mtc_retention_policy policy;
 	poptContext ctx;
 	long long grace;
 	char err[256];
@@ -517,7 +540,7 @@ int main(int argc, const char **argv)
 		rc = mtc_usage_error("--list decides only: no --delete, no --config");
 		goto out;
 	}
-	if (parse_duration(grace_text, &grace) < 0) {
+	if (parse_duration(grace_text ? grace_text : "6h", &grace) < 0) {
 		rc = mtc_usage_error("--grace: '%s' is not a duration (like 30m, 6h, 2d)", grace_text);
 		goto out;
 	}
@@ -531,7 +554,7 @@ int main(int argc, const char **argv)
 	add_globs(&globs_in, &n_in, include_list, 1);
 	add_globs(&globs_out, &n_out, exclude, 0);
 	add_globs(&globs_out, &n_out, exclude_list, 1);
-	rc = run(&policy, grace);
+	rc = run(grace);
 out:
 	mtc_ts_free(ts);
 	for (size_t i = 0; i < n_in; i++)
@@ -540,6 +563,7 @@ out:
 		free(globs_out[i]);
 	free(globs_in);
 	free(globs_out);
+	free_options();
 	poptFreeContext(ctx);
 	return rc;
 }
