@@ -1,0 +1,245 @@
+#!/usr/bin/env bats
+# mtc-replicate commit and gc: saved steps become <hash>.data + .meta, crash
+# safety at every point of the order, and local garbage collection.
+
+load helpers
+
+setup() {
+	T=$(mktemp -d /dev/shm/mtc-commit.XXXXXX)
+	L=$T/local
+	mkdir "$L"
+	config orbax 1
+}
+
+teardown() {
+	[ -n "${WATCH_PID:-}" ] && kill "$WATCH_PID" 2>/dev/null
+	rm -rf "$T"
+}
+
+config() {
+	printf '{"job-name":"job","framework":"%s","node-rank":0,"nodes":2,"peer-ranks":[1],"backup-interval-minutes":30,"workers-per-node":%d}' \
+		"$1" "$2" > "$T/cfg.json"
+}
+
+# A step as a framework writes it: a few files, an empty file, nested dirs.
+make_step() {
+	local d=$1 seed=$2
+	mkdir -p "$d/params/layer0" "$d/empty"
+	head -c 300000 /dev/urandom > "$d/params/layer0/shard0"
+	head -c 70001 /dev/urandom > "$d/params/shard1"
+	: > "$d/params/zero"
+	printf 'step %s' "$seed" > "$d/_METADATA"
+}
+
+commit() { mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 0 "$@"; }
+
+# Every .meta names a .data that exists and whose digest is its name.
+assert_consistent() {
+	local m h
+	for m in "$L"/*.meta; do
+		[ -e "$m" ] || continue
+		h=$(cat "$m")
+		[ -e "$L/$h.data" ] || { echo "'$m' names missing '$h.data'"; return 1; }
+		[ "$(mtc-replicate digest "$L/$h.data" | cut -d' ' -f1)" = "$h" ] ||
+			{ echo "'$h.data' is incomplete"; return 1; }
+	done
+}
+
+@test "an Orbax step renamed into place becomes <digest>.data and a .meta without newline" {
+	make_step "$L/100.orbax-checkpoint-tmp" 100
+	want=$(mtc-replicate digest "$L/100.orbax-checkpoint-tmp" | cut -d' ' -f1)
+	mv "$L/100.orbax-checkpoint-tmp" "$L/100"
+	run commit
+	assert_success
+	assert_output --regexp "^\{\"step\":100,\"worker\":0,\"hash\":\"$want\",\"bytes\":370009,\"seconds\":[0-9.e-]+,\"redundant\":false\}$"
+	assert_file_exists "$L/$want.data/params/layer0/shard0"
+	[ "$(cat "$L/job-s100-n0-w0.meta")" = "$want" ]
+	[ "$(wc -c < "$L/job-s100-n0-w0.meta")" -eq 65 ]
+	[ ! -e "$L/100" ]
+	assert_file_not_exists "$L/job-s100-n0-w0.tmp"
+}
+
+@test "a step dir still being written is not taken; commit_success.txt or quiet time releases it" {
+	make_step "$L/7" 7
+	run mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 60
+	assert_success
+	assert_output ""
+	assert_file_exists "$L/7/_METADATA"
+	: > "$L/7/commit_success.txt"
+	run mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 60
+	assert_success
+	assert_output --partial '"step":7'
+	assert_file_exists "$L/job-s7-n0-w0.meta"
+}
+
+@test "NeMo: step=N is left alone until renamed to N" {
+	make_step "$L/step=300" 300
+	run commit
+	assert_output ""
+	assert_file_exists "$L/step=300/_METADATA"
+	mv "$L/step=300" "$L/300"
+	run commit
+	assert_success
+	assert_output --partial '"step":300'
+}
+
+@test "a numeric symlink (a restore marker being consumed) is left alone" {
+	make_step "$L/src" 1
+	ln -s src "$L/400"
+	run commit
+	assert_success
+	assert_output ""
+	[ -L "$L/400" ]
+}
+
+@test "a step equal to an existing .data is deleted and its .meta points to the old data" {
+	make_step "$L/100" same
+	commit >/dev/null
+	cp -a "$L"/*.data "$L/200"
+	run commit
+	assert_success
+	assert_output --partial '"step":200'
+	assert_output --partial '"redundant":true'
+	[ "$(cat "$L/job-s100-n0-w0.meta")" = "$(cat "$L/job-s200-n0-w0.meta")" ]
+	[ "$(ls -d "$L"/*.data | wc -l)" -eq 1 ]
+	[ ! -e "$L/200" ]
+	[ ! -e "$L/job-s200-n0-w0.save" ]
+}
+
+@test "pytorch: .save files are committed once workers-per-node of them exist" {
+	config pytorch 2
+	head -c 5000 /dev/urandom > "$L/job-s10-n0-w0.save"
+	head -c 5000 /dev/urandom > "$L/job-s10-n1-w0.save"
+	head -c 5000 /dev/urandom > "$L/other-s10-n0-w1.save"
+	run commit
+	assert_output ""
+	h1=$(b3sum --no-names "$L/job-s10-n0-w0.save")
+	head -c 7000 /dev/urandom > "$L/job-s10-n0-w1.save"
+	h2=$(b3sum --no-names "$L/job-s10-n0-w1.save")
+	run commit
+	assert_success
+	assert_line --partial "\"worker\":0,\"hash\":\"$h1\""
+	assert_line --partial "\"worker\":1,\"hash\":\"$h2\""
+	[ "$(cat "$L/job-s10-n0-w0.meta")" = "$h1" ]
+	[ "$(cat "$L/job-s10-n0-w1.meta")" = "$h2" ]
+	assert_file_exists "$L/job-s10-n1-w0.save"
+	assert_file_exists "$L/other-s10-n0-w1.save"
+}
+
+@test "--watch commits a step renamed in while it runs" {
+	mtc-replicate commit --dir "$L" --config "$T/cfg.json" --watch --quiet-time 600 --timeout 20 \
+		> "$T/out" 2> "$T/err" &
+	WATCH_PID=$!
+	make_step "$L/55.orbax-checkpoint-tmp" 55
+	sleep 0.3
+	mv "$L/55.orbax-checkpoint-tmp" "$L/55"
+	for _ in $(seq 1 100); do
+		[ -e "$L/job-s55-n0-w0.meta" ] && break
+		sleep 0.1
+	done
+	assert_file_exists "$L/job-s55-n0-w0.meta"
+	grep -q '"step":55' "$T/out"
+	assert_consistent
+}
+
+@test "kill -9 at every point of the commit: a re-run converges" {
+	for point in hashed tmp-written data-renamed meta-renamed; do
+		rm -rf "$L" && mkdir "$L"
+		make_step "$L/100" $point
+		MTC_TEST_CRASH_AT=$point run commit
+		[ "$status" -eq 137 ] || { echo "no crash at $point: $status"; false; }
+		assert_consistent
+		run commit
+		assert_success
+		assert_consistent
+		assert_file_exists "$L/job-s100-n0-w0.meta"
+		[ "$(ls "$L" | grep -cv '\.data$\|\.meta$\|^\.mtc-trash$')" -eq 0 ] || { ls -la "$L"; false; }
+	done
+}
+
+@test "kill -9 while deleting a redundant copy: the name never holds a partial tree" {
+	make_step "$L/100" same
+	commit >/dev/null
+	cp -a "$L"/*.data "$L/200"
+	MTC_TEST_CRASH_AT=trash run commit
+	[ "$status" -eq 137 ]
+	assert_consistent
+	[ ! -e "$L/job-s200-n0-w0.save" ]
+	run commit
+	assert_success
+	assert_consistent
+	[ ! -e "$L/.mtc-trash" ]
+	[ "$(cat "$L/job-s100-n0-w0.meta")" = "$(cat "$L/job-s200-n0-w0.meta")" ]
+}
+
+@test "kill -9 at random moments of a larger commit: never an inconsistent dir" {
+	n=40; sanitized && n=8
+	for i in $(seq 1 8); do
+		mkdir -p "$L/$i"
+		for f in $(seq 1 $n); do head -c $((f * 4099)) /dev/urandom > "$L/$i/f$f"; done
+	done
+	for delay in 0.01 0.02 0.03 0.05 0.08 0.1 0.15 0.2; do
+		commit > /dev/null 2>&1 &
+		pid=$!
+		sleep $delay
+		kill -9 $pid 2>/dev/null || true
+		wait $pid 2>/dev/null || true
+		assert_consistent
+	done
+	run commit
+	assert_success
+	assert_consistent
+	[ "$(ls "$L"/*.meta | wc -l)" -eq 8 ]
+}
+
+@test "gc keeps the kept steps and what a .restore marker points to, deletes the rest" {
+	for s in 1 2 3 4; do make_step "$L/$s" gc$s; done
+	commit > /dev/null
+	h1=$(cat "$L/job-s1-n0-w0.meta")
+	h3=$(cat "$L/job-s3-n0-w0.meta")
+	ln -s "$h1.data" "$L/job-s1-n0-w0.restore"
+	printf '%s' "$h3" > "$L/job-s3-n1-w0.meta"
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 3
+	assert_success
+	assert_output '{"deleted_meta":3,"deleted_data":2,"kept_meta":2,"kept_data":2}'
+	assert_file_exists "$L/job-s3-n0-w0.meta"
+	assert_file_exists "$L/job-s3-n1-w0.meta"
+	[ -d "$L/$h1.data" ]
+	[ -d "$L/$h3.data" ]
+	assert_file_not_exists "$L/job-s2-n0-w0.meta"
+	[ "$(ls -d "$L"/*.data | wc -l)" -eq 2 ]
+	assert_consistent
+}
+
+@test "gc --own-only keeps only this node's .meta of the kept step" {
+	make_step "$L/5" own
+	commit > /dev/null
+	printf '%s' "$(cat "$L/job-s5-n0-w0.meta")" > "$L/job-s5-n1-w0.meta"
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 5 --own-only
+	assert_success
+	assert_file_exists "$L/job-s5-n0-w0.meta"
+	assert_file_not_exists "$L/job-s5-n1-w0.meta"
+}
+
+@test "kill -9 during gc: the re-run finishes and no .meta names missing data" {
+	for s in 1 2; do make_step "$L/$s" k$s; done
+	commit > /dev/null
+	MTC_TEST_CRASH_AT=trash run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 2
+	[ "$status" -eq 137 ]
+	assert_consistent
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 2
+	assert_success
+	assert_consistent
+	[ "$(ls -d "$L"/*.data | wc -l)" -eq 1 ]
+}
+
+@test "usage and config errors" {
+	run mtc-replicate commit --config "$T/cfg.json"
+	assert_failure 2
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep x
+	assert_failure 2
+	printf '{}' > "$T/bad.json"
+	run mtc-replicate commit --dir "$L" --config "$T/bad.json"
+	assert_failure 1
+	assert_output --partial "mtc-replicate: invalid config '$T/bad.json'"
+}
