@@ -1,0 +1,576 @@
+/*
+ * mtc-restore: bring a checkpoint back.
+ *   --from LOCATION/<job>/<name> --rank R --out DIR | --archive FILE|-
+ *       1. list the backup; pick rank R's .meta files (of its newest step)
+ *       2. download each <hash>.data in parallel into a staging dir
+ *       3. verify it against its name and its manifest (exit 5 if not)
+ *       4. make it visible: DIR/<hash>.data by rename, then the .meta files;
+ *          or write all of it as one tar stream (libarchive, zstd optional)
+ *   --pin LOCATION/<job> NAME    write restore.version (a valid backup only, unless --force)
+ *   --unpin LOCATION/<job>       remove restore.version
+ * (The cluster restore of DESIGN.md §5 is a further mode.)
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+
+#include "backups.h"
+#include "cli.h"
+#include "digest.h"
+#include "exitcode.h"
+#include "fsutil.h"
+#include "log.h"
+#include "naming.h"
+#include "store.h"
+#include "store_tree.h"
+#include "xalloc.h"
+
+enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN };
+
+static char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file,
+	*rank_text;
+static int parallel, threads, force, json_out;
+
+struct wanted {
+	char meta[256];
+	char hash[MTC_HASH_MAX + 1];
+	int worker;
+};
+
+static struct mtc_store *open_store(const char *url)
+{
+	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_store *s;
+	char err[512];
+
+	if (mtc_store_open(url, &opt, &s, err, sizeof err) < 0) {
+		mtc_error("cannot open '%s': %s", url, err);
+		return NULL;
+	}
+	return s;
+}
+
+static int has_object(const struct mtc_store_list *l, const char *name)
+{
+	for (size_t i = 0; i < l->n_objects; i++)
+		if (!strcmp(l->objects[i].name, name))
+			return 1;
+	return 0;
+}
+
+static int has_prefix(const struct mtc_store_list *l, const char *name)
+{
+	for (size_t i = 0; i < l->n_prefixes; i++)
+		if (!strcmp(l->prefixes[i], name))
+			return 1;
+	return 0;
+}
+
+/* Rank R's .meta files of the newest step it has in the backup. */
+static int pick_metas(struct mtc_store *s, const struct mtc_store_list *l, int rank,
+		      struct wanted **out, size_t *n, long long *step)
+{
+	struct mtc_ckpt_name cn;
+
+	*step = -1;
+	*n = 0;
+	for (size_t i = 0; i < l->n_objects; i++)
+		if (mtc_parse_ckpt_name(l->objects[i].name, &cn) == 0 && cn.ext == MTC_EXT_META &&
+		    cn.rank == rank && cn.step > *step)
+			*step = cn.step;
+	if (*step < 0)
+		return MTC_EXIT_NOTFOUND;
+	*out = xcalloc(l->n_objects, sizeof **out);
+	for (size_t i = 0; i < l->n_objects; i++) {
+		struct wanted *w = &(*out)[*n];
+		char *buf;
+		size_t len;
+		if (mtc_parse_ckpt_name(l->objects[i].name, &cn) < 0 || cn.ext != MTC_EXT_META ||
+		    cn.rank != rank || cn.step != *step)
+			continue;
+		if (mtc_store_get_buf(s, l->objects[i].name, MTC_HASH_MAX + 16, &buf, &len) < 0) {
+			mtc_error("cannot read '%s/%s': %s", from, l->objects[i].name,
+				  mtc_store_error(s));
+			return MTC_EXIT_FAILURE;
+		}
+		if (!mtc_is_hash(buf)) {
+			mtc_error("'%s/%s' does not hold a hash", from, l->objects[i].name);
+			free(buf);
+			return MTC_EXIT_INTEGRITY;
+		}
+		snprintf(w->hash, sizeof w->hash, "%s", buf);
+		snprintf(w->meta, sizeof w->meta, "%s", l->objects[i].name);
+		w->worker = cn.worker;
+		free(buf);
+		(*n)++;
+	}
+	return MTC_EXIT_OK;
+}
+
+static int load_manifest(struct mtc_store *s, const char *hash, struct mtc_manifest *m,
+			 int *have)
+{
+	char *key = xasprintf("%s.manifest", hash), *buf, err[256];
+	size_t len;
+	json_t *j;
+	int rc = MTC_EXIT_OK;
+
+	*have = 0;
+	if (mtc_store_get_buf(s, key, 256 << 20, &buf, &len) < 0) {
+		free(key);
+		if (errno == ENOENT)
+			return MTC_EXIT_OK;
+		mtc_error("cannot read '%s/%s.manifest': %s", from, hash, mtc_store_error(s));
+		return MTC_EXIT_FAILURE;
+	}
+	j = json_loadb(buf, len, 0, NULL);
+	if (!j || mtc_manifest_from_json(j, m, err, sizeof err) < 0) {
+		mtc_error("'%s/%s' is not a manifest: %s", from, key, j ? err : "not JSON");
+		rc = MTC_EXIT_INTEGRITY;
+	} else {
+		*have = 1;
+	}
+	json_decref(j);
+	free(buf);
+	free(key);
+	return rc;
+}
+
+/* Downloads and verifies one <hash>.data into staging. */
+static int fetch_one(struct mtc_store *s, const struct mtc_store_list *l, const char *hash,
+		     const char *staging, long long *bytes)
+{
+	char *obj = xasprintf("%s.data", hash), *pre = xasprintf("%s.data/", hash);
+	char *dst = xasprintf("%s/%s.data", staging, hash), why[512];
+	struct mtc_manifest m;
+	struct mtc_tree t = { 0 };
+	int rc = MTC_EXIT_FAILURE, have_manifest, v;
+
+	mtc_manifest_init(&m);
+	if (has_object(l, obj)) {
+		struct mtc_store_object st;
+		if (mtc_store_get_file(s, obj, dst) < 0 || mtc_store_stat(s, obj, &st) < 0) {
+			mtc_error("cannot download '%s/%s': %s", from, obj, mtc_store_error(s));
+			rc = errno == EIO ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+			goto out;
+		}
+		*bytes += st.size;
+	} else if (has_prefix(l, pre)) {
+		if (mtc_tree_download(s, pre, dst, &t) < 0) {
+			mtc_error("cannot download '%s/%s': %s", from, pre, mtc_store_error(s));
+			rc = errno == EIO ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+			goto out;
+		}
+		*bytes += t.bytes;
+	} else {
+		mtc_error("backup '%s' is incomplete: no '%s'", from, obj);
+		rc = MTC_EXIT_INTEGRITY;
+		goto out;
+	}
+	rc = load_manifest(s, hash, &m, &have_manifest);
+	if (rc != MTC_EXIT_OK)
+		goto out;
+	v = mtc_digest_verify(dst, hash, have_manifest ? &m : NULL, threads, why, sizeof why);
+	if (v < 0) {
+		mtc_error("cannot verify '%s':", dst);
+		rc = MTC_EXIT_FAILURE;
+	} else if (v > 0) {
+		mtc_error("integrity failure in '%s/%s': %s", from, obj, why);
+		rc = MTC_EXIT_INTEGRITY;
+	} else {
+		if (!have_manifest)
+			mtc_info("'%s/%s' has no manifest; checked the digest only", from, obj);
+		rc = MTC_EXIT_OK;
+	}
+out:
+	mtc_tree_free(&t);
+	mtc_manifest_free(&m);
+	free(obj);
+	free(pre);
+	free(dst);
+	return rc;
+}
+
+static int publish_dir(const char *staging, struct wanted *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *src = xasprintf("%s/%s.data", staging, w[i].hash);
+		char *dst = xasprintf("%s/%s.data", out_dir, w[i].hash);
+		struct stat st;
+		int rc = 0;
+		if (lstat(src, &st) == 0) {
+			if (lstat(dst, &st) == 0)
+				mtc_info("'%s' is already there", dst); /* same name, same content */
+			else if (rename(src, dst) < 0)
+				rc = -1;
+		}
+		if (rc < 0) {
+			mtc_error("cannot rename '%s' to '%s':", src, dst);
+			free(src);
+			free(dst);
+			return -1;
+		}
+		free(src);
+		free(dst);
+	}
+	if (mtc_fsync_dir(out_dir) < 0) {
+		mtc_error("cannot sync '%s':", out_dir);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *path = xasprintf("%s/%s", out_dir, w[i].meta);
+		if (mtc_write_atomic(path, w[i].hash, strlen(w[i].hash)) < 0) {
+			mtc_error("cannot write '%s':", path);
+			free(path);
+			return -1;
+		}
+		free(path);
+	}
+	return 0;
+}
+
+static int archive_file(struct archive *a, const char *path, const char *name, struct stat *st)
+{
+	struct archive_entry *e = archive_entry_new();
+	int rc = 0;
+
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_mtime(e, st->st_mtime, 0);
+	if (S_ISDIR(st->st_mode)) {
+		archive_entry_set_filetype(e, AE_IFDIR);
+		archive_entry_set_perm(e, 0755);
+		rc = archive_write_header(a, e) == ARCHIVE_OK ? 0 : -1;
+	} else {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		char *buf = xmalloc(1 << 20);
+		ssize_t got;
+		archive_entry_set_filetype(e, AE_IFREG);
+		archive_entry_set_perm(e, 0644);
+		archive_entry_set_size(e, st->st_size);
+		if (fd < 0 || archive_write_header(a, e) != ARCHIVE_OK)
+			rc = -1;
+		while (rc == 0 && (got = read(fd, buf, 1 << 20)) > 0)
+			if (archive_write_data(a, buf, (size_t)got) != got)
+				rc = -1;
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+	}
+	archive_entry_free(e);
+	return rc;
+}
+
+static int archive_tree(struct archive *a, const char *path, const char *name)
+{
+	struct stat st;
+	struct dirent **list;
+	int n, rc;
+
+	if (lstat(path, &st) < 0)
+		return -1;
+	if (archive_file(a, path, name, &st) < 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	n = scandir(path, &list, NULL, alphasort);
+	if (n < 0)
+		return -1;
+	rc = 0;
+	for (int i = 0; i < n; i++) {
+		if (rc == 0 && strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
+			char *p = xasprintf("%s/%s", path, list[i]->d_name);
+			char *nm = xasprintf("%s/%s", name, list[i]->d_name);
+			rc = archive_tree(a, p, nm);
+			free(p);
+			free(nm);
+		}
+		free(list[i]);
+	}
+	free(list);
+	return rc;
+}
+
+static int write_archive(const char *staging, struct wanted *w, size_t n)
+{
+	struct archive *a = archive_write_new();
+	int rc = -1;
+
+	archive_write_set_format_pax_restricted(a);
+	archive_write_set_bytes_in_last_block(a, 1);
+	if (compress && archive_write_add_filter_zstd(a) != ARCHIVE_OK)
+		goto out;
+	if ((strcmp(archive_path, "-") ? archive_write_open_filename(a, archive_path)
+				       : archive_write_open_fd(a, 1)) != ARCHIVE_OK)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		char *src = xasprintf("%s/%s.data", staging, w[i].hash);
+		char *name = xasprintf("%s.data", w[i].hash);
+		int dup = 0;
+		for (size_t j = 0; j < i; j++)
+			dup |= !strcmp(w[j].hash, w[i].hash);
+		int r = dup ? 0 : archive_tree(a, src, name);
+		free(src);
+		free(name);
+		if (r < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct archive_entry *e = archive_entry_new();
+		archive_entry_set_pathname(e, w[i].meta);
+		archive_entry_set_filetype(e, AE_IFREG);
+		archive_entry_set_perm(e, 0644);
+		archive_entry_set_size(e, (la_int64_t)strlen(w[i].hash));
+		int bad = archive_write_header(a, e) != ARCHIVE_OK ||
+			  archive_write_data(a, w[i].hash, strlen(w[i].hash)) < 0;
+		archive_entry_free(e);
+		if (bad)
+			goto out;
+	}
+	if (archive_write_close(a) != ARCHIVE_OK)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0)
+		mtc_error("cannot write archive '%s': %s", archive_path,
+			  archive_error_string(a) ? archive_error_string(a) : strerror(errno));
+	archive_write_free(a);
+	return rc;
+}
+
+static int restore_from(int rank)
+{
+	struct mtc_store *s = open_store(from);
+	struct mtc_store_list l = { 0 };
+	struct wanted *w = NULL;
+	size_t n = 0;
+	long long step, bytes = 0;
+	char *staging = NULL;
+	double start = mtc_now();
+	int rc;
+
+	if (!s)
+		return MTC_EXIT_USAGE;
+	if (mtc_store_list(s, "", "/", &l) < 0) {
+		mtc_error("cannot list '%s': %s", from, mtc_store_error(s));
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
+	if (!l.n_objects && !l.n_prefixes) {
+		mtc_error("no backup at '%s'", from);
+		rc = MTC_EXIT_NOTFOUND;
+		goto out;
+	}
+	rc = pick_metas(s, &l, rank, &w, &n, &step);
+	if (rc == MTC_EXIT_NOTFOUND)
+		mtc_error("backup '%s' has no .meta of rank %d", from, rank);
+	if (rc != MTC_EXIT_OK)
+		goto out;
+	if (out_dir) {
+		if (mtc_mkdir_p(out_dir, 0755) < 0) {
+			mtc_error("cannot create '%s':", out_dir);
+			rc = MTC_EXIT_FAILURE;
+			goto out;
+		}
+		staging = xasprintf("%s/.mtc-restore-%ld", out_dir, (long)getpid());
+		if (mkdir(staging, 0700) < 0) {
+			mtc_error("cannot create '%s':", staging);
+			free(staging);
+			staging = NULL;
+			rc = MTC_EXIT_FAILURE;
+			goto out;
+		}
+	} else {
+		const char *tmp = getenv("TMPDIR");
+		staging = xasprintf("%s/mtc-restore-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(staging)) {
+			mtc_error("cannot create '%s':", staging);
+			free(staging);
+			staging = NULL;
+			rc = MTC_EXIT_FAILURE;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++) {
+		int dup = 0;
+		for (size_t j = 0; j < i; j++)
+			dup |= !strcmp(w[j].hash, w[i].hash);
+		if (!dup)
+			rc = fetch_one(s, &l, w[i].hash, staging, &bytes);
+	}
+	if (rc != MTC_EXIT_OK)
+		goto out;
+	if (archive_path ? write_archive(staging, w, n) < 0 : publish_dir(staging, w, n) < 0) {
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
+	if (!archive_path || strcmp(archive_path, "-")) {
+		double secs = mtc_now() - start;
+		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:f, s:f}", "backup", from, "rank",
+				      rank, "step", (json_int_t)step, "metas", (int)n, "bytes",
+				      (json_int_t)bytes, "seconds", secs, "mb_per_s",
+				      bytes / 1e6 / (secs > 1e-6 ? secs : 1e-6));
+		char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(4));
+		printf("%s\n", text);
+		free(text);
+		json_decref(j);
+	}
+out:
+	if (staging) {
+		mtc_remove_tree(staging);
+		free(staging);
+	}
+	free(w);
+	mtc_store_list_free(&l);
+	mtc_store_close(s);
+	return rc;
+}
+
+static int pin(const char *name)
+{
+	struct mtc_store *s = open_store(pin_root);
+	struct mtc_backup_info info;
+	int rc = MTC_EXIT_OK;
+
+	if (!s)
+		return MTC_EXIT_USAGE;
+	if (mtc_backup_inspect(s, name, 0, 0, &info) < 0) {
+		mtc_error("cannot read backup '%s/%s': %s", pin_root, name, mtc_store_error(s));
+		mtc_store_close(s);
+		return MTC_EXIT_FAILURE;
+	}
+	if (info.state != MTC_BACKUP_VALID && !force) {
+		mtc_error("refusing to pin '%s/%s': %s%s (--force pins it anyway)", pin_root, name,
+			  info.state == MTC_BACKUP_EMPTY ? "no such backup" : "not valid: ",
+			  info.state == MTC_BACKUP_EMPTY ? "" : info.reason);
+		rc = info.state == MTC_BACKUP_EMPTY ? MTC_EXIT_NOTFOUND : MTC_EXIT_INTEGRITY;
+	} else if (mtc_store_put_buf(s, "restore.version", name, strlen(name), MTC_STORE_REPLACE) <
+		   0) {
+		mtc_error("cannot write '%s/restore.version': %s", pin_root, mtc_store_error(s));
+		rc = MTC_EXIT_FAILURE;
+	} else {
+		mtc_info("pinned '%s/%s'", pin_root, name);
+	}
+	mtc_backup_info_free(&info);
+	mtc_store_close(s);
+	return rc;
+}
+
+static int unpin(void)
+{
+	struct mtc_store *s = open_store(unpin_root);
+	int rc = MTC_EXIT_OK;
+
+	if (!s)
+		return MTC_EXIT_USAGE;
+	if (mtc_store_delete(s, "restore.version") < 0) {
+		if (errno == ENOENT) {
+			mtc_info("'%s' has no restore.version", unpin_root);
+		} else {
+			mtc_error("cannot delete '%s/restore.version': %s", unpin_root,
+				  mtc_store_error(s));
+			rc = MTC_EXIT_FAILURE;
+		}
+	}
+	mtc_store_close(s);
+	return rc;
+}
+
+int main(int argc, const char **argv)
+{
+	struct poptOption opts[] = {
+		{ "from", 'f', POPT_ARG_STRING, &from, 0, "restore from this backup", "LOCATION/JOB/NAME" },
+		{ "rank", 'r', POPT_ARG_STRING, &rank_text, 0, "the node whose data to restore", "R" },
+		{ "out", 'o', POPT_ARG_STRING, &out_dir, 0, "write <hash>.data and the .meta files into DIR", "DIR" },
+		{ "archive", 'a', POPT_ARG_STRING, &archive_path, 0, "write a tar stream instead (- for stdout)", "FILE|-" },
+		{ "compress", '\0', POPT_ARG_STRING, &compress, 0, "compress the archive", "zstd" },
+		{ "pin", '\0', POPT_ARG_STRING, &pin_root, 0, "write restore.version naming NAME", "LOCATION/JOB" },
+		{ "unpin", '\0', POPT_ARG_STRING, &unpin_root, 0, "remove restore.version", "LOCATION/JOB" },
+		{ "force", '\0', POPT_ARG_NONE, &force, 0, "pin a backup that is not valid", NULL },
+		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file", "FILE" },
+		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 16)", "N" },
+		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
+		{ "json", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &json_out, 0, "accepted; the summary is JSON", NULL },
+		MTC_POPT_COMMON POPT_TABLEEND
+	};
+	enum mode mode = MODE_NONE;
+	poptContext ctx;
+	const char *name = NULL;
+	long long rank = -1;
+	int rc;
+
+	mtc_log_init(argv[0]);
+	ctx = mtc_cli_context("mtc-restore", argc, argv, opts,
+			      "--from LOCATION/JOB/NAME --rank R (--out DIR | --archive FILE|-)\n"
+			      "  or: mtc-restore --pin LOCATION/JOB NAME [--force]\n"
+			      "  or: mtc-restore --unpin LOCATION/JOB");
+	if ((rc = mtc_cli_parse(ctx)) >= 0)
+		goto out;
+	rc = MTC_EXIT_USAGE;
+	if (!!from + !!pin_root + !!unpin_root > 1) {
+		mtc_usage_error("--from, --pin and --unpin exclude each other");
+		goto out;
+	}
+	mode = from ? MODE_FROM : pin_root ? MODE_PIN : unpin_root ? MODE_UNPIN : MODE_NONE;
+	if (mode == MODE_PIN) {
+		name = poptGetArg(ctx);
+		if (!name || mtc_parse_backup_name(name, NULL) < 0) {
+			mtc_usage_error("--pin needs a backup NAME (YYYY-MM-DD_HH-MM)%s%s%s",
+					name ? ", not '" : "", name ? name : "", name ? "'" : "");
+			goto out;
+		}
+	}
+	if (poptPeekArg(ctx)) {
+		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
+		goto out;
+	}
+	if (mode != MODE_FROM && (out_dir || archive_path || compress || rank_text)) {
+		mtc_usage_error("--out, --archive, --compress and --rank go with --from");
+		goto out;
+	}
+	if (mode != MODE_PIN && force) {
+		mtc_usage_error("--force goes with --pin");
+		goto out;
+	}
+	if (parallel < 0 || threads < 0) {
+		mtc_usage_error("--parallel and --threads take a positive number");
+		goto out;
+	}
+	switch (mode) {
+	case MODE_FROM:
+		if (!rank_text || mtc_parse_uint(rank_text, &rank) < 0 || rank > 1 << 30) {
+			mtc_usage_error("--from needs --rank R");
+			break;
+		}
+		if (!out_dir == !archive_path) {
+			mtc_usage_error("--from needs one of --out DIR and --archive FILE|-");
+			break;
+		}
+		if (compress && (!archive_path || strcmp(compress, "zstd"))) {
+			mtc_usage_error("--compress takes 'zstd', with --archive");
+			break;
+		}
+		rc = restore_from((int)rank);
+		break;
+	case MODE_PIN:
+		rc = pin(name);
+		break;
+	case MODE_UNPIN:
+		rc = unpin();
+		break;
+	case MODE_NONE:
+		mtc_usage_error("say what to do: --from, --pin or --unpin");
+		break;
+	}
+out:
+	poptFreeContext(ctx);
+	return rc;
+}
