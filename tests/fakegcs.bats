@@ -80,3 +80,472 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	run curl -s -o /dev/null -w '%{http_code}' "$FAKEGCS_URL/storage/v1/b/bkt/o/del%2Ff2"
 	assert_output 404
 }
+
+# ---- the API by curl
+
+B=bkt
+api() { printf '%s/storage/v1/b/%s/o' "$FAKEGCS_URL" "$B"; }
+upload_url() { printf '%s/upload/storage/v1/b/%s/o' "$FAKEGCS_URL" "$B"; }
+enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
+crc_of() { python3 "$BATS_TEST_DIRNAME/fakegcs/crc32c.py" <"$1"; }
+md5_of() { openssl dgst -md5 -binary <"$1" | openssl base64 -A; }
+# put_media NAME FILE [QUERY] [CURL ARGS...]: prints the HTTP status, the body goes to $WORK/out
+put_media() {
+	local name=$1 file=$2 query=${3:-}
+	shift 3 2>/dev/null || shift $#
+	curl -s -o "$WORK/out" -w '%{http_code}' -X POST --data-binary @"$file" "$@" \
+		"$(upload_url)?uploadType=media&name=$(enc "$name")$query"
+}
+# start_session NAME [QUERY]: prints the session URI
+start_session() {
+	curl -s -D - -o /dev/null -X POST -H 'Content-Type: application/json' --data-binary '{}' \
+		"$(upload_url)?uploadType=resumable&name=$(enc "$1")${2:-}" | tr -d '\r' | sed -n 's/^[Ll]ocation: //p'
+}
+# put_chunk URI FILE OFFSET LENGTH TOTAL|*: prints "status range" of the answer
+put_chunk() {
+	local uri=$1 file=$2 off=$3 len=$4 total=$5
+	tail -c +$((off + 1)) "$file" | head -c "$len" >"$WORK/chunk"
+	curl -s -D "$WORK/headers" -o "$WORK/out" -w '%{http_code}' -X PUT --data-binary @"$WORK/chunk" \
+		-H "Content-Range: bytes $off-$((off + len - 1))/$total" "$uri"
+	printf ' %s\n' "$(tr -d '\r' <"$WORK/headers" | sed -n 's/^[Rr]ange: //p')"
+}
+query_session() {
+	curl -s -D "$WORK/headers" -o "$WORK/out" -w '%{http_code}' -X PUT -H "Content-Range: bytes */${2:-*}" "$1"
+	printf ' %s\n' "$(tr -d '\r' <"$WORK/headers" | sed -n 's/^[Rr]ange: //p')"
+}
+field() { fakegcs_json "d$1" <"$WORK/out"; }
+
+@test "metadata carries CRC32C (base64, big-endian) and MD5 of the data" {
+	fakegcs_start
+	printf 123456789 >"$WORK/nine"
+	run put_media nine "$WORK/nine"
+	assert_output 200
+	[ "$(field '["crc32c"]')" = 4waSgw== ]
+	[ "$(field '["md5Hash"]')" = "$(md5_of "$WORK/nine")" ]
+	[ "$(field '["size"]')" = 9 ]
+	[ "$(field '["metageneration"]')" = 1 ]
+	make_data "$WORK/r" 1000003 r
+	run put_media r "$WORK/r"
+	[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/r")" ]
+	[ "$(FAKEGCS_PURE_CRC=1 crc_of "$WORK/r")" = "$(crc_of "$WORK/r")" ]
+}
+
+@test "multipart upload: metadata is kept, a wrong crc32c or x-goog-hash is refused with 400" {
+	fakegcs_start
+	mp() {
+		printf -- '--XyZ\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n%s\r\n--XyZ\r\nContent-Type: text/plain\r\n\r\n' "$1"
+		cat "$2"
+		printf -- '\r\n--XyZ--\r\n'
+	}
+	printf 'some\r\n--XyZ body\r\n' >"$WORK/data"
+	mp '{"name": "m/one", "metadata": {"k": "v"}, "crc32c": "'"$(crc_of "$WORK/data")"'"}' "$WORK/data" >"$WORK/body"
+	run curl -s -o "$WORK/out" -w '%{http_code}' -H 'Content-Type: multipart/related; boundary=XyZ' \
+		--data-binary @"$WORK/body" "$(upload_url)?uploadType=multipart"
+	assert_output 200
+	[ "$(field '["metadata"]["k"]')" = v ]
+	[ "$(field '["contentType"]')" = text/plain ]
+	curl -s "$(api)/m%2Fone?alt=media" | cmp - "$WORK/data"
+	mp '{"name": "m/two", "crc32c": "AAAAAA=="}' "$WORK/data" >"$WORK/body"
+	run curl -s -o "$WORK/out" -w '%{http_code}' -H 'Content-Type: multipart/related; boundary=XyZ' \
+		--data-binary @"$WORK/body" "$(upload_url)?uploadType=multipart"
+	assert_output 400
+	grep -q "CRC32C" "$WORK/out"
+	run put_media m/three "$WORK/data" "" -H "x-goog-hash: crc32c=AAAAAA==,md5=$(md5_of "$WORK/data")"
+	assert_output 400
+	run put_media m/three "$WORK/data" "" -H "x-goog-hash: crc32c=$(crc_of "$WORK/data"),md5=$(md5_of "$WORK/data")"
+	assert_output 200
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)/m%2Ftwo"
+	assert_output 404
+}
+
+@test "generations, metagenerations and preconditions" {
+	fakegcs_start
+	echo one >"$WORK/one"
+	echo two >"$WORK/two"
+	run put_media g "$WORK/one" "&ifGenerationMatch=0"
+	assert_output 200
+	g1=$(field '["generation"]')
+	run put_media g "$WORK/two" "&ifGenerationMatch=0"
+	assert_output 412
+	grep -q conditionNotMet "$WORK/out"
+	run put_media g "$WORK/two" "&ifGenerationMatch=$g1"
+	assert_output 200
+	g2=$(field '["generation"]')
+	[ "$g2" -gt "$g1" ]
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)/g?alt=media&generation=$g1"
+	assert_output 404
+	[ "$(curl -s "$(api)/g?alt=media&generation=$g2")" = two ]
+	run curl -s -o "$WORK/out" -w '%{http_code}' -X PATCH -H 'Content-Type: application/json' \
+		--data '{"metadata": {"a": "b"}}' "$(api)/g?ifMetagenerationMatch=1"
+	assert_output 200
+	[ "$(field '["metageneration"]')" = 2 ]
+	[ "$(field '["generation"]')" = "$g2" ]
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)/g?ifMetagenerationMatch=1"
+	assert_output 412
+	run curl -s -o /dev/null -w '%{http_code}' -X DELETE "$(api)/g?ifGenerationMatch=$g1"
+	assert_output 412
+	run curl -s -o /dev/null -w '%{http_code}' -X DELETE "$(api)/g"
+	assert_output 204
+	run curl -s -o /dev/null -w '%{http_code}' -X DELETE "$(api)/g"
+	assert_output 404
+}
+
+@test "resumable: 308 with the stored range, status queries, 256 KiB rounding, completion" {
+	fakegcs_start
+	make_data "$WORK/f" 1000000 f
+	uri=$(start_session res/f "&ifGenerationMatch=0")
+	[[ "$uri" == "$FAKEGCS_URL/upload/storage/v1/b/bkt/o?"*upload_id=* ]]
+	run query_session "$uri"
+	assert_output "308 "
+	run put_chunk "$uri" "$WORK/f" 0 262144 '*'
+	assert_output "308 bytes=0-262143"
+	run query_session "$uri"
+	assert_output "308 bytes=0-262143"
+	run put_chunk "$uri" "$WORK/f" 262144 400000 '*'
+	assert_output "308 bytes=0-524287"
+	run put_chunk "$uri" "$WORK/f" 786432 100 '*'
+	assert_output --partial 400
+	[ "$(fakegcs_stat upload_bytes_duplicate)" -eq 0 ]
+	run put_chunk "$uri" "$WORK/f" 262144 $((1000000 - 262144)) 1000000
+	assert_output "200 "
+	[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/f")" ]
+	[ "$(field '["size"]')" = 1000000 ]
+	curl -s "$(api)/res%2Ff?alt=media" | cmp - "$WORK/f"
+	[ "$(fakegcs_stat upload_bytes_duplicate)" -eq 262144 ]
+	run query_session "$uri" 1000000
+	assert_output "200 "
+	uri=$(start_session res/f "&ifGenerationMatch=0")
+	[ -z "$uri" ]
+}
+
+@test "resumable: a total given by a status query completes; x-goog-hash on the last chunk is checked; 412 at completion" {
+	fakegcs_start
+	make_data "$WORK/f" 300000 f
+	uri=$(start_session h)
+	run put_chunk "$uri" "$WORK/f" 0 300000 '*'
+	assert_output "308 bytes=0-262143"
+	tail -c +262145 "$WORK/f" >"$WORK/rest"
+	run curl -s -o "$WORK/out" -w '%{http_code}' -X PUT --data-binary @"$WORK/rest" \
+		-H "x-goog-hash: crc32c=AAAAAA==" -H "Content-Range: bytes 262144-299999/300000" "$uri"
+	assert_output 400
+	uri=$(start_session h "&ifGenerationMatch=0")
+	uri2=$(start_session h "&ifGenerationMatch=0")
+	run put_chunk "$uri" "$WORK/f" 0 300000 300000
+	assert_output "200 "
+	run put_chunk "$uri2" "$WORK/f" 0 300000 300000
+	assert_output --partial 412
+	printf 'abc' >"$WORK/small"
+	uri=$(start_session small)
+	run put_chunk "$uri" "$WORK/small" 0 3 '*'
+	assert_output "308 "
+	run put_chunk "$uri" "$WORK/small" 0 3 3
+	assert_output "200 "
+	uri=$(start_session empty)
+	run query_session "$uri" 0
+	assert_output "200 "
+	[ "$(field '["size"]')" = 0 ]
+}
+
+@test "downloads: ranges give 206, whole-object x-goog-hash and the generation in headers" {
+	fakegcs_start
+	make_data "$WORK/f" 100000 f
+	run put_media d "$WORK/f"
+	g=$(field '["generation"]')
+	curl -s -D "$WORK/h" -o "$WORK/got" -H 'Range: bytes=1000-1999' "$(api)/d?alt=media"
+	tr -d '\r' <"$WORK/h" >"$WORK/hh"
+	grep -q '^HTTP/1.1 206' "$WORK/hh"
+	grep -qi '^content-range: bytes 1000-1999/100000$' "$WORK/hh"
+	grep -qi "^x-goog-hash: crc32c=$(crc_of "$WORK/f"),md5=$(md5_of "$WORK/f")$" "$WORK/hh"
+	grep -qi "^x-goog-generation: $g$" "$WORK/hh"
+	tail -c +1001 "$WORK/f" | head -c 1000 | cmp - "$WORK/got"
+	curl -s -H 'Range: bytes=-10' "$FAKEGCS_URL/download/storage/v1/b/bkt/o/d?generation=$g" | cmp - <(tail -c 10 "$WORK/f")
+	curl -s -H 'Range: bytes=99990-' "$(api)/d?alt=media" | cmp - <(tail -c 10 "$WORK/f")
+	run curl -s -o /dev/null -w '%{http_code}' -H 'Range: bytes=100000-' "$(api)/d?alt=media"
+	assert_output 416
+}
+
+@test "listing: prefix, delimiter, maxResults and pageToken" {
+	fakegcs_start
+	echo x >"$WORK/x"
+	for n in a/1 a/2 a/b/3 c d/4 e; do put_media "$n" "$WORK/x" >/dev/null; done
+	curl -s "$(api)?delimiter=/&maxResults=2" >"$WORK/out"
+	[ "$(field '["prefixes"]')" = '["a/"]' ]
+	[ "$(field '["items"][0]["name"]')" = c ]
+	tok=$(field '["nextPageToken"]')
+	curl -s "$(api)?delimiter=/&maxResults=2&pageToken=$tok" >"$WORK/out"
+	[ "$(field '["prefixes"]')" = '["d/"]' ]
+	[ "$(field '["items"][0]["name"]')" = e ]
+	[ "$(field '.get("nextPageToken")')" = null ]
+	curl -s "$(api)?prefix=a/&delimiter=/" >"$WORK/out"
+	[ "$(fakegcs_json '[i["name"] for i in d["items"]]' <"$WORK/out")" = '["a/1", "a/2"]' ]
+	[ "$(field '["prefixes"]')" = '["a/b/"]' ]
+	curl -s "$(api)?prefix=a/" >"$WORK/out"
+	[ "$(field '["items"].__len__()')" = 3 ]
+	fakegcs_ctl POST config '{"page_size": 1}' >/dev/null
+	curl -s "$(api)" >"$WORK/out"
+	[ "$(field '["items"].__len__()')" = 1 ]
+	[ "$(field '["nextPageToken"] != ""')" = true ]
+}
+
+@test "object names are percent-decoded in paths and round-trip exactly" {
+	fakegcs_start
+	echo weird >"$WORK/w"
+	name='dir one/é+%#?&=.bin'
+	run put_media "$name" "$WORK/w"
+	assert_output 200
+	[ "$(field '["name"]')" = "$name" ]
+	curl -s "$(api)/$(enc "$name")?alt=media" | cmp - "$WORK/w"
+	curl -s "$(api)?prefix=$(enc 'dir one/')" >"$WORK/out"
+	[ "$(field '["items"][0]["name"]')" = "$name" ]
+	run curl -s -o /dev/null -w '%{http_code}' -X DELETE "$(api)/$(enc "$name")"
+	assert_output 204
+}
+
+@test "strict buckets: created by POST, 404 before, 409 twice, delete refused while not empty" {
+	fakegcs_start --strict-buckets
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)"
+	assert_output 404
+	run curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' --data '{"name": "bkt"}' "$FAKEGCS_URL/storage/v1/b?project=p"
+	assert_output 200
+	run curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' --data '{"name": "bkt"}' "$FAKEGCS_URL/storage/v1/b?project=p"
+	assert_output 409
+	echo x >"$WORK/x"
+	put_media x "$WORK/x"
+	run curl -s -o /dev/null -w '%{http_code}' -X DELETE "$FAKEGCS_URL/storage/v1/b/bkt"
+	assert_output 409
+}
+
+@test "keep-alive: many requests share one connection" {
+	fakegcs_start
+	echo x >"$WORK/x"
+	put_media x "$WORK/x"
+	before=$(fakegcs_stat connections)
+	curl -s -o /dev/null -o /dev/null -o /dev/null -o /dev/null "$(api)/x" "$(api)/x?alt=media" "$(api)" "$(api)/nope"
+	[ "$(fakegcs_stat connections)" -eq $((before + 2)) ]
+}
+
+@test "--data-dir keeps objects in files and frees them on overwrite and delete" {
+	mkdir "$WORK/store"
+	fakegcs_start --data-dir "$WORK/store"
+	make_data "$WORK/f" 3000000 f
+	uri=$(start_session big)
+	run put_chunk "$uri" "$WORK/f" 0 2000000 '*'
+	assert_output "308 bytes=0-1835007"
+	run put_chunk "$uri" "$WORK/f" 1835008 $((3000000 - 1835008)) 3000000
+	assert_output "200 "
+	[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/f")" ]
+	[ "$(find "$WORK/store" -type f | wc -l)" -eq 1 ]
+	curl -s "$(api)/big?alt=media" | cmp - "$WORK/f"
+	put_media big "$WORK/f"
+	[ "$(find "$WORK/store" -type f | wc -l)" -eq 1 ]
+	curl -s -X DELETE "$(api)/big"
+	[ "$(find "$WORK/store" -type f | wc -l)" -eq 0 ]
+}
+
+# ---- faults
+
+@test "fault: bursts of 503 and 429 (with Retry-After), then normal answers" {
+	fakegcs_start
+	echo x >"$WORK/x"
+	put_media o "$WORK/x"
+	fakegcs_fault '[{"kind": "download", "action": "status", "status": 503, "times": 2},
+		{"kind": "metadata", "action": "status", "status": 429, "retry_after": 1}]'
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)/o?alt=media"
+	assert_output 503
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)/o?alt=media"
+	assert_output 503
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)/o?alt=media"
+	assert_output 200
+	run curl -s -D - -o /dev/null "$(api)/o"
+	assert_output --partial "429"
+	assert_output --partial "Retry-After: 1"
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)/o"
+	assert_output 200
+	run put_media o2 "$WORK/x"
+	assert_output 200
+	[ "$(fakegcs_stat faults_fired)" -eq 3 ]
+	[ "$(fakegcs_stat status.503)" -eq 2 ]
+}
+
+@test "fault: skip, times and an object glob choose which requests fail" {
+	fakegcs_start
+	echo x >"$WORK/x"
+	for n in a.data b.meta c.meta; do put_media "$n" "$WORK/x" >/dev/null; done
+	fakegcs_fault '{"kind": "download", "object": "*.meta", "skip": 1, "times": -1, "action": "status", "status": 500}'
+	codes=""
+	for n in a.data b.meta c.meta b.meta a.data; do
+		codes="$codes $(curl -s -o /dev/null -w '%{http_code}' "$(api)/$n?alt=media")"
+	done
+	[ "$codes" = " 200 200 500 500 200" ]
+}
+
+@test "fault: a connection dropped mid-chunk keeps a 256 KiB multiple; the resumed upload resends nothing held" {
+	fakegcs_start
+	make_data "$WORK/f" 1500000 f
+	uri=$(start_session r)
+	fakegcs_fault '{"kind": "upload-chunk", "action": "drop-request", "after_bytes": 600000}'
+	run put_chunk "$uri" "$WORK/f" 0 1048576 '*'
+	assert_output --partial "000"
+	run query_session "$uri"
+	assert_output "308 bytes=0-524287"
+	fakegcs_ctl DELETE stats
+	run put_chunk "$uri" "$WORK/f" 524288 $((1500000 - 524288)) 1500000
+	assert_output "200 "
+	[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/f")" ]
+	[ "$(fakegcs_stat upload_bytes_duplicate)" -eq 0 ]
+	[ "$(fakegcs_stat bytes_received)" -eq $((1500000 - 524288)) ]
+}
+
+@test "fault: a request whose whole body arrived takes effect and only the answer is lost" {
+	fakegcs_start
+	echo x >"$WORK/x"
+	fakegcs_fault '{"kind": "upload-media", "action": "drop-request", "after_bytes": 1000000}'
+	run put_media once "$WORK/x" "&ifGenerationMatch=0"
+	assert_output 000
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)/once"
+	assert_output 200
+	run put_media once "$WORK/x" "&ifGenerationMatch=0"
+	assert_output 412
+}
+
+@test "fault: a 308 that stores fewer bytes than were sent, even for the last chunk" {
+	fakegcs_start
+	make_data "$WORK/f" 700000 f
+	uri=$(start_session s)
+	fakegcs_fault '{"kind": "upload-chunk", "action": "short-308", "keep_bytes": 262144}'
+	run put_chunk "$uri" "$WORK/f" 0 700000 700000
+	assert_output "308 bytes=0-262143"
+	run put_chunk "$uri" "$WORK/f" 262144 $((700000 - 262144)) 700000
+	assert_output "200 "
+	curl -s "$(api)/s?alt=media" | cmp - "$WORK/f"
+}
+
+@test "fault: one flipped byte in one download, ranges included" {
+	fakegcs_start
+	make_data "$WORK/f" 3000000 f
+	put_media f "$WORK/f"
+	fakegcs_fault '[{"kind": "download", "action": "flip", "offset": 2500000},
+		{"kind": "download", "action": "flip", "offset": 2500000, "xor": 128}]'
+	curl -s "$(api)/f?alt=media" >"$WORK/got"
+	run cmp -l "$WORK/f" "$WORK/got"
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$(awk '{print $1}' <<<"$output")" -eq 2500001 ]
+	curl -s -H 'Range: bytes=2000000-' "$(api)/f?alt=media" >"$WORK/got"
+	run cmp -l <(tail -c +2000001 "$WORK/f") "$WORK/got"
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$(awk '{print $1}' <<<"$output")" -eq 500001 ]
+	curl -s "$(api)/f?alt=media" | cmp - "$WORK/f"
+}
+
+@test "fault: a download cut after K bytes" {
+	fakegcs_start
+	make_data "$WORK/f" 3000000 f
+	put_media f "$WORK/f"
+	fakegcs_fault '{"kind": "download", "action": "drop-response", "after_bytes": 1234567}'
+	run curl -s -o "$WORK/got" "$(api)/f?alt=media"
+	[ "$status" -eq 18 ] || [ "$status" -eq 56 ]
+	[ "$(stat -c %s "$WORK/got")" -eq 1234567 ]
+	cmp "$WORK/got" <(head -c 1234567 "$WORK/f")
+	curl -s "$(api)/f?alt=media" | cmp - "$WORK/f"
+}
+
+@test "fault: empty listing pages still carry a token to the same place" {
+	fakegcs_start
+	echo x >"$WORK/x"
+	for n in a b c; do put_media "$n" "$WORK/x" >/dev/null; done
+	fakegcs_fault '{"kind": "list", "action": "empty-pages", "times": 2}'
+	curl -s "$(api)?maxResults=2" >"$WORK/out"
+	[ "$(field '.get("items")')" = null ]
+	tok=$(field '["nextPageToken"]')
+	curl -s "$(api)?maxResults=2&pageToken=$tok" >"$WORK/out"
+	[ "$(field '.get("items")')" = null ]
+	tok=$(field '["nextPageToken"]')
+	curl -s "$(api)?maxResults=2&pageToken=$tok" >"$WORK/out"
+	[ "$(fakegcs_json '[i["name"] for i in d["items"]]' <"$WORK/out")" = '["a", "b"]' ]
+}
+
+@test "faults can be installed from a file at start, listed and cleared" {
+	echo '{"faults": [{"kind": "metadata", "action": "status", "status": 502, "times": 5}]}' >"$WORK/faults.json"
+	fakegcs_start --faults "$WORK/faults.json"
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)/x"
+	assert_output 502
+	fakegcs_ctl GET faults >"$WORK/out"
+	[ "$(field '["faults"][0]["fired"]')" = 1 ]
+	fakegcs_ctl DELETE faults
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)/x"
+	assert_output 404
+}
+
+# ---- authentication
+
+@test "auth: 401 without a token; the metadata server needs Metadata-Flavor; tokens expire" {
+	fakegcs_start --require-auth --token-lifetime 1
+	run curl -s -o /dev/null -w '%{http_code}' "$(api)"
+	assert_output 401
+	run curl -s -o /dev/null -w '%{http_code}' "$FAKEGCS_URL/computeMetadata/v1/instance/service-accounts/default/token"
+	assert_output 403
+	curl -s -H 'Metadata-Flavor: Google' "$FAKEGCS_URL/computeMetadata/v1/instance/service-accounts/default/token" >"$WORK/out"
+	tok=$(field '["access_token"]')
+	[ "$(field '["token_type"]')" = Bearer ]
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" "$(api)"
+	assert_output 200
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer nonsense" "$(api)"
+	assert_output 401
+	sleep 1.2
+	run curl -s -o "$WORK/out" -w '%{http_code}' -H "Authorization: Bearer $tok" "$(api)"
+	assert_output 401
+	grep -q expired "$WORK/out"
+	fakegcs_ctl POST tokens '{"lifetime": 60}' >"$WORK/out"
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(field '["access_token"]')" "$(api)"
+	assert_output 200
+}
+
+@test "auth: the JWT bearer exchange verifies the RS256 signature and the claims" {
+	mkdir "$WORK/k" "$WORK/other"
+	fakegcs_make_key "$WORK/k"
+	fakegcs_make_key "$WORK/other"
+	fakegcs_start --require-auth --public-key "$WORK/k/pub.pem"
+	aud="$FAKEGCS_URL/token"
+	scope=https://www.googleapis.com/auth/devstorage.read_write
+	exchange() {
+		curl -s -o "$WORK/out" -w '%{http_code}' --data-urlencode 'grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer' \
+			--data-urlencode "assertion=$1" "$FAKEGCS_URL/token"
+	}
+	run exchange "$(fakegcs_jwt "$WORK/k/key.pem" sa@p.iam "$aud" "$scope")"
+	assert_output 200
+	tok=$(field '["access_token"]')
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" "$(api)"
+	assert_output 200
+	run exchange "$(fakegcs_jwt "$WORK/other/key.pem" sa@p.iam "$aud" "$scope")"
+	assert_output 400
+	grep -q 'Invalid JWT Signature' "$WORK/out"
+	run exchange "$(fakegcs_jwt "$WORK/k/key.pem" sa@p.iam https://oauth2.example/token "$scope")"
+	assert_output 400
+	run exchange "$(fakegcs_jwt "$WORK/k/key.pem" sa@p.iam "$aud" "$scope" -7200)"
+	assert_output 400
+	run exchange "$(fakegcs_jwt "$WORK/k/key.pem" sa@p.iam "$aud" https://www.googleapis.com/auth/userinfo.email)"
+	assert_output 400
+	good=$(fakegcs_jwt "$WORK/k/key.pem" sa@p.iam "$aud" "$scope")
+	forged="${good%%.*}.$(printf '{"iss":"x","scope":"%s","aud":"%s","iat":1,"exp":9999999999}' "$scope" "$aud" | fakegcs_b64url).${good##*.}"
+	run exchange "$forged"
+	assert_output 400
+}
+
+@test "rclone with a service-account key file authenticates through the token endpoint" {
+	mkdir "$WORK/k"
+	fakegcs_make_key "$WORK/k"
+	fakegcs_start --require-auth --public-key "$WORK/k/pub.pem"
+	python3 -c 'import json, sys
+print(json.dumps({"type": "service_account", "project_id": "p", "private_key_id": "k1",
+    "private_key": open(sys.argv[1]).read(), "client_email": "sa@p.iam.gserviceaccount.com",
+    "client_id": "1", "token_uri": sys.argv[2]}))' "$WORK/k/key.pem" "$FAKEGCS_URL/token" >"$WORK/sa.json"
+	echo secret >"$WORK/s"
+	run rclone --gcs-service-account-file "$WORK/sa.json" --gcs-bucket-policy-only \
+		--gcs-endpoint "$FAKEGCS_URL/storage/v1/" --retries 1 copyto "$WORK/s" :gcs:bkt/s
+	assert_success
+	[ "$(fakegcs_stat tokens_issued)" -ge 1 ]
+	[ "$(fakegcs_stat auth_failures)" -eq 0 ]
+	run rc cat :gcs:bkt/s
+	assert_failure
+	[ "$(fakegcs_stat auth_failures)" -ge 1 ]
+}

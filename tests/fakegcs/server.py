@@ -201,7 +201,7 @@ class Session:
 
 class State:
     def __init__(self, args):
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.data_dir = args.data_dir
         self.strict_buckets = args.strict_buckets
         self.require_auth = args.require_auth
@@ -1096,7 +1096,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {"ids": STATE.add_faults(faults)})
         elif path == "faults" and m == "GET":
             with STATE.lock:
-                self.send_json(200, {"faults": list(STATE.faults)})
+                body = json.dumps({"faults": STATE.faults}).encode()
+            self.send(200, body)
         elif path == "faults" and m == "DELETE":
             with STATE.lock:
                 STATE.faults = []
