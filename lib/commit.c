@@ -332,8 +332,10 @@ static int list_dir(const struct mtc_commit_opts *o, struct listing *l)
 		}
 	}
 	closedir(d);
-	qsort(l->steps, l->nsteps, sizeof *l->steps, by_step);
-	qsort(l->saves, l->nsaves, sizeof *l->saves, by_step);
+	if (l->nsteps)
+		qsort(l->steps, l->nsteps, sizeof *l->steps, by_step);
+	if (l->nsaves)
+		qsort(l->saves, l->nsaves, sizeof *l->saves, by_step);
 	return 0;
 }
 
@@ -363,7 +365,8 @@ static int scan(const struct mtc_commit_opts *o, const struct seen *s)
 		}
 		free(p);
 	}
-	qsort(l.saves, l.nsaves, sizeof *l.saves, by_step);
+	if (l.nsaves)
+		qsort(l.saves, l.nsaves, sizeof *l.saves, by_step);
 	for (size_t i = 0; i < l.nsaves;) {
 		size_t j = i;
 		while (j < l.nsaves && l.saves[j].step == l.saves[i].step)

@@ -211,7 +211,8 @@ static int by_size_desc(const void *a, const void *b)
 
 static int hash_files(struct node **files, size_t n, int threads)
 {
-	qsort(files, n, sizeof *files, by_size_desc);
+	if (n)
+		qsort(files, n, sizeof *files, by_size_desc);
 	size_t big = 0;
 	for (; big < n && (threads < 2 || files[big]->size >= BIG_FILE); big++)
 		if (digest_file(files[big]->full, threads, files[big]->digest, &files[big]->size) < 0)
@@ -247,7 +248,8 @@ static void fold_dir(struct node *n)
 		kids[i] = n->kids[i]->digest;
 		n->size += n->kids[i]->size;
 	}
-	qsort(kids, n->nkids, sizeof *kids, cmp_str);
+	if (n->nkids)
+		qsort(kids, n->nkids, sizeof *kids, cmp_str);
 	struct mtc_blake3 h;
 	mtc_blake3_init(&h);
 	for (size_t i = 0; i < n->nkids; i++) {
@@ -333,7 +335,8 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		memcpy(out, root->digest, MTC_DIGEST_LEN);
 		if (manifest) {
 			manifest_collect(manifest, root);
-			qsort(manifest->entries, manifest->n, sizeof *manifest->entries, by_path);
+			if (manifest->n)
+				qsort(manifest->entries, manifest->n, sizeof *manifest->entries, by_path);
 		}
 	}
 	int saved = errno;
@@ -470,7 +473,8 @@ int mtc_manifest_from_json(json_t *arr, struct mtc_manifest *m, char *err, size_
 		}
 		manifest_add(m, path, dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, size, digest);
 	}
-	qsort(m->entries, m->n, sizeof *m->entries, by_path);
+	if (m->n)
+		qsort(m->entries, m->n, sizeof *m->entries, by_path);
 	for (i = 1; i < m->n; i++)
 		if (!strcmp(m->entries[i - 1].path, m->entries[i].path)) {
 			snprintf(err, errlen, "manifest lists '%s' twice", m->entries[i].path);
