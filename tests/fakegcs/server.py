@@ -510,6 +510,7 @@ class Handler(BaseHTTPRequestHandler):
             raise DropConnection()
         f = self.fault
         length = len(body) if pieces is None else total_length
+        self.answer_started = True
         self.send_response(status)
         if content_type and (length or pieces is not None):
             self.send_header("Content-Type", content_type)
@@ -547,7 +548,7 @@ class Handler(BaseHTTPRequestHandler):
     # ---- dispatch
 
     def dispatch(self):
-        self.body_started = self.body_done = self.drop_after_handling = False
+        self.body_started = self.body_done = self.drop_after_handling = self.answer_started = False
         self.fault = None
         url = urlsplit(self.path)
         self.q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
@@ -580,13 +581,15 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def abort(self):
+        """Ends the connection without (the rest of) an answer: a reset while the request is
+        being read; a plain close after part of an answer so that the client gets those bytes."""
         self.close_connection = True
         try:
             self.wfile.flush()
-        except OSError:
-            pass
-        try:
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            if self.answer_started:
+                self.connection.shutdown(socket.SHUT_WR)
+            else:
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         except OSError:
             pass
 
