@@ -1,0 +1,73 @@
+#!/bin/sh
+# BLAKE3 and the commit on a tmpfs step of about 1 GiB (a few large shards plus
+# many small files): mtc-replicate digest against b3sum (all threads and one),
+# then the end-to-end commit of the same step. Best of 3 runs each.
+set -eu
+size_mb=${MTC_BENCH_MB:-1024}
+dir=$(mktemp -d /dev/shm/mtc-bench.XXXXXX)
+trap 'rm -rf "$dir"' EXIT INT TERM
+
+step=$dir/local/1000
+mkdir -p "$step/shards" "$step/small"
+shard_mb=$(( (size_mb - 64) / 4 ))
+for i in 1 2 3 4; do
+	head -c $((shard_mb * 1048576 + i * 4099)) /dev/urandom > "$step/shards/shard$i"
+done
+i=0
+while [ $i -lt 2048 ]; do
+	head -c $(( (i % 61 + 1) * 523 )) /dev/urandom > "$step/small/f$i"
+	i=$((i + 1))
+done
+# the rest up to size_mb in 1 MiB files
+i=0
+while [ $i -lt 48 ]; do
+	head -c 1048576 /dev/urandom > "$step/small/m$i"
+	i=$((i + 1))
+done
+bytes=$(du -sb "$step" | cut -f1)
+files=$(find "$step" -type f | wc -l)
+
+best() { # best wall time of 3 runs of the command
+	b=
+	for _ in 1 2 3; do
+		t0=$(date +%s.%N)
+		"$@" > /dev/null
+		t1=$(date +%s.%N)
+		b=$(echo "$t0 $t1 ${b:-999}" | awk '{ d = $2 - $1; print (d < $3 ? d : $3) }')
+	done
+	echo "$b"
+}
+
+shards="$step/shards/shard1 $step/shards/shard2 $step/shards/shard3 $step/shards/shard4"
+# shellcheck disable=SC2086
+{
+m1=$(best mtc-replicate digest --threads 1 $shards)
+b1=$(best b3sum --num-threads 1 $shards)
+ma=$(best mtc-replicate digest $shards)
+ba=$(best b3sum $shards)
+}
+md=$(best mtc-replicate digest "$step")
+bd=$(best sh -c "find '$step' -type f -print0 | xargs -0 b3sum")
+
+cpus=$(nproc)
+simd=sse4_1
+for f in avx2 avx512f; do grep -q -w "$f" /proc/cpuinfo && simd=$f; done
+echo "step: $((bytes / 1048576)) MiB in $files files on tmpfs; $cpus CPUs; widest SIMD: $simd"
+awk -v b="$bytes" -v m1="$m1" -v b1="$b1" -v ma="$ma" -v ba="$ba" -v md="$md" -v bd="$bd" 'BEGIN {
+	gb = b / 1e9
+	printf "digest shards, 1 thread:   mtc %.2f GB/s  b3sum %.2f GB/s  ratio %.2f (target >= 0.9)\n", gb / m1, gb / b1, b1 / m1
+	printf "digest shards, all threads: mtc %.2f GB/s  b3sum %.2f GB/s  ratio %.2f (target >= 0.9)\n", gb / ma, gb / ba, ba / ma
+	printf "digest whole step dir:      mtc %.2f GB/s  b3sum per file %.2f GB/s  ratio %.2f\n", gb / md, gb / bd, bd / md
+}'
+
+cfg=$dir/cfg.json
+printf '{"job-name":"bench","framework":"orbax","node-rank":0,"nodes":2,"peer-ranks":[1],"backup-interval-minutes":30}' > "$cfg"
+inode=$(stat -c %i "$step/shards/shard1")
+t0=$(date +%s.%N)
+out=$(mtc-replicate commit --dir "$dir/local" --config "$cfg" --quiet-time 0)
+t1=$(date +%s.%N)
+same=$(find "$dir/local" -inum "$inode" | grep -c '\.data/shards/shard1$' || true)
+echo "commit: $out"
+awk -v b="$bytes" -v t0="$t0" -v t1="$t1" -v same="$same" 'BEGIN {
+	printf "commit end to end: %.3f s, %.2f GB/s; data moved by rename, no copy: %s\n", t1 - t0, b / 1e9 / (t1 - t0), same == 1 ? "yes (same inode)" : "NO"
+}'
