@@ -34,6 +34,7 @@
 #define META_BODY_MAX 128
 #define PIPE_SIZE (1 << 20)
 #define STREAM_BLOCK (256 * 1024)
+#define CONN_MEMORY (2 << 20)
 #define HTTP_UNPROCESSABLE 422
 #define HTTP_TOO_LARGE 413
 
@@ -49,7 +50,7 @@ struct mtc_peer_server {
 	atomic_llong bytes_in, bytes_out, active, digest_failures;
 	atomic_llong published, already_present, rejected;
 	atomic_llong codes[600];
-	struct mtc_histogram seconds;
+	struct mtc_histogram seconds, verify_seconds;
 };
 
 enum req_kind { REQ_OTHER, REQ_PUT_FILE, REQ_PUT_TREE, REQ_PUT_META };
@@ -359,8 +360,10 @@ static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 			  "uploads whose content did not hash to their name");
 	mtc_metric_value(&t, "mtc_peer_digest_failures_total", NULL,
 			 (double)atomic_load(&s->digest_failures));
-	mtc_metric_histogram(&t, "mtc_peer_transfer_seconds", "seconds per data transfer",
-			     &s->seconds);
+	mtc_metric_histogram(&t, "mtc_peer_transfer_seconds",
+			     "seconds per data upload, receipt and verification", &s->seconds);
+	mtc_metric_histogram(&t, "mtc_peer_verify_seconds", "seconds spent verifying the digest",
+			     &s->verify_seconds);
 	rc = respond(r, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", "%s", t.buf);
 	free(t.buf);
 	return rc;
@@ -511,6 +514,7 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
 	char why[1024], *final;
+	double t_verify;
 	unsigned code;
 	int rc;
 
@@ -537,7 +541,11 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 		remove_staging(r);
 		return respond(r, c, code, TEXT, "%s\n", r->why);
 	}
+	t_verify = mtc_now();
 	rc = mtc_digest_verify(r->obj, r->hash, NULL, s->o.digest_threads, why, sizeof why);
+	mtc_histogram_observe(&s->verify_seconds, mtc_now() - t_verify);
+	mtc_debug("'%s': received in %.3f s, verified in %.3f s", r->name, t_verify - r->t0,
+		  mtc_now() - t_verify);
 	if (rc != 0) {
 		atomic_fetch_add(&s->rejected, 1);
 		if (rc > 0)
@@ -782,6 +790,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		s->has_token = 1;
 	}
 	mtc_histogram_init(&s->seconds, buckets, (int)(sizeof buckets / sizeof *buckets));
+	mtc_histogram_init(&s->verify_seconds, buckets, (int)(sizeof buckets / sizeof *buckets));
 	signal(SIGPIPE, SIG_IGN);
 	remove_leftovers(s->dir);
 	if (ss.ss_family == AF_INET6)
@@ -790,7 +799,8 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
-		completed, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(512 * 1024),
+		completed, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+		MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)CONN_MEMORY / 4,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_END);
 	if (!s->daemon) {
 		snprintf(err, errlen, "cannot listen on '%s': %s", o->listen,

@@ -1,0 +1,113 @@
+#!/bin/sh
+# Peer transfer throughput on loopback, tmpfs to tmpfs, against the tools of the
+# same run: the local copy limit (dd bs=4M per file), cp -r, rsync to an rsync
+# daemon, curl of the same bytes, and mtc-replicate push/fetch (with digest
+# verification on receipt). Also the daemon's peak RSS.
+#   tests/bench/peer.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 1024)
+set -eu
+build=${1:-build/release}
+bin=$(cd "$build/bin" && pwd)
+mb=${MTC_BENCH_MB:-1024}
+root=$(mktemp -d /dev/shm/mtc-bench-peer.XXXXXX)
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$root"
+}
+trap cleanup EXIT INT TERM
+
+now() { date +%s.%N; }
+rate() { # rate NAME START END: MiB/s of the step
+	awk -v n="$1" -v s="$2" -v e="$3" -v mb="$mb" \
+		'BEGIN { t = e - s; printf "%-34s %7.2f s %8.0f MiB/s\n", n, t, mb / t }'
+}
+
+# The step: three large shards (15/16 of it) and many 64 KiB files.
+small=$((mb * 1024 / 16 / 64))
+shard=$((mb * 1024 * 1024 * 15 / 16 / 3))
+mkdir -p "$root/src/step/small"
+for i in 0 1 2; do head -c "$shard" /dev/urandom >"$root/src/step/shard-$i"; done
+head -c $((small * 65536)) /dev/urandom | split -b 65536 -a 5 - "$root/src/step/small/f-"
+hash=$("$bin/mtc-replicate" digest "$root/src/step" | cut -d' ' -f1)
+mv "$root/src/step" "$root/src/$hash.data"
+printf %s "$hash" >"$root/src/bench-s1-n0-w0.meta"
+printf '{"job-name":"bench","framework":"orbax","node-rank":0,"nodes":2,"peers-per-node":1,"backup-interval-minutes":30}\n' >"$root/cfg.json"
+echo "# peer bench: $mb MiB step (3 shards of $((shard >> 20)) MiB, $small files of 64 KiB), $(nproc) CPUs"
+
+fresh() { rm -rf "$root/dst" && mkdir -p "$root/dst"; }
+
+fresh
+s=$(now)
+for i in 0 1 2; do dd if="$root/src/$hash.data/shard-$i" of="$root/dst/shard-$i" bs=4M status=none; done
+e=$(now)
+awk -v s="$s" -v e="$e" -v b="$((shard * 3))" \
+	'BEGIN { printf "%-34s %7.2f s %8.0f MiB/s\n", "local copy limit (dd bs=4M, shards)", e - s, b / 1048576 / (e - s) }'
+local_rate=$(awk -v s="$s" -v e="$e" -v b="$((shard * 3))" 'BEGIN { print b / 1048576 / (e - s) }')
+
+fresh
+s=$(now)
+cp -r "$root/src/$hash.data" "$root/dst/"
+rate "cp -r" "$s" "$(now)"
+
+if command -v rsync >/dev/null; then
+	fresh
+	port=$((30000 + $$ % 20000))
+	printf 'use chroot = no\nuid = 0\ngid = 0\n[dst]\npath = %s/dst\nread only = no\n' "$root" >"$root/rsyncd.conf"
+	rsync --daemon --no-detach --address=127.0.0.1 --port="$port" --config="$root/rsyncd.conf" &
+	pids="$pids $!"
+	i=0
+	while ! rsync "rsync://127.0.0.1:$port/" >/dev/null 2>&1 && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	s=$(now)
+	rsync -a "$root/src/$hash.data" "rsync://127.0.0.1:$port/dst/"
+	e=$(now)
+	rate "rsync to rsync daemon" "$s" "$e"
+	rsync_s=$(awk -v s="$s" -v e="$e" 'BEGIN { print e - s }')
+else
+	echo "rsync not installed: skipped"
+	rsync_s=""
+fi
+
+fresh
+"$bin/mtc-replicate" serve --dir "$root/dst" --listen 127.0.0.1:0 >"$root/serve.out" 2>"$root/serve.err" &
+dpid=$!
+pids="$pids $dpid"
+i=0
+while ! grep -q listen "$root/serve.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+url="http://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$root/serve.out")"
+
+s=$(now)
+"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$url" >/dev/null
+e=$(now)
+rate "mtc-replicate push (verified)" "$s" "$e"
+push_s=$(awk -v s="$s" -v e="$e" 'BEGIN { print e - s }')
+diff -r "$root/src/$hash.data" "$root/dst/$hash.data" >/dev/null || echo "PUSH COPY DIFFERS"
+
+mkdir -p "$root/back"
+s=$(now)
+"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash" >/dev/null
+rate "mtc-replicate fetch (verified)" "$s" "$(now)"
+rm -rf "$root/back"
+
+s=$(now)
+curl -sf -o /dev/null "$url/v1/objects/$hash.data"
+rate "curl GET of the tar stream" "$s" "$(now)"
+
+big="$root/src/$hash.data/shard-0"
+bh=$(b3sum --no-names "$big")
+s=$(now)
+curl -sf -o /dev/null -T "$big" "$url/v1/objects/$bh.data"
+e=$(now)
+awk -v s="$s" -v e="$e" -v b="$shard" \
+	'BEGIN { printf "%-34s %7.2f s %8.0f MiB/s\n", "curl PUT of one shard (verified)", e - s, b / 1048576 / (e - s) }'
+s=$(now)
+curl -sf -o "$root/one" "$url/v1/objects/$bh.data"
+e=$(now)
+awk -v s="$s" -v e="$e" -v b="$shard" \
+	'BEGIN { printf "%-34s %7.2f s %8.0f MiB/s\n", "curl GET of one shard (sendfile)", e - s, b / 1048576 / (e - s) }'
+rm -f "$root/one"
+
+echo "# daemon peak RSS: $(awk '/VmHWM/ { print $2, $3 }' /proc/$dpid/status)"
+awk -v p="$push_s" -v l="$local_rate" -v r="$rsync_s" -v mb="$mb" 'BEGIN {
+	printf "# push vs local copy limit: %.2fx", mb / p / l
+	if (r != "") printf ", push vs rsync: %.2fx", r / p
+	printf "\n" }'
