@@ -1,0 +1,25 @@
+# bash completion for mtc-replicate
+_mtc_replicate() {
+	local cur prev verb
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev=${COMP_WORDS[COMP_CWORD-1]}
+	verb=${COMP_WORDS[1]}
+	local common="-v --verbose -q --quiet --log-format --help --usage --version"
+	if [ "$COMP_CWORD" -eq 1 ]; then
+		COMPREPLY=($(compgen -W "digest commit gc serve push fetch run --help --version" -- "$cur"))
+		return
+	fi
+	case $prev in
+	--dir|-d) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--config|-c) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--log-format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return ;;
+	--threads|-t|--keep|-k|--quiet-time|--timeout) return ;;
+	esac
+	case $verb in
+	digest) COMPREPLY=($(compgen -W "--json --manifest --threads $common" -- "$cur") $(compgen -f -- "$cur")) ;;
+	commit) COMPREPLY=($(compgen -W "--dir --config --watch --quiet-time --timeout --threads $common" -- "$cur")) ;;
+	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run $common" -- "$cur")) ;;
+	*) COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
+	esac
+}
+complete -F _mtc_replicate mtc-replicate
