@@ -7,7 +7,7 @@ PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libcrypto
 DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchive-dev \
             libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev \
             bats bats-support bats-assert bats-file b3sum rclone python3 \
-            python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps
+            python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps rsync
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 OPT      ?= -O2 -g
@@ -36,7 +36,7 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 LIBMTC   := $(B)/lib/libmtc.a
 
-.PHONY: all check check-release check-asan asan fuzz bench demo deps install clean
+.PHONY: all have-deps check check-release check-asan asan fuzz bench demo deps install clean
 all: $(PROGS) $(UNITS)
 	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
 
@@ -60,7 +60,12 @@ asan:
 	$(MAKE) SANITIZE=1 all
 
 # make check: the whole suite on the release build, then again under ASan+UBSan.
-check:
+# A missing build dependency brings `make deps` first, so a fresh machine needs no set-up.
+have-deps:
+	@pkg-config --exists $(PKGS) && command -v bats >/dev/null && command -v b3sum >/dev/null \
+	    && command -v clang >/dev/null && command -v inotifywait >/dev/null || $(MAKE) --no-print-directory deps
+
+check: have-deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory SANITIZE=1 all
 	@$(MAKE) --no-print-directory fuzz
@@ -77,7 +82,8 @@ build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
 bench: all
 	@tests/bench/run build/release
 
-demo: all
+demo: have-deps
+	@$(MAKE) --no-print-directory all
 	@contrib/demo.sh build/release/bin
 
 deps:
