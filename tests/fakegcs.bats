@@ -549,3 +549,24 @@ print(json.dumps({"type": "service_account", "project_id": "p", "private_key_id"
 	assert_failure
 	[ "$(fakegcs_stat auth_failures)" -ge 1 ]
 }
+
+@test "chunked request bodies are accepted; a chunk inside what is stored only reports the range" {
+	fakegcs_start
+	make_data "$WORK/f" 600000 f
+	run put_media c "$WORK/f" "" -H 'Transfer-Encoding: chunked'
+	assert_output 200
+	[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/f")" ]
+	uri=$(start_session c2)
+	head -c 524288 "$WORK/f" >"$WORK/chunk"
+	run curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Transfer-Encoding: chunked' \
+		-H 'Content-Range: bytes 0-524287/*' --data-binary @"$WORK/chunk" "$uri"
+	assert_output 308
+	run put_chunk "$uri" "$WORK/f" 0 262144 '*'
+	assert_output "308 bytes=0-524287"
+	run curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Transfer-Encoding: chunked' \
+		-H 'Content-Range: bytes 524288-599999/600000' --data-binary @"$WORK/chunk" "$uri"
+	assert_output 400
+	run put_chunk "$uri" "$WORK/f" 524288 75712 600000
+	assert_output "200 "
+	curl -s "$(api)/c2?alt=media" | cmp - "$WORK/f"
+}

@@ -452,6 +452,12 @@ class Handler(BaseHTTPRequestHandler):
             self.drop_after_handling = True
 
     def _raw_body(self):
+        try:
+            yield from self._raw_body_pieces()
+        except OSError:
+            raise DropConnection()
+
+    def _raw_body_pieces(self):
         n = self.body_length()
         if n is not None:
             while n > 0:
@@ -1051,9 +1057,10 @@ class Handler(BaseHTTPRequestHandler):
             if s.total is not None and last + 1 > s.total:
                 raise HTTPError(400, "chunk ends past the total size", "invalid")
             skip = stored - start
-            received = 0
+            received = body = 0
             try:
                 for piece in self.body_pieces():
+                    body += len(piece)
                     if skip > 0:
                         d = min(skip, len(piece))
                         skip -= d
@@ -1067,6 +1074,10 @@ class Handler(BaseHTTPRequestHandler):
                 s.commit_to(keep)
                 STATE.count("upload_bytes_stored", keep - stored)
                 raise
+            if body != last - start + 1:
+                s.commit_to(stored)
+                raise HTTPError(400, "Content-Range %d-%d does not match the %d bytes sent"
+                                % (start, last, body), "invalid")
             end = stored + received
             final = s.total is not None and end == s.total
             f = self.fault
