@@ -1,0 +1,78 @@
+#ifndef MTC_LKG_H
+#define MTC_LKG_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+/*
+ * The last known good step (DESIGN.md §7), a pure function: the gathered
+ * inventories in, the restore plan out. Nothing here touches the disk or the
+ * network.
+ *
+ * Inventory (the reference's restore-message fields):
+ *   {"job-name": S, "nodes": N, "workers-per-node": W (default 1),
+ *    "assume-data-parallelism": D?, "restore-version": NAME?,
+ *    "peers-per-node": P?,                   (for replication-peers)
+ *    "ranks": [{"node-rank": R, "node-address": URL?, "peer-ranks": [..]?,
+ *               "meta-files": [[step, node, worker, hash], …],
+ *               "data-files": [hash, …]}, …],
+ *    "backups": [{"name": "YYYY-MM-DD_HH-MM",
+ *                 "meta-files": [[step, node, worker, hash], …],
+ *                 "data-files": [hash, …]}, …]?}
+ * A rank missing from "ranks" has reported nothing (it holds no data); its
+ * metas may still be known from the copies its peers hold.
+ *
+ * The rule: walk the cluster's steps newest first; a step is valid when
+ * every node x worker has a meta whose hash some rank holds. With D > 1
+ * dividing N, nodes form D rows of P = N/D columns and a node x worker with
+ * no meta takes its column's; two different hashes in one column (or two
+ * copies of one node's meta that disagree, when the node itself does not
+ * report one) are a conflict: an error in the plan, and the step is not
+ * valid. First valid step wins; if none, the backups newest first by name,
+ * each judged on its own metas and data only. With "restore-version" only
+ * that backup is considered, and if it is missing or not valid the plan is
+ * empty: no fallback.
+ *
+ * Plan:
+ *   {"job-name", "nodes", "workers-per-node",
+ *    "step": S | null, "source": "cluster" | "backup" | "none",
+ *    "backup": NAME (source backup only), "restore-version": NAME (if given),
+ *    "reason": why nothing is valid (source none only),
+ *    "errors": ["step 9: conflicting metas …", …],   always present
+ *    "rejected": [{"source": "cluster"|"backup", "backup"?, "step", "reason"}, …],
+ *    "ranks": [{"node-rank", "node-address" (null when unknown), "reported",
+ *               "replication-peers": [rank, …] (when peers are known),
+ *               "metas": [{"worker", "hash", "inferred"}, …],  (empty when step null)
+ *               "fetch": [{"hash", "from": [rank, …], "holders", "backup"}, …]}
+ *              … one per rank 0 … N-1]}
+ * "fetch" lists the hashes a rank needs and does not hold; "from" names up
+ * to MTC_LKG_MAX_SOURCES ranks that hold it, the first one preferred, the
+ * preferred sources spread so that each holder serves about as many fetches
+ * as the others; "holders" counts every rank that has it; "backup" is true
+ * when the plan's backup holds it (source backup only). A fetch with an
+ * empty "from" comes from the backup only.
+ */
+
+#define MTC_LKG_MAX_SOURCES 8
+
+/*
+ * The plan for an inventory. NULL with a one-line reason in err only when
+ * the inventory is malformed (a missing or mistyped field, a rank out of
+ * range or reported twice, a hash not in the grammar); an inventory with
+ * nothing valid yields a plan whose step is null.
+ */
+json_t *mtc_lkg_plan(json_t *inventory, char *err, size_t errlen);
+
+/*
+ * What one rank acts on, in the shape of the reference's restore answer:
+ *   {"step": S | null, "source", "backup"?, "errors",
+ *    "replication-peers": [address, …],
+ *    "metas": [{"worker", "hash"}, …],
+ *    "fetch": [{"hash", "peers": [address, …], "backup": bool}, …]}
+ * with ranks turned into their node-address (ranks with no address are
+ * left out of "peers"). NULL when rank is not in the plan.
+ */
+json_t *mtc_lkg_rank_view(json_t *plan, int rank);
+
+#endif
