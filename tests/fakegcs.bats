@@ -262,6 +262,19 @@ field() { fakegcs_json "d$1" <"$WORK/out"; }
 	curl -s -H 'Range: bytes=99990-' "$(api)/d?alt=media" | cmp - <(tail -c 10 "$WORK/f")
 	run curl -s -o /dev/null -w '%{http_code}' -H 'Range: bytes=100000-' "$(api)/d?alt=media"
 	assert_output 416
+	run curl -s -I "$(api)/d?alt=media"
+	assert_output --partial "Content-Length: 100000"
+	assert_output --partial "x-goog-generation: $g"
+}
+
+@test "--no-md5 gives objects with a crc32c and no md5Hash, like composite objects" {
+	fakegcs_start --no-md5
+	printf 123456789 >"$WORK/nine"
+	run put_media nine "$WORK/nine"
+	[ "$(field '["crc32c"]')" = 4waSgw== ]
+	[ "$(field '.get("md5Hash")')" = null ]
+	run curl -s -I "$(api)/nine?alt=media"
+	assert_output --partial "x-goog-hash: crc32c=4waSgw=="$'\r'
 }
 
 @test "listing: prefix, delimiter, maxResults and pageToken" {
@@ -479,9 +492,11 @@ field() { fakegcs_json "d$1" <"$WORK/out"; }
 # ---- authentication
 
 @test "auth: 401 without a token; the metadata server needs Metadata-Flavor; tokens expire" {
-	fakegcs_start --require-auth --token-lifetime 1
+	fakegcs_start --require-auth --token-lifetime 1 --accept-token static-token
 	run curl -s -o /dev/null -w '%{http_code}' "$(api)"
 	assert_output 401
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer static-token" "$(api)"
+	assert_output 200
 	run curl -s -o /dev/null -w '%{http_code}' "$FAKEGCS_URL/computeMetadata/v1/instance/service-accounts/default/token"
 	assert_output 403
 	curl -s -H 'Metadata-Flavor: Google' "$FAKEGCS_URL/computeMetadata/v1/instance/service-accounts/default/token" >"$WORK/out"

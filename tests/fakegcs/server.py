@@ -44,6 +44,22 @@ class DropConnection(Exception):
     pass
 
 
+class _NoHash:
+    def update(self, _data):
+        pass
+
+
+MD5 = True
+
+
+def new_md5():
+    return hashlib.md5() if MD5 else _NoHash()
+
+
+def md5_b64(h):
+    return base64.b64encode(h.digest()).decode() if MD5 else None
+
+
 def rfc3339(t):
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int(t * 1000 % 1000)
 
@@ -155,13 +171,14 @@ class Obj:
             "contentType": self.content_type,
             "storageClass": "STANDARD",
             "size": str(self.size),
-            "md5Hash": self.md5,
             "crc32c": self.crc32c,
             "etag": base64.b64encode(b"%d/%d" % (self.generation, self.metageneration)).decode(),
             "timeCreated": rfc3339(self.created),
             "updated": rfc3339(self.updated),
             "timeStorageClassUpdated": rfc3339(self.created),
         }
+        if self.md5:
+            r["md5Hash"] = self.md5
         if self.metadata:
             r["metadata"] = self.metadata
         return r
@@ -173,7 +190,7 @@ class Session:
         self.bucket, self.name, self.meta, self.query = bucket, name, meta, query
         self.blob, self.expect = blob, expect
         self.total = None
-        self.crc, self.md5, self.hashed = 0, hashlib.md5(), 0
+        self.crc, self.md5, self.hashed = 0, new_md5(), 0
         self.done = None
         self.failed = None
         self.lock = threading.Lock()
@@ -353,7 +370,7 @@ def check_hashes(expect, crc, md5):
     if expect.get("crc32c") and expect["crc32c"] != crc:
         raise HTTPError(400, 'Provided CRC32C "%s" doesn\'t match calculated CRC32C "%s".'
                         % (expect["crc32c"], crc), "invalid")
-    if expect.get("md5") and expect["md5"] != md5:
+    if expect.get("md5") and md5 and expect["md5"] != md5:
         raise HTTPError(400, 'Provided MD5 hash "%s" doesn\'t match calculated MD5 hash "%s".'
                         % (expect["md5"], md5), "invalid")
 
@@ -646,7 +663,7 @@ class Handler(BaseHTTPRequestHandler):
                 return ("list", self.list_objects, bucket, None)
             raise HTTPError(405, "method not allowed")
         name = unquote("/".join(parts[3:]))
-        if mode == "download" or (method == "GET" and self.q.get("alt") == "media"):
+        if mode == "download" or (method in ("GET", "HEAD") and self.q.get("alt") == "media"):
             if method in ("GET", "HEAD"):
                 return ("download", self.download, bucket, name)
             raise HTTPError(405, "method not allowed")
@@ -829,10 +846,10 @@ class Handler(BaseHTTPRequestHandler):
         status = 200
         headers = {"x-goog-generation": str(o.generation),
                    "x-goog-metageneration": str(o.metageneration),
-                   "x-goog-hash": "crc32c=%s,md5=%s" % (o.crc32c, o.md5),
+                   "x-goog-hash": "crc32c=%s" % o.crc32c + (",md5=%s" % o.md5 if o.md5 else ""),
                    "x-goog-stored-content-length": str(size),
                    "x-goog-stored-content-encoding": "identity",
-                   "ETag": '"%s"' % base64.b64decode(o.md5).hex(),
+                   "ETag": '"%s"' % (base64.b64decode(o.md5).hex() if o.md5 else o.generation),
                    "Accept-Ranges": "bytes",
                    "Last-Modified": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(o.updated))}
         rng = self.headers.get("Range")
@@ -918,13 +935,13 @@ class Handler(BaseHTTPRequestHandler):
         return name
 
     def receive_into(self, blob):
-        crc, md5 = 0, hashlib.md5()
+        crc, md5 = 0, new_md5()
         for piece in self.body_pieces():
             blob.append(piece)
             crc = crc32c.update(crc, piece)
             md5.update(piece)
         STATE.count("upload_bytes_stored", blob.size())
-        return crc32c.b64(crc), base64.b64encode(md5.digest()).decode()
+        return crc32c.b64(crc), md5_b64(md5)
 
     def upload_media(self, bucket, _name):
         name = self.object_name({})
@@ -964,7 +981,9 @@ class Handler(BaseHTTPRequestHandler):
             meta["contentType"] = media_headers["content-type"]
         STATE.bucket(bucket)
         crc = crc32c.b64(crc32c.update(0, data))
-        md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
+        h = new_md5()
+        h.update(data)
+        md5 = md5_b64(h)
         check_hashes(expectations(meta, self.headers.get("x-goog-hash")), crc, md5)
         blob = STATE.new_blob()
         blob.append(data)
@@ -1006,7 +1025,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send(499)
 
     def finalize(self, s):
-        crc, md5 = crc32c.b64(s.crc), base64.b64encode(s.md5.digest()).decode()
+        crc, md5 = crc32c.b64(s.crc), md5_b64(s.md5)
         expect = dict(s.expect)
         expect.update(parse_goog_hash(self.headers.get("x-goog-hash")))
         try:
@@ -1270,12 +1289,15 @@ def main():
     p.add_argument("--accept-token", action="append", help="a static token that never expires")
     p.add_argument("--token-lifetime", type=float, default=3600, help="seconds (default 3600)")
     p.add_argument("--page-size", type=int, default=0, help="cap on listing page size")
+    p.add_argument("--no-md5", action="store_true",
+                   help="compute no MD5 (objects look composite: crc32c only); for benchmarks")
     p.add_argument("--faults", help="JSON file of faults to install at start")
     p.add_argument("--exit-with", type=int, help="exit when this process id is gone")
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()
 
-    global STATE
+    global STATE, MD5
+    MD5 = not args.no_md5
     STATE = State(args)
     if args.faults:
         with open(args.faults) as f:
