@@ -1,0 +1,64 @@
+/*
+ * libFuzzer target: an untrusted tar stream into the peer upload extractor,
+ * and its bytes as a path into the path check. Invariant: whatever the
+ * input, the root holds only regular files and directories afterwards.
+ */
+#include <ftw.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "peer_wire.h"
+
+static int only_files_and_dirs(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)path;
+	(void)f;
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+		abort();
+	return flag == FTW_NS ? -1 : 0;
+}
+
+static char root[] = "/dev/shm/mtc-fuzz-peer-wire.XXXXXX";
+
+static void remove_root(void) { mtc_remove_tree(root); }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static int ready;
+	struct mtc_wire_limits lim = { 1 << 20, 64, 8 };
+	char why[512], *path = malloc(size + 1);
+	int fd;
+
+	memcpy(path, data, size);
+	path[size] = '\0';
+	mtc_wire_check_path(path, 8, why, sizeof why);
+	free(path);
+
+	if (!ready) {
+		if (!mkdtemp(root))
+			abort();
+		atexit(remove_root);
+		ready = 1;
+	}
+	char *obj = malloc(strlen(root) + 8);
+	strcpy(obj, root);
+	strcat(obj, "/obj");
+	mtc_remove_tree(obj);
+	if (mkdir(obj, 0755) < 0)
+		abort();
+	fd = memfd_create("tar", MFD_CLOEXEC);
+	if (fd < 0 || write(fd, data, size) != (ssize_t)size || lseek(fd, 0, SEEK_SET) < 0)
+		abort();
+	mtc_wire_extract(fd, obj, &lim, why, sizeof why);
+	close(fd);
+	if (nftw(obj, only_files_and_dirs, 16, FTW_PHYS) < 0)
+		abort();
+	mtc_remove_tree(obj);
+	free(obj);
+	return 0;
+}
