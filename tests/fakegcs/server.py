@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
@@ -602,6 +603,17 @@ class Handler(BaseHTTPRequestHandler):
             self.abort()
         except (ConnectionError, BrokenPipeError):
             self.close_connection = True
+        except Exception:
+            traceback.print_exc()
+            self.close_connection = True
+            if not self.answer_started:
+                self.drop_after_handling = False
+                self.body_done = True
+                body = json.dumps({"error": {"code": 500, "message": "fakegcs bug: see its log"}})
+                try:
+                    self.send(500, body.encode())
+                except OSError:
+                    pass
 
     def abort(self):
         """Ends the connection without (the rest of) an answer: a reset while the request is
