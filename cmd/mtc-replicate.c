@@ -21,6 +21,7 @@
 #include "fsutil.h"
 #include "gc.h"
 #include "log.h"
+#include "peer_cmd.h"
 #include "xalloc.h"
 
 enum verb { DIGEST, COMMIT, GC, SERVE, PUSH, FETCH, RUN, NVERBS };
@@ -37,9 +38,9 @@ static const struct {
 	[DIGEST] = { "digest", do_digest, "digest [--json] [--threads N] PATH..." },
 	[COMMIT] = { "commit", do_commit, "commit --dir DIR --config CFG [--watch] [--quiet-time SEC]" },
 	[GC] = { "gc", do_gc, "gc --dir DIR --config CFG --keep STEP[,STEP...]" },
-	[SERVE] = { "serve", NULL, "serve --dir DIR --listen ADDR" },
-	[PUSH] = { "push", NULL, "push" },
-	[FETCH] = { "fetch", NULL, "fetch" },
+	[SERVE] = { "serve", mtc_replicate_serve, "serve --dir DIR --listen HOST:PORT [--token-file FILE] [--insecure]" },
+	[PUSH] = { "push", mtc_replicate_push, "push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T]" },
+	[FETCH] = { "fetch", mtc_replicate_fetch, "fetch --dir DIR --from URL [--hash H]... [--meta NAME]..." },
 	[RUN] = { "run", NULL, "run --dir DIR --config CFG" },
 };
 
