@@ -67,6 +67,23 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	[ "$(fakegcs_stat faults_fired)" -eq 3 ]
 }
 
+@test "rclone: retries through 503, 429 and 500 bursts on chunks, session starts, downloads and listings" {
+	fakegcs_start
+	mkdir -p "$WORK/src"
+	make_data "$WORK/src/big" $((40 * 1024 * 1024)) big
+	fakegcs_fault '[{"kind": "upload-chunk", "skip": 1, "action": "status", "status": 503, "times": 2},
+		{"kind": "upload-init", "action": "status", "status": 429},
+		{"kind": "download", "action": "status", "status": 429},
+		{"kind": "list", "action": "status", "status": 500}]'
+	run rc copy "$WORK/src" :gcs:bkt/r
+	assert_success
+	run rc copy :gcs:bkt/r "$WORK/dst"
+	assert_success
+	cmp "$WORK/src/big" "$WORK/dst/big"
+	[ "$(fakegcs_stat faults_fired)" -eq 5 ]
+	[ "$(fakegcs_stat upload_bytes_duplicate)" -eq 0 ]
+}
+
 @test "rclone: deletes remove the objects" {
 	fakegcs_start
 	mkdir -p "$WORK/src"

@@ -594,8 +594,9 @@ class Handler(BaseHTTPRequestHandler):
                     headers = {}
                     if f.get("retry_after") is not None:
                         headers["Retry-After"] = str(f["retry_after"])
-                    raise HTTPError(int(f.get("status", 503)), "injected fault", "backendError",
-                                    headers)
+                    code = int(f.get("status", 503))
+                    reason = f.get("reason") or ("rateLimitExceeded" if code == 429 else "backendError")
+                    raise HTTPError(code, "injected fault", reason, headers)
                 fn(bucket, name)
             except HTTPError as e:
                 self.send_error_json(e)
