@@ -75,9 +75,9 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 		{"kind": "upload-init", "action": "status", "status": 429},
 		{"kind": "download", "action": "status", "status": 429},
 		{"kind": "list", "action": "status", "status": 500}]'
-	run rc copy "$WORK/src" :gcs:bkt/r
+	run rc copy "$WORK/src" :gcs:bkt/r --low-level-retries 5
 	assert_success
-	run rc copy :gcs:bkt/r "$WORK/dst"
+	run rc copy :gcs:bkt/r "$WORK/dst" --low-level-retries 5
 	assert_success
 	cmp "$WORK/src/big" "$WORK/dst/big"
 	[ "$(fakegcs_stat faults_fired)" -eq 5 ]
