@@ -1,0 +1,45 @@
+#include "lkg_inventory.h"
+
+#include <string.h>
+
+#include "backups.h"
+
+json_t *mtc_lkg_rank_entry(const struct mtc_inventory *inv, int rank, const char *address,
+			   const char *job)
+{
+	json_t *metas = json_array(), *data = json_array();
+
+	for (size_t i = 0; i < inv->n_metas; i++) {
+		const struct mtc_inv_meta *m = &inv->metas[i];
+		if (job && strcmp(m->job, job))
+			continue;
+		json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)m->step,
+						       m->node, m->worker, m->hash));
+	}
+	for (size_t i = 0; i < inv->n_data; i++)
+		json_array_append_new(data, json_string(inv->data[i].hash));
+	return json_pack("{s:i, s:s?, s:o, s:o}", "node-rank", rank, "node-address", address,
+			 "meta-files", metas, "data-files", data);
+}
+
+json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, int workers)
+{
+	struct mtc_backup_info info;
+	json_t *metas, *data;
+
+	if (mtc_backup_inspect(s, name, nodes, workers, &info) < 0)
+		return NULL;
+	metas = json_array();
+	data = json_array();
+	for (size_t i = 0; i < info.n_metas; i++) {
+		const struct mtc_backup_meta *m = &info.metas[i];
+		if (!m->hash[0])
+			continue;
+		json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)m->step,
+						       m->rank, m->worker, m->hash));
+		if (m->has_data)
+			json_array_append_new(data, json_string(m->hash));
+	}
+	mtc_backup_info_free(&info);
+	return json_pack("{s:s, s:o, s:o}", "name", name, "meta-files", metas, "data-files", data);
+}

@@ -1,0 +1,31 @@
+#ifndef MTC_LKG_INVENTORY_H
+#define MTC_LKG_INVENTORY_H
+
+#include <jansson.h>
+
+#include "inventory.h"
+#include "store.h"
+
+/*
+ * Pieces of the LKG inventory (lkg.h) gathered from where they live: a
+ * local dir's or a peer's inventory (inventory.h), and a backup read through
+ * its store (backups.h).
+ */
+
+/*
+ * {"node-rank", "node-address", "meta-files": [[step, node, worker, hash], …],
+ *  "data-files": [hash, …]} for one rank; only the metas of job (every meta
+ * when job is NULL); address may be NULL.
+ */
+json_t *mtc_lkg_rank_entry(const struct mtc_inventory *inv, int rank, const char *address,
+			   const char *job);
+
+/*
+ * {"name", "meta-files", "data-files"} for one backup: the metas of its
+ * newest step, and the hashes of those whose data the backup holds.
+ * nodes/workers <= 0: inferred. NULL only when storage fails (the reason is
+ * mtc_store_error(s)).
+ */
+json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, int workers);
+
+#endif
