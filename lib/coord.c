@@ -1,0 +1,508 @@
+/*
+ * The coordinator's rounds (coord.h). Invariant: a round completes or fails
+ * as a whole under the lock, and every rank that reported to it then holds
+ * exactly one answer until it collects it; nothing waits without a deadline.
+ */
+#include "coord.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fsutil.h"
+#include "lkg.h"
+#include "log.h"
+#include "naming.h"
+#include "xalloc.h"
+
+enum kind { K_RESTORE, K_DONE, K_SYNC, NKINDS };
+static const char *kind_names[NKINDS] = { "restore", "restore-done", "sync" };
+
+struct slot {
+	json_t *report;
+	json_t *answer; /* waiting to be collected */
+	char session[64];
+};
+
+struct round {
+	double opened; /* 0: no report yet */
+	int n_reported;
+	struct slot *s;
+};
+
+struct mtc_coord {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct mtc_coord_opts o;
+	struct round rounds[NKINDS];
+	double *last_seen; /* 0: never heard from */
+	int stopping;
+	long long last_backup_time, last_backup_step, last_agreed;
+	char last_backup_name[17];
+};
+
+void mtc_coord_defaults(struct mtc_coord_opts *o)
+{
+	o->nodes = 1;
+	o->round_s = 300;
+	o->heartbeat_s = 30;
+	o->poll_s = 20;
+}
+
+struct mtc_coord *mtc_coord_new(const struct mtc_coord_opts *o)
+{
+	struct mtc_coord *c = xcalloc(1, sizeof *c);
+	pthread_condattr_t ca;
+
+	c->o = *o;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	for (int k = 0; k < NKINDS; k++)
+		c->rounds[k].s = xcalloc((size_t)o->nodes, sizeof(struct slot));
+	c->last_seen = xcalloc((size_t)o->nodes, sizeof(double));
+	c->last_backup_time = c->last_backup_step = c->last_agreed = -1;
+	return c;
+}
+
+void mtc_coord_free(struct mtc_coord *c)
+{
+	if (!c)
+		return;
+	for (int k = 0; k < NKINDS; k++) {
+		for (int r = 0; r < c->o.nodes; r++) {
+			json_decref(c->rounds[k].s[r].report);
+			json_decref(c->rounds[k].s[r].answer);
+		}
+		free(c->rounds[k].s);
+	}
+	free(c->last_seen);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+void mtc_coord_shutdown(struct mtc_coord *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->stopping = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+static char *dump(json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+static char *failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *failure(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return dump(json_pack("{s:s, s:s}", "status", "failed", "error", msg));
+}
+
+/* Ends the round: every rank that reported gets the same failure. */
+static void fail_round(struct mtc_coord *c, struct round *rd, const char *msg)
+{
+	mtc_error("%s", msg);
+	for (int r = 0; r < c->o.nodes; r++) {
+		struct slot *s = &rd->s[r];
+		if (!s->report)
+			continue;
+		json_decref(s->report);
+		s->report = NULL;
+		json_decref(s->answer);
+		s->answer = json_pack("{s:s, s:s}", "status", "failed", "error", msg);
+	}
+	rd->n_reported = 0;
+	rd->opened = 0;
+	pthread_cond_broadcast(&c->cv);
+}
+
+static void list_ranks(struct mtc_coord *c, struct round *rd, int missing, char *out, size_t len)
+{
+	size_t n = 0;
+	int shown = 0;
+	out[0] = '\0';
+	for (int r = 0; r < c->o.nodes && n < len; r++) {
+		if ((rd->s[r].report == NULL) != missing)
+			continue;
+		if (shown++ == 16) {
+			snprintf(out + n, len - n, ", …");
+			return;
+		}
+		n += (size_t)snprintf(out + n, len - n, "%s%d", shown > 1 ? ", " : "", r);
+	}
+}
+
+/* Fails an open round that timed out or waits for a rank that vanished. */
+static void check_round(struct mtc_coord *c, enum kind k)
+{
+	struct round *rd = &c->rounds[k];
+	double now = mtc_now();
+	char msg[512], ranks[160];
+
+	if (!rd->opened)
+		return;
+	if (now - rd->opened > c->o.round_s) {
+		list_ranks(c, rd, 1, ranks, sizeof ranks);
+		snprintf(msg, sizeof msg,
+			 "round '%s' timed out after %.0f s: rank%s %s did not report", kind_names[k],
+			 c->o.round_s, strchr(ranks, ',') ? "s" : "", ranks);
+		fail_round(c, rd, msg);
+		return;
+	}
+	for (int r = 0; r < c->o.nodes; r++)
+		if (!rd->s[r].report && c->last_seen[r] > 0 &&
+		    now - c->last_seen[r] > c->o.heartbeat_s) {
+			snprintf(msg, sizeof msg,
+				 "round '%s' failed: rank %d vanished (no heartbeat for %.0f s)",
+				 kind_names[k], r, now - c->last_seen[r]);
+			fail_round(c, rd, msg);
+			return;
+		}
+}
+
+static json_t *rank_config(struct round *rd, int nodes)
+{
+	for (int r = 0; r < nodes; r++) {
+		json_t *cfg = rd->s[r].report ? json_object_get(rd->s[r].report, "config") : NULL;
+		if (json_is_object(cfg))
+			return cfg;
+	}
+	return NULL;
+}
+
+static long long cfg_int(json_t *cfg, const char *key, long long dflt)
+{
+	json_t *v = cfg ? json_object_get(cfg, key) : NULL;
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *err, size_t errlen)
+{
+	json_t *cfg = rank_config(rd, c->o.nodes), *inv, *ranks = json_array(), *backups = NULL,
+	       *version = NULL;
+
+	if (!cfg || !json_is_string(json_object_get(cfg, "job-name"))) {
+		snprintf(err, errlen, "no rank sent its config");
+		json_decref(ranks);
+		return NULL;
+	}
+	if (cfg_int(cfg, "nodes", -1) != c->o.nodes) {
+		snprintf(err, errlen, "the config says nodes: %lld, the coordinator serves %d",
+			 cfg_int(cfg, "nodes", -1), c->o.nodes);
+		json_decref(ranks);
+		return NULL;
+	}
+	inv = json_pack("{s:O, s:i, s:I}", "job-name", json_object_get(cfg, "job-name"), "nodes",
+			c->o.nodes, "workers-per-node",
+			(json_int_t)cfg_int(cfg, "workers-per-node", 1));
+	if (cfg_int(cfg, "assume-data-parallelism", -1) > 1)
+		json_object_set_new(inv, "assume-data-parallelism",
+				    json_integer(cfg_int(cfg, "assume-data-parallelism", 1)));
+	if (cfg_int(cfg, "peers-per-node", -1) > 0)
+		json_object_set_new(inv, "peers-per-node",
+				    json_integer(cfg_int(cfg, "peers-per-node", 1)));
+	for (int r = 0; r < c->o.nodes; r++) {
+		json_t *rep = rd->s[r].report, *rc = json_object_get(rep, "config"),
+		       *o = json_pack("{s:i}", "node-rank", r), *v;
+		if ((v = json_object_get(rep, "address")) && json_is_string(v))
+			json_object_set(o, "node-address", v);
+		if (rc && json_is_array(v = json_object_get(rc, "peer-ranks")))
+			json_object_set(o, "peer-ranks", v);
+		json_object_set_new(o, "meta-files", json_incref(json_object_get(rep, "meta-files")) ?: json_array());
+		json_object_set_new(o, "data-files", json_incref(json_object_get(rep, "data-files")) ?: json_array());
+		json_array_append_new(ranks, o);
+		if (!backups && json_is_array(v = json_object_get(rep, "backups")))
+			backups = v;
+		if (!version && json_is_string(v = json_object_get(rep, "restore-version")))
+			version = v;
+	}
+	json_object_set_new(inv, "ranks", ranks);
+	if (backups)
+		json_object_set(inv, "backups", backups);
+	if (version)
+		json_object_set(inv, "restore-version", version);
+	return inv;
+}
+
+static int complete_restore(struct mtc_coord *c, struct round *rd, char *err, size_t errlen)
+{
+	double t0 = mtc_now();
+	json_t *inv = restore_inventory(c, rd, err, errlen), *plan, *step;
+
+	if (!inv)
+		return -1;
+	plan = mtc_lkg_plan(inv, err, errlen);
+	json_decref(inv);
+	if (!plan)
+		return -1;
+	step = json_object_get(plan, "step");
+	mtc_info("restore plan: step %lld from %s, computed in %.3f s",
+		 json_is_integer(step) ? (long long)json_integer_value(step) : -1LL,
+		 json_string_value(json_object_get(plan, "source")) ?: "?", mtc_now() - t0);
+	for (int r = 0; r < c->o.nodes; r++) {
+		json_t *view = mtc_lkg_rank_view(plan, r);
+		if (!view)
+			view = json_pack("{s:n}", "step");
+		json_object_set_new(view, "status", json_string("done"));
+		json_object_set(view, "plan-step", step);
+		rd->s[r].answer = view;
+	}
+	json_decref(plan);
+	return 0;
+}
+
+static void complete_done(struct mtc_coord *c, struct round *rd)
+{
+	const char *error = NULL;
+	int bad = -1;
+	for (int r = 0; r < c->o.nodes && bad < 0; r++)
+		if (!json_is_true(json_object_get(rd->s[r].report, "ok"))) {
+			bad = r;
+			error = json_string_value(json_object_get(rd->s[r].report, "error"));
+		}
+	for (int r = 0; r < c->o.nodes; r++) {
+		json_t *a = json_pack("{s:s, s:b}", "status", "done", "ok", bad < 0);
+		if (bad >= 0)
+			json_object_set_new(a, "error",
+					    json_sprintf("rank %d could not restore: %s", bad,
+							 error ? error : "no reason given"));
+		rd->s[r].answer = a;
+	}
+}
+
+int mtc_coord_backup_due(long long agreed, int any_running, int requested, long long minutes,
+			 long long steps, long long now, long long last_time, long long last_step,
+			 const char *last_name, char name[17])
+{
+	int due;
+
+	if (agreed < 0 || any_running || agreed == last_step)
+		return 0;
+	mtc_backup_name((time_t)now, name);
+	if (last_name && !strcmp(name, last_name))
+		return 0;
+	due = requested || last_time < 0;
+	if (minutes >= 0 && now - last_time >= minutes * 60)
+		due = 1;
+	if (steps > 0 && agreed - last_step >= steps)
+		due = 1;
+	return due;
+}
+
+static void complete_sync(struct mtc_coord *c, struct round *rd)
+{
+	json_t *cfg = rank_config(rd, c->o.nodes), *backup = NULL;
+	long long agreed = -1;
+	int running = 0, requested = 0;
+	char name[17];
+
+	for (int r = 0; r < c->o.nodes; r++) {
+		json_t *rep = rd->s[r].report;
+		long long s = cfg_int(rep, "replicated-step", -1);
+		if (r == 0 || s < agreed)
+			agreed = s;
+		running |= json_is_true(json_object_get(rep, "backup-running"));
+		requested |= json_is_true(json_object_get(rep, "backup-requested"));
+	}
+	if (mtc_coord_backup_due(agreed, running, requested,
+				 cfg_int(cfg, "backup-interval-minutes", -1),
+				 cfg_int(cfg, "backup-interval-steps", -1), (long long)time(NULL),
+				 c->last_backup_time, c->last_backup_step,
+				 c->last_backup_time < 0 ? NULL : c->last_backup_name, name)) {
+		c->last_backup_time = (long long)time(NULL);
+		c->last_backup_step = agreed;
+		memcpy(c->last_backup_name, name, sizeof name);
+		backup = json_pack("{s:s, s:I}", "name", name, "step", (json_int_t)agreed);
+		mtc_info("sync: agreed step %lld; backup '%s' due", agreed, name);
+	} else if (agreed != c->last_agreed) {
+		mtc_info("sync: agreed step %lld", agreed);
+	}
+	c->last_agreed = agreed;
+	for (int r = 0; r < c->o.nodes; r++) {
+		json_t *a = json_pack("{s:s, s:I}", "status", "done", "agreed-step", (json_int_t)agreed);
+		if (agreed < 0)
+			json_object_set_new(a, "agreed-step", json_null());
+		if (backup)
+			json_object_set(a, "backup", backup);
+		rd->s[r].answer = a;
+	}
+	json_decref(backup);
+}
+
+static void complete(struct mtc_coord *c, enum kind k)
+{
+	struct round *rd = &c->rounds[k];
+	char err[512], msg[700];
+
+	if (k == K_RESTORE) {
+		if (complete_restore(c, rd, err, sizeof err) < 0) {
+			snprintf(msg, sizeof msg, "round 'restore' failed: %s", err);
+			fail_round(c, rd, msg);
+			return;
+		}
+	} else if (k == K_DONE) {
+		complete_done(c, rd);
+	} else {
+		complete_sync(c, rd);
+	}
+	for (int r = 0; r < c->o.nodes; r++) {
+		json_decref(rd->s[r].report);
+		rd->s[r].report = NULL;
+	}
+	rd->n_reported = 0;
+	rd->opened = 0;
+	pthread_cond_broadcast(&c->cv);
+}
+
+static void wait_tick(struct mtc_coord *c, double until)
+{
+	struct timespec ts;
+	double t = mtc_now() + 0.25;
+	if (t > until)
+		t = until;
+	/* mtc_now() is CLOCK_MONOTONIC, as the condition variable's clock. */
+	ts.tv_sec = (time_t)t;
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
+static char *collect(struct slot *s)
+{
+	json_t *a = s->answer;
+	s->answer = NULL;
+	return dump(a);
+}
+
+int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len,
+		     char **answer)
+{
+	json_error_t jerr;
+	json_t *rep = json_loadb(body, len, 0, &jerr), *v;
+	const char *session = "";
+	struct round *rd;
+	struct slot *s;
+	double until, wait;
+	int k, rank;
+
+	for (k = 0; k < NKINDS && strcmp(kind, kind_names[k]); k++)
+		;
+	if (k == NKINDS && strcmp(kind, "heartbeat")) {
+		json_decref(rep);
+		*answer = failure("no such coordinator endpoint '%s'", kind);
+		return 404;
+	}
+	if (!json_is_object(rep) || !json_is_integer(v = json_object_get(rep, "rank")) ||
+	    json_integer_value(v) < 0 || json_integer_value(v) >= c->o.nodes) {
+		*answer = failure("bad '%s' report: %s", kind,
+				  !rep ? jerr.text : "no \"rank\" in [0, nodes)");
+		json_decref(rep);
+		return 400;
+	}
+	rank = (int)json_integer_value(v);
+	if (json_is_string(v = json_object_get(rep, "session")))
+		session = json_string_value(v);
+	wait = c->o.poll_s;
+	if (json_is_number(v = json_object_get(rep, "wait")) && json_number_value(v) >= 0 &&
+	    json_number_value(v) < wait)
+		wait = json_number_value(v);
+	pthread_mutex_lock(&c->mu);
+	c->last_seen[rank] = mtc_now();
+	if (c->stopping || k == NKINDS) {
+		pthread_mutex_unlock(&c->mu);
+		json_decref(rep);
+		*answer = c->stopping ? failure("the coordinator is shutting down")
+				      : dump(json_pack("{s:s}", "status", "done"));
+		return c->stopping ? 503 : 200;
+	}
+	rd = &c->rounds[k];
+	s = &rd->s[rank];
+	if (s->answer && !strcmp(s->session, session)) {
+		*answer = collect(s);
+		pthread_mutex_unlock(&c->mu);
+		json_decref(rep);
+		return 200;
+	}
+	json_decref(s->answer);
+	s->answer = NULL;
+	if (!s->report)
+		rd->n_reported++;
+	else
+		json_decref(s->report);
+	s->report = rep;
+	snprintf(s->session, sizeof s->session, "%s", session);
+	if (!rd->opened)
+		rd->opened = mtc_now();
+	if (rd->n_reported == c->o.nodes)
+		complete(c, (enum kind)k);
+	until = mtc_now() + wait;
+	while (!s->answer && !c->stopping && mtc_now() < until) {
+		wait_tick(c, until);
+		if (!s->answer)
+			check_round(c, (enum kind)k);
+	}
+	if (s->answer)
+		*answer = collect(s);
+	else if (c->stopping)
+		*answer = failure("the coordinator is shutting down");
+	else
+		*answer = dump(json_pack("{s:s, s:i, s:i}", "status", "waiting", "reported",
+					 rd->n_reported, "nodes", c->o.nodes));
+	pthread_mutex_unlock(&c->mu);
+	return 200;
+}
+
+static char *status_json(struct mtc_coord *c)
+{
+	json_t *seen = json_array(), *o;
+	double now;
+	pthread_mutex_lock(&c->mu);
+	now = mtc_now();
+	for (int r = 0; r < c->o.nodes; r++)
+		json_array_append_new(seen, c->last_seen[r] > 0 ? json_real(now - c->last_seen[r])
+								 : json_null());
+	o = json_pack("{s:i, s:o, s:{s:i, s:i, s:i}}", "nodes", c->o.nodes, "seconds-since-seen",
+		      seen, "reported", "restore", c->rounds[K_RESTORE].n_reported,
+		      "restore-done", c->rounds[K_DONE].n_reported, "sync",
+		      c->rounds[K_SYNC].n_reported);
+	if (c->last_backup_time >= 0)
+		json_object_set_new(o, "last-backup",
+				    json_pack("{s:s, s:I}", "name", c->last_backup_name, "step",
+					      (json_int_t)c->last_backup_step));
+	pthread_mutex_unlock(&c->mu);
+	return dump(o);
+}
+
+int mtc_coord_route(void *coord, const char *method, const char *path, const char *body,
+		    size_t len, char **answer)
+{
+	const char *kind = path + strlen(MTC_COORD_PREFIX);
+
+	if (strncmp(path, MTC_COORD_PREFIX, strlen(MTC_COORD_PREFIX))) {
+		*answer = failure("no such endpoint");
+		return 404;
+	}
+	if (!strcmp(kind, "status") && !strcmp(method, "GET")) {
+		*answer = status_json(coord);
+		return 200;
+	}
+	if (strcmp(method, "POST")) {
+		*answer = failure("method not allowed: use POST");
+		return 405;
+	}
+	return mtc_coord_handle(coord, kind, body ? body : "", len, answer);
+}

@@ -1,0 +1,67 @@
+#ifndef MTC_COORD_H
+#define MTC_COORD_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+/*
+ * The coordinator of DESIGN.md §5, run by rank 0's daemon. Three kinds of
+ * round, each answered when all N ranks have reported:
+ *   restore       report: {"rank", "session", "address", "config", "meta-files",
+ *                          "data-files", "backups"?, "restore-version"?}
+ *                 answer: the rank's view of the LKG plan (lkg.h) plus "plan-step"
+ *   restore-done  report: {"rank", "session", "ok", "error"?}
+ *                 answer: {"ok"} (false when a rank failed: "error" says which)
+ *   sync          report: {"rank", "session", "replicated-step", "backup-running",
+ *                          "backup-requested"?, "config"}
+ *                 answer: {"agreed-step", "backup": {"name", "step"}?}
+ * and heartbeat: {"rank", "session"}, answered at once.
+ *
+ * Every answer carries "status": "done" | "waiting" | "failed". A report
+ * waits at most poll_s (its "wait" when shorter) for its round; "waiting" asks the rank to report
+ * again (a rank that reports twice replaces its earlier report). "failed"
+ * comes with "error": the round timed out, or a rank that had been heard
+ * from fell silent for heartbeat_s (it vanished), or a report was invalid.
+ * A failed round is over for every rank that had reported to it; the next
+ * report opens a new round. The agreed step is the minimum reported.
+ */
+
+struct mtc_coord_opts {
+	int nodes;
+	double round_s;	    /* a round fails this long after it opened (default 300) */
+	double heartbeat_s; /* a rank silent this long has vanished (default 30) */
+	double poll_s;	    /* longest wait of one report (default 20) */
+};
+
+void mtc_coord_defaults(struct mtc_coord_opts *o);
+
+struct mtc_coord;
+
+struct mtc_coord *mtc_coord_new(const struct mtc_coord_opts *o);
+/*
+ * Handles POST /v1/coord/<kind> with a JSON body; blocks up to poll_s. Returns
+ * the HTTP status and the JSON answer (malloc'd text) in *answer.
+ */
+int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len,
+		     char **answer);
+/* Wakes every waiting report with "failed" and refuses new ones. */
+void mtc_coord_shutdown(struct mtc_coord *c);
+void mtc_coord_free(struct mtc_coord *c);
+
+/*
+ * The sync decision, a pure function: is a backup due? now is UTC seconds;
+ * last_time/last_step describe the last backup named (-1: none yet).
+ * Minutes and steps are the config's intervals (-1: absent). Returns 1 when
+ * due, with the backup name in name.
+ */
+int mtc_coord_backup_due(long long agreed, int any_running, int requested, long long minutes,
+			 long long steps, long long now, long long last_time, long long last_step,
+			 const char *last_name, char name[17]);
+
+/* The route the peer daemon hands to the coordinator (peer_server.h hook). */
+#define MTC_COORD_PREFIX "/v1/coord/"
+int mtc_coord_route(void *coord, const char *method, const char *path, const char *body,
+		    size_t len, char **answer);
+
+#endif

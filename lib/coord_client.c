@@ -1,0 +1,246 @@
+#include "coord_client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "exitcode.h"
+#include "fsutil.h"
+#include "log.h"
+#include "xalloc.h"
+
+#define ANSWER_MAX (256 << 20)
+
+const char *mtc_coord_url(const char *url)
+{
+	const char *env = getenv("MTC_COORDINATOR");
+	if (url && *url)
+		return url;
+	return env && *env ? env : NULL;
+}
+
+void mtc_coord_client_init(struct mtc_coord_client *cc, const char *url, const char *token,
+			   int rank)
+{
+	size_t n;
+	struct timespec ts;
+
+	memset(cc, 0, sizeof *cc);
+	cc->url = xstrdup(url);
+	n = strlen(cc->url);
+	while (n && cc->url[n - 1] == '/')
+		cc->url[--n] = '\0';
+	cc->token = token ? xstrdup(token) : NULL;
+	cc->rank = rank;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(cc->session, sizeof cc->session, "%d-%ld-%ld", (int)getpid(), (long)ts.tv_sec,
+		 ts.tv_nsec);
+	pthread_mutex_init(&cc->mu, NULL);
+	pthread_cond_init(&cc->cv, NULL);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+struct buf {
+	char *p;
+	size_t len;
+};
+
+static size_t on_write(char *p, size_t size, size_t n, void *arg)
+{
+	struct buf *b = arg;
+	size_t len = size * n;
+	if (b->len + len > ANSWER_MAX)
+		return 0;
+	b->p = xrealloc(b->p, b->len + len + 1);
+	memcpy(b->p + b->len, p, len);
+	b->len += len;
+	b->p[b->len] = '\0';
+	return len;
+}
+
+/* One HTTP POST. 0 with the parsed JSON answer and its HTTP code, or -1 with err (transport). */
+static int post_once(struct mtc_coord_client *cc, const char *kind, const char *body,
+		     double timeout_s, json_t **answer, long *code, char *err, size_t errlen)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	struct buf b = { 0 };
+	char errbuf[CURL_ERROR_SIZE] = "", *url = xasprintf("%s/v1/coord/%s", cc->url, kind),
+	     *auth = NULL;
+	CURLcode rc;
+	json_error_t jerr;
+
+	*answer = NULL;
+	hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	hdr = curl_slist_append(hdr, "Expect:");
+	if (cc->token) {
+		auth = xasprintf("Authorization: Bearer %s", cc->token);
+		hdr = curl_slist_append(hdr, auth);
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
+	curl_easy_cleanup(h);
+	curl_slist_free_all(hdr);
+	free(auth);
+	if (rc != CURLE_OK) {
+		snprintf(err, errlen, "cannot reach the coordinator '%s': %s", url,
+			 *errbuf ? errbuf : curl_easy_strerror(rc));
+		free(url);
+		free(b.p);
+		return -1;
+	}
+	*answer = b.p ? json_loadb(b.p, b.len, 0, &jerr) : NULL;
+	if (!json_is_object(*answer)) {
+		snprintf(err, errlen, "coordinator '%s' answered HTTP %ld without JSON: %.80s", url,
+			 *code, b.p ? b.p : "");
+		json_decref(*answer);
+		*answer = NULL;
+		free(url);
+		free(b.p);
+		return -1;
+	}
+	free(url);
+	free(b.p);
+	return 0;
+}
+
+static void *heartbeat_main(void *arg)
+{
+	struct mtc_coord_client *cc = arg;
+	char *body = xasprintf("{\"rank\":%d,\"session\":\"%s\"}", cc->rank, cc->session), err[512];
+
+	pthread_mutex_lock(&cc->mu);
+	while (!atomic_load(&cc->stop)) {
+		struct timespec ts;
+		json_t *a;
+		long code;
+		pthread_mutex_unlock(&cc->mu);
+		if (post_once(cc, "heartbeat", body, 10, &a, &code, err, sizeof err) < 0)
+			mtc_debug("heartbeat: %s", err);
+		json_decref(a);
+		pthread_mutex_lock(&cc->mu);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)cc->heartbeat_s;
+		ts.tv_nsec += (long)((cc->heartbeat_s - (double)(time_t)cc->heartbeat_s) * 1e9);
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (!atomic_load(&cc->stop))
+			pthread_cond_timedwait(&cc->cv, &cc->mu, &ts);
+	}
+	pthread_mutex_unlock(&cc->mu);
+	free(body);
+	return NULL;
+}
+
+void mtc_coord_client_heartbeat(struct mtc_coord_client *cc, double interval_s)
+{
+	if (cc->heartbeat_running || interval_s <= 0)
+		return;
+	cc->heartbeat_s = interval_s;
+	if (pthread_create(&cc->heartbeat, NULL, heartbeat_main, cc) == 0)
+		cc->heartbeat_running = 1;
+}
+
+void mtc_coord_client_close(struct mtc_coord_client *cc)
+{
+	pthread_mutex_lock(&cc->mu);
+	atomic_store(&cc->stop, 1);
+	pthread_cond_broadcast(&cc->cv);
+	pthread_mutex_unlock(&cc->mu);
+	if (cc->heartbeat_running)
+		pthread_join(cc->heartbeat, NULL);
+	cc->heartbeat_running = 0;
+	pthread_cond_destroy(&cc->cv);
+	pthread_mutex_destroy(&cc->mu);
+	free(cc->url);
+	free(cc->token);
+	cc->url = cc->token = NULL;
+}
+
+int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report, double wait_s,
+		   double deadline, json_t **answer, char *err, size_t errlen)
+{
+	json_t *r = json_deep_copy(report);
+	char *body;
+	double backoff = 0.2;
+	const char *status;
+
+	*answer = NULL;
+	err[0] = '\0';
+	json_object_set_new(r, "rank", json_integer(cc->rank));
+	json_object_set_new(r, "session", json_string(cc->session));
+	if (wait_s >= 0)
+		json_object_set_new(r, "wait", json_real(wait_s));
+	body = json_dumps(r, JSON_COMPACT);
+	json_decref(r);
+	for (;;) {
+		json_t *a;
+		long code = 0;
+		double left = deadline - mtc_now();
+		if (left <= 0) {
+			free(body);
+			if (!*err)
+				snprintf(err, errlen, "no answer from the coordinator '%s'", cc->url);
+			return MTC_EXIT_TIMEOUT;
+		}
+		err[0] = '\0';
+		if (post_once(cc, kind, body, (wait_s >= 0 ? wait_s : 60) + 30, &a, &code, err,
+			      errlen) < 0 ||
+		    code == 503) {
+			if (a)
+				snprintf(err, errlen, "coordinator '%s': %s", cc->url,
+					 json_string_value(json_object_get(a, "error")) ?: "unavailable");
+			json_decref(a);
+			mtc_debug("%s: %s; retrying", kind, err);
+			usleep((useconds_t)(backoff * 1e6));
+			if (backoff < 2)
+				backoff *= 2;
+			continue;
+		}
+		free(body);
+		status = json_string_value(json_object_get(a, "status"));
+		if (code == 200 && status && !strcmp(status, "done")) {
+			*answer = a;
+			return 1;
+		}
+		if (code == 200 && status && !strcmp(status, "waiting")) {
+			json_decref(a);
+			return 0;
+		}
+		snprintf(err, errlen, "%s", json_string_value(json_object_get(a, "error"))
+						    ?: "the coordinator refused the report");
+		json_decref(a);
+		return MTC_EXIT_FAILURE;
+	}
+}
+
+int mtc_coord_call(struct mtc_coord_client *cc, const char *kind, json_t *report,
+		   double deadline, json_t **answer, char *err, size_t errlen)
+{
+	for (;;) {
+		double left = deadline - mtc_now();
+		int rc = mtc_coord_post(cc, kind, report, left > 20 ? 20 : left > 0 ? left : 0,
+					deadline, answer, err, errlen);
+		if (rc == 1)
+			return 0;
+		if (rc != 0)
+			return rc;
+	}
+}

@@ -1,0 +1,52 @@
+#ifndef MTC_COORD_CLIENT_H
+#define MTC_COORD_CLIENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+/*
+ * A node's side of the coordinator (coord.h): reports carry the rank and a
+ * session id chosen once per process; a background thread sends heartbeats
+ * so that the coordinator can tell a busy node from a vanished one.
+ * Results are exit codes (exitcode.h) with a one-line reason in err.
+ */
+struct mtc_coord_client {
+	char *url; /* base, e.g. http://host:7070 */
+	char *token;
+	int rank;
+	char session[40];
+	pthread_t heartbeat;
+	int heartbeat_running;
+	double heartbeat_s;
+	atomic_int stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+/* The coordinator URL: url when given, else $MTC_COORDINATOR; NULL when neither. */
+const char *mtc_coord_url(const char *url);
+
+void mtc_coord_client_init(struct mtc_coord_client *cc, const char *url, const char *token,
+			   int rank);
+/* Starts the heartbeat thread: one POST /v1/coord/heartbeat every interval_s. */
+void mtc_coord_client_heartbeat(struct mtc_coord_client *cc, double interval_s);
+void mtc_coord_client_close(struct mtc_coord_client *cc);
+
+/*
+ * One report to a round: 1 with the answer when the round is done, 0 when
+ * still waiting after wait_s (the report stands), or an exit code:
+ * FAILURE (the round failed, or the coordinator refused the report: err
+ * says why) or TIMEOUT (coordinator unreachable). Connection errors are
+ * retried until deadline (mtc_now() based).
+ */
+int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report, double wait_s,
+		   double deadline, json_t **answer, char *err, size_t errlen);
+
+/* Reports until the round is done (0 and the answer), it fails, or deadline passes (TIMEOUT). */
+int mtc_coord_call(struct mtc_coord_client *cc, const char *kind, json_t *report,
+		   double deadline, json_t **answer, char *err, size_t errlen);
+
+#endif
