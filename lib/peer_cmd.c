@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "coord.h"
 #include "exitcode.h"
 #include "fsutil.h"
 #include "log.h"
@@ -21,7 +22,9 @@
 #include "peers.h"
 #include "xalloc.h"
 
-#define SERVE_USAGE "serve --dir DIR --listen HOST:PORT [--token-file FILE] [--insecure]"
+#define SERVE_USAGE                                                                            \
+	"serve --dir DIR --listen HOST:PORT [--token-file FILE] [--insecure] "                 \
+	"[--coordinator --nodes N]"
 #define PUSH_USAGE                                                                             \
 	"push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] "        \
 	"[--token-file FILE]"
@@ -48,6 +51,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 	char *dir = NULL, *listen = NULL, *token = NULL, err[512];
 	long long max_body = -1, max_files = -1;
 	int insecure = 0, max_depth = -1, max_conn = -1, timeout = -1, threads = 0, sig, rc;
+	int coordinator = 0, nodes = 0;
+	double round_s = 0, heartbeat_s = 0, poll_s = 0;
+	struct mtc_coord *coord = NULL;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir to serve", "DIR" },
 		{ "listen", 'l', POPT_ARG_STRING, &listen, 0,
@@ -68,6 +74,16 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "seconds a connection may stay idle (default 120)", "SEC" },
 		{ "threads", 't', POPT_ARG_INT, &threads, 0,
 		  "hashing threads per upload (default: one per CPU)", "N" },
+		{ "coordinator", '\0', POPT_ARG_NONE, &coordinator, 0,
+		  "also be the coordinator (rank 0): POST /v1/coord/{restore,restore-done,sync}",
+		  NULL },
+		{ "nodes", 'n', POPT_ARG_INT, &nodes, 0, "ranks the coordinator waits for", "N" },
+		{ "round-timeout", '\0', POPT_ARG_DOUBLE, &round_s, 0,
+		  "seconds before an incomplete round fails (default 300)", "SEC" },
+		{ "heartbeat-timeout", '\0', POPT_ARG_DOUBLE, &heartbeat_s, 0,
+		  "seconds of silence after which a rank has vanished (default 30)", "SEC" },
+		{ "poll-timeout", '\0', POPT_ARG_DOUBLE, &poll_s, 0,
+		  "longest wait of one coordinator request (default 20)", "SEC" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -98,25 +114,50 @@ int mtc_replicate_serve(int argc, const char **argv)
 		o.max_connections = max_conn;
 	if (timeout > 0)
 		o.timeout_s = timeout;
+	if (coordinator) {
+		struct mtc_coord_opts co;
+		if (nodes <= 0) {
+			rc = mtc_usage_error("--coordinator needs --nodes N (N > 0)");
+			goto out;
+		}
+		mtc_coord_defaults(&co);
+		co.nodes = nodes;
+		if (round_s > 0)
+			co.round_s = round_s;
+		if (heartbeat_s > 0)
+			co.heartbeat_s = heartbeat_s;
+		if (poll_s > 0)
+			co.poll_s = poll_s;
+		coord = mtc_coord_new(&co);
+		o.route_prefix = MTC_COORD_PREFIX;
+		o.route = mtc_coord_route;
+		o.route_arg = coord;
+		if (max_conn <= 0)
+			o.max_connections = 3 * nodes + 64;
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (!(s = mtc_peer_server_start(&o, err, sizeof err))) {
 		mtc_error("cannot serve '%s': %s", dir, err);
+		mtc_coord_free(coord);
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
 	{
-		json_t *ready = json_pack("{s:s, s:s}", "listen", mtc_peer_server_address(s), "dir",
-					  dir);
+		json_t *ready = json_pack("{s:s, s:s, s:b}", "listen", mtc_peer_server_address(s),
+					  "dir", dir, "coordinator", coordinator);
 		print_json(ready);
 		json_decref(ready);
 	}
 	mtc_info("serving '%s' on %s", dir, mtc_peer_server_address(s));
 	sigwait(&set, &sig);
 	mtc_info("signal %d: shutting down", sig);
+	if (coord)
+		mtc_coord_shutdown(coord);
 	mtc_peer_server_stop(s);
+	mtc_coord_free(coord);
 	rc = MTC_EXIT_OK;
 out:
 	poptFreeContext(ctx);

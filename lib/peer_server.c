@@ -53,7 +53,8 @@ struct mtc_peer_server {
 	struct mtc_histogram seconds, verify_seconds;
 };
 
-enum req_kind { REQ_OTHER, REQ_PUT_FILE, REQ_PUT_TREE, REQ_PUT_META };
+enum req_kind { REQ_OTHER, REQ_PUT_FILE, REQ_PUT_TREE, REQ_PUT_META, REQ_ROUTE };
+#define ROUTE_BODY_MAX (64 << 20)
 
 struct req {
 	struct mtc_peer_server *s;
@@ -73,6 +74,8 @@ struct req {
 	long long bytes;
 	double t0;
 	int transfer;
+	char *body, *url, *method; /* REQ_ROUTE */
+	size_t body_len;
 };
 
 void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
@@ -449,6 +452,15 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 
 	r->bytes += (long long)len;
 	atomic_fetch_add(&s->bytes_in, (long long)len);
+	if (r->kind == REQ_ROUTE) {
+		if (r->body_len + len > ROUTE_BODY_MAX)
+			return MHD_NO;
+		r->body = xrealloc(r->body, r->body_len + len + 1);
+		memcpy(r->body + r->body_len, data, len);
+		r->body_len += len;
+		r->body[r->body_len] = '\0';
+		return MHD_YES;
+	}
 	if (r->kind == REQ_PUT_META) {
 		if (r->meta_len + len > META_BODY_MAX)
 			return MHD_NO;
@@ -603,6 +615,12 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 		return respond(r, c, MHD_HTTP_UNAUTHORIZED, TEXT, "missing or wrong bearer token\n");
 	if (!strcmp(url, "/metrics") && get)
 		return get_metrics(r, c);
+	if (s->o.route && !strncmp(url, s->o.route_prefix, strlen(s->o.route_prefix))) {
+		r->kind = REQ_ROUTE;
+		r->url = xstrdup(url);
+		r->method = xstrdup(method);
+		return MHD_YES;
+	}
 	if (!strcmp(url, "/v1/inventory") && get)
 		return get_inventory(r, c);
 	if (strncmp(url, OBJECTS, strlen(OBJECTS)))
@@ -648,6 +666,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*upload_data_size = 0;
 		return receive(r, upload_data, len);
 	}
+	if (r->kind == REQ_ROUTE) {
+		char *answer = NULL;
+		int code = r->s->o.route(r->s->o.route_arg, r->method, r->url, r->body, r->body_len,
+					 &answer);
+		struct MHD_Response *resp = MHD_create_response_from_buffer(
+			answer ? strlen(answer) : 0, answer ? answer : (void *)"",
+			answer ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+		r->kind = REQ_OTHER;
+		return queue(r, c, (unsigned)code, resp);
+	}
 	if (r->kind == REQ_PUT_META)
 		return finish_meta(r, c);
 	if (r->kind == REQ_PUT_FILE || r->kind == REQ_PUT_TREE)
@@ -667,6 +696,9 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 : why == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown"
 									 : "connection lost");
 	remove_staging(r);
+	free(r->body);
+	free(r->url);
+	free(r->method);
 	free(r);
 	*con_cls = NULL;
 }

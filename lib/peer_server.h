@@ -26,6 +26,15 @@ struct mtc_peer_server_opts {
 	int max_connections;
 	int timeout_s; /* idle connection timeout */
 	int digest_threads;
+	/*
+	 * Extra routes (the coordinator): an authorized request whose URL starts
+	 * with route_prefix goes, body and all (at most 64 MiB), to route, which
+	 * may block; it returns the HTTP status and a malloc'd JSON answer.
+	 */
+	const char *route_prefix;
+	int (*route)(void *arg, const char *method, const char *url, const char *body, size_t len,
+		     char **answer);
+	void *route_arg;
 };
 
 void mtc_peer_server_defaults(struct mtc_peer_server_opts *o);
