@@ -16,9 +16,7 @@ import os
 import secrets
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -26,19 +24,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import auth  # noqa: E402
 import crc32c  # noqa: E402
+from blobs import FileBlob, MemBlob  # noqa: E402
+from protocol import (HTTPError, check_hashes, check_preconditions, decode_token,  # noqa: E402
+                      encode_token, expectations, parse_content_range, parse_goog_hash,
+                      parse_range, rfc3339, split_multipart)
 
 ALIGN = 256 * 1024
 PIECE = 1 << 20
 MAX_PAGE = 1000
-DEVSTORAGE_SCOPES = ("https://www.googleapis.com/auth/devstorage.",
-                     "https://www.googleapis.com/auth/cloud-platform")
-
-
-class HTTPError(Exception):
-    def __init__(self, status, message, reason=None, headers=None):
-        super().__init__(message)
-        self.status, self.message, self.reason, self.headers = status, message, reason, headers or {}
 
 
 class DropConnection(Exception):
@@ -59,88 +54,6 @@ def new_md5():
 
 def md5_b64(h):
     return base64.b64encode(h.digest()).decode() if MD5 else None
-
-
-def rfc3339(t):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int(t * 1000 % 1000)
-
-
-def b64url_decode(s):
-    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
-
-
-# ---------------------------------------------------------------- storage of bytes
-
-class MemBlob:
-    def __init__(self):
-        self.buf = bytearray()
-
-    def size(self):
-        return len(self.buf)
-
-    def append(self, data):
-        self.buf += data
-
-    def truncate(self, n):
-        del self.buf[n:]
-
-    def reader(self):
-        return self
-
-    def read_at(self, off, n):
-        return bytes(self.buf[off:off + n])
-
-    def close(self):
-        pass
-
-    def discard(self):
-        pass
-
-
-class FileBlob:
-    def __init__(self, directory):
-        fd, self.path = tempfile.mkstemp(dir=directory, prefix="blob-")
-        self.f = os.fdopen(fd, "r+b")
-        self.n = 0
-
-    def size(self):
-        return self.n
-
-    def append(self, data):
-        self.f.seek(self.n)
-        self.f.write(data)
-        self.n += len(data)
-
-    def truncate(self, n):
-        self.f.truncate(n)
-        self.n = min(self.n, n)
-
-    def reader(self):
-        if not self.f.closed:
-            self.f.flush()
-        return _FileReader(open(self.path, "rb"))
-
-    def close(self):
-        self.f.close()
-
-    def discard(self):
-        self.f.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-
-
-class _FileReader:
-    def __init__(self, f):
-        self.f = f
-
-    def read_at(self, off, n):
-        self.f.seek(off)
-        return self.f.read(n)
-
-    def close(self):
-        self.f.close()
 
 
 # ---------------------------------------------------------------- state
@@ -325,68 +238,6 @@ class State:
 STATE = None
 
 
-# ---------------------------------------------------------------- helpers of the API
-
-def check_preconditions(q, obj):
-    def want(key):
-        v = q.get(key)
-        if v is None:
-            return None
-        try:
-            return int(v)
-        except ValueError:
-            raise HTTPError(400, "invalid %s" % key, "invalid")
-
-    fail = HTTPError(412, "At least one of the pre-conditions you specified did not hold.",
-                     "conditionNotMet")
-    g = want("ifGenerationMatch")
-    if g is not None:
-        if g == 0 and obj is not None:
-            raise fail
-        if g != 0 and (obj is None or obj.generation != g):
-            raise fail
-    g = want("ifGenerationNotMatch")
-    if g is not None and ((obj is None and g == 0) or (obj is not None and obj.generation == g)):
-        raise fail
-    m = want("ifMetagenerationMatch")
-    if m is not None and (obj is None or obj.metageneration != m):
-        raise fail
-    m = want("ifMetagenerationNotMatch")
-    if m is not None and obj is not None and obj.metageneration == m:
-        raise fail
-
-
-def parse_goog_hash(value):
-    out = {}
-    if not value:
-        return out
-    for part in value.split(","):
-        k, _, v = part.strip().partition("=")
-        if k in ("crc32c", "md5") and v:
-            out[k] = v
-    return out
-
-
-def check_hashes(expect, crc, md5):
-    if expect.get("crc32c") and expect["crc32c"] != crc:
-        raise HTTPError(400, 'Provided CRC32C "%s" doesn\'t match calculated CRC32C "%s".'
-                        % (expect["crc32c"], crc), "invalid")
-    if expect.get("md5") and md5 and expect["md5"] != md5:
-        raise HTTPError(400, 'Provided MD5 hash "%s" doesn\'t match calculated MD5 hash "%s".'
-                        % (expect["md5"], md5), "invalid")
-
-
-def expectations(meta, header):
-    e = {}
-    if isinstance(meta, dict):
-        if meta.get("crc32c"):
-            e["crc32c"] = meta["crc32c"]
-        if meta.get("md5Hash"):
-            e["md5"] = meta["md5Hash"]
-    e.update(parse_goog_hash(header))
-    return e
-
-
 def commit_object(bucket, name, blob, q, meta, crc, md5):
     """Makes the object visible as a new generation, if the preconditions hold."""
     b = STATE.bucket(bucket)
@@ -404,18 +255,6 @@ def commit_object(bucket, name, blob, q, meta, crc, md5):
     if old is not None:
         old.blob.discard()
     return o
-
-
-def encode_token(start_after):
-    raw = json.dumps({"a": start_after, "n": secrets.token_hex(4)}).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_token(tok):
-    try:
-        return json.loads(b64url_decode(tok))["a"]
-    except (ValueError, KeyError, TypeError):
-        raise HTTPError(400, "Invalid pageToken", "invalid")
 
 
 # ---------------------------------------------------------------- the handler
@@ -710,42 +549,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def oauth_token(self, _bucket, _name):
         form = {k: v[-1] for k, v in parse_qs(self.read_body().decode("utf-8", "replace")).items()}
-        def bad(why):
-            return HTTPError(400, why, "invalid_grant")
+        aud = "http://%s%s" % (self.host(), urlsplit(self.path).path)
         try:
             if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
-                raise bad("unsupported grant_type")
-            jwt = form.get("assertion", "")
-            pieces = jwt.split(".")
-            if len(pieces) != 3:
-                raise bad("assertion is not a JWT")
-            try:
-                header = json.loads(b64url_decode(pieces[0]))
-                claims = json.loads(b64url_decode(pieces[1]))
-                sig = b64url_decode(pieces[2])
-            except ValueError:
-                raise bad("assertion is not a JWT")
-            if header.get("alg") != "RS256":
-                raise bad("alg must be RS256")
-            if not verify_rs256((pieces[0] + "." + pieces[1]).encode(), sig):
-                raise bad("Invalid JWT Signature.")
-            now = time.time()
-            aud = "http://%s%s" % (self.host(), urlsplit(self.path).path)
-            if not claims.get("iss"):
-                raise bad("iss missing")
-            if claims.get("aud") != aud:
-                raise bad("Invalid JWT: aud %r is not %r" % (claims.get("aud"), aud))
-            iat, exp = claims.get("iat"), claims.get("exp")
-            if not isinstance(iat, (int, float)) or not isinstance(exp, (int, float)):
-                raise bad("Invalid JWT: iat and exp must be numbers")
-            if exp <= now or iat > now + 60 or exp - iat > 3600 or exp <= iat:
-                raise bad("Invalid JWT: Token must be a short-lived token (60 minutes) and in a "
-                          "reasonable timeframe. Check your iat and exp values in the JWT claim.")
-            scopes = str(claims.get("scope", "")).split()
-            if not any(s.startswith(DEVSTORAGE_SCOPES) for s in scopes):
-                raise bad("invalid_scope: no storage scope")
-        except HTTPError as e:
-            self.send_json(400, {"error": "invalid_grant", "error_description": e.message})
+                raise auth.Rejected("unsupported grant_type")
+            auth.check_assertion(form.get("assertion", ""), aud, STATE.public_keys)
+        except auth.Rejected as e:
+            self.send_json(400, {"error": "invalid_grant", "error_description": str(e)})
             return
         self.send_json(200, STATE.issue_token())
 
@@ -1181,93 +991,6 @@ class Handler(BaseHTTPRequestHandler):
             self.send(204)
         else:
             raise HTTPError(404, "unknown control path", "notFound")
-
-
-def parse_range(value, size):
-    """Returns [start, end) for a single bytes range, or (None, None) if unsatisfiable."""
-    v = value.strip()
-    if not v.startswith("bytes=") or "," in v:
-        return 0, size
-    a, _, b = v[6:].strip().partition("-")
-    try:
-        if a == "":
-            n = int(b)
-            return (max(0, size - n), size) if n > 0 and size > 0 else (None, None)
-        start = int(a)
-        end = min(size, int(b) + 1) if b else size
-    except ValueError:
-        return 0, size
-    if start >= size or end <= start:
-        return None, None
-    return start, end
-
-
-def parse_content_range(value, length):
-    """Returns (start, last, total): start None for a status query; total None for '*'."""
-    if value is None:
-        if not length:
-            return None, None, None
-        return 0, length - 1, length
-    v = value.strip()
-    if not v.lower().startswith("bytes"):
-        raise HTTPError(400, "bad Content-Range %r" % value, "invalid")
-    rng, _, tot = v[5:].strip().partition("/")
-    try:
-        total = None if tot.strip() == "*" else int(tot)
-        if rng.strip() == "*":
-            return None, None, total
-        a, _, b = rng.partition("-")
-        start, last = int(a), int(b)
-    except ValueError:
-        raise HTTPError(400, "bad Content-Range %r" % value, "invalid")
-    if last < start or (length is not None and last - start + 1 != length):
-        raise HTTPError(400, "Content-Range %r does not match the body length" % value, "invalid")
-    return start, last, total
-
-
-def split_multipart(body, boundary):
-    """Returns [(headers, payload), ...] of a multipart/related body."""
-    delim = b"--" + boundary
-    first = body.find(delim)
-    end = body.rfind(b"\r\n" + delim + b"--")
-    if first < 0 or end < 0:
-        raise HTTPError(400, "malformed multipart body", "invalid")
-    inner = body[first + len(delim):end]
-    parts = []
-    for raw in inner.split(b"\r\n" + delim, 1) if inner else []:
-        if not raw.startswith(b"\r\n"):
-            raise HTTPError(400, "malformed multipart part", "invalid")
-        raw = raw[2:]
-        if raw.startswith(b"\r\n"):
-            head, payload = b"", raw[2:]
-        else:
-            head, sep, payload = raw.partition(b"\r\n\r\n")
-            if not sep:
-                raise HTTPError(400, "malformed multipart part", "invalid")
-        headers = {}
-        for line in head.decode("latin-1").split("\r\n"):
-            k, _, v = line.partition(":")
-            if k:
-                headers[k.strip().lower()] = v.strip()
-        parts.append((headers, payload))
-    return parts
-
-
-def verify_rs256(signed, sig):
-    if not STATE.public_keys:
-        return False
-    with tempfile.TemporaryDirectory(prefix="fakegcs-jwt") as d:
-        data, sigf = os.path.join(d, "data"), os.path.join(d, "sig")
-        with open(data, "wb") as f:
-            f.write(signed)
-        with open(sigf, "wb") as f:
-            f.write(sig)
-        for key in STATE.public_keys:
-            r = subprocess.run(["openssl", "dgst", "-sha256", "-verify", key, "-signature", sigf, data],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
-            if r.returncode == 0:
-                return True
-    return False
 
 
 class Server(ThreadingHTTPServer):

@@ -1,0 +1,162 @@
+"""Pure pieces of the GCS JSON API: errors, preconditions, hashes, ranges, page tokens,
+multipart bodies."""
+import base64
+import json
+import secrets
+import time
+
+
+class HTTPError(Exception):
+    def __init__(self, status, message, reason=None, headers=None):
+        super().__init__(message)
+        self.status, self.message, self.reason, self.headers = status, message, reason, headers or {}
+
+
+def rfc3339(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int(t * 1000 % 1000)
+
+
+def b64url_decode(s):
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+def check_preconditions(q, obj):
+    def want(key):
+        v = q.get(key)
+        if v is None:
+            return None
+        try:
+            return int(v)
+        except ValueError:
+            raise HTTPError(400, "invalid %s" % key, "invalid")
+
+    fail = HTTPError(412, "At least one of the pre-conditions you specified did not hold.",
+                     "conditionNotMet")
+    g = want("ifGenerationMatch")
+    if g is not None:
+        if g == 0 and obj is not None:
+            raise fail
+        if g != 0 and (obj is None or obj.generation != g):
+            raise fail
+    g = want("ifGenerationNotMatch")
+    if g is not None and ((obj is None and g == 0) or (obj is not None and obj.generation == g)):
+        raise fail
+    m = want("ifMetagenerationMatch")
+    if m is not None and (obj is None or obj.metageneration != m):
+        raise fail
+    m = want("ifMetagenerationNotMatch")
+    if m is not None and obj is not None and obj.metageneration == m:
+        raise fail
+
+
+def parse_goog_hash(value):
+    out = {}
+    if not value:
+        return out
+    for part in value.split(","):
+        k, _, v = part.strip().partition("=")
+        if k in ("crc32c", "md5") and v:
+            out[k] = v
+    return out
+
+
+def check_hashes(expect, crc, md5):
+    if expect.get("crc32c") and expect["crc32c"] != crc:
+        raise HTTPError(400, 'Provided CRC32C "%s" doesn\'t match calculated CRC32C "%s".'
+                        % (expect["crc32c"], crc), "invalid")
+    if expect.get("md5") and md5 and expect["md5"] != md5:
+        raise HTTPError(400, 'Provided MD5 hash "%s" doesn\'t match calculated MD5 hash "%s".'
+                        % (expect["md5"], md5), "invalid")
+
+
+def expectations(meta, header):
+    e = {}
+    if isinstance(meta, dict):
+        if meta.get("crc32c"):
+            e["crc32c"] = meta["crc32c"]
+        if meta.get("md5Hash"):
+            e["md5"] = meta["md5Hash"]
+    e.update(parse_goog_hash(header))
+    return e
+
+
+def encode_token(start_after):
+    raw = json.dumps({"a": start_after, "n": secrets.token_hex(4)}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_token(tok):
+    try:
+        return json.loads(b64url_decode(tok))["a"]
+    except (ValueError, KeyError, TypeError):
+        raise HTTPError(400, "Invalid pageToken", "invalid")
+
+
+def parse_range(value, size):
+    """Returns [start, end) for a single bytes range, or (None, None) if unsatisfiable."""
+    v = value.strip()
+    if not v.startswith("bytes=") or "," in v:
+        return 0, size
+    a, _, b = v[6:].strip().partition("-")
+    try:
+        if a == "":
+            n = int(b)
+            return (max(0, size - n), size) if n > 0 and size > 0 else (None, None)
+        start = int(a)
+        end = min(size, int(b) + 1) if b else size
+    except ValueError:
+        return 0, size
+    if start >= size or end <= start:
+        return None, None
+    return start, end
+
+
+def parse_content_range(value, length):
+    """Returns (start, last, total): start None for a status query; total None for '*'."""
+    if value is None:
+        if not length:
+            return None, None, None
+        return 0, length - 1, length
+    v = value.strip()
+    if not v.lower().startswith("bytes"):
+        raise HTTPError(400, "bad Content-Range %r" % value, "invalid")
+    rng, _, tot = v[5:].strip().partition("/")
+    try:
+        total = None if tot.strip() == "*" else int(tot)
+        if rng.strip() == "*":
+            return None, None, total
+        a, _, b = rng.partition("-")
+        start, last = int(a), int(b)
+    except ValueError:
+        raise HTTPError(400, "bad Content-Range %r" % value, "invalid")
+    if last < start or (length is not None and last - start + 1 != length):
+        raise HTTPError(400, "Content-Range %r does not match the body length" % value, "invalid")
+    return start, last, total
+
+
+def split_multipart(body, boundary):
+    """Returns [(headers, payload), ...] of a multipart/related body."""
+    delim = b"--" + boundary
+    first = body.find(delim)
+    end = body.rfind(b"\r\n" + delim + b"--")
+    if first < 0 or end < 0:
+        raise HTTPError(400, "malformed multipart body", "invalid")
+    inner = body[first + len(delim):end]
+    parts = []
+    for raw in inner.split(b"\r\n" + delim, 1) if inner else []:
+        if not raw.startswith(b"\r\n"):
+            raise HTTPError(400, "malformed multipart part", "invalid")
+        raw = raw[2:]
+        if raw.startswith(b"\r\n"):
+            head, payload = b"", raw[2:]
+        else:
+            head, sep, payload = raw.partition(b"\r\n\r\n")
+            if not sep:
+                raise HTTPError(400, "malformed multipart part", "invalid")
+        headers = {}
+        for line in head.decode("latin-1").split("\r\n"):
+            k, _, v = line.partition(":")
+            if k:
+                headers[k.strip().lower()] = v.strip()
+        parts.append((headers, payload))
+    return parts
