@@ -290,7 +290,8 @@ static int parse_backups(struct lkg *L, json_t *list)
 		    parse_data(L, json_object_get(b, "data-files"), where, -1, bk) < 0)
 			return -1;
 	}
-	qsort(L->backups, L->n_backups, sizeof *L->backups, cmp_backup);
+	if (L->n_backups)
+		qsort(L->backups, L->n_backups, sizeof *L->backups, cmp_backup);
 	return 0;
 }
 
@@ -306,7 +307,8 @@ static int cmp_holding(const void *a, const void *b)
 static void index_holdings(struct lkg *L)
 {
 	size_t k = 0;
-	qsort(L->hold, L->n_hold, sizeof *L->hold, cmp_holding);
+	if (L->n_hold)
+		qsort(L->hold, L->n_hold, sizeof *L->hold, cmp_holding);
 	L->hold_start = xcalloc((size_t)L->n_hash + 1, sizeof *L->hold_start);
 	L->hold_rank = xmalloc((L->n_hold + 1) * sizeof *L->hold_rank);
 	for (size_t i = 0; i < L->n_hold; i++) {
@@ -455,7 +457,8 @@ static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char 
 static long long newest_valid(struct lkg *L, struct meta *m, size_t n, const char *backup,
 			      char *why, size_t len)
 {
-	qsort(m, n, sizeof *m, cmp_meta);
+	if (n)
+		qsort(m, n, sizeof *m, cmp_meta);
 	*why = '\0';
 	for (size_t i = 0, j; i < n; i = j) {
 		char where[128];
