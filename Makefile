@@ -71,13 +71,20 @@ check: have-deps
 	@$(MAKE) --no-print-directory fuzz
 	@tests/run build/release build/asan
 
-FUZZ_SRC := $(wildcard tests/fuzz/*.c)
-FUZZERS  := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
+# Fuzz targets link a copy of the library built by clang with libFuzzer and the sanitizers.
+FUZZ_SRC   := $(wildcard tests/fuzz/*.c)
+FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
+FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -Ilib $(PKG_CFLAGS) -DMTC_VERSION='"$(VERSION)"' \
+              -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_OBJ   := $(LIB_SRC:%.c=build/fuzz/%.o)
 fuzz: $(FUZZERS)
-build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
+build/fuzz/%.o: %.c $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)
-	clang -g -O1 -std=c11 -D_GNU_SOURCE -pthread -Ilib $(PKG_CFLAGS) -DMTC_VERSION='"$(VERSION)"' \
-	    -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(PKG_LIBS) -lm
+	clang $(FUZZ_FLAGS) -c -o $@ $<
+build/fuzz/libmtc.a: $(FUZZ_OBJ)
+	$(AR) rcs $@ $^
+build/fuzz/%: tests/fuzz/%.c build/fuzz/libmtc.a
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lm
 
 bench: all
 	@tests/bench/run build/release
