@@ -13,7 +13,7 @@
 
 #include <curl/curl.h>
 
-#include "digest.h"
+#include "blake3.h"
 #include "exitcode.h"
 #include "fsutil.h"
 #include "inventory.h"
@@ -61,6 +61,8 @@ struct call {
 	char thread_why[512];
 	int tree_fd;
 	const char *tree_root;
+	struct mtc_blake3 file_hash;
+	char got[66];
 };
 
 static void append_body(struct call *c, const char *p, size_t n)
@@ -117,6 +119,8 @@ static size_t on_write(char *p, size_t size, size_t n, void *arg)
 		}
 		off += (size_t)w;
 	}
+	if (!c->down_tree)
+		mtc_blake3_update(&c->file_hash, p, len);
 	c->bytes += (long long)len;
 	return len;
 }
@@ -143,8 +147,8 @@ static void *tree_writer(void *arg)
 static void *tree_reader(void *arg)
 {
 	struct call *c = arg;
-	c->thread_rc = mtc_wire_extract(c->tree_fd, c->tree_root, c->limits, c->thread_why,
-					sizeof c->thread_why);
+	c->thread_rc = mtc_wire_extract(c->tree_fd, c->tree_root, c->limits, c->got,
+					c->thread_why, sizeof c->thread_why);
 	close(c->tree_fd);
 	return NULL;
 }
@@ -184,6 +188,8 @@ static int prepare(struct call *c)
 	free(c->body);
 	c->body = NULL;
 	c->body_len = 0;
+	c->got[0] = '\0';
+	mtc_blake3_init(&c->file_hash);
 	if (c->up_path && !c->up_tree && (c->up_fd = open(c->up_path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
 	if (c->up_path && c->up_tree && start_thread(c, 1, c->up_path) < 0)
@@ -203,8 +209,13 @@ static int prepare(struct call *c)
 static int finish_fds(struct call *c)
 {
 	int rc = 0;
-	if (c->down_fd >= 0 && !c->down_tree && fsync(c->down_fd) < 0)
-		rc = -1;
+	if (c->down_fd >= 0 && !c->down_tree) {
+		uint8_t h[MTC_BLAKE3_OUT_LEN];
+		mtc_blake3_final(&c->file_hash, h, sizeof h);
+		mtc_hex(h, sizeof h, c->got);
+		if (fsync(c->down_fd) < 0)
+			rc = -1;
+	}
 	if (c->up_fd >= 0)
 		close(c->up_fd);
 	if (c->down_fd >= 0)
@@ -408,17 +419,12 @@ static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, 
 			      char *err, size_t errlen)
 {
 	struct publish *p = arg;
-	char why[512];
-	int rc = mtc_digest_verify(p->obj, p->hash, NULL, pc->digest_threads, why, sizeof why);
 
-	if (rc > 0) {
-		snprintf(err, errlen, "'%s': content does not match its name: %s", c->url, why);
+	if (strcmp(c->got, p->hash)) {
+		snprintf(err, errlen, "'%s': content does not match its name: digest is %s", c->url,
+			 c->got);
 		c->code = 422;
 		return RETRY;
-	}
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot verify '%s': %s", p->obj, strerror(errno));
-		return MTC_EXIT_FAILURE;
 	}
 	if (c->down_tree)
 		sync();

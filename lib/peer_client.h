@@ -19,7 +19,7 @@ struct mtc_peer_client {
 	const char *token; /* NULL: no Authorization header */
 	double deadline_s; /* per object, all attempts together */
 	int retries;
-	int digest_threads;
+	int digest_threads; /* unused: data is hashed as it arrives */
 	struct mtc_wire_limits limits; /* what a fetched tree may hold */
 };
 

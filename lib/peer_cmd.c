@@ -50,7 +50,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	struct mtc_peer_server_opts o;
 	char *dir = NULL, *listen = NULL, *token = NULL, err[512];
 	long long max_body = -1, max_files = -1;
-	int insecure = 0, max_depth = -1, max_conn = -1, timeout = -1, threads = 0, sig, rc;
+	int insecure = 0, max_depth = -1, max_conn = -1, timeout = -1, sig, rc;
 	int coordinator = 0, nodes = 0;
 	double round_s = 0, heartbeat_s = 0, poll_s = 0;
 	struct mtc_coord *coord = NULL;
@@ -72,8 +72,6 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "concurrent connections (default 64)", "N" },
 		{ "timeout", '\0', POPT_ARG_INT, &timeout, 0,
 		  "seconds a connection may stay idle (default 120)", "SEC" },
-		{ "threads", 't', POPT_ARG_INT, &threads, 0,
-		  "hashing threads per upload (default: one per CPU)", "N" },
 		{ "coordinator", '\0', POPT_ARG_NONE, &coordinator, 0,
 		  "also be the coordinator (rank 0): POST /v1/coord/{restore,restore-done,sync}",
 		  NULL },
@@ -103,7 +101,6 @@ int mtc_replicate_serve(int argc, const char **argv)
 		o.listen = listen;
 	o.token_file = token;
 	o.insecure = insecure;
-	o.digest_threads = threads;
 	if (max_body >= 0)
 		o.max_body = max_body;
 	if (max_files >= 0)
@@ -168,7 +165,7 @@ out:
 }
 
 static int client_setup(struct mtc_peer_client *pc, const char *token_file, double timeout,
-			int retries, int threads, char **token)
+			int retries, char **token)
 {
 	char err[512];
 	mtc_peer_client_defaults(pc);
@@ -176,7 +173,6 @@ static int client_setup(struct mtc_peer_client *pc, const char *token_file, doub
 		pc->deadline_s = timeout;
 	if (retries >= 0)
 		pc->retries = retries;
-	pc->digest_threads = threads;
 	*token = NULL;
 	if (token_file) {
 		if (!(*token = mtc_read_token_file(token_file, err, sizeof err))) {
@@ -227,7 +223,7 @@ int mtc_replicate_push(int argc, const char **argv)
 	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token_file = NULL,
 	     *token = NULL, **peers = NULL, **urls = NULL, err[512];
 	double timeout = 0;
-	int retries = -1, threads = 0, n_urls = 0, failed = 0, rc;
+	int retries = -1, n_urls = 0, failed = 0, rc;
 	long long step;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
@@ -242,7 +238,6 @@ int mtc_replicate_push(int argc, const char **argv)
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
 		  "seconds per object, retries included (default 3600)", "SEC" },
 		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
-		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads", "N" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -288,7 +283,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		for (int i = 0; i < n; i++)
 			urls[n_urls++] = expand_template(tmpl, ranks[i]);
 	}
-	if ((rc = client_setup(&pc, token_file, timeout, retries, threads, &token)) >= 0) {
+	if ((rc = client_setup(&pc, token_file, timeout, retries, &token)) >= 0) {
 		mtc_config_free(&cfg);
 		goto out;
 	}
@@ -319,7 +314,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 	char *dir = NULL, *from = NULL, *token_file = NULL, *token = NULL, **hashes = NULL,
 	     **metas = NULL;
 	double timeout = 0;
-	int retries = -1, threads = 0, rc, worst = 0;
+	int retries = -1, rc, worst = 0;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
 		{ "from", 'f', POPT_ARG_STRING, &from, 0, "the peer to fetch from", "URL" },
@@ -331,7 +326,6 @@ int mtc_replicate_fetch(int argc, const char **argv)
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
 		  "seconds per object, retries included (default 3600)", "SEC" },
 		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
-		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads", "N" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -358,7 +352,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 			goto out;
 		}
 	}
-	if ((rc = client_setup(&pc, token_file, timeout, retries, threads, &token)) >= 0)
+	if ((rc = client_setup(&pc, token_file, timeout, retries, &token)) >= 0)
 		goto out;
 	list = json_array();
 	for (int pass = 0; pass < 2; pass++)

@@ -20,7 +20,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "digest.h"
+#include "blake3.h"
 #include "fsutil.h"
 #include "inventory.h"
 #include "log.h"
@@ -50,7 +50,7 @@ struct mtc_peer_server {
 	atomic_llong bytes_in, bytes_out, active, digest_failures;
 	atomic_llong published, already_present, rejected;
 	atomic_llong codes[600];
-	struct mtc_histogram seconds, verify_seconds;
+	struct mtc_histogram seconds;
 };
 
 enum req_kind { REQ_OTHER, REQ_PUT_FILE, REQ_PUT_TREE, REQ_PUT_META, REQ_ROUTE };
@@ -74,6 +74,8 @@ struct req {
 	long long bytes;
 	double t0;
 	int transfer;
+	struct mtc_blake3 file_hash;
+	char got[66];
 	char *body, *url, *method; /* REQ_ROUTE */
 	size_t body_len;
 };
@@ -197,7 +199,7 @@ static void *extract_main(void *arg)
 	struct req *r = arg;
 	struct mtc_wire_limits lim = { r->s->o.max_body, r->s->o.max_files, r->s->o.max_depth };
 
-	r->extract_rc = mtc_wire_extract(r->extract_fd, r->obj, &lim, r->extract_why,
+	r->extract_rc = mtc_wire_extract(r->extract_fd, r->obj, &lim, r->got, r->extract_why,
 					 sizeof r->extract_why);
 	close(r->extract_fd);
 	r->extract_fd = -1;
@@ -364,9 +366,7 @@ static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 	mtc_metric_value(&t, "mtc_peer_digest_failures_total", NULL,
 			 (double)atomic_load(&s->digest_failures));
 	mtc_metric_histogram(&t, "mtc_peer_transfer_seconds",
-			     "seconds per data upload, receipt and verification", &s->seconds);
-	mtc_metric_histogram(&t, "mtc_peer_verify_seconds", "seconds spent verifying the digest",
-			     &s->verify_seconds);
+			     "seconds per data upload, hashed as it arrives", &s->seconds);
 	rc = respond(r, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", "%s", t.buf);
 	free(t.buf);
 	return rc;
@@ -407,6 +407,7 @@ static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, int is
 	atomic_fetch_add(&s->active, 1);
 	if (!mtc_is_dir_hash(r->hash)) {
 		r->kind = REQ_PUT_FILE;
+		mtc_blake3_init(&r->file_hash);
 		r->fd = open(r->obj, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (r->fd < 0)
 			goto fail;
@@ -484,7 +485,10 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 		}
 		close(r->fd);
 		r->fd = -1;
+		return MHD_YES;
 	}
+	if (r->kind == REQ_PUT_FILE)
+		mtc_blake3_update(&r->file_hash, data, len);
 	return MHD_YES;
 }
 
@@ -526,7 +530,6 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
 	char why[1024], *final;
-	double t_verify;
 	unsigned code;
 	int rc;
 
@@ -553,21 +556,19 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 		remove_staging(r);
 		return respond(r, c, code, TEXT, "%s\n", r->why);
 	}
-	t_verify = mtc_now();
-	rc = mtc_digest_verify(r->obj, r->hash, NULL, s->o.digest_threads, why, sizeof why);
-	mtc_histogram_observe(&s->verify_seconds, mtc_now() - t_verify);
-	mtc_debug("'%s': received in %.3f s, verified in %.3f s", r->name, t_verify - r->t0,
-		  mtc_now() - t_verify);
-	if (rc != 0) {
+	if (r->kind == REQ_PUT_FILE) {
+		uint8_t h[MTC_BLAKE3_OUT_LEN];
+		mtc_blake3_final(&r->file_hash, h, sizeof h);
+		mtc_hex(h, sizeof h, r->got);
+	}
+	mtc_debug("'%s': received and hashed in %.3f s", r->name, mtc_now() - r->t0);
+	if (strcmp(r->got, r->hash)) {
 		atomic_fetch_add(&s->rejected, 1);
-		if (rc > 0)
-			atomic_fetch_add(&s->digest_failures, 1);
-		else
-			snprintf(why, sizeof why, "%s", strerror(errno));
+		atomic_fetch_add(&s->digest_failures, 1);
+		snprintf(why, sizeof why, "digest is %s, expected %s", r->got, r->hash);
 		mtc_warn("'%s' rejected: %s", r->name, why);
 		remove_staging(r);
-		return respond(r, c, rc > 0 ? HTTP_UNPROCESSABLE : 500, TEXT,
-			       "'%s' rejected: %s\n", r->name, why);
+		return respond(r, c, HTTP_UNPROCESSABLE, TEXT, "'%s' rejected: %s\n", r->name, why);
 	}
 	if (atomic_load(&s->stopping)) {
 		remove_staging(r);
@@ -822,7 +823,6 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		s->has_token = 1;
 	}
 	mtc_histogram_init(&s->seconds, buckets, (int)(sizeof buckets / sizeof *buckets));
-	mtc_histogram_init(&s->verify_seconds, buckets, (int)(sizeof buckets / sizeof *buckets));
 	signal(SIGPIPE, SIG_IGN);
 	remove_leftovers(s->dir);
 	if (ss.ss_family == AF_INET6)

@@ -25,7 +25,7 @@ struct mtc_peer_server_opts {
 	int max_depth;
 	int max_connections;
 	int timeout_s; /* idle connection timeout */
-	int digest_threads;
+	int digest_threads; /* unused: uploads are hashed as they arrive */
 	/*
 	 * Extra routes (the coordinator): an authorized request whose URL starts
 	 * with route_prefix goes, body and all (at most 64 MiB), to route, which

@@ -13,6 +13,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "blake3.h"
 #include "xalloc.h"
 
 #define BLOCK (1 << 20)
@@ -101,9 +102,11 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int extract_file(struct archive *a, int rootfd, char *path, long long size, char *why,
-			size_t whylen)
+static int extract_file(struct archive *a, int rootfd, char *path, long long size,
+			char digest[66], char *why, size_t whylen)
 {
+	struct mtc_blake3 h;
+	uint8_t out[MTC_BLAKE3_OUT_LEN];
 	char *leaf;
 	int dfd = open_parent(rootfd, path, &leaf), fd;
 	long long done = 0;
@@ -119,6 +122,7 @@ static int extract_file(struct archive *a, int rootfd, char *path, long long siz
 	if (fd < 0)
 		return fail(why, whylen, "'%.200s': %s", path,
 			    errno == EEXIST ? "duplicate entry" : strerror(errno));
+	mtc_blake3_init(&h);
 	while ((rc = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
 		if (off != done || done + (long long)len > size) {
 			close(fd);
@@ -129,6 +133,7 @@ static int extract_file(struct archive *a, int rootfd, char *path, long long siz
 			close(fd);
 			return fail(why, whylen, "'%.200s': %s", path, strerror(e));
 		}
+		mtc_blake3_update(&h, buf, len);
 		done += (long long)len;
 	}
 	close(fd);
@@ -136,6 +141,8 @@ static int extract_file(struct archive *a, int rootfd, char *path, long long siz
 		return fail(why, whylen, "'%.200s': %s", path, archive_error_string(a));
 	if (done != size)
 		return fail(why, whylen, "'%.200s': %lld of %lld bytes", path, done, size);
+	mtc_blake3_final(&h, out, sizeof out);
+	mtc_hex(out, sizeof out, digest);
 	return 0;
 }
 
@@ -217,13 +224,30 @@ static int drain_trailer(int fd, char *why, size_t whylen)
 	return 0;
 }
 
-int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim, char *why,
-		     size_t whylen)
+static struct mtc_wire_entry *add_entry(struct mtc_wire_entry **list, size_t *n, size_t *cap,
+					const char *path, int is_dir)
+{
+	struct mtc_wire_entry *e;
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 64;
+		*list = xrealloc(*list, *cap * sizeof **list);
+	}
+	e = &(*list)[(*n)++];
+	e->path = xstrdup(path);
+	e->is_dir = is_dir;
+	e->digest[0] = '\0';
+	return e;
+}
+
+int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
+		     char digest[66], char *why, size_t whylen)
 {
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
 	char *path = xmalloc(MTC_WIRE_PATH_MAX);
 	long long files = 0, bytes = 0;
+	struct mtc_wire_entry *list = NULL;
+	size_t n = 0, cap = 0;
 	int rootfd, rc = -1, r;
 
 	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -249,6 +273,7 @@ int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim
 		if (archive_entry_filetype(e) == AE_IFDIR) {
 			if (extract_dir(rootfd, path, why, whylen) < 0)
 				goto out;
+			add_entry(&list, &n, &cap, path, 1);
 			continue;
 		}
 		bytes += archive_entry_size(e);
@@ -256,7 +281,8 @@ int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim
 			fail(why, whylen, "more than %lld bytes", lim->max_bytes);
 			goto out;
 		}
-		if (extract_file(a, rootfd, path, archive_entry_size(e), why, whylen) < 0)
+		if (extract_file(a, rootfd, path, archive_entry_size(e),
+				 add_entry(&list, &n, &cap, path, 0)->digest, why, whylen) < 0)
 			goto out;
 	}
 	if (r != ARCHIVE_EOF) {
@@ -264,12 +290,125 @@ int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim
 		goto out;
 	}
 	rc = drain_trailer(fd, why, whylen);
+	if (!rc)
+		mtc_wire_tree_digest(list, n, digest);
 out:
 	if (rootfd >= 0)
 		close(rootfd);
 	archive_read_free(a);
 	free(path);
+	for (size_t i = 0; i < n; i++)
+		free((char *)list[i].path);
+	free(list);
 	return rc;
+}
+
+/* Path order with '/' below every other byte: a directory's entries follow it. */
+static int cmp_path(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		unsigned ca = *a == '/' ? 1 : (unsigned char)*a, cb = *b == '/' ? 1 : (unsigned char)*b;
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+		if (!ca)
+			return 0;
+	}
+}
+
+static int by_entry_path(const void *x, const void *y)
+{
+	return cmp_path(((const struct mtc_wire_entry *)x)->path,
+			((const struct mtc_wire_entry *)y)->path);
+}
+
+static int by_string(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+struct level {
+	const char *path;
+	size_t len;
+	char **kids;
+	size_t n, cap;
+};
+
+static void add_kid(struct level *l, const char *digest)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->kids = xrealloc(l->kids, l->cap * sizeof *l->kids);
+	}
+	l->kids[l->n++] = xstrdup(digest);
+}
+
+static void close_level(struct level *l, char out[66])
+{
+	size_t total = 0, off = 0;
+	uint8_t h[MTC_BLAKE3_OUT_LEN];
+	char *buf;
+
+	if (l->n)
+		qsort(l->kids, l->n, sizeof *l->kids, by_string);
+	for (size_t i = 0; i < l->n; i++)
+		total += strlen(l->kids[i]) + 1;
+	buf = xmalloc(total + 1);
+	for (size_t i = 0; i < l->n; i++) {
+		size_t k = strlen(l->kids[i]);
+		memcpy(buf + off, l->kids[i], k);
+		off += k;
+		buf[off++] = '\n';
+		free(l->kids[i]);
+	}
+	mtc_blake3(buf, off ? off - 1 : 0, h);
+	out[0] = 'D';
+	mtc_hex(h, sizeof h, out + 1);
+	free(buf);
+	free(l->kids);
+	memset(l, 0, sizeof *l);
+}
+
+static int inside(const struct level *l, const char *path)
+{
+	return l->len == 0 || (!strncmp(path, l->path, l->len) && path[l->len] == '/');
+}
+
+void mtc_wire_tree_digest(struct mtc_wire_entry *e, size_t n, char out[66])
+{
+	struct level *stack = xcalloc(16, sizeof *stack);
+	size_t depth = 1, cap = 16;
+	char d[66];
+
+	if (n)
+		qsort(e, n, sizeof *e, by_entry_path);
+	for (size_t i = 0; i < n; i++) {
+		const char *p = e[i].path;
+		size_t plen = strlen(p);
+		while (depth > 1 && !inside(&stack[depth - 1], p)) {
+			close_level(&stack[--depth], d);
+			add_kid(&stack[depth - 1], d);
+		}
+		if (e[i].is_dir && depth > 1 && stack[depth - 1].len == plen)
+			continue; /* the same directory twice */
+		for (size_t k = stack[depth - 1].len + (depth > 1); k <= plen; k++) {
+			if (p[k] != '/' && !(k == plen && e[i].is_dir))
+				continue;
+			if (depth == cap) {
+				stack = xrealloc(stack, (cap *= 2) * sizeof *stack);
+				memset(stack + depth, 0, (cap - depth) * sizeof *stack);
+			}
+			stack[depth].path = p;
+			stack[depth++].len = k;
+		}
+		if (!e[i].is_dir)
+			add_kid(&stack[depth - 1], e[i].digest);
+	}
+	while (depth > 1) {
+		close_level(&stack[--depth], d);
+		add_kid(&stack[depth - 1], d);
+	}
+	close_level(&stack[0], out);
+	free(stack);
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b)

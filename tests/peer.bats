@@ -40,6 +40,9 @@ make_step() {
 	head -c 70000 /dev/urandom >"$dir/tmp-$step/sub/shard-1"
 	echo "step $step" >"$dir/tmp-$step/sub/deeper/note.txt"
 	: >"$dir/tmp-$step/sub/zero"
+	mkdir -p "$dir/tmp-$step/sub-x/a" "$dir/tmp-$step/sub.y"
+	echo dash >"$dir/tmp-$step/sub-x/a/f"
+	echo dot >"$dir/tmp-$step/sub.y/f"
 	HASH=$(mtc-replicate digest "$dir/tmp-$step" | cut -d' ' -f1)
 	mv "$dir/tmp-$step" "$dir/$HASH.data"
 	printf %s "$HASH" >"$dir/job-s$step-n$rank-w0.meta"
@@ -325,9 +328,9 @@ only_staging_free() { # nothing in DIR but the given names
 	run curl -sf "$URL/v1/inventory"
 	assert_success
 	assert_output --partial "{\"name\":\"job-s11-n0-w0.meta\",\"job\":\"job\",\"step\":11,\"node\":0,\"worker\":0,\"hash\":\"$HASH\"}"
-	assert_output --partial "{\"hash\":\"$HASH\",\"size\":370008}"
+	assert_output --partial "{\"hash\":\"$HASH\",\"size\":370017}"
 	after=$(metric "$URL" mtc_peer_bytes_received_total)
-	[ "$after" -gt $((before + 370000)) ]
+	[ "$after" -gt $((before + 370017)) ]
 	[ "$(metric "$URL" 'mtc_peer_requests_total{code="201"}')" = 2 ]
 	[ "$(metric "$URL" 'mtc_peer_uploads_total{result="published"}')" = 1 ]
 	[ "$(metric "$URL" mtc_peer_transfer_seconds_count)" = 1 ]

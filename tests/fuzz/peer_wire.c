@@ -1,7 +1,8 @@
 /*
  * libFuzzer target: an untrusted tar stream into the peer upload extractor,
- * and its bytes as a path into the path check. Invariant: whatever the
- * input, the root holds only regular files and directories afterwards.
+ * and its bytes as a path into the path check. Invariants: whatever the
+ * input, the root holds only regular files and directories afterwards, and
+ * an accepted stream's inline digest equals digest.h's digest of the tree.
  */
 #include <ftw.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "digest.h"
 #include "fsutil.h"
 #include "peer_wire.h"
 
@@ -31,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int ready;
 	struct mtc_wire_limits lim = { 1 << 20, 64, 8 };
-	char why[512], *path = malloc(size + 1);
+	char why[512], got[66], want[MTC_DIGEST_LEN], *path = malloc(size + 1);
 	int fd;
 
 	memcpy(path, data, size);
@@ -54,7 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fd = memfd_create("tar", MFD_CLOEXEC);
 	if (fd < 0 || write(fd, data, size) != (ssize_t)size || lseek(fd, 0, SEEK_SET) < 0)
 		abort();
-	mtc_wire_extract(fd, obj, &lim, why, sizeof why);
+	if (mtc_wire_extract(fd, obj, &lim, got, why, sizeof why) == 0 &&
+	    (mtc_digest_path(obj, 1, want, NULL) < 0 || strcmp(got, want)))
+		abort();
 	close(fd);
 	if (nftw(obj, only_files_and_dirs, 16, FTW_PHYS) < 0)
 		abort();
