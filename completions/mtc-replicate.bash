@@ -21,9 +21,9 @@ _mtc_replicate() {
 	digest) COMPREPLY=($(compgen -W "--json --manifest --threads $common" -- "$cur") $(compgen -f -- "$cur")) ;;
 	commit) COMPREPLY=($(compgen -W "--dir --config --watch --quiet-time --timeout --threads $common" -- "$cur")) ;;
 	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run $common" -- "$cur")) ;;
-	serve) COMPREPLY=($(compgen -W "--dir --listen --token-file --insecure --max-body --max-files --max-depth --max-connections --timeout --threads $common" -- "$cur")) ;;
-	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --token-file --timeout --retries --threads $common" -- "$cur")) ;;
-	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --token-file --timeout --retries --threads $common" -- "$cur")) ;;
+	serve) COMPREPLY=($(compgen -W "--dir --listen --token-file --insecure --max-body --max-files --max-depth --max-connections --timeout $common" -- "$cur")) ;;
+	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --token-file --timeout --retries $common" -- "$cur")) ;;
+	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --token-file --timeout --retries $common" -- "$cur")) ;;
 	*) COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
 	esac
 }
