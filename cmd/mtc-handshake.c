@@ -83,11 +83,15 @@ static int read_config_file(const char *path, struct mtc_config *cfg, char *err,
 	return rc;
 }
 
-static void warn_replicas(const struct mtc_config *cfg)
+/* What the reference accepts but an operator should hear about: error lines, not failures. */
+static void warn_inconsistent(const struct mtc_config *cfg)
 {
 	if (cfg->data_parallelism > 1 && mtc_config_replicas(cfg) == 1)
 		mtc_error("'assume-data-parallelism' %d does not divide 'nodes' %d: data-parallel "
 			  "deduplication is off", cfg->data_parallelism, cfg->nodes);
+	if (cfg->peers_per_node_ignored >= 0)
+		mtc_error("'peers-per-node' %d does not match the %d entries of 'peer-ranks': "
+			  "'peer-ranks' is used", cfg->peers_per_node_ignored, cfg->n_peer_ranks);
 }
 
 static int do_accept(void)
@@ -125,7 +129,7 @@ static int do_accept(void)
 		mtc_critical("cannot clean the local dir '%s'", dir);
 		unlink(path);
 		rc = MTC_EXIT_FAILURE;
-	} else if ((warn_replicas(&cfg), unlink(path) < 0) || mtc_fsync_dir(dir) < 0) {
+	} else if ((warn_inconsistent(&cfg), unlink(path) < 0) || mtc_fsync_dir(dir) < 0) {
 		mtc_error("cannot delete '%s':", path);
 		rc = MTC_EXIT_FAILURE;
 	} else {

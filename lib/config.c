@@ -341,6 +341,7 @@ int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t 
 	json_t *v;
 
 	memset(cfg, 0, sizeof *cfg);
+	cfg->peers_per_node_ignored = -1;
 	if (!json_is_object(obj))
 		return fail(err, errlen, "not a replicator config: not a mapping");
 
@@ -419,12 +420,7 @@ int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t 
 				}
 			cfg->peer_ranks[i] = (int)r;
 		}
-		if (ppn >= 0 && ppn != (long long)n) {
-			mtc_config_free(cfg);
-			return fail(err, errlen,
-				    "'peers-per-node' %lld does not match the %zu entries of 'peer-ranks'",
-				    ppn, n);
-		}
+		cfg->peers_per_node_ignored = ppn >= 0 && ppn != (long long)n ? (int)ppn : -1;
 		ppn = (long long)n;
 	} else if (ppn < 0) {
 		return fail(err, errlen, "missing required key 'peer-ranks' (or 'peers-per-node')");

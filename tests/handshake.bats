@@ -145,7 +145,6 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 	printf 'job-name: j\nframework: orbax\nnode-rank: 1\nnodes: 3\npeer-ranks: [1]\nbackup-interval-minutes: 1' | invalid_config "'peer-ranks' names this node's own rank 1"
 	printf 'job-name: j\nframework: orbax\nnode-rank: 0\nnodes: 3\npeer-ranks: [2, 2]\nbackup-interval-minutes: 1' | invalid_config "'peer-ranks' names rank 2 twice"
 	printf 'job-name: j\nframework: orbax\nnode-rank: 0\nnodes: 3\npeer-ranks: [5]\nbackup-interval-minutes: 1' | invalid_config "'peer-ranks' names rank 5, out of range for 3 nodes"
-	printf 'job-name: j\nframework: orbax\nnode-rank: 0\nnodes: 3\npeer-ranks: [1]\npeers-per-node: 2\nbackup-interval-minutes: 1' | invalid_config "'peers-per-node' 2 does not match the 1 entries of 'peer-ranks'"
 	printf 'job-name: j\nframework: orbax\nnode-rank: 0\nnodes: 3\nbackup-interval-minutes: 1' | invalid_config "missing required key 'peer-ranks' (or 'peers-per-node')"
 	printf 'job-name: j\nframework: orbax\nnode-rank: 0\nnodes: 3\npeers-per-node: 3\nbackup-interval-minutes: 1' | invalid_config "'peers-per-node' 3 is more than the 2 other nodes"
 	printf 'job-name: j\nframework: tensorflow\nnode-rank: 0\nnodes: 2\npeer-ranks: [1]\nbackup-interval-minutes: 1' | invalid_config "'framework' must be orbax, pytorch.distributed or pytorch, not 'tensorflow'"
@@ -163,6 +162,16 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 	assert_success
 	assert_output --partial '"assume-data-parallelism":8'
 	grep -qF "[ERR] handshake.main(0): 'assume-data-parallelism' 8 does not divide 'nodes' 1: data-parallel deduplication is off" "$D/replicator.errors"
+	assert_file_not_exists "$D/replicator.failed"
+}
+
+@test "a peers-per-node that disagrees with peer-ranks is accepted; peer-ranks wins, with an error line" {
+	# NeMo always writes peers-per-node (default 1) and adds peer-ranks when given.
+	printf 'job-name: j\nframework: pytorch.distributed\nnode-rank: 0\nnodes: 3\npeers-per-node: 1\nbackup-interval-minutes: 1\npeer-ranks:\n- 1\n- 2\n' > "$D/replicator.yaml"
+	accept
+	assert_success
+	assert_output --partial '"peer-ranks":[1,2],"peers-per-node":2'
+	grep -qF "'peers-per-node' 1 does not match the 2 entries of 'peer-ranks': 'peer-ranks' is used" "$D/replicator.errors"
 	assert_file_not_exists "$D/replicator.failed"
 }
 
