@@ -1,0 +1,60 @@
+#!/usr/bin/env bats
+# What DESIGN.md §9 asks of every program: the same options, exit codes,
+# one-line errors, a man page with the exit-code table, and completions.
+
+load helpers
+
+programs() { ls "$MTC_BIN" | grep '^mtc-'; }
+
+@test "the six programs are built" {
+	for p in mtc-handshake mtc-replicate mtc-backup mtc-restore mtc-lkg mtc-prune; do
+		assert_file_executable "$MTC_BIN/$p"
+	done
+}
+
+@test "every program answers --help, --usage and --version with exit 0" {
+	for p in $(programs); do
+		run "$p" --help
+		assert_success
+		assert_output --partial "Usage"
+		run "$p" --usage
+		assert_success
+		run "$p" --version
+		assert_success
+		assert_output --regexp "^$p \(mtc\) [0-9]+\.[0-9]+\.[0-9]+$"
+	done
+}
+
+@test "every program refuses an unknown option with exit 2 and one line" {
+	for p in $(programs); do
+		run --separate-stderr "$p" --no-such-option
+		[ "$status" -eq 2 ] || fail "$p exited $status"
+		[ "${#stderr_lines[@]}" -eq 1 ] || fail "$p said: $stderr"
+		[[ "${stderr_lines[0]}" == "$p: "* ]] || fail "$p said: $stderr"
+	done
+}
+
+@test "every program has a man page with the exit-code table" {
+	for p in $(programs); do
+		local page="$MTC_TESTS/../man/$p.1"
+		assert_file_exists "$page"
+		run sed -n '/^\.SH EXIT STATUS/,/^\.SH/p' "$page"
+		for code in 0 1 2 3 4 5; do
+			echo "$output" | grep -qE "^$code[[:space:]]" || fail "$p.1 lacks exit code $code"
+		done
+		run --separate-stderr env MANWIDTH=80 man --warnings -l "$page"
+		assert_success
+		[ -z "$stderr" ] || fail "$p.1: $stderr"
+	done
+	assert_file_exists "$MTC_TESTS/../man/mtc.7"
+}
+
+@test "every program has bash and zsh completions that load" {
+	for p in $(programs); do
+		assert_file_exists "$MTC_TESTS/../completions/$p.bash"
+		assert_file_exists "$MTC_TESTS/../completions/_$p"
+		run bash -c "source '$MTC_TESTS/../completions/$p.bash' && complete -p $p"
+		assert_success
+		head -1 "$MTC_TESTS/../completions/_$p" | grep -q "^#compdef $p"
+	done
+}
