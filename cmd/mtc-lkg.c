@@ -173,12 +173,13 @@ static void print_summary(json_t *plan)
 	size_t i, shown = 0, ready = 0, n_rejected;
 
 	if (json_is_integer(step))
-		printf("step %lld from %s%s%s (%lld nodes x %lld workers)\n",
+		printf("step %lld from %s%s%s (%lld nodes x %lld worker%s)\n",
 		       (long long)json_integer_value(step),
 		       backup ? "backup " : "the cluster", backup ? backup : "",
 		       pinned ? ", forced by restore.version" : "",
 		       (long long)json_integer_value(json_object_get(plan, "nodes")),
-		       (long long)json_integer_value(json_object_get(plan, "workers-per-node")));
+		       (long long)json_integer_value(json_object_get(plan, "workers-per-node")),
+		       json_integer_value(json_object_get(plan, "workers-per-node")) == 1 ? "" : "s");
 	else
 		printf("nothing to restore: %s\n",
 		       json_string_value(json_object_get(plan, "reason")));
@@ -315,8 +316,8 @@ static int peer_list(int local, int nodes, struct peer **out, int *n)
 
 	while (peer_urls && peer_urls[count])
 		count++;
-	if (peer_template)
-		count = nodes > 0 ? nodes : 0;
+	if (peer_template && nodes > 0)
+		count += nodes;
 	p = xcalloc((size_t)count + 1, sizeof *p);
 	*n = 0;
 	if (peer_template) {
@@ -337,6 +338,7 @@ static int peer_list(int local, int nodes, struct peer **out, int *n)
 				for (int k = 0; k < *n; k++)
 					free(p[k].url);
 				free(p);
+				*n = 0;
 				return mtc_usage_error("--peer takes URL or RANK=URL, not '%s'", u);
 			}
 			free(num);
@@ -348,16 +350,20 @@ static int peer_list(int local, int nodes, struct peer **out, int *n)
 		}
 		p[(*n)++] = (struct peer){ (int)r, xstrdup(u) };
 	}
-	for (int i = 0; i < *n; i++)
-		for (int k = 0; k < i; k++)
-			if (p[i].rank == p[k].rank || p[i].rank == local) {
-				int dup = p[i].rank;
-				for (int q = 0; q < *n; q++)
-					free(p[q].url);
-				free(p);
-				return mtc_usage_error("rank %d is given twice (the local dir is rank %d)",
-						       dup, local);
-			}
+	for (int i = 0; i < *n; i++) {
+		int dup = p[i].rank == local;
+		for (int k = 0; k < i && !dup; k++)
+			dup = p[i].rank == p[k].rank;
+		if (dup) {
+			int rank = p[i].rank;
+			for (int q = 0; q < *n; q++)
+				free(p[q].url);
+			free(p);
+			*n = 0;
+			return mtc_usage_error("rank %d is given twice (the local dir is rank %d)",
+					       rank, local);
+		}
+	}
 	*out = p;
 	return -1;
 }
