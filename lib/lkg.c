@@ -627,6 +627,9 @@ static int parse_header(struct lkg *L, json_t *inv)
 		return fail(L, "\"nodes\" is not a positive integer");
 	if (get_int(inv, "workers-per-node", &workers, 0) < 0 || workers <= 0 || workers > 4096)
 		return fail(L, "\"workers-per-node\" is not a positive integer");
+	if (nodes * workers > 1 << 24)
+		return fail(L, "%lld nodes x %lld workers is more than this planner takes", nodes,
+			    workers);
 	if (get_int(inv, "assume-data-parallelism", &dp, 0) < 0 || dp < 0)
 		return fail(L, "\"assume-data-parallelism\" is not a positive integer");
 	if (get_int(inv, "peers-per-node", &ppn, 0) < 0 || ppn < 0)
