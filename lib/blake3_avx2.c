@@ -26,16 +26,19 @@
 static TARGET inline void transpose8(__m256i r[8])
 {
 	__m256i t[8], u[8];
+#pragma GCC unroll 16
 	for (int i = 0; i < 8; i += 2) {
 		t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
 		t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
 	}
+#pragma GCC unroll 16
 	for (int i = 0; i < 8; i += 4) {
 		u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
 		u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
 		u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
 		u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
 	}
+#pragma GCC unroll 16
 	for (int k = 0; k < 4; k++) {
 		r[k] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x20);
 		r[k + 4] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x31);
@@ -44,8 +47,8 @@ static TARGET inline void transpose8(__m256i r[8])
 
 static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off, __m256i m[16])
 {
+#pragma GCC unroll 16
 	for (int l = 0; l < 8; l++) {
-		_mm_prefetch((const char *)(in + l * stride + off + 256), _MM_HINT_T0);
 		m[l] = LOADU(in + l * stride + off);
 		m[8 + l] = LOADU(in + l * stride + off + 32);
 	}

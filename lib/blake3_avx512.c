@@ -23,16 +23,19 @@
 static TARGET inline void transpose16(__m512i r[16])
 {
 	__m512i t[16], u[16];
+#pragma GCC unroll 16
 	for (int i = 0; i < 16; i += 2) {
 		t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
 		t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
 	}
+#pragma GCC unroll 16
 	for (int i = 0; i < 16; i += 4) {
 		u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
 		u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
 		u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
 		u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
 	}
+#pragma GCC unroll 16
 	for (int k = 0; k < 4; k++) {
 		__m512i a = u[k], b = u[4 + k], c = u[8 + k], d = u[12 + k];
 		__m512i x0 = _mm512_shuffle_i32x4(a, b, 0x44), x1 = _mm512_shuffle_i32x4(a, b, 0xEE);
@@ -46,8 +49,8 @@ static TARGET inline void transpose16(__m512i r[16])
 
 static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off, __m512i m[16])
 {
+#pragma GCC unroll 16
 	for (int l = 0; l < 16; l++) {
-		_mm_prefetch((const char *)(in + l * stride + off + 256), _MM_HINT_T0);
 		m[l] = LOADU(in + l * stride + off);
 	}
 	transpose16(m);

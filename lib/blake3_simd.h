@@ -23,21 +23,30 @@ TARGET void MANY_FN(const uint8_t *in, size_t stride, size_t blocks, const uint3
 {
 	VEC h[8], m[16], v[16];
 	uint32_t lo[W], hi[W];
+#pragma GCC unroll 16
 	for (int l = 0; l < W; l++) {
 		uint64_t c = counter + (inc ? (uint64_t)l : 0);
 		lo[l] = (uint32_t)c;
 		hi[l] = (uint32_t)(c >> 32);
 	}
 	VEC clo = LOADU(lo), chi = LOADU(hi);
+#pragma GCC unroll 16
 	for (int i = 0; i < 8; i++)
 		h[i] = SET1(key[i]);
 	uint8_t bf = flags | flag_start;
 	for (size_t b = 0; b < blocks; b++) {
 		if (b + 1 == blocks)
 			bf |= flag_end;
+		/* Chunk groups lie back to back: fetch the next group, W lines per block. */
+#pragma GCC unroll 16
+		for (int l = 0; l < W; l++)
+			_mm_prefetch((const char *)((uintptr_t)in + W * stride + (b * W + (size_t)l) * 64),
+				     _MM_HINT_T1);
 		load_msg(in, stride, b * 64, m);
+#pragma GCC unroll 16
 		for (int i = 0; i < 8; i++)
 			v[i] = h[i];
+#pragma GCC unroll 16
 		for (int i = 0; i < 4; i++)
 			v[8 + i] = SET1(mtc_blake3_iv[i]);
 		v[12] = clo;
@@ -56,14 +65,18 @@ TARGET void MANY_FN(const uint8_t *in, size_t stride, size_t blocks, const uint3
 			G(2, 7, 8, 13, m[s[12]], m[s[13]]);
 			G(3, 4, 9, 14, m[s[14]], m[s[15]]);
 		}
+#pragma GCC unroll 16
 		for (int i = 0; i < 8; i++)
 			h[i] = XOR(v[i], v[i + 8]);
 		bf = flags;
 	}
 	uint32_t words[8][W];
+#pragma GCC unroll 16
 	for (int i = 0; i < 8; i++)
 		STOREU(words[i], h[i]);
+#pragma GCC unroll 16
 	for (int l = 0; l < W; l++)
+#pragma GCC unroll 16
 		for (int i = 0; i < 8; i++) {
 			uint32_t w = words[i][l];
 			uint8_t *o = out + 32 * l + 4 * i;

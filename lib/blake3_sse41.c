@@ -28,9 +28,9 @@ static TARGET inline void transpose4(__m128i *a, __m128i *b, __m128i *c, __m128i
 
 static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off, __m128i m[16])
 {
-	for (int l = 0; l < 4; l++)
-		_mm_prefetch((const char *)(in + l * stride + off + 256), _MM_HINT_T0);
+#pragma GCC unroll 16
 	for (int g = 0; g < 4; g++) {
+#pragma GCC unroll 16
 		for (int l = 0; l < 4; l++)
 			m[4 * g + l] = LOADU(in + l * stride + off + 16 * g);
 		transpose4(&m[4 * g], &m[4 * g + 1], &m[4 * g + 2], &m[4 * g + 3]);
