@@ -1,7 +1,7 @@
 /*
  * The store interface against any location. Without arguments: the TAP
  * suite on a fresh directory. "store URL selftest" runs the same suite on
- * URL; "store URL put|get|cat|list|stat|rm|rmprefix|range ..." is a small
+ * URL; "store URL put|get|cat|list|stat|rm|rmprefix|range|puttree|gettree ..." is a small
  * client for the bats tests.
  */
 #include <errno.h>
@@ -12,6 +12,7 @@
 
 #include "fsutil.h"
 #include "store.h"
+#include "store_tree.h"
 #include "tap.h"
 #include "xalloc.h"
 
@@ -19,7 +20,10 @@ static struct mtc_store *open_or_die(const char *url)
 {
 	struct mtc_store *s;
 	char err[256];
-	struct mtc_store_options o = { .token_file = getenv("TEST_TOKEN_FILE"), .deadline = 60 };
+	const char *par = getenv("TEST_PARALLEL"), *dl = getenv("TEST_DEADLINE");
+	struct mtc_store_options o = { .token_file = getenv("TEST_TOKEN_FILE"),
+				       .parallel = par ? atoi(par) : 0,
+				       .deadline = dl ? atof(dl) : 60 };
 
 	if (mtc_store_open(url, &o, &s, err, sizeof err) < 0) {
 		fprintf(stderr, "store: %s\n", err);
@@ -175,6 +179,19 @@ static int client(struct mtc_store *s, int argc, char **argv)
 		for (size_t i = 0; rc == 0 && i < l.n_objects; i++)
 			printf("%s %lld\n", l.objects[i].name, l.objects[i].size);
 		mtc_store_list_free(&l);
+	} else if (!strcmp(op, "puttree") && argc == 3) {
+		struct mtc_tree t = { 0 };
+		char err[256];
+		if (mtc_tree_collect(argv[2], argv[1], &t, err, sizeof err) < 0) {
+			fprintf(stderr, "store: %s\n", err);
+			return 1;
+		}
+		rc = mtc_store_put_many(s, t.x, t.n, 0);
+		mtc_tree_free(&t);
+	} else if (!strcmp(op, "gettree") && argc == 3) {
+		struct mtc_tree t;
+		rc = mtc_tree_download(s, argv[1], argv[2], &t);
+		mtc_tree_free(&t);
 	} else if (!strcmp(op, "stat") && argc == 2) {
 		rc = mtc_store_stat(s, argv[1], &st);
 		if (rc == 0)
@@ -197,7 +214,12 @@ static int client(struct mtc_store *s, int argc, char **argv)
 	}
 	if (rc < 0) {
 		fprintf(stderr, "store: %s: %s\n", op, mtc_store_error(s));
-		return errno == ENOENT ? 4 : errno == EIO ? 5 : errno == EEXIST ? 6 : 1;
+		return errno == ENOENT	  ? 4
+		       : errno == EIO	  ? 5
+		       : errno == EEXIST	  ? 6
+		       : errno == ETIMEDOUT ? 3
+		       : errno == EACCES	  ? 7
+					  : 1;
 	}
 	return 0;
 }
