@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,6 +79,15 @@ static int read_metas(const struct mtc_config *cfg, long long step, struct meta 
 	return MTC_EXIT_OK;
 }
 
+static long long local_size(const struct mtc_store_xfer *x)
+{
+	struct stat st;
+
+	if (x->key[strlen(x->key) - 1] == '/')
+		return 0;
+	return stat(x->path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
 /* Keys that already exist with the same size are dropped from t (another node uploaded them). */
 static size_t drop_present(struct mtc_store *s, const char *prefix, struct mtc_tree *t)
 {
@@ -104,15 +114,9 @@ static size_t drop_present(struct mtc_store *s, const char *prefix, struct mtc_t
 			else
 				hi = mid;
 		}
-		struct stat_like { long long size; } local = { 0 };
-		FILE *f = hit ? fopen(t->x[i].path, "r") : NULL;
-		if (f) {
-			fseeko(f, 0, SEEK_END);
-			local.size = ftello(f);
-			fclose(f);
-		}
-		if (hit && hit->size == local.size) {
-			t->bytes -= local.size;
+		long long local = local_size(&t->x[i]);
+		if (hit && hit->size == local) {
+			t->bytes -= local;
 			free((char *)t->x[i].key);
 			free((char *)t->x[i].path);
 			dropped++;
@@ -135,14 +139,7 @@ static int tolerate_existing(struct mtc_store *s, struct mtc_tree *t)
 		if (!t->x[i].err)
 			continue;
 		if (t->x[i].err == EEXIST && mtc_store_stat(s, t->x[i].key, &st) == 0) {
-			FILE *f = fopen(t->x[i].path, "r");
-			long long size = -1;
-			if (f) {
-				fseeko(f, 0, SEEK_END);
-				size = ftello(f);
-				fclose(f);
-			}
-			if (st.size == size || t->x[i].key[strlen(t->x[i].key) - 1] == '/')
+			if (st.size == local_size(&t->x[i]))
 				continue;
 		}
 		if (!bad++)
@@ -187,6 +184,11 @@ static int run(const struct mtc_config *cfg, long long step)
 	int rc, upload_data, nw = cfg->workers_per_node;
 	size_t skipped = 0, manifests = 0;
 
+	if (mtc_store_open(location, &opt, &s, err, sizeof err) < 0) {
+		mtc_error("cannot open '%s': %s", location, err);
+		rc = errno == EINVAL ? MTC_EXIT_USAGE : MTC_EXIT_FAILURE;
+		goto out;
+	}
 	rc = read_metas(cfg, step, metas);
 	if (rc != MTC_EXIT_OK)
 		goto out;
@@ -198,11 +200,6 @@ static int run(const struct mtc_config *cfg, long long step)
 	prefix = xasprintf("%s/%s/", cfg->job_name, name);
 	upload_data = cfg->data_parallelism <= 0 ||
 		      cfg->node_rank >= cfg->nodes - cfg->nodes / cfg->data_parallelism;
-	if (mtc_store_open(location, &opt, &s, err, sizeof err) < 0) {
-		mtc_error("cannot open '%s': %s", location, err);
-		rc = errno == EINVAL ? MTC_EXIT_USAGE : MTC_EXIT_FAILURE;
-		goto out;
-	}
 	rc = MTC_EXIT_FAILURE;
 	for (int w = 0; upload_data && w < nw; w++) {
 		char *data = xasprintf("%s/%s.data", dir, metas[w].hash);

@@ -1,0 +1,147 @@
+#!/usr/bin/env bats
+# mtc-backup: a node's part of a step into LOCATION/<job>/<name>/, on both backends.
+
+load helpers
+load fakegcs/fakegcs
+load backup
+
+setup() {
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtc-backup.XXXXXX")
+	export MTC_GCS_RETRY_BASE_MS=20
+	unset MTC_GCS_ENDPOINT GOOGLE_APPLICATION_CREDENTIALS MTC_GCS_TOKEN
+	STORE="$MTC_BIN/../unit/store"
+}
+
+teardown() {
+	fakegcs_stop
+	rm -rf "$WORK"
+}
+
+@test "backs up to a directory in the reference layout and prints a JSON summary" {
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/local" job 100 0 a)
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_success
+	echo "$output" | fakegcs_json 'd["bytes"] > 300000 and d["objects"] == 5 and d["backup"] == "2025-06-30_14-30" and "mb_per_s" in d and "seconds" in d' | grep -qx true
+	b="$WORK/bk/job/2025-06-30_14-30"
+	assert_equal "$(cat "$b/job-s100-n0-w0.meta")" "$h"
+	cmp "$WORK/local/$h.data/weights" "$b/$h.data/weights"
+	assert_dir_exists "$b/$h.data/sub/empty"
+	assert_file_exists "$b/$h.manifest"
+	run find "$WORK/bk" -name '*.tmp'
+	assert_output ""
+}
+
+@test "file:// works, and the default name is the current UTC minute" {
+	config "$WORK/cfg" job 0 1
+	saved_step "$WORK/local" job 5 0 b >/dev/null
+	before=$(date -u +%Y-%m-%d_%H-%M)
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 5 --to "file://$WORK/bk"
+	assert_success
+	after=$(date -u +%Y-%m-%d_%H-%M)
+	name=$(ls "$WORK/bk/job")
+	[[ "$name" == "$before" || "$name" == "$after" ]]
+}
+
+@test "gs://: data first, .meta last; the same data from another node is not uploaded again" {
+	fakegcs_start
+	config "$WORK/cfg0" job 0 2
+	config "$WORK/cfg1" job 1 2
+	h=$(saved_step "$WORK/n0" job 7 0 same)
+	saved_step "$WORK/n1" job 7 1 same >/dev/null
+	run mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 7 --to gs://bkt/root --name 2025-01-01_00-00
+	assert_success
+	fakegcs_ctl DELETE stats >/dev/null
+	run mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 7 --to gs://bkt/root --name 2025-01-01_00-00
+	assert_success
+	echo "$output" | fakegcs_json 'd["bytes"] == 0 and d["skipped"] == 3' | grep -qx true
+	[ "$(fakegcs_stat 'requests.POST upload-multipart')" -le 2 ]
+	run "$STORE" gs://bkt/root list job/2025-01-01_00-00/ /
+	assert_line "job/2025-01-01_00-00/job-s7-n0-w0.meta 65"
+	assert_line "job/2025-01-01_00-00/job-s7-n1-w0.meta 65"
+	assert_line "job/2025-01-01_00-00/$h.data/"
+}
+
+@test "gs://: with D replicas only the last partition uploads data" {
+	fakegcs_start
+	config "$WORK/cfg1" job 1 4 2
+	config "$WORK/cfg3" job 3 4 2
+	saved_step "$WORK/n1" job 9 1 r1 >/dev/null
+	h=$(saved_step "$WORK/n3" job 9 3 r3)
+	run mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 9 --to gs://bkt --name 2025-01-01_00-00
+	assert_success
+	echo "$output" | fakegcs_json 'd["bytes"] == 0' | grep -qx true
+	run mtc-backup --dir "$WORK/n3" --config "$WORK/cfg3" --step 9 --to gs://bkt --name 2025-01-01_00-00
+	assert_success
+	run "$STORE" gs://bkt list job/2025-01-01_00-00/ /
+	assert_equal "$(echo "$output" | grep -c '\.data/$')" 1
+	assert_line "job/2025-01-01_00-00/$h.data/"
+}
+
+@test "gs://: survives 503 bursts and a dropped connection" {
+	fakegcs_start
+	config "$WORK/cfg" job 0 1
+	saved_step "$WORK/local" job 3 0 f $((10 << 20)) >/dev/null
+	fakegcs_fault '[{"kind": "upload-*", "action": "status", "status": 503, "times": 4},
+	                {"kind": "upload-chunk", "action": "drop-request", "after_bytes": 3000000}]'
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 3 --to gs://bkt --name 2025-01-01_00-00
+	assert_success
+	[ "$(fakegcs_stat faults_fired)" -eq 5 ]
+	run mtc-lkg --backups gs://bkt/job --json
+	assert_success
+	echo "$output" | fakegcs_json 'd["backups"][0]["state"]' | grep -qx valid
+}
+
+@test "gs://: a killed mtc-backup leaves no .meta whose data is incomplete" {
+	fakegcs_start
+	config "$WORK/cfg" job 0 1
+	mkdir -p "$WORK/local/4"
+	for i in $(seq 1 20); do echo "$i" >"$WORK/local/4/f$i"; done
+	h=$(mtc-replicate digest "$WORK/local/4" | awk '{print $1}')
+	mv "$WORK/local/4" "$WORK/local/$h.data"
+	printf %s "$h" >"$WORK/local/job-s4-n0-w0.meta"
+	fakegcs_fault '{"kind": "upload-*", "action": "delay", "seconds": 0.3, "times": -1}'
+	mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 4 --to gs://bkt --name 2025-01-01_00-00 -j 2 3>&- &
+	pid=$!
+	sleep 1
+	kill -9 "$pid"
+	wait "$pid" || true
+	fakegcs_ctl DELETE faults >/dev/null
+	run "$STORE" gs://bkt list job/2025-01-01_00-00/
+	assert_success
+	refute_output --partial ".meta"
+	[ "$(echo "$output" | wc -l)" -ge 1 ]
+	run mtc-lkg --backups gs://bkt/job --json
+	assert_equal "$status" 4
+	echo "$output" | fakegcs_json 'd["backups"][0]["state"] != "valid"' | grep -qx true
+	# the next run completes it
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 4 --to gs://bkt --name 2025-01-01_00-00
+	assert_success
+	run mtc-lkg --backups gs://bkt/job --json
+	assert_success
+}
+
+@test "refuses local data that does not match its name (exit 5), uploading nothing" {
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/local" job 6 0 c)
+	echo tampered >>"$WORK/local/$h.data/sub/note.txt"
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "$WORK/bk" --name 2025-01-01_00-00
+	assert_equal "$status" 5
+	assert_output --partial "its digest is"
+	[ -z "$(find "$WORK/bk" -name '*.meta' 2>/dev/null)" ]
+}
+
+@test "a step this node has no .meta for is exit 4; bad options are exit 2" {
+	config "$WORK/cfg" job 0 1
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "$WORK/bk"
+	assert_equal "$status" 4
+	assert_output --partial "job-s6-n0-w0.meta"
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step x --to "$WORK/bk"
+	assert_equal "$status" 2
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "$WORK/bk" --name yesterday
+	assert_equal "$status" 2
+	run mtc-backup --dir "$WORK/local" --step 6
+	assert_equal "$status" 2
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "ftp://x"
+	assert_equal "$status" 2
+}
