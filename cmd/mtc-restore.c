@@ -8,7 +8,10 @@
  *          or write all of it as one tar stream (libarchive, zstd optional)
  *   --pin LOCATION/<job> NAME    write restore.version (a valid backup only, unless --force)
  *   --unpin LOCATION/<job>       remove restore.version
- * (The cluster restore of DESIGN.md §5 is a further mode.)
+ *   --dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]
+ *       the restore of a node at a job's start (lib/cluster_restore.h): the LKG
+ *       plan from the coordinator, replicator.prerestore, fetch and verify,
+ *       the restore-done barrier, local GC, and the .restore markers last
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +28,10 @@
 
 #include "backups.h"
 #include "cli.h"
+#include "cluster_restore.h"
+#include "config.h"
+#include "coord_client.h"
+#include "peer_server.h"
 #include "digest.h"
 #include "exitcode.h"
 #include "fsutil.h"
@@ -34,11 +41,14 @@
 #include "store_tree.h"
 #include "xalloc.h"
 
-enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN };
+enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };
 
 static char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file,
 	*rank_text;
 static int parallel, threads, force, json_out;
+static char *dir, *config_file, *backup, *coordinator_url, *address, *peer_token_file;
+static int standalone;
+static double timeout_s, heartbeat_s;
 
 struct wanted {
 	char meta[256];
@@ -145,6 +155,65 @@ static int load_manifest(struct mtc_store *s, const char *hash, struct mtc_manif
 	return rc;
 }
 
+/* Names the first file (not directory) that differs: the most useful line for an operator. */
+static int first_file_difference(const struct mtc_manifest *want, const struct mtc_manifest *got,
+				 char *why, size_t whylen)
+{
+	size_t i = 0, j = 0;
+
+	while (i < want->n || j < got->n) {
+		const struct mtc_manifest_entry *a = i < want->n ? &want->entries[i] : NULL;
+		const struct mtc_manifest_entry *b = j < got->n ? &got->entries[j] : NULL;
+		int c = !a ? 1 : !b ? -1 : strcmp(a->path, b->path);
+		if (c < 0 && a->type == MTC_ENTRY_FILE) {
+			snprintf(why, whylen, "'%s' is missing", a->path);
+			return 1;
+		}
+		if (c > 0 && b->type == MTC_ENTRY_FILE) {
+			snprintf(why, whylen, "'%s' is not in the manifest", b->path);
+			return 1;
+		}
+		if (c == 0 && a->type == MTC_ENTRY_FILE &&
+		    (a->size != b->size || strcmp(a->digest, b->digest))) {
+			snprintf(why, whylen, "'%s' has %lld bytes with digest %s, expected %lld with %s",
+				 a->path, b->size, b->digest, a->size, a->digest);
+			return 1;
+		}
+		i += c <= 0;
+		j += c >= 0;
+	}
+	return 0;
+}
+
+/*
+ * 0 when path matches its name and the manifest; 1 with the difference
+ * (the manifest first, since it names the file), -1 on I/O error.
+ */
+static int verify(const char *path, const char *hash, const struct mtc_manifest *expected,
+		  char *why, size_t whylen)
+{
+	struct mtc_manifest got;
+	char d[MTC_DIGEST_LEN];
+	int rc = 0;
+
+	mtc_manifest_init(&got);
+	if (mtc_digest_path(path, threads, d, &got) < 0) {
+		int e = errno;
+		mtc_manifest_free(&got);
+		errno = e;
+		return -1;
+	}
+	if (expected && (first_file_difference(expected, &got, why, whylen) ||
+			 mtc_manifest_compare(expected, &got, why, whylen)))
+		rc = 1;
+	else if (strcmp(d, hash)) {
+		snprintf(why, whylen, "digest is %s, expected %s", d, hash);
+		rc = 1;
+	}
+	mtc_manifest_free(&got);
+	return rc;
+}
+
 /* Downloads and verifies one <hash>.data into staging. */
 static int fetch_one(struct mtc_store *s, const struct mtc_store_list *l, const char *hash,
 		     const char *staging, long long *bytes)
@@ -179,7 +248,7 @@ static int fetch_one(struct mtc_store *s, const struct mtc_store_list *l, const 
 	rc = load_manifest(s, hash, &m, &have_manifest);
 	if (rc != MTC_EXIT_OK)
 		goto out;
-	v = mtc_digest_verify(dst, hash, have_manifest ? &m : NULL, threads, why, sizeof why);
+	v = verify(dst, hash, have_manifest ? &m : NULL, why, sizeof why);
 	if (v < 0) {
 		mtc_error("cannot verify '%s':", dst);
 		rc = MTC_EXIT_FAILURE;
@@ -484,6 +553,55 @@ static int unpin(void)
 	return rc;
 }
 
+static int restore_cluster(void)
+{
+	struct mtc_config cfg;
+	struct mtc_cluster_restore_opts o = { 0 };
+	char err[512], *token = NULL, *context;
+	json_t *summary = NULL;
+	int rc;
+
+	if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {
+		mtc_error("invalid config '%s': %s", config_file, err);
+		return MTC_EXIT_FAILURE;
+	}
+	context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
+	mtc_log_status_dir(dir, context);
+	free(context);
+	if (peer_token_file && !(token = mtc_read_token_file(peer_token_file, err, sizeof err))) {
+		mtc_critical("%s", err);
+		mtc_config_free(&cfg);
+		return MTC_EXIT_FAILURE;
+	}
+	o.dir = dir;
+	o.cfg = &cfg;
+	o.backup = backup;
+	o.coordinator = standalone ? NULL : mtc_coord_url(coordinator_url);
+	o.address = address;
+	o.token = token;
+	o.store_token_file = token_file;
+	o.timeout_s = timeout_s;
+	o.heartbeat_s = heartbeat_s;
+	o.threads = threads;
+	if (!o.coordinator && cfg.nodes > 1 && !standalone) {
+		mtc_critical("%d nodes need a coordinator: give --coordinator-url or MTC_COORDINATOR "
+			     "(or --standalone to decide alone)",
+			     cfg.nodes);
+		rc = MTC_EXIT_USAGE;
+	} else {
+		rc = mtc_cluster_restore(&o, &summary);
+	}
+	if (summary) {
+		char *text = json_dumps(summary, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		printf("%s\n", text);
+		free(text);
+		json_decref(summary);
+	}
+	free(token);
+	mtc_config_free(&cfg);
+	return rc;
+}
+
 int main(int argc, const char **argv)
 {
 	struct poptOption opts[] = {
@@ -498,6 +616,15 @@ int main(int argc, const char **argv)
 		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file", "FILE" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 16)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
+		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "restore this node's local dir (cluster mode)", "DIR" },
+		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "the accepted config (JSON, - for stdin)", "CFG" },
+		{ "backup", 'b', POPT_ARG_STRING, &backup, 0, "the backup location (the job name is added)", "LOCATION" },
+		{ "coordinator-url", '\0', POPT_ARG_STRING, &coordinator_url, 0, "the coordinator (default $MTC_COORDINATOR)", "URL" },
+		{ "standalone", '\0', POPT_ARG_NONE, &standalone, 0, "decide alone, without a coordinator", NULL },
+		{ "address", '\0', POPT_ARG_STRING, &address, 0, "this node's peer URL as the others reach it", "URL" },
+		{ "peer-token-file", '\0', POPT_ARG_STRING, &peer_token_file, 0, "bearer token for the peers and the coordinator", "FILE" },
+		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout_s, 0, "seconds for the whole restore (default 600)", "SEC" },
+		{ "heartbeat", '\0', POPT_ARG_DOUBLE, &heartbeat_s, 0, "seconds between heartbeats (default 5)", "SEC" },
 		{ "json", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &json_out, 0, "accepted; the summary is JSON", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
@@ -509,17 +636,26 @@ int main(int argc, const char **argv)
 
 	mtc_log_init(argv[0]);
 	ctx = mtc_cli_context("mtc-restore", argc, argv, opts,
-			      "--from LOCATION/JOB/NAME --rank R (--out DIR | --archive FILE|-)\n"
+			      "--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"
+			      "  or: mtc-restore --from LOCATION/JOB/NAME --rank R (--out DIR | --archive FILE|-)\n"
 			      "  or: mtc-restore --pin LOCATION/JOB NAME [--force]\n"
 			      "  or: mtc-restore --unpin LOCATION/JOB");
 	if ((rc = mtc_cli_parse(ctx)) >= 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
-	if (!!from + !!pin_root + !!unpin_root > 1) {
-		mtc_usage_error("--from, --pin and --unpin exclude each other");
+	if (!!from + !!pin_root + !!unpin_root + !!dir > 1) {
+		mtc_usage_error("--dir, --from, --pin and --unpin exclude each other");
 		goto out;
 	}
-	mode = from ? MODE_FROM : pin_root ? MODE_PIN : unpin_root ? MODE_UNPIN : MODE_NONE;
+	mode = from ? MODE_FROM : pin_root ? MODE_PIN : unpin_root ? MODE_UNPIN : dir ? MODE_CLUSTER : MODE_NONE;
+	if (mode != MODE_CLUSTER && (config_file || backup || coordinator_url || standalone || address || peer_token_file)) {
+		mtc_usage_error("--config, --backup, --coordinator-url, --standalone, --address and --peer-token-file go with --dir");
+		goto out;
+	}
+	if (standalone && coordinator_url) {
+		mtc_usage_error("--standalone and --coordinator-url exclude each other");
+		goto out;
+	}
 	if (mode == MODE_PIN) {
 		name = poptGetArg(ctx);
 		if (!name || mtc_parse_backup_name(name, NULL) < 0) {
@@ -566,8 +702,15 @@ int main(int argc, const char **argv)
 	case MODE_UNPIN:
 		rc = unpin();
 		break;
+	case MODE_CLUSTER:
+		if (!config_file) {
+			mtc_usage_error("--dir needs --config CFG");
+			break;
+		}
+		rc = restore_cluster();
+		break;
 	case MODE_NONE:
-		mtc_usage_error("say what to do: --from, --pin or --unpin");
+		mtc_usage_error("say what to do: --dir, --from, --pin or --unpin");
 		break;
 	}
 out:
