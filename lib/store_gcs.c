@@ -590,6 +590,8 @@ static void on_done(struct engine *e, struct op *op, CURLcode cc)
 	settle(e, op, v);
 }
 
+static void op_free(struct op *op);
+
 /* Runs ops (and the children they add) to the end; -1 if any failed. */
 static int engine_run(struct mtc_store *s, struct op **ops, size_t n)
 {
@@ -648,6 +650,9 @@ static int engine_run(struct mtc_store *s, struct op **ops, size_t n)
 			}
 		}
 	}
+	for (size_t i = 0; i < e.n; i++)
+		if (e.v[i]->parent)
+			op_free(e.v[i]); /* children are the engine's; callers free their own ops */
 	g->engine = NULL;
 	free(e.v);
 	free(e.sleeping);
