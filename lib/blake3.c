@@ -378,6 +378,19 @@ void mtc_blake3_update(struct mtc_blake3 *h, const void *data, size_t len)
 	}
 }
 
+void mtc_blake3_subtree(const void *in, size_t chunks, uint64_t counter,
+			uint8_t cv[MTC_BLAKE3_OUT_LEN])
+{
+	subtree_cv(in, chunks, counter, mtc_blake3_iv, cv);
+}
+
+void mtc_blake3_push_subtree(struct mtc_blake3 *h, const uint8_t cv[MTC_BLAKE3_OUT_LEN],
+			     size_t chunks)
+{
+	push_cv(h, cv, h->chunk_counter);
+	h->chunk_counter += chunks;
+}
+
 struct output {
 	uint32_t cv[8];
 	uint8_t block[64];

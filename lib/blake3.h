@@ -35,6 +35,19 @@ void mtc_blake3_update(struct mtc_blake3 *h, const void *data, size_t len);
 /* Any output length (extendable output); 32 bytes is the hash. */
 void mtc_blake3_final(const struct mtc_blake3 *h, uint8_t *out, size_t out_len);
 
+/*
+ * Tree pieces, for callers that hash parts of one input on their own threads
+ * (a large file mapped piece by piece). mtc_blake3_subtree gives the chaining
+ * value of `chunks` whole chunks (a power of two) that start at chunk
+ * `counter` (a multiple of chunks). mtc_blake3_push_subtree appends it to h,
+ * which must hold no partial chunk and stand at chunk `counter`; at least one
+ * more byte must follow before mtc_blake3_final.
+ */
+void mtc_blake3_subtree(const void *in, size_t chunks, uint64_t counter,
+			uint8_t cv[MTC_BLAKE3_OUT_LEN]);
+void mtc_blake3_push_subtree(struct mtc_blake3 *h, const uint8_t cv[MTC_BLAKE3_OUT_LEN],
+			     size_t chunks);
+
 void mtc_blake3(const void *data, size_t len, uint8_t out[MTC_BLAKE3_OUT_LEN]);
 /* Lowercase hex of len bytes into out (2 * len + 1 bytes). */
 void mtc_hex(const uint8_t *in, size_t len, char *out);

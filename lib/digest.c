@@ -22,68 +22,36 @@
 #include "xalloc.h"
 
 #define MAX_DEPTH 64
-#define MMAP_MIN (64 * 1024)
-#define BIG_FILE (16 * 1024 * 1024) /* hashed alone with every thread */
+#define READ_MAX (64 * 1024) /* smaller files are read, larger ones mapped */
+#define SEG_CHUNKS 4096	     /* a segment: one aligned subtree, mapped and hashed by one thread */
+#define SEG_BYTES ((long long)SEG_CHUNKS * MTC_BLAKE3_CHUNK_LEN)
 
-static int hash_fd(int fd, long long size, int threads, uint8_t out[32])
+static int hash_fd(int fd, long long size, uint8_t out[32])
 {
 	struct mtc_blake3 h;
 	mtc_blake3_init(&h);
-	mtc_blake3_set_threads(&h, threads);
-	if (size >= MMAP_MIN) {
+	if (size > READ_MAX) {
 		void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 		if (p != MAP_FAILED) {
-			madvise(p, (size_t)size, MADV_SEQUENTIAL);
 			mtc_blake3_update(&h, p, (size_t)size);
 			munmap(p, (size_t)size);
 			mtc_blake3_final(&h, out, 32);
 			return 0;
 		}
 	}
-	size_t cap = 1 << 20;
-	uint8_t *buf = xmalloc(cap);
+	uint8_t buf[READ_MAX];
 	for (;;) {
-		ssize_t n = read(fd, buf, cap);
+		ssize_t n = read(fd, buf, sizeof buf);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			int e = errno;
-			free(buf);
-			errno = e;
+		if (n < 0)
 			return -1;
-		}
 		if (n == 0)
 			break;
 		mtc_blake3_update(&h, buf, (size_t)n);
 	}
-	free(buf);
 	mtc_blake3_final(&h, out, 32);
 	return 0;
-}
-
-static int digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size)
-{
-	struct stat st;
-	uint8_t raw[32];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0 || hash_fd(fd, st.st_size, threads, raw) < 0) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	close(fd);
-	mtc_hex(raw, 32, out);
-	if (size)
-		*size = st.st_size;
-	return 0;
-}
-
-int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size)
-{
-	return digest_file(path, threads > 0 ? threads : mtc_cpu_count(), out, size);
 }
 
 struct node {
@@ -182,20 +150,148 @@ static int walk_dir(struct node *n, struct walk *w, int depth)
 	return rc;
 }
 
+/*
+ * Hashing is a queue of jobs shared by every thread: a file up to one segment
+ * long is one job; a longer one is a job per whole segment before its last
+ * byte, and whoever finishes the last of them hashes the tail and the root.
+ */
+struct target {
+	struct node *node;
+	long long segs; /* 0: hashed whole */
+	uint8_t *cvs;	/* segs chaining values */
+	atomic_llong left;
+};
+
+struct job {
+	struct target *t;
+	long long seg;
+};
+
 struct pool {
-	struct node **files;
+	struct job *jobs;
 	size_t n;
 	atomic_size_t next;
 	atomic_int err;
 };
+
+/* Opens the node's file, which must still have the size the walk saw. */
+static int open_same(const struct node *n)
+{
+	struct stat st;
+	int fd = open(n->full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int e = fstat(fd, &st) < 0 ? errno : st.st_size != n->size ? EAGAIN : 0;
+	if (e) {
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Bytes [off, off + len) of the node's file: mapped, or read where it cannot be mapped. */
+static uint8_t *load_range(const struct node *n, long long off, size_t len, int *mapped)
+{
+	int fd = open_same(n);
+	if (fd < 0)
+		return NULL;
+	void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)off);
+	*mapped = p != MAP_FAILED;
+	if (!*mapped) {
+		p = xmalloc(len);
+		for (size_t got = 0; got < len;) {
+			ssize_t r = pread(fd, (uint8_t *)p + got, len - got, (off_t)off + (off_t)got);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				int e = r < 0 ? errno : EAGAIN;
+				free(p);
+				close(fd);
+				errno = e;
+				return NULL;
+			}
+			got += (size_t)r;
+		}
+	}
+	close(fd);
+	return p;
+}
+
+static void unload_range(uint8_t *p, size_t len, int mapped)
+{
+	if (mapped)
+		munmap(p, len);
+	else
+		free(p);
+}
+
+static int hash_whole(struct node *n)
+{
+	struct stat st;
+	uint8_t raw[32];
+	int fd = open(n->full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || hash_fd(fd, st.st_size, raw) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	mtc_hex(raw, 32, n->digest);
+	n->size = st.st_size;
+	return 0;
+}
+
+static int hash_segment(struct target *t, long long seg)
+{
+	int mapped;
+	uint8_t *p = load_range(t->node, seg * SEG_BYTES, (size_t)SEG_BYTES, &mapped);
+	if (!p)
+		return -1;
+	mtc_blake3_subtree(p, SEG_CHUNKS, (uint64_t)seg * SEG_CHUNKS, t->cvs + 32 * seg);
+	unload_range(p, (size_t)SEG_BYTES, mapped);
+	return 0;
+}
+
+static int hash_tail(struct target *t)
+{
+	int mapped;
+	long long off = t->segs * SEG_BYTES;
+	size_t len = (size_t)(t->node->size - off);
+	uint8_t *p = load_range(t->node, off, len, &mapped);
+	if (!p)
+		return -1;
+	struct mtc_blake3 h;
+	uint8_t raw[32];
+	mtc_blake3_init(&h);
+	for (long long s = 0; s < t->segs; s++)
+		mtc_blake3_push_subtree(&h, t->cvs + 32 * s, SEG_CHUNKS);
+	mtc_blake3_update(&h, p, len);
+	unload_range(p, len, mapped);
+	mtc_blake3_final(&h, raw, 32);
+	mtc_hex(raw, 32, t->node->digest);
+	return 0;
+}
+
+static int run_job(struct job *j)
+{
+	struct target *t = j->t;
+	if (!t->segs)
+		return hash_whole(t->node);
+	if (hash_segment(t, j->seg) < 0)
+		return -1;
+	return atomic_fetch_sub(&t->left, 1) == 1 ? hash_tail(t) : 0;
+}
 
 static void *pool_worker(void *arg)
 {
 	struct pool *p = arg;
 	size_t i;
 	while (atomic_load(&p->err) == 0 && (i = atomic_fetch_add(&p->next, 1)) < p->n) {
-		struct node *f = p->files[i];
-		if (digest_file(f->full, 1, f->digest, &f->size) < 0) {
+		if (run_job(&p->jobs[i]) < 0) {
 			int zero = 0;
 			atomic_compare_exchange_strong(&p->err, &zero, errno ? errno : EIO);
 		}
@@ -209,28 +305,71 @@ static int by_size_desc(const void *a, const void *b)
 	return x->size < y->size ? 1 : x->size > y->size ? -1 : 0;
 }
 
+/* Fills the digest (and size) of every file node, largest first, on up to `threads` threads. */
 static int hash_files(struct node **files, size_t n, int threads)
 {
 	if (n)
 		qsort(files, n, sizeof *files, by_size_desc);
-	size_t big = 0;
-	for (; big < n && (threads < 2 || files[big]->size >= BIG_FILE); big++)
-		if (digest_file(files[big]->full, threads, files[big]->digest, &files[big]->size) < 0)
-			return -1;
-	struct pool p = { files + big, n - big, 0, 0 };
+	struct target *t = xcalloc(n ? n : 1, sizeof *t);
+	size_t njobs = 0;
+	for (size_t i = 0; i < n; i++) {
+		t[i].node = files[i];
+		t[i].segs = files[i]->size > SEG_BYTES ? (files[i]->size - 1) / SEG_BYTES : 0;
+		t[i].cvs = t[i].segs ? xmalloc((size_t)t[i].segs * 32) : NULL;
+		atomic_init(&t[i].left, t[i].segs);
+		njobs += t[i].segs ? (size_t)t[i].segs : 1;
+	}
+	struct pool p = { xcalloc(njobs ? njobs : 1, sizeof *p.jobs), njobs, 0, 0 };
+	for (size_t i = 0, k = 0; i < n; i++)
+		for (long long s = 0; s == 0 || s < t[i].segs; s++)
+			p.jobs[k++] = (struct job){ &t[i], s };
 	pthread_t tid[256];
 	int started = 0;
-	for (int t = 1; t < threads && t < 256 && (size_t)t < p.n; t++)
+	for (int k = 1; k < threads && k < 256 && (size_t)k < njobs; k++)
 		if (pthread_create(&tid[started], NULL, pool_worker, &p) == 0)
 			started++;
 	pool_worker(&p);
-	for (int t = 0; t < started; t++)
-		pthread_join(tid[t], NULL);
+	for (int k = 0; k < started; k++)
+		pthread_join(tid[k], NULL);
+	for (size_t i = 0; i < n; i++)
+		free(t[i].cvs);
+	free(t);
+	free(p.jobs);
 	if (p.err) {
 		errno = p.err;
 		return -1;
 	}
 	return 0;
+}
+
+/* The digest of one regular file, sized by the stat st. */
+static int digest_file(const char *path, const struct stat *st, int threads,
+		       char out[MTC_DIGEST_LEN], long long *size)
+{
+	struct node *n = new_node("", path);
+	n->size = st->st_size;
+	int rc = hash_files(&n, 1, threads);
+	int e = errno;
+	if (rc == 0) {
+		memcpy(out, n->digest, MTC_DIGEST_LEN);
+		if (size)
+			*size = n->size;
+	}
+	free_node(n);
+	errno = e;
+	return rc;
+}
+
+int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return digest_file(path, &st, threads > 0 ? threads : mtc_cpu_count(), out, size);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -314,7 +453,7 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		return -1;
 	if (S_ISREG(st.st_mode)) {
 		long long size;
-		if (digest_file(path, threads, out, &size) < 0)
+		if (digest_file(path, &st, threads, out, &size) < 0)
 			return -1;
 		if (manifest)
 			manifest_add(manifest, "", MTC_ENTRY_FILE, size, out);

@@ -3,9 +3,12 @@
  * official lengths plus a few large ones for the threaded tree. Expected
  * values: `b3sum -l 131` (Debian b3sum 1.2.0) of those inputs.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "blake3.h"
+#include "digest.h"
 #include "tap.h"
 
 static const struct {
@@ -82,6 +85,73 @@ static void check_pieces(const char *simd, size_t len, const char *want)
 	free(in);
 }
 
+/* Whole subtrees of `chunks` chunks pushed one by one, then the tail: the one-shot hash. */
+static void check_subtrees(const char *simd, size_t len, const char *want, size_t chunks)
+{
+	uint8_t *in = input(len), out[32], cv[32];
+	char hex[65];
+	struct mtc_blake3 h;
+	mtc_blake3_init(&h);
+	size_t bytes = chunks * MTC_BLAKE3_CHUNK_LEN, done_ = 0;
+	for (; len - done_ > bytes; done_ += bytes) {
+		mtc_blake3_subtree(in + done_, chunks, done_ / MTC_BLAKE3_CHUNK_LEN, cv);
+		mtc_blake3_push_subtree(&h, cv, chunks);
+	}
+	mtc_blake3_update(&h, in + done_, len - done_);
+	mtc_blake3_final(&h, out, sizeof out);
+	mtc_hex(out, sizeof out, hex);
+	ok(!strncmp(hex, want, 64), "%s: %zu bytes in subtrees of %zu chunks", simd, len, chunks);
+	free(in);
+}
+
+/* Files around the digest's 4 MiB segments (hashed apart, on threads) against the one-shot hash. */
+static void check_files(void)
+{
+	static const size_t sizes[] = { 4194303, 4194304, 4194305, 8388608, 8388609, 12582913 };
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char dir[4096], path[4200];
+	snprintf(dir, sizeof dir, "%s/mtc-blake3.XXXXXX", tmp);
+	if (!mkdtemp(dir)) {
+		ok(0, "temporary directory in %s", tmp);
+		return;
+	}
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		uint8_t *in = input(sizes[i]), raw[32];
+		char want[65], got[MTC_DIGEST_LEN];
+		mtc_blake3(in, sizes[i], raw);
+		mtc_hex(raw, 32, want);
+		snprintf(path, sizeof path, "%s/f%zu", dir, sizes[i]);
+		FILE *f = fopen(path, "wb");
+		int written = f && fwrite(in, 1, sizes[i], f) == sizes[i];
+		if (f)
+			fclose(f);
+		ok(written, "wrote %zu bytes", sizes[i]);
+		for (int threads = 1; threads <= 3; threads += 2) {
+			long long size = -1;
+			int rc = mtc_digest_file(path, threads, got, &size);
+			ok(rc == 0 && !strcmp(got, want) && size == (long long)sizes[i],
+			   "file of %zu bytes on %d thread(s)", sizes[i], threads);
+		}
+		free(in);
+	}
+	char d[MTC_DIGEST_LEN];
+	struct mtc_manifest m;
+	mtc_manifest_init(&m);
+	ok(mtc_digest_path(dir, 3, d, &m) == 0 && m.n == 7 && d[0] == 'D',
+	   "directory of segmented files on 3 threads");
+	for (size_t i = 0; i < m.n; i++) {
+		char one[MTC_DIGEST_LEN];
+		if (!*m.entries[i].path)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, m.entries[i].path);
+		mtc_digest_file(path, 1, one, NULL);
+		is_str(m.entries[i].digest, one, "%s in the manifest", m.entries[i].path);
+		unlink(path);
+	}
+	mtc_manifest_free(&m);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	static const char *simds[] = { "portable", "sse41", "avx2", "avx512" };
@@ -96,7 +166,11 @@ int main(void)
 		}
 		check_one_shot(simds[s], vectors[N_VECTORS - 1].len, vectors[N_VECTORS - 1].hex, 3);
 		check_one_shot(simds[s], vectors[N_VECTORS - 2].len, vectors[N_VECTORS - 2].hex, 2);
+		check_subtrees(simds[s], vectors[N_VECTORS - 1].len, vectors[N_VECTORS - 1].hex, 4096);
+		check_subtrees(simds[s], vectors[N_VECTORS - 2].len, vectors[N_VECTORS - 2].hex, 1);
+		check_subtrees(simds[s], vectors[N_VECTORS - 3].len, vectors[N_VECTORS - 3].hex, 64);
 	}
+	check_files();
 	uint8_t out[32];
 	char hex[65];
 	mtc_blake3("abc", 3, out);
