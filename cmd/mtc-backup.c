@@ -266,8 +266,12 @@ fail_one:
 	}
 	if (isatty(2) && mtc_log_level() >= MTC_LOG_WARN)
 		mtc_store_set_progress(s, progress, &start);
-	if (mtc_store_put_many(s, t.x, t.n, 0) < 0 && tolerate_existing(s, &t) < 0)
+	if (mtc_store_put_many(s, t.x, t.n, 0) < 0 && tolerate_existing(s, &t) < 0) {
+		for (size_t i = 0; i < t.n; i++)
+			if (t.x[i].err == ETIMEDOUT)
+				rc = MTC_EXIT_TIMEOUT;
 		goto out;
+	}
 	if (isatty(2) && mtc_log_level() >= MTC_LOG_WARN)
 		fprintf(stderr, "\n");
 	if (put_meta_last(s, prefix, metas, nw) < 0)

@@ -229,14 +229,14 @@ static int fetch_one(struct mtc_store *s, const struct mtc_store_list *l, const 
 		struct mtc_store_object st;
 		if (mtc_store_get_file(s, obj, dst) < 0 || mtc_store_stat(s, obj, &st) < 0) {
 			mtc_error("cannot download '%s/%s': %s", from, obj, mtc_store_error(s));
-			rc = errno == EIO ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+			rc = errno == EIO ? MTC_EXIT_INTEGRITY : errno == ETIMEDOUT ? MTC_EXIT_TIMEOUT : MTC_EXIT_FAILURE;
 			goto out;
 		}
 		*bytes += st.size;
 	} else if (has_prefix(l, pre)) {
 		if (mtc_tree_download(s, pre, dst, &t) < 0) {
 			mtc_error("cannot download '%s/%s': %s", from, pre, mtc_store_error(s));
-			rc = errno == EIO ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+			rc = errno == EIO ? MTC_EXIT_INTEGRITY : errno == ETIMEDOUT ? MTC_EXIT_TIMEOUT : MTC_EXIT_FAILURE;
 			goto out;
 		}
 		*bytes += t.bytes;

@@ -1,0 +1,24 @@
+# bash completion for mtc-backup
+_mtc_backup()
+{
+	local cur prev
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev=${COMP_WORDS[COMP_CWORD-1]}
+	case $prev in
+	--config|-c|--token-file)
+		COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--dir|-d|--to|-t)
+		COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--log-format)
+		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
+	--name|-n)
+		COMPREPLY=($(compgen -W "$(date -u +%Y-%m-%d_%H-%M)" -- "$cur")); return ;;
+	--step|-s|--parallel|-j|--threads)
+		return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W '--dir --config --step --to --name --token-file --parallel
+			--threads --no-verify --verbose --quiet --log-format --version --help --usage' -- "$cur"))
+	fi
+}
+complete -F _mtc_backup mtc-backup

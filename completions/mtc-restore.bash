@@ -1,0 +1,25 @@
+# bash completion for mtc-restore
+_mtc_restore()
+{
+	local cur prev
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev=${COMP_WORDS[COMP_CWORD-1]}
+	case $prev in
+	--archive|-a|--token-file)
+		COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--from|-f|--out|-o|--pin|--unpin)
+		COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--compress)
+		COMPREPLY=($(compgen -W 'zstd' -- "$cur")); return ;;
+	--log-format)
+		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
+	--rank|-r|--parallel|-j|--threads)
+		return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W '--from --rank --out --archive --compress --pin --unpin
+			--force --token-file --parallel --threads --verbose --quiet --log-format
+			--version --help --usage' -- "$cur"))
+	fi
+}
+complete -F _mtc_restore mtc-restore
