@@ -34,6 +34,7 @@
 #define DEFAULT_CHUNK (32LL << 20) /* a multiple of 256 KiB */
 #define DEFAULT_PART (32LL << 20)
 #define ERRBODY_MAX (64 * 1024)
+#define JSON_MAX (64 << 20) /* a listing page or an object resource */
 
 struct gcs {
 	char *bucket, *prefix, *base; /* prefix is "" or ends in '/' */
@@ -348,9 +349,10 @@ static size_t on_write(char *buf, size_t size, size_t n, void *arg)
 		mtc_store_progress_add(op->s, (long long)len);
 		return len;
 	}
-	size_t max = (status == 200 || status == 206) && r->sink_mem ? r->mem_max : ERRBODY_MAX;
+	int ok = status >= 200 && status < 300;
+	size_t max = !ok ? ERRBODY_MAX : r->sink_mem ? r->mem_max : JSON_MAX;
 	if (r->mem_len + len > max) {
-		if (r->sink_mem && (status == 200 || status == 206)) {
+		if (ok) {
 			r->abort_errno = EFBIG;
 			return 0;
 		}

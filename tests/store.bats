@@ -123,6 +123,17 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	diff -r "$WORK/t" "$WORK/back"
 }
 
+@test "gs://: a full page of long names is read whole" {
+	mkdir "$WORK/t"
+	for i in $(seq 1 1100); do : >"$WORK/t/a-rather-long-object-name-to-make-a-large-page-$i"; done
+	fakegcs_start
+	TEST_PARALLEL=32 run "$STORE" gs://bkt puttree t "$WORK/t"
+	assert_success
+	run "$STORE" gs://bkt list t/
+	assert_success
+	assert_equal "$(echo "$output" | wc -l)" 1100
+}
+
 @test "gs://: a flipped byte in a download is caught; retried once, then exit 5" {
 	make_data "$WORK/f" $((1 << 20)) flip
 	fakegcs_start
