@@ -1,0 +1,607 @@
+/*
+ * The cluster restore (cluster_restore.h). Invariant: the .restore markers
+ * are created last, after every node passed the restore-done barrier, and
+ * each points at data that was verified against its name; a node that
+ * cannot get there writes a CRITICAL line (replicator.failed) instead.
+ */
+#include "cluster_restore.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backups.h"
+#include "coord_client.h"
+#include "digest.h"
+#include "exitcode.h"
+#include "fsutil.h"
+#include "gc.h"
+#include "handshake.h"
+#include "inventory.h"
+#include "lkg.h"
+#include "log.h"
+#include "naming.h"
+#include "peer_client.h"
+#include "store.h"
+#include "store_tree.h"
+#include "xalloc.h"
+
+#define MAX_BACKUPS_REPORTED 8
+
+struct ctx {
+	const struct mtc_cluster_restore_opts *o;
+	const struct mtc_config *cfg;
+	struct mtc_store *store; /* <backup>/<job>, or NULL */
+	struct mtc_peer_client pc;
+	double deadline;
+	long long bytes;
+	int fetched;
+};
+
+static json_t *local_inventory(struct ctx *x)
+{
+	struct mtc_inventory inv;
+	json_t *metas = json_array(), *data = json_array();
+
+	if (mtc_inventory_scan(x->o->dir, &inv) < 0) {
+		mtc_critical("cannot read the local dir '%s':", x->o->dir);
+		json_decref(metas);
+		json_decref(data);
+		return NULL;
+	}
+	for (size_t i = 0; i < inv.n_metas; i++)
+		if (!strcmp(inv.metas[i].job, x->cfg->job_name))
+			json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)inv.metas[i].step,
+							       inv.metas[i].node, inv.metas[i].worker,
+							       inv.metas[i].hash));
+	for (size_t i = 0; i < inv.n_data; i++)
+		json_array_append_new(data, json_string(inv.data[i].hash));
+	mtc_inventory_free(&inv);
+	return json_pack("{s:o, s:o}", "meta-files", metas, "data-files", data);
+}
+
+static json_t *backup_entry(struct ctx *x, const char *name, int *valid)
+{
+	struct mtc_backup_info info;
+	json_t *metas, *data;
+
+	if (mtc_backup_inspect(x->store, name, x->cfg->nodes, x->cfg->workers_per_node, &info) < 0) {
+		mtc_warn("cannot read backup '%s/%s': %s", mtc_store_url(x->store), name,
+			 mtc_store_error(x->store));
+		return NULL;
+	}
+	*valid = info.state == MTC_BACKUP_VALID;
+	metas = json_array();
+	data = json_array();
+	for (size_t i = 0; i < info.n_metas; i++) {
+		const struct mtc_backup_meta *m = &info.metas[i];
+		if (!m->hash[0])
+			continue;
+		json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)m->step, m->rank,
+						       m->worker, m->hash));
+		if (m->has_data)
+			json_array_append_new(data, json_string(m->hash));
+	}
+	mtc_backup_info_free(&info);
+	return json_pack("{s:s, s:o, s:o}", "name", name, "meta-files", metas, "data-files", data);
+}
+
+/* The backups the LKG may need: restore.version's, else the newest down to the first valid one. */
+static int add_backups(struct ctx *x, json_t *report)
+{
+	struct mtc_backup_entry *list = NULL;
+	json_t *arr = json_array(), *e;
+	char version[256];
+	size_t n = 0;
+	int rc, valid;
+
+	rc = mtc_backups_restore_version(x->store, version, sizeof version);
+	if (rc < 0) {
+		mtc_error("cannot read '%s/restore.version': %s", mtc_store_url(x->store),
+			  mtc_store_error(x->store));
+		json_decref(arr);
+		return -1;
+	}
+	if (rc == 1) {
+		json_object_set_new(report, "restore-version", json_string(version));
+		mtc_info("restore.version names '%s': restoring from it only", version);
+		if (mtc_parse_backup_name(version, NULL) == 0 && (e = backup_entry(x, version, &valid)))
+			json_array_append_new(arr, e);
+		json_object_set_new(report, "backups", arr);
+		return 0;
+	}
+	if (mtc_backups_list(x->store, &list, &n) < 0) {
+		mtc_warn("cannot list the backups in '%s': %s", mtc_store_url(x->store),
+			 mtc_store_error(x->store));
+		n = 0;
+	}
+	for (size_t i = 0, kept = 0; i < n && kept < MAX_BACKUPS_REPORTED; i++) {
+		if (!(e = backup_entry(x, list[i].name, &valid)))
+			continue;
+		json_array_append_new(arr, e);
+		kept++;
+		if (valid)
+			break;
+	}
+	mtc_backups_free_list(list, n);
+	json_object_set_new(report, "backups", arr);
+	return 0;
+}
+
+static json_t *standalone_plan(struct ctx *x, json_t *report, char *err, size_t errlen)
+{
+	json_t *inv, *rank, *plan, *view, *v;
+
+	inv = json_pack("{s:s, s:i, s:i, s:[]}", "job-name", x->cfg->job_name, "nodes",
+			x->cfg->nodes, "workers-per-node", x->cfg->workers_per_node, "ranks");
+	if (mtc_config_replicas(x->cfg) > 1)
+		json_object_set_new(inv, "assume-data-parallelism",
+				    json_integer(mtc_config_replicas(x->cfg)));
+	rank = json_pack("{s:i, s:O, s:O}", "node-rank", x->cfg->node_rank, "meta-files",
+			 json_object_get(report, "meta-files"), "data-files",
+			 json_object_get(report, "data-files"));
+	if ((v = json_object_get(report, "address")))
+		json_object_set(rank, "node-address", v);
+	json_array_append_new(json_object_get(inv, "ranks"), rank);
+	if ((v = json_object_get(report, "backups")))
+		json_object_set(inv, "backups", v);
+	if ((v = json_object_get(report, "restore-version")))
+		json_object_set(inv, "restore-version", v);
+	plan = mtc_lkg_plan(inv, err, errlen);
+	json_decref(inv);
+	if (!plan)
+		return NULL;
+	view = mtc_lkg_rank_view(plan, x->cfg->node_rank);
+	if (view)
+		json_object_set(view, "plan-step", json_object_get(plan, "step"));
+	else
+		snprintf(err, errlen, "the plan has no entry for rank %d", x->cfg->node_rank);
+	json_decref(plan);
+	return view;
+}
+
+static int write_prerestore(struct ctx *x, json_t *view)
+{
+	json_t *step = json_object_get(view, "step");
+	const char *source = json_string_value(json_object_get(view, "source"));
+	const char *backup = json_string_value(json_object_get(view, "backup"));
+	char *path = xasprintf("%s/%s", x->o->dir, MTC_PRERESTORE_FILE), *text;
+	int rc;
+
+	if (!json_is_integer(step))
+		text = xstrdup("{}\n");
+	else if (source && !strcmp(source, "backup") && backup)
+		text = xasprintf("{restore-step: %lld, restore-backup: '%s'}\n",
+				 (long long)json_integer_value(step), backup);
+	else
+		text = xasprintf("{restore-step: %lld}\n", (long long)json_integer_value(step));
+	rc = mtc_write_atomic(path, text, strlen(text));
+	if (rc < 0)
+		mtc_critical("cannot write '%s':", path);
+	free(path);
+	free(text);
+	return rc;
+}
+
+/*
+ * Fault injection for the cluster tests: with MTC_FAULT_STALL_AFTER_PLAN=FILE
+ * the node writes its pid to FILE and hangs here, to be killed mid-restore.
+ */
+static void stall_for_tests(void)
+{
+	const char *f = getenv("MTC_FAULT_STALL_AFTER_PLAN");
+	char pid[32];
+	if (!f || !*f)
+		return;
+	snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+	mtc_write_atomic(f, pid, strlen(pid));
+	for (int i = 0; i < 3600; i++)
+		sleep(1);
+}
+
+static int has_local(const char *dir, const char *hash)
+{
+	char *p = xasprintf("%s/%s.data", dir, hash);
+	struct stat st;
+	int rc = lstat(p, &st) == 0;
+	free(p);
+	return rc;
+}
+
+static int backup_holds(struct mtc_store *s, const char *name, const char *hash)
+{
+	char *prefix = xasprintf("%s/%s.data", name, hash);
+	struct mtc_store_list l;
+	int found = 0;
+	if (mtc_store_list(s, prefix, NULL, &l) == 0)
+		for (size_t i = 0; i < l.n_objects && !found; i++) {
+			const char *rest = l.objects[i].name + strlen(prefix);
+			found = !*rest || *rest == '/';
+		}
+	mtc_store_list_free(&l);
+	free(prefix);
+	return found;
+}
+
+/* Downloads <name>/<hash>.data into a private staging dir, verifies it, renames it in. */
+static int fetch_from_backup(struct ctx *x, const char *name, const char *hash, char *err,
+			     size_t errlen)
+{
+	char *staging = xasprintf("%s/.mtc-restore-XXXXXX", x->o->dir), *dst = NULL, *key = NULL,
+	     *final = NULL, *mkey = NULL, *buf = NULL, why[512];
+	struct mtc_manifest m;
+	struct mtc_tree t = { 0 };
+	int rc = MTC_EXIT_FAILURE, have_manifest = 0, v;
+	size_t len;
+
+	mtc_manifest_init(&m);
+	if (!mkdtemp(staging)) {
+		snprintf(err, errlen, "cannot create a staging dir in '%s': %s", x->o->dir,
+			 strerror(errno));
+		free(staging);
+		return MTC_EXIT_FAILURE;
+	}
+	dst = xasprintf("%s/%s.data", staging, hash);
+	key = xasprintf("%s/%s.data", name, hash);
+	if (mtc_is_dir_hash(hash)) {
+		char *pre = xasprintf("%s/", key);
+		v = mtc_tree_download(x->store, pre, dst, &t);
+		free(pre);
+	} else {
+		v = mtc_store_get_file(x->store, key, dst);
+	}
+	if (v < 0) {
+		snprintf(err, errlen, "cannot download '%s/%s': %s", mtc_store_url(x->store), key,
+			 mtc_store_error(x->store));
+		rc = errno == EIO ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+		goto out;
+	}
+	mkey = xasprintf("%s/%s.manifest", name, hash);
+	if (mtc_store_get_buf(x->store, mkey, 256 << 20, &buf, &len) == 0) {
+		json_t *j = json_loadb(buf, len, 0, NULL);
+		have_manifest = j && mtc_manifest_from_json(j, &m, why, sizeof why) == 0;
+		json_decref(j);
+	}
+	v = mtc_digest_verify(dst, hash, have_manifest ? &m : NULL, x->o->threads, why, sizeof why);
+	if (v != 0) {
+		snprintf(err, errlen, "'%s/%s' is not what its name says: %s", mtc_store_url(x->store),
+			 key, v < 0 ? strerror(errno) : why);
+		rc = MTC_EXIT_INTEGRITY;
+		goto out;
+	}
+	final = xasprintf("%s/%s.data", x->o->dir, hash);
+	if (renameat2(AT_FDCWD, dst, AT_FDCWD, final, RENAME_NOREPLACE) < 0 && errno != EEXIST &&
+	    errno != ENOTEMPTY) {
+		snprintf(err, errlen, "cannot rename '%s' into place: %s", dst, strerror(errno));
+		goto out;
+	}
+	mtc_fsync_dir(x->o->dir);
+	x->bytes += mtc_tree_bytes(final);
+	rc = MTC_EXIT_OK;
+out:
+	mtc_remove_tree(staging);
+	mtc_tree_free(&t);
+	mtc_manifest_free(&m);
+	free(staging);
+	free(dst);
+	free(key);
+	free(final);
+	free(mkey);
+	free(buf);
+	return rc;
+}
+
+/* The plan's peers in order, then the plan's backup, then the newest backups that hold it. */
+static int fetch_hash(struct ctx *x, json_t *f, const char *plan_backup, char *err,
+		      size_t errlen)
+{
+	const char *hash = json_string_value(json_object_get(f, "hash"));
+	json_t *peers = json_object_get(f, "peers"), *p;
+	char why[1024] = "";
+	size_t i;
+	int rc = MTC_EXIT_NOTFOUND;
+
+	json_array_foreach(peers, i, p) {
+		long long got = 0;
+		char *name = xasprintf("%s.data", hash);
+		rc = mtc_peer_get(&x->pc, json_string_value(p), x->o->dir, name, &got, why,
+				  sizeof why);
+		free(name);
+		if (rc == 0) {
+			mtc_info("fetched '%s.data' from %s (%lld bytes)", hash, json_string_value(p),
+				 got);
+			x->bytes += got;
+			return 0;
+		}
+		mtc_warn("cannot fetch '%s.data' from %s: %s; trying the next source", hash,
+			 json_string_value(p), why);
+	}
+	if (x->store) {
+		struct mtc_backup_entry *list = NULL;
+		size_t n = 0;
+		if (plan_backup && backup_holds(x->store, plan_backup, hash)) {
+			rc = fetch_from_backup(x, plan_backup, hash, why, sizeof why);
+			if (rc == 0) {
+				mtc_info("fetched '%s.data' from backup '%s'", hash, plan_backup);
+				return 0;
+			}
+			mtc_warn("%s", why);
+		}
+		if (mtc_backups_list(x->store, &list, &n) == 0)
+			for (size_t b = 0; b < n && b < MAX_BACKUPS_REPORTED; b++) {
+				if ((plan_backup && !strcmp(list[b].name, plan_backup)) ||
+				    !backup_holds(x->store, list[b].name, hash))
+					continue;
+				rc = fetch_from_backup(x, list[b].name, hash, why, sizeof why);
+				if (rc == 0) {
+					mtc_info("fetched '%s.data' from backup '%s'", hash,
+						 list[b].name);
+					mtc_backups_free_list(list, n);
+					return 0;
+				}
+				mtc_warn("%s", why);
+			}
+		mtc_backups_free_list(list, n);
+	}
+	snprintf(err, errlen, "cannot fetch '%s.data' from any source%s%s", hash, *why ? ": " : "",
+		 why);
+	return rc ? rc : MTC_EXIT_NOTFOUND;
+}
+
+static int fetch_all(struct ctx *x, json_t *view, char *err, size_t errlen)
+{
+	json_t *f;
+	size_t i;
+	const char *backup = json_string_value(json_object_get(view, "backup"));
+
+	json_array_foreach(json_object_get(view, "fetch"), i, f) {
+		const char *hash = json_string_value(json_object_get(f, "hash"));
+		int rc;
+		if (!hash || !mtc_is_hash(hash)) {
+			snprintf(err, errlen, "the plan names a bad hash");
+			return MTC_EXIT_FAILURE;
+		}
+		if (has_local(x->o->dir, hash))
+			continue;
+		if (mtc_now() > x->deadline) {
+			snprintf(err, errlen, "restore timed out while fetching");
+			return MTC_EXIT_TIMEOUT;
+		}
+		if ((rc = fetch_hash(x, f, backup, err, errlen)) != 0)
+			return rc;
+		x->fetched++;
+	}
+	return 0;
+}
+
+static int write_metas(struct ctx *x, long long step, json_t *metas, char *err, size_t errlen)
+{
+	json_t *m;
+	size_t i;
+
+	json_array_foreach(metas, i, m) {
+		const char *hash = json_string_value(json_object_get(m, "hash"));
+		int w = (int)json_integer_value(json_object_get(m, "worker"));
+		char *name = mtc_ckpt_name(x->cfg->job_name, step, x->cfg->node_rank, w, MTC_EXT_META);
+		char *path = xasprintf("%s/%s", x->o->dir, name), old[MTC_HASH_MAX + 1];
+		int rc = 0;
+		if (!hash || !has_local(x->o->dir, hash)) {
+			snprintf(err, errlen, "'%s': its data '%s.data' is not here", name,
+				 hash ? hash : "?");
+			rc = -1;
+		} else if (mtc_read_meta(path, old) < 0 || strcmp(old, hash)) {
+			if ((rc = mtc_write_atomic(path, hash, strlen(hash))) < 0)
+				snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+		}
+		free(name);
+		free(path);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Symlinks <job>-s<S>-n<rank>-w<w>.restore -> <hash>.data, or empty s0 files; each by rename. */
+static int write_markers(struct ctx *x, long long step, json_t *metas)
+{
+	int workers = x->cfg->workers_per_node;
+
+	for (int w = 0; w < workers; w++) {
+		const char *hash = NULL;
+		json_t *m;
+		size_t i;
+		char *name, *path, *tmp, *target;
+		int rc;
+
+		json_array_foreach(metas, i, m) if (json_integer_value(json_object_get(m, "worker")) == w)
+			hash = json_string_value(json_object_get(m, "hash"));
+		name = mtc_ckpt_name(x->cfg->job_name, step >= 0 && hash ? step : 0, x->cfg->node_rank,
+				     w, MTC_EXT_RESTORE);
+		path = xasprintf("%s/%s", x->o->dir, name);
+		if (step < 0 || !hash) {
+			rc = mtc_write_atomic(path, "", 0);
+		} else {
+			tmp = xasprintf("%s/.mtc-marker-%d", x->o->dir, w);
+			target = xasprintf("%s.data", hash);
+			unlink(tmp);
+			rc = symlink(target, tmp) < 0 || rename(tmp, path) < 0 ? -1 : 0;
+			if (rc < 0)
+				unlink(tmp);
+			free(tmp);
+			free(target);
+		}
+		if (rc < 0) {
+			mtc_critical("cannot create the restore marker '%s':", path);
+			free(name);
+			free(path);
+			return -1;
+		}
+		free(name);
+		free(path);
+	}
+	return mtc_fsync_dir(x->o->dir);
+}
+
+static void write_pinned(struct ctx *x, const char *version, json_t *step)
+{
+	char *path = xasprintf("%s/%s", x->o->dir, MTC_PINNED_FILE);
+	json_t *j = json_pack("{s:s, s:I}", "backup", version, "step",
+			      (json_int_t)(json_is_integer(step) ? json_integer_value(step) : -1));
+	char *text = json_dumps(j, JSON_COMPACT);
+	if (mtc_write_atomic(path, text, strlen(text)) < 0)
+		mtc_warn("cannot write '%s':", path);
+	free(text);
+	json_decref(j);
+	free(path);
+}
+
+static int open_backup(struct ctx *x)
+{
+	struct mtc_store_options so = { .token_file = x->o->store_token_file };
+	char err[512], *url;
+	int rc;
+
+	if (!x->o->backup)
+		return 0;
+	url = xasprintf("%s/%s", x->o->backup, x->cfg->job_name);
+	rc = mtc_store_open(url, &so, &x->store, err, sizeof err);
+	if (rc < 0)
+		mtc_critical("cannot open the backup location '%s': %s", url, err);
+	free(url);
+	return rc;
+}
+
+static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
+{
+	const struct mtc_cluster_restore_opts *o = x->o;
+	json_t *report = NULL, *view = NULL, *step, *done = NULL, *v;
+	char err[1024] = "";
+	long long s = -1;
+	int rc = MTC_EXIT_FAILURE, own_rc = 0;
+	double t0 = mtc_now();
+	const char *source;
+	size_t i;
+
+	if (!(report = local_inventory(x)))
+		return MTC_EXIT_FAILURE;
+	json_object_set_new(report, "config", mtc_config_to_json(x->cfg));
+	if (o->address)
+		json_object_set_new(report, "address", json_string(o->address));
+	if (x->store && (x->cfg->node_rank == 0 || !cc) && add_backups(x, report) < 0)
+		goto out;
+	if (cc) {
+		rc = mtc_coord_call(cc, "restore", report, x->deadline, &view, err, sizeof err);
+		if (rc) {
+			mtc_critical("restore failed: %s", err);
+			goto out;
+		}
+	} else if (!(view = standalone_plan(x, report, err, sizeof err))) {
+		mtc_critical("cannot compute the restore plan: %s", err);
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
+	json_array_foreach(json_object_get(view, "errors"), i, v)
+		mtc_warn("restore plan: %s", json_string_value(v));
+	step = json_object_get(view, "step");
+	source = json_string_value(json_object_get(view, "source")) ?: "none";
+	if (json_is_integer(step))
+		s = json_integer_value(step);
+	if (s < 0)
+		mtc_info("nothing to restore: %s",
+			 json_string_value(json_object_get(view, "reason")) ?: "no valid step");
+	else
+		mtc_info("restoring step %lld from %s%s%s", s, source,
+			 json_object_get(view, "backup") ? " " : "",
+			 json_string_value(json_object_get(view, "backup")) ?: "");
+	if (write_prerestore(x, view) < 0)
+		goto out;
+	stall_for_tests();
+	if (s >= 0) {
+		own_rc = fetch_all(x, view, err, sizeof err);
+		if (!own_rc && write_metas(x, s, json_object_get(view, "metas"), err, sizeof err) < 0)
+			own_rc = MTC_EXIT_FAILURE;
+		if (own_rc)
+			mtc_error("rank %d cannot restore step %lld: %s", x->cfg->node_rank, s, err);
+	}
+	if (cc) {
+		json_t *d = json_pack("{s:b}", "ok", own_rc == 0);
+		if (own_rc)
+			json_object_set_new(d, "error", json_string(err));
+		rc = mtc_coord_call(cc, "restore-done", d, x->deadline, &done, err, sizeof err);
+		json_decref(d);
+		if (rc) {
+			mtc_critical("restore failed: %s", err);
+			goto out;
+		}
+		if (!json_is_true(json_object_get(done, "ok"))) {
+			mtc_critical("restore failed: %s",
+				     json_string_value(json_object_get(done, "error")) ?: "a rank failed");
+			rc = own_rc ? own_rc : MTC_EXIT_FAILURE;
+			goto out;
+		}
+	} else if (own_rc) {
+		mtc_critical("restore failed: %s", err);
+		rc = own_rc;
+		goto out;
+	}
+	if (s >= 0) {
+		struct mtc_gc_opts g = { o->dir, x->cfg, &s, 1, mtc_config_replicas(x->cfg) > 1, 0 };
+		struct mtc_gc_stats st;
+		if (mtc_gc(&g, &st) < 0)
+			mtc_warn("local gc after the restore failed");
+	}
+	if ((v = json_object_get(report, "restore-version")) ||
+	    (v = json_object_get(view, "restore-version")))
+		if (json_is_string(v))
+			write_pinned(x, json_string_value(v), step);
+	if (write_markers(x, s, json_object_get(view, "metas")) < 0) {
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
+	rc = s >= 0 ? MTC_EXIT_OK : MTC_EXIT_NOTFOUND;
+	if (summary) {
+		*summary = json_pack("{s:o, s:s, s:i, s:I, s:f}", "step",
+				     s >= 0 ? json_integer(s) : json_null(), "source", source,
+				     "fetched", x->fetched, "bytes", (json_int_t)x->bytes, "seconds",
+				     mtc_now() - t0);
+		if ((v = json_object_get(view, "backup")))
+			json_object_set(*summary, "backup", v);
+	}
+out:
+	json_decref(report);
+	json_decref(view);
+	json_decref(done);
+	return rc;
+}
+
+int mtc_cluster_restore(const struct mtc_cluster_restore_opts *o, json_t **summary)
+{
+	struct ctx x = { .o = o, .cfg = o->cfg };
+	struct mtc_coord_client cc;
+	int rc, coordinated = o->coordinator && o->cfg->nodes > 1;
+
+	if (summary)
+		*summary = NULL;
+	signal(SIGPIPE, SIG_IGN);
+	x.deadline = mtc_now() + (o->timeout_s > 0 ? o->timeout_s : 600);
+	mtc_peer_client_defaults(&x.pc);
+	x.pc.token = o->token;
+	x.pc.deadline_s = 600;
+	x.pc.retries = 2;
+	if (open_backup(&x) < 0)
+		return MTC_EXIT_FAILURE;
+	if (coordinated) {
+		mtc_coord_client_init(&cc, o->coordinator, o->token, o->cfg->node_rank);
+		mtc_coord_client_heartbeat(&cc, o->heartbeat_s > 0 ? o->heartbeat_s : 5);
+	}
+	rc = restore(&x, summary, coordinated ? &cc : NULL);
+	if (coordinated)
+		mtc_coord_client_close(&cc);
+	mtc_store_close(x.store);
+	return rc;
+}

@@ -1,0 +1,383 @@
+/*
+ * The steady-state loop (steady.h). Invariant: local GC never drops the
+ * agreed step, a step newer than it, or the step a running backup reads.
+ */
+#include "steady.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backups.h"
+#include "cluster_restore.h"
+#include "commit.h"
+#include "coord.h"
+#include "coord_client.h"
+#include "dirwatch.h"
+#include "exitcode.h"
+#include "fsutil.h"
+#include "gc.h"
+#include "inventory.h"
+#include "log.h"
+#include "naming.h"
+#include "peer_client.h"
+#include "store.h"
+#include "xalloc.h"
+
+struct loop {
+	const struct mtc_steady_opts *o;
+	struct mtc_peer_client pc;
+	struct mtc_coord_client cc;
+	int coordinated;
+	long long committed, pushed, replicated;
+	double next_push_try;
+	pid_t child;
+	char child_name[17];
+	long long child_step;
+	long long last_backup_time, last_backup_step;
+	char last_backup_name[17];
+};
+
+static void on_commit(const struct mtc_commit_result *r, void *arg)
+{
+	struct loop *l = arg;
+	mtc_info("committed step %lld worker %d as '%s.data' (%lld bytes, %.2f s)", r->step,
+		 r->worker, r->hash, r->bytes, r->seconds);
+	if (r->step > l->committed)
+		l->committed = r->step;
+}
+
+/* This node's steps with a .meta in the dir, ascending; count or -1. */
+static int own_steps(struct loop *l, long long **steps, char (*hash)[MTC_HASH_MAX + 1],
+		     long long for_step)
+{
+	struct mtc_inventory inv;
+	int n = 0;
+
+	*steps = NULL;
+	if (mtc_inventory_scan(l->o->dir, &inv) < 0)
+		return -1;
+	*steps = xcalloc(inv.n_metas + 1, sizeof **steps);
+	for (size_t i = 0; i < inv.n_metas; i++) {
+		const struct mtc_inv_meta *m = &inv.metas[i];
+		if (strcmp(m->job, l->o->cfg->job_name) || m->node != l->o->cfg->node_rank)
+			continue;
+		if (hash && m->step == for_step && m->worker == 0)
+			snprintf(*hash, sizeof *hash, "%s", m->hash);
+		if (n && (*steps)[n - 1] == m->step)
+			continue;
+		(*steps)[n++] = m->step;
+	}
+	mtc_inventory_free(&inv);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && (*steps)[j - 1] > (*steps)[j]; j--) {
+			long long t = (*steps)[j];
+			(*steps)[j] = (*steps)[j - 1];
+			(*steps)[j - 1] = t;
+		}
+	return n;
+}
+
+static long long newest_own_step(struct loop *l)
+{
+	long long *steps, best = -1;
+	int n = own_steps(l, &steps, NULL, -1);
+	if (n > 0)
+		best = steps[n - 1];
+	free(steps);
+	return best;
+}
+
+static void push_new(struct loop *l)
+{
+	const struct mtc_steady_opts *o = l->o;
+	int failed = 0;
+	json_t *sum;
+
+	if (l->committed <= l->pushed || mtc_now() < l->next_push_try)
+		return;
+	if (!o->n_peers) {
+		l->pushed = l->replicated = l->committed;
+		return;
+	}
+	sum = mtc_peer_push_step(&l->pc, o->dir, o->cfg->job_name, l->committed, o->cfg->node_rank,
+				 o->peers, o->n_peers, &failed);
+	if (failed == 0) {
+		mtc_info("pushed step %lld to %d peer%s in %.2f s", l->committed, o->n_peers,
+			 o->n_peers == 1 ? "" : "s",
+			 json_real_value(json_object_get(sum, "seconds")));
+		l->pushed = l->replicated = l->committed;
+	} else {
+		json_t *p;
+		size_t i;
+		json_array_foreach(json_object_get(sum, "peers"), i, p)
+			if (!json_is_true(json_object_get(p, "ok")))
+				mtc_error("cannot push step %lld to '%s': %s", l->committed,
+					  json_string_value(json_object_get(p, "peer")) ?: "?",
+					  json_string_value(json_object_get(p, "error")) ?: "failed");
+		l->next_push_try = mtc_now() + (o->sync_s > 0 ? o->sync_s : 10);
+	}
+	json_decref(sum);
+}
+
+static void reap_backup(struct loop *l, int block)
+{
+	int status;
+	pid_t p;
+
+	if (l->child <= 0)
+		return;
+	p = waitpid(l->child, &status, block ? 0 : WNOHANG);
+	if (p == 0 || (p < 0 && errno == EINTR))
+		return;
+	if (p > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		mtc_info("backup '%s' of step %lld done", l->child_name, l->child_step);
+	else if (p > 0 && WIFEXITED(status))
+		mtc_error("backup '%s' of step %lld failed (mtc-backup exit %d); it is retried at "
+			  "the next interval",
+			  l->child_name, l->child_step, WEXITSTATUS(status));
+	else
+		mtc_error("backup '%s' of step %lld failed (mtc-backup killed by signal %d); it is "
+			  "retried at the next interval",
+			  l->child_name, l->child_step, p > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	l->child = 0;
+}
+
+static void start_backup(struct loop *l, const char *name, long long step)
+{
+	const struct mtc_steady_opts *o = l->o;
+	char stepbuf[32];
+	const char *argv[16];
+	int n = 0;
+	pid_t p;
+
+	if (!o->backup || l->child > 0)
+		return;
+	snprintf(stepbuf, sizeof stepbuf, "%lld", step);
+	argv[n++] = o->backup_prog;
+	argv[n++] = "--dir";
+	argv[n++] = o->dir;
+	argv[n++] = "--config";
+	argv[n++] = o->config_path;
+	argv[n++] = "--step";
+	argv[n++] = stepbuf;
+	argv[n++] = "--to";
+	argv[n++] = o->backup;
+	argv[n++] = "--name";
+	argv[n++] = name;
+	if (o->store_token_file) {
+		argv[n++] = "--token-file";
+		argv[n++] = o->store_token_file;
+	}
+	argv[n] = NULL;
+	p = fork();
+	if (p < 0) {
+		mtc_error("cannot start mtc-backup for '%s':", name);
+		return;
+	}
+	if (p == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		dup2(STDERR_FILENO, STDOUT_FILENO);
+		execvp(argv[0], (char *const *)argv);
+		fprintf(stderr, "%s: cannot run '%s': %s\n", mtc_prog(), argv[0], strerror(errno));
+		_exit(127);
+	}
+	mtc_info("backup '%s' of step %lld started (pid %d)", name, step, (int)p);
+	l->child = p;
+	snprintf(l->child_name, sizeof l->child_name, "%s", name);
+	l->child_step = step;
+}
+
+static void gc_to(struct loop *l, long long agreed)
+{
+	long long *steps, *keep;
+	size_t nk = 0;
+	int n = own_steps(l, &steps, NULL, -1);
+	struct mtc_gc_opts g = { l->o->dir, l->o->cfg, NULL, 0, 0, 0 };
+	struct mtc_gc_stats st;
+
+	if (n < 0 || agreed < 0) {
+		free(steps);
+		return;
+	}
+	keep = xcalloc((size_t)n + 2, sizeof *keep);
+	keep[nk++] = agreed;
+	if (l->child > 0 && l->child_step != agreed)
+		keep[nk++] = l->child_step;
+	for (int i = 0; i < n; i++)
+		if (steps[i] > agreed)
+			keep[nk++] = steps[i];
+	g.keep_steps = keep;
+	g.n_keep = nk;
+	if (mtc_gc(&g, &st) < 0)
+		mtc_error("local gc to step %lld failed", agreed);
+	else if (st.deleted_meta || st.deleted_data)
+		mtc_info("gc to step %lld: %zu .meta and %zu .data deleted", agreed, st.deleted_meta,
+			 st.deleted_data);
+	free(keep);
+	free(steps);
+}
+
+static int backup_requested(struct loop *l)
+{
+	long long *steps;
+	char hash[MTC_HASH_MAX + 1] = "";
+	int n = own_steps(l, &steps, &hash, l->replicated), found = 0;
+	free(steps);
+	if (n > 0 && *hash) {
+		char *p = xasprintf("%s/%s.data/%s", l->o->dir, hash, MTC_BACKUP_REQUESTED);
+		found = access(p, F_OK) == 0;
+		free(p);
+	}
+	return found;
+}
+
+/* After a restore pinned by restore.version: once a newer step is saved, rank 0 unpins. */
+static void unpin_after_new_step(struct loop *l)
+{
+	const struct mtc_steady_opts *o = l->o;
+	char *path = xasprintf("%s/%s", o->dir, MTC_PINNED_FILE), *text = NULL, cur[256], err[512];
+	json_t *j = NULL;
+	long long step;
+	const char *name;
+	struct mtc_store *s = NULL;
+
+	if (mtc_read_file(path, 4096, &text, NULL) < 0)
+		goto out;
+	j = json_loads(text, 0, NULL);
+	step = json_integer_value(json_object_get(j, "step"));
+	name = json_string_value(json_object_get(j, "backup"));
+	if (!name || l->committed <= step)
+		goto out;
+	if (o->cfg->node_rank == 0 && o->backup) {
+		char *url = xasprintf("%s/%s", o->backup, o->cfg->job_name);
+		struct mtc_store_options so = { .token_file = o->store_token_file };
+		if (mtc_store_open(url, &so, &s, err, sizeof err) < 0) {
+			mtc_error("cannot open '%s' to remove restore.version: %s", url, err);
+			free(url);
+			goto out;
+		}
+		free(url);
+		if (mtc_backups_restore_version(s, cur, sizeof cur) == 1 && !strcmp(cur, name)) {
+			if (mtc_store_delete(s, "restore.version") < 0 && errno != ENOENT) {
+				mtc_error("cannot remove '%s/restore.version': %s", mtc_store_url(s),
+					  mtc_store_error(s));
+				goto out;
+			}
+			mtc_info("step %lld saved after the restore pinned to '%s': restore.version removed",
+				 l->committed, name);
+		}
+	}
+	unlink(path);
+out:
+	mtc_store_close(s);
+	json_decref(j);
+	free(text);
+	free(path);
+}
+
+/* One sync: 1 when answered (next sync after the interval), 0 when still waiting. */
+static int sync_once(struct loop *l)
+{
+	const struct mtc_steady_opts *o = l->o;
+	json_t *rep, *a = NULL, *b;
+	char err[1024] = "", name[17];
+	long long agreed;
+	int rc;
+
+	if (!l->coordinated) {
+		agreed = l->replicated;
+		if (mtc_coord_backup_due(agreed, l->child > 0, backup_requested(l),
+					 o->cfg->backup_interval_minutes, o->cfg->backup_interval_steps,
+					 (long long)time(NULL), l->last_backup_time, l->last_backup_step,
+					 l->last_backup_time < 0 ? NULL : l->last_backup_name, name)) {
+			l->last_backup_time = (long long)time(NULL);
+			l->last_backup_step = agreed;
+			memcpy(l->last_backup_name, name, sizeof name);
+			start_backup(l, name, agreed);
+		}
+		gc_to(l, agreed);
+		return 1;
+	}
+	rep = json_pack("{s:I, s:b, s:b, s:o}", "replicated-step", (json_int_t)l->replicated,
+			"backup-running", l->child > 0, "backup-requested", backup_requested(l),
+			"config", mtc_config_to_json(o->cfg));
+	rc = mtc_coord_post(&l->cc, "sync", rep, 1, mtc_now() + 30, &a, err, sizeof err);
+	json_decref(rep);
+	if (rc == 0)
+		return 0;
+	if (rc != 1) {
+		mtc_error("sync with the coordinator failed: %s", err);
+		return 1;
+	}
+	agreed = json_is_integer(json_object_get(a, "agreed-step"))
+			 ? json_integer_value(json_object_get(a, "agreed-step"))
+			 : -1;
+	gc_to(l, agreed);
+	if ((b = json_object_get(a, "backup")) && json_is_string(json_object_get(b, "name")))
+		start_backup(l, json_string_value(json_object_get(b, "name")),
+			     json_integer_value(json_object_get(b, "step")));
+	json_decref(a);
+	return 1;
+}
+
+int mtc_steady_run(const struct mtc_steady_opts *o)
+{
+	struct loop l = { .o = o };
+	struct mtc_commit_opts co = { o->dir, o->cfg, o->threads, o->quiet_s >= 0 ? o->quiet_s : 5,
+				      on_commit, &l };
+	struct mtc_dirwatch w;
+	double sync_s = o->sync_s > 0 ? o->sync_s : 10, next_sync = 0,
+	       end = o->timeout_s >= 0 ? mtc_now() + o->timeout_s : -1;
+
+	signal(SIGPIPE, SIG_IGN);
+	mtc_peer_client_defaults(&l.pc);
+	l.pc.token = o->token;
+	l.last_backup_time = l.last_backup_step = -1;
+	l.coordinated = o->coordinator && o->cfg->nodes > 1;
+	if (mtc_dirwatch_open(&w, o->dir) < 0) {
+		mtc_critical("cannot watch '%s':", o->dir);
+		return MTC_EXIT_FAILURE;
+	}
+	if (l.coordinated) {
+		mtc_coord_client_init(&l.cc, o->coordinator, o->token, o->cfg->node_rank);
+		mtc_coord_client_heartbeat(&l.cc, o->heartbeat_s > 0 ? o->heartbeat_s : 5);
+	}
+	l.committed = l.pushed = l.replicated = newest_own_step(&l);
+	mtc_info("steady state from step %lld", l.replicated);
+	while (!*o->stop && (end < 0 || mtc_now() < end)) {
+		double wait_until;
+		if (mtc_commit_scan(&co) < 0)
+			mtc_error("cannot commit the new steps in '%s'", o->dir);
+		push_new(&l);
+		unpin_after_new_step(&l);
+		reap_backup(&l, 0);
+		if (mtc_now() >= next_sync)
+			next_sync = sync_once(&l) ? mtc_now() + sync_s : 0;
+		wait_until = next_sync > 0 ? next_sync : mtc_now() + 0.2;
+		if (wait_until > mtc_now() + 1)
+			wait_until = mtc_now() + 1;
+		if (!*o->stop && mtc_dirwatch_wait(&w, wait_until, 500, NULL, NULL) < 0 &&
+		    errno != ETIMEDOUT && errno != EINTR)
+			mtc_warn("waiting on '%s':", o->dir);
+	}
+	if (l.child > 0) {
+		mtc_info("stopping: waiting for backup '%s'", l.child_name);
+		kill(l.child, SIGTERM);
+		reap_backup(&l, 1);
+	}
+	if (l.coordinated)
+		mtc_coord_client_close(&l.cc);
+	mtc_dirwatch_close(&w);
+	return MTC_EXIT_OK;
+}
