@@ -15,7 +15,7 @@
 
 
 #define CHUNK MTC_BLAKE3_CHUNK_LEN
-#define LEAF_CHUNKS 64		   /* one subtree hashed with one CV buffer on the stack */
+#define LEAF_CHUNKS 256		/* one subtree hashed with one CV buffer on the stack */
 #define PARALLEL_MIN (1u << 20) /* smaller subtrees stay on the calling thread */
 
 static inline uint32_t load32(const uint8_t *p)

@@ -56,4 +56,16 @@ static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off,
 	transpose8(m + 8);
 }
 
+static TARGET inline void store_cvs(const __m256i h[8], uint8_t *out)
+{
+	__m256i r[8];
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++)
+		r[i] = h[i];
+	transpose8(r);
+#pragma GCC unroll 8
+	for (int l = 0; l < 8; l++)
+		STOREU(out + 32 * l, r[l]);
+}
+
 #include "blake3_simd.h"

@@ -56,4 +56,35 @@ static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off,
 	transpose16(m);
 }
 
+/* Word i of lane l in h[i] becomes word i of CV l: 4x4 word transposes, then 128-bit pairs. */
+static TARGET inline void store_cvs(const __m512i h[8], uint8_t *out)
+{
+	__m512i t[8];
+#pragma GCC unroll 2
+	for (int g = 0; g < 8; g += 4) {
+		__m512i a = _mm512_unpacklo_epi32(h[g], h[g + 1]);
+		__m512i b = _mm512_unpackhi_epi32(h[g], h[g + 1]);
+		__m512i c = _mm512_unpacklo_epi32(h[g + 2], h[g + 3]);
+		__m512i d = _mm512_unpackhi_epi32(h[g + 2], h[g + 3]);
+		t[g] = _mm512_unpacklo_epi64(a, c);
+		t[g + 1] = _mm512_unpackhi_epi64(a, c);
+		t[g + 2] = _mm512_unpacklo_epi64(b, d);
+		t[g + 3] = _mm512_unpackhi_epi64(b, d);
+	}
+	/* t[k] (k < 4) holds words 0-3 of lanes k, 4 + k, 8 + k, 12 + k; t[4 + k] words 4-7. */
+	const __m512i lo = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+	const __m512i hi = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+#pragma GCC unroll 4
+	for (int k = 0; k < 4; k++) {
+		__m512i x = _mm512_permutex2var_epi64(t[k], lo, t[4 + k]);
+		__m512i y = _mm512_permutex2var_epi64(t[k], hi, t[4 + k]);
+		_mm256_storeu_si256((__m256i *)(void *)(out + 32 * k), _mm512_castsi512_si256(x));
+		_mm256_storeu_si256((__m256i *)(void *)(out + 32 * (4 + k)),
+				    _mm512_extracti64x4_epi64(x, 1));
+		_mm256_storeu_si256((__m256i *)(void *)(out + 32 * (8 + k)), _mm512_castsi512_si256(y));
+		_mm256_storeu_si256((__m256i *)(void *)(out + 32 * (12 + k)),
+				    _mm512_extracti64x4_epi64(y, 1));
+	}
+}
+
 #include "blake3_simd.h"

@@ -1,8 +1,9 @@
 /*
  * The W-way compression shared by the SIMD paths: each vector lane hashes
  * one input. Included by blake3_<isa>.c after it defines VEC, W, TARGET,
- * MANY_FN, LOADU, STOREU, SET1, ADD, XOR, ROT16, ROT12, ROT8, ROT7 and
- * load_msg(in, stride, off, m) (the transposed message words).
+ * MANY_FN, LOADU, STOREU, SET1, ADD, XOR, ROT16, ROT12, ROT8, ROT7,
+ * load_msg(in, stride, off, m) (the transposed message words) and
+ * store_cvs(h, out) (the W chaining values, little-endian, one after another).
  */
 
 #define G(a, b, c, d, x, y)                       \
@@ -23,9 +24,9 @@ TARGET void MANY_FN(const uint8_t *in, size_t stride, size_t blocks, const uint3
 {
 	VEC h[8], m[16], v[16];
 	uint32_t lo[W], hi[W];
-#pragma GCC unroll 16
+	uint64_t step = inc ? 1 : 0;
 	for (int l = 0; l < W; l++) {
-		uint64_t c = counter + (inc ? (uint64_t)l : 0);
+		uint64_t c = counter + step * (uint64_t)l;
 		lo[l] = (uint32_t)c;
 		hi[l] = (uint32_t)(c >> 32);
 	}
@@ -70,21 +71,7 @@ TARGET void MANY_FN(const uint8_t *in, size_t stride, size_t blocks, const uint3
 			h[i] = XOR(v[i], v[i + 8]);
 		bf = flags;
 	}
-	uint32_t words[8][W];
-#pragma GCC unroll 16
-	for (int i = 0; i < 8; i++)
-		STOREU(words[i], h[i]);
-#pragma GCC unroll 16
-	for (int l = 0; l < W; l++)
-#pragma GCC unroll 16
-		for (int i = 0; i < 8; i++) {
-			uint32_t w = words[i][l];
-			uint8_t *o = out + 32 * l + 4 * i;
-			o[0] = (uint8_t)w;
-			o[1] = (uint8_t)(w >> 8);
-			o[2] = (uint8_t)(w >> 16);
-			o[3] = (uint8_t)(w >> 24);
-		}
+	store_cvs(h, out);
 }
 
 #undef G

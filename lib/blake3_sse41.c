@@ -37,4 +37,19 @@ static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off,
 	}
 }
 
+static TARGET inline void store_cvs(const __m128i h[8], uint8_t *out)
+{
+	__m128i a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+	transpose4(&a, &b, &c, &d);
+	transpose4(&e, &f, &g, &k);
+	STOREU(out, a);
+	STOREU(out + 16, e);
+	STOREU(out + 32, b);
+	STOREU(out + 48, f);
+	STOREU(out + 64, c);
+	STOREU(out + 80, g);
+	STOREU(out + 96, d);
+	STOREU(out + 112, k);
+}
+
 #include "blake3_simd.h"
