@@ -23,7 +23,7 @@
 
 #define MAX_DEPTH 64
 #define READ_MAX (64 * 1024) /* smaller files are read, larger ones mapped */
-#define SEG_CHUNKS 4096	     /* a segment: one aligned subtree, mapped and hashed by one thread */
+#define SEG_CHUNKS 4096	     /* a segment: one aligned subtree, hashed by one thread */
 #define SEG_BYTES ((long long)SEG_CHUNKS * MTC_BLAKE3_CHUNK_LEN)
 
 static int hash_fd(int fd, long long size, uint8_t out[32])
@@ -152,14 +152,18 @@ static int walk_dir(struct node *n, struct walk *w, int depth)
 
 /*
  * Hashing is a queue of jobs shared by every thread: a file up to one segment
- * long is one job; a longer one is a job per whole segment before its last
- * byte, and whoever finishes the last of them hashes the tail and the root.
+ * long (or any file when there is one thread) is one job; a longer one is a
+ * job per whole segment before its last byte, and whoever finishes the last
+ * of them hashes the tail and the root.
  */
 struct target {
 	struct node *node;
 	long long segs; /* 0: hashed whole */
 	uint8_t *cvs;	/* segs chaining values */
 	atomic_llong left;
+	pthread_mutex_t lock; /* guards the mapping's creation by the file's first job */
+	int tried;
+	uint8_t *map; /* the whole file; NULL where it cannot be mapped */
 };
 
 struct job {
@@ -190,40 +194,68 @@ static int open_same(const struct node *n)
 	return fd;
 }
 
-/* Bytes [off, off + len) of the node's file: mapped, or read where it cannot be mapped. */
-static uint8_t *load_range(const struct node *n, long long off, size_t len, int *mapped)
+/* Bytes [off, off + len) of the node's file read into a new buffer. */
+static uint8_t *read_range(const struct node *n, long long off, size_t len)
 {
 	int fd = open_same(n);
 	if (fd < 0)
 		return NULL;
-	void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)off);
-	*mapped = p != MAP_FAILED;
-	if (!*mapped) {
-		p = xmalloc(len);
-		for (size_t got = 0; got < len;) {
-			ssize_t r = pread(fd, (uint8_t *)p + got, len - got, (off_t)off + (off_t)got);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				int e = r < 0 ? errno : EAGAIN;
-				free(p);
-				close(fd);
-				errno = e;
-				return NULL;
-			}
-			got += (size_t)r;
+	uint8_t *p = xmalloc(len ? len : 1);
+	for (size_t got = 0; got < len;) {
+		ssize_t r = pread(fd, p + got, len - got, (off_t)off + (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = r < 0 ? errno : EAGAIN;
+			free(p);
+			close(fd);
+			errno = e;
+			return NULL;
 		}
+		got += (size_t)r;
 	}
 	close(fd);
 	return p;
 }
 
-static void unload_range(uint8_t *p, size_t len, int mapped)
+/*
+ * Bytes [off, off + len) of a segmented file: in the file's one mapping (made
+ * by its first job; each job populates its own part, then drops it so that
+ * the final unmap is cheap), or, where mapping fails, read into a copy.
+ */
+static uint8_t *range_of(struct target *t, long long off, size_t len, int *copy)
 {
-	if (mapped)
-		munmap(p, len);
-	else
+	int e = 0;
+	pthread_mutex_lock(&t->lock);
+	if (!t->tried) {
+		int fd = open_same(t->node);
+		if (fd < 0) {
+			e = errno;
+		} else {
+			void *p = mmap(NULL, (size_t)t->node->size, PROT_READ, MAP_PRIVATE, fd, 0);
+			t->map = p == MAP_FAILED ? NULL : p;
+			t->tried = 1;
+			close(fd);
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (e) {
+		errno = e;
+		return NULL;
+	}
+	*copy = !t->map;
+	if (*copy)
+		return read_range(t->node, off, len);
+	madvise(t->map + off, len, MADV_POPULATE_READ);
+	return t->map + off;
+}
+
+static void drop_range(uint8_t *p, size_t len, int copy)
+{
+	if (copy)
 		free(p);
+	else
+		madvise(p, len, MADV_DONTNEED);
 }
 
 static int hash_whole(struct node *n)
@@ -247,21 +279,21 @@ static int hash_whole(struct node *n)
 
 static int hash_segment(struct target *t, long long seg)
 {
-	int mapped;
-	uint8_t *p = load_range(t->node, seg * SEG_BYTES, (size_t)SEG_BYTES, &mapped);
+	int copy;
+	uint8_t *p = range_of(t, seg * SEG_BYTES, (size_t)SEG_BYTES, &copy);
 	if (!p)
 		return -1;
 	mtc_blake3_subtree(p, SEG_CHUNKS, (uint64_t)seg * SEG_CHUNKS, t->cvs + 32 * seg);
-	unload_range(p, (size_t)SEG_BYTES, mapped);
+	drop_range(p, (size_t)SEG_BYTES, copy);
 	return 0;
 }
 
 static int hash_tail(struct target *t)
 {
-	int mapped;
+	int copy;
 	long long off = t->segs * SEG_BYTES;
 	size_t len = (size_t)(t->node->size - off);
-	uint8_t *p = load_range(t->node, off, len, &mapped);
+	uint8_t *p = range_of(t, off, len, &copy);
 	if (!p)
 		return -1;
 	struct mtc_blake3 h;
@@ -270,7 +302,12 @@ static int hash_tail(struct target *t)
 	for (long long s = 0; s < t->segs; s++)
 		mtc_blake3_push_subtree(&h, t->cvs + 32 * s, SEG_CHUNKS);
 	mtc_blake3_update(&h, p, len);
-	unload_range(p, len, mapped);
+	if (copy) {
+		free(p);
+	} else {
+		munmap(t->map, (size_t)t->node->size);
+		t->map = NULL;
+	}
 	mtc_blake3_final(&h, raw, 32);
 	mtc_hex(raw, 32, t->node->digest);
 	return 0;
@@ -314,9 +351,11 @@ static int hash_files(struct node **files, size_t n, int threads)
 	size_t njobs = 0;
 	for (size_t i = 0; i < n; i++) {
 		t[i].node = files[i];
-		t[i].segs = files[i]->size > SEG_BYTES ? (files[i]->size - 1) / SEG_BYTES : 0;
+		if (threads > 1 && files[i]->size > SEG_BYTES)
+			t[i].segs = (files[i]->size - 1) / SEG_BYTES;
 		t[i].cvs = t[i].segs ? xmalloc((size_t)t[i].segs * 32) : NULL;
 		atomic_init(&t[i].left, t[i].segs);
+		pthread_mutex_init(&t[i].lock, NULL);
 		njobs += t[i].segs ? (size_t)t[i].segs : 1;
 	}
 	struct pool p = { xcalloc(njobs ? njobs : 1, sizeof *p.jobs), njobs, 0, 0 };
@@ -331,8 +370,12 @@ static int hash_files(struct node **files, size_t n, int threads)
 	pool_worker(&p);
 	for (int k = 0; k < started; k++)
 		pthread_join(tid[k], NULL);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (t[i].map)
+			munmap(t[i].map, (size_t)t[i].node->size);
+		pthread_mutex_destroy(&t[i].lock);
 		free(t[i].cvs);
+	}
 	free(t);
 	free(p.jobs);
 	if (p.err) {
