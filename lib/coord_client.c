@@ -218,7 +218,7 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 		status = json_string_value(json_object_get(a, "status"));
 		if (code == 200 && status && !strcmp(status, "done")) {
 			*answer = a;
-			return 1;
+			return 0;
 		}
 		if (code == 200 && status && !strcmp(status, "waiting")) {
 			json_decref(a);
@@ -238,9 +238,7 @@ int mtc_coord_call(struct mtc_coord_client *cc, const char *kind, json_t *report
 		double left = deadline - mtc_now();
 		int rc = mtc_coord_post(cc, kind, report, left > 20 ? 20 : left > 0 ? left : 0,
 					deadline, answer, err, errlen);
-		if (rc == 1)
-			return 0;
-		if (rc != 0)
+		if (rc != 0 || *answer)
 			return rc;
 	}
 }

@@ -36,8 +36,9 @@ void mtc_coord_client_heartbeat(struct mtc_coord_client *cc, double interval_s);
 void mtc_coord_client_close(struct mtc_coord_client *cc);
 
 /*
- * One report to a round: 1 with the answer when the round is done, 0 when
- * still waiting after wait_s (the report stands), or an exit code:
+ * One report to a round: 0 with the answer when the round is done, 0 with
+ * *answer NULL when still waiting after wait_s (the report stands), or an
+ * exit code:
  * FAILURE (the round failed, or the coordinator refused the report: err
  * says why) or TIMEOUT (coordinator unreachable). Connection errors are
  * retried until deadline (mtc_now() based).

@@ -100,6 +100,10 @@ static void push_new(struct loop *l)
 	int failed = 0;
 	json_t *sum;
 
+	long long newest = newest_own_step(l);
+
+	if (newest > l->committed)
+		l->committed = newest;
 	if (l->committed <= l->pushed || mtc_now() < l->next_push_try)
 		return;
 	if (!o->n_peers) {
@@ -108,7 +112,11 @@ static void push_new(struct loop *l)
 	}
 	sum = mtc_peer_push_step(&l->pc, o->dir, o->cfg->job_name, l->committed, o->cfg->node_rank,
 				 o->peers, o->n_peers, &failed);
-	if (failed == 0) {
+	if (failed < 0) {
+		mtc_error("cannot push step %lld: no .meta of node %d in '%s'", l->committed,
+			  o->cfg->node_rank, o->dir);
+		l->next_push_try = mtc_now() + (o->sync_s > 0 ? o->sync_s : 10);
+	} else if (failed == 0) {
 		mtc_info("pushed step %lld to %d peer%s in %.2f s", l->committed, o->n_peers,
 			 o->n_peers == 1 ? "" : "s",
 			 json_real_value(json_object_get(sum, "seconds")));
@@ -314,9 +322,9 @@ static int sync_once(struct loop *l)
 			"config", mtc_config_to_json(o->cfg));
 	rc = mtc_coord_post(&l->cc, "sync", rep, 1, mtc_now() + 30, &a, err, sizeof err);
 	json_decref(rep);
-	if (rc == 0)
+	if (rc == 0 && !a)
 		return 0;
-	if (rc != 1) {
+	if (rc != 0) {
 		mtc_error("sync with the coordinator failed: %s", err);
 		return 1;
 	}
