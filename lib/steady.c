@@ -157,6 +157,21 @@ static void reap_backup(struct loop *l, int block)
 	l->child = 0;
 }
 
+static int backup_exists(const struct mtc_steady_opts *o, const char *name)
+{
+	struct mtc_store_options so = { .token_file = o->store_token_file };
+	struct mtc_store *s;
+	char err[512], *url = xasprintf("%s/%s", o->backup, o->cfg->job_name);
+	int found = 0;
+
+	if (mtc_store_open(url, &so, &s, err, sizeof err) == 0) {
+		found = mtc_backup_has_meta(s, name) == 1;
+		mtc_store_close(s);
+	}
+	free(url);
+	return found;
+}
+
 static void start_backup(struct loop *l, const char *name, long long step)
 {
 	const struct mtc_steady_opts *o = l->o;
@@ -167,6 +182,10 @@ static void start_backup(struct loop *l, const char *name, long long step)
 
 	if (!o->backup || l->child > 0)
 		return;
+	if (backup_exists(o, name)) {
+		mtc_info("backup '%s' already exists: not writing a second step into it", name);
+		return;
+	}
 	snprintf(stepbuf, sizeof stepbuf, "%lld", step);
 	argv[n++] = o->backup_prog;
 	argv[n++] = "--dir";
