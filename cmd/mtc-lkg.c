@@ -585,7 +585,7 @@ int main(int argc, const char **argv)
 		{ "nodes", '\0', POPT_ARG_INT, &nodes_opt, 0, "judge against N nodes (default: inferred)", "N" },
 		{ "workers", '\0', POPT_ARG_INT, &workers_opt, 0, "judge against W workers per node (default: inferred)", "W" },
 		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file", "FILE" },
-		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "gs:// requests in flight (default 16)", "N" },
+		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "gs:// requests in flight (default 32)", "N" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	enum mode mode = MODE_NONE;

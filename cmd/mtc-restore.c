@@ -614,7 +614,7 @@ int main(int argc, const char **argv)
 		{ "unpin", '\0', POPT_ARG_STRING, &unpin_root, 0, "remove restore.version", "LOCATION/JOB" },
 		{ "force", '\0', POPT_ARG_NONE, &force, 0, "pin a backup that is not valid", NULL },
 		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file", "FILE" },
-		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 16)", "N" },
+		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "restore this node's local dir (cluster mode)", "DIR" },
 		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "the accepted config (JSON, - for stdin)", "CFG" },

@@ -89,7 +89,7 @@ int mtc_store_open(const char *url, const struct mtc_store_options *opt, struct 
 	if (opt)
 		s->opt = *opt;
 	if (s->opt.parallel <= 0)
-		s->opt.parallel = 16;
+		s->opt.parallel = 32;
 	if (s->opt.deadline <= 0)
 		s->opt.deadline = 600;
 	s->url = xstrdup(url);

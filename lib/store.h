@@ -24,7 +24,7 @@ struct mtc_store;
 
 struct mtc_store_options {
 	const char *token_file; /* gs:// bearer token file (--token-file); NULL: environment */
-	int parallel;		/* transfers in flight; 0: default (16) */
+	int parallel;		/* transfers in flight; 0: default (32) */
 	double deadline;	/* seconds for one operation with its retries; 0: default (600) */
 };
 

@@ -42,7 +42,7 @@ struct gcs {
 	CURLM *multi;
 	CURL **idle;
 	size_t n_idle;
-	long long chunk, part;
+	long long chunk, part, first; /* first: the opening range of a download, before its size is known */
 	double backoff_base, backoff_cap;
 	unsigned seed;
 	pthread_mutex_t run_lock;
@@ -1020,7 +1020,7 @@ static int dl_prepare(struct op *op, struct req *r)
 	r->crc_on = op->state != D_PART;
 	r->crc = op->crc;
 	if (op->state == D_FIRST)
-		add_header(r, "Range: bytes=%lld-%lld", op->done, g->part - 1);
+		add_header(r, "Range: bytes=%lld-%lld", op->done, g->first - 1);
 	else if (op->state == D_PART)
 		add_header(r, "Range: bytes=%lld-%lld", op->off + op->done, op->off + op->len - 1);
 	else if (op->done)
@@ -1032,7 +1032,7 @@ static void spawn_parts(struct op *op)
 {
 	struct engine *e = op->g->engine;
 
-	for (long long off = op->g->part; off < op->size; off += op->g->part) {
+	for (long long off = op->g->first; off < op->size; off += op->g->part) {
 		struct op *c = op_new(op->s, &download_type);
 		c->parent = op;
 		c->name = xstrdup(op->name);
@@ -1141,10 +1141,10 @@ static enum verdict dl_finish(struct op *op, struct req *r)
 	op->size = r->total;
 	if (op->state == D_WHOLE)
 		return op->done < op->size ? V_AGAIN : dl_verify(op, 1);
-	first_len = op->size < op->g->part ? op->size : op->g->part;
+	first_len = op->size < op->g->first ? op->size : op->g->first;
 	if (op->done < first_len)
 		return V_AGAIN;
-	if (op->size <= op->g->part)
+	if (op->size <= op->g->first)
 		return dl_verify(op, 1);
 	op->state = D_WAIT;
 	spawn_parts(op);
@@ -1571,6 +1571,7 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	g->part = env_ll("MTC_GCS_PART_KIB", DEFAULT_PART >> 10) << 10;
 	if (g->part < 4096)
 		g->part = 4096;
+	g->first = g->part < (8LL << 20) ? g->part : 8LL << 20;
 	g->backoff_base = (double)env_ll("MTC_GCS_RETRY_BASE_MS", 100) / 1000.0;
 	g->backoff_cap = 10.0;
 	g->seed = (unsigned)getpid() ^ (unsigned)(mtc_now() * 1e6);

@@ -77,9 +77,9 @@ i=0
 while [ ! -s "$dir/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 url="http://127.0.0.1:$(cat "$dir/port")"
 export STORAGE_EMULATOR_HOST="$url"
-echo "# --- gs:// to the fake GCS server on loopback (client CPU only; 16 transfers each)"
+echo "# --- gs:// to the fake GCS server on loopback (client CPU only; 32 transfers each)"
 measure "upload:   rclone copy" "true" \
-	sh -c "rclone --gcs-anonymous --gcs-bucket-policy-only --gcs-endpoint '$url/storage/v1/' --transfers 16 \
+	sh -c "rclone --gcs-anonymous --gcs-bucket-policy-only --gcs-endpoint '$url/storage/v1/' --transfers 32 \
 	copy '$dir/local/$hash.data' :gcs:rc/r\$(date +%s%N)"
 measure "upload:   mtc-backup" "true" \
 	sh -c "mtc-backup --dir '$dir/local' --config '$dir/cfg' --step 1 --to gs://mtc/r\$(date +%s%N) --name 2025-01-01_00-00"
@@ -87,7 +87,7 @@ measure "upload:   mtc-backup --no-verify" "true" \
 	sh -c "mtc-backup --dir '$dir/local' --config '$dir/cfg' --step 1 --to gs://mtc/n\$(date +%s%N) --name 2025-01-01_00-00 --no-verify"
 mtc-backup --dir "$dir/local" --config "$dir/cfg" --step 1 --to gs://mtc/src --name 2025-01-01_00-00 > /dev/null
 measure "download: rclone copy" "rm -rf $dir/rcback" \
-	rclone --gcs-anonymous --gcs-bucket-policy-only --gcs-endpoint "$url/storage/v1/" --transfers 16 \
+	rclone --gcs-anonymous --gcs-bucket-policy-only --gcs-endpoint "$url/storage/v1/" --transfers 32 \
 	copy ":gcs:mtc/src/job/2025-01-01_00-00/$hash.data" "$dir/rcback"
 measure "download: mtc-restore (verified)" "rm -rf $dir/out" \
 	mtc-restore --from gs://mtc/src/job/2025-01-01_00-00 --rank 0 --out "$dir/out"
