@@ -63,6 +63,8 @@ struct call {
 	const char *tree_root;
 	struct mtc_blake3 file_hash;
 	char got[66];
+	struct mtc_wire_reader *reader;
+	long long up_total;
 };
 
 static void append_body(struct call *c, const char *p, size_t n)
@@ -81,6 +83,15 @@ static size_t on_read(char *buf, size_t size, size_t n, void *arg)
 	size_t want = size * n;
 	ssize_t got;
 
+	if (c->reader) {
+		got = mtc_wire_reader_read(c->reader, buf, want, c->thread_why, sizeof c->thread_why);
+		if (got < 0) {
+			c->thread_rc = -1;
+			return CURL_READFUNC_ABORT;
+		}
+		c->bytes += got;
+		return (size_t)got;
+	}
 	if (c->up_mem) {
 		size_t left = c->up_len - c->up_off;
 		if (want > left)
@@ -135,15 +146,6 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
-static void *tree_writer(void *arg)
-{
-	struct call *c = arg;
-	c->thread_rc = mtc_wire_write_tree(c->tree_fd, c->tree_root, c->thread_why,
-					   sizeof c->thread_why);
-	close(c->tree_fd);
-	return NULL;
-}
-
 static void *tree_reader(void *arg)
 {
 	struct call *c = arg;
@@ -153,23 +155,16 @@ static void *tree_reader(void *arg)
 	return NULL;
 }
 
-static int start_thread(struct call *c, int upload, const char *root)
+static int start_extractor(struct call *c, const char *root)
 {
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -1;
 	fcntl(fds[1], F_SETPIPE_SZ, PIPE_SIZE);
 	c->tree_root = root;
-	c->thread_rc = 0;
-	c->thread_why[0] = '\0';
-	if (upload) {
-		c->tree_fd = fds[1];
-		c->up_fd = fds[0];
-	} else {
-		c->tree_fd = fds[0];
-		c->down_fd = fds[1];
-	}
-	if (pthread_create(&c->thread, NULL, upload ? tree_writer : tree_reader, c)) {
+	c->tree_fd = fds[0];
+	c->down_fd = fds[1];
+	if (pthread_create(&c->thread, NULL, tree_reader, c)) {
 		close(fds[0]);
 		close(fds[1]);
 		c->up_fd = c->down_fd = -1;
@@ -189,18 +184,25 @@ static int prepare(struct call *c)
 	c->body = NULL;
 	c->body_len = 0;
 	c->got[0] = '\0';
+	c->thread_rc = 0;
+	c->thread_why[0] = '\0';
 	mtc_blake3_init(&c->file_hash);
 	if (c->up_path && !c->up_tree && (c->up_fd = open(c->up_path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
-	if (c->up_path && c->up_tree && start_thread(c, 1, c->up_path) < 0)
+	if (c->up_path && c->up_tree &&
+	    !(c->reader = mtc_wire_reader_open(c->up_path, &c->up_total, c->thread_why,
+					       sizeof c->thread_why))) {
+		errno = ENOENT;
+		c->thread_rc = -1;
 		return -1;
+	}
 	if (c->down_path && !c->down_tree &&
 	    (c->down_fd = open(c->down_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		return -1;
 	if (c->down_path && c->down_tree) {
 		if (mtc_remove_tree(c->down_path) < 0 || mkdir(c->down_path, 0755) < 0)
 			return -1;
-		if (start_thread(c, 0, c->down_path) < 0)
+		if (start_extractor(c, c->down_path) < 0)
 			return -1;
 	}
 	return 0;
@@ -220,8 +222,10 @@ static int finish_fds(struct call *c)
 		close(c->up_fd);
 	if (c->down_fd >= 0)
 		close(c->down_fd);
-	if ((c->up_path && c->up_tree) || (c->down_path && c->down_tree))
+	if (c->down_path && c->down_tree)
 		pthread_join(c->thread, NULL);
+	mtc_wire_reader_close(c->reader);
+	c->reader = NULL;
 	c->up_fd = c->down_fd = -1;
 	return rc;
 }
@@ -248,8 +252,11 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		return MTC_EXIT_FAILURE;
 	}
 	if (prepare(c) < 0) {
-		snprintf(err, errlen, "'%s': %s", c->up_path ? c->up_path : c->down_path,
-			 strerror(errno));
+		if (c->thread_rc < 0)
+			snprintf(err, errlen, "cannot send '%s': %s", c->up_path, c->thread_why);
+		else
+			snprintf(err, errlen, "'%s': %s", c->up_path ? c->up_path : c->down_path,
+				 strerror(errno));
 		finish_fds(c);
 		curl_easy_cleanup(h);
 		return MTC_EXIT_FAILURE;
@@ -280,7 +287,9 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		curl_easy_setopt(h, CURLOPT_READDATA, c);
 		if (c->up_mem)
 			curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->up_len);
-		else if (!c->up_tree && fstat(c->up_fd, &st) == 0)
+		else if (c->up_tree)
+			curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->up_total);
+		else if (fstat(c->up_fd, &st) == 0)
 			curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
 		hdr = curl_slist_append(hdr, c->up_tree ? "Content-Type: application/x-tar"
 							: "Content-Type: application/octet-stream");

@@ -32,7 +32,6 @@
 #define STAGING_PREFIX ".mtc-upload-"
 #define OBJECTS "/v1/objects/"
 #define META_BODY_MAX 128
-#define PIPE_SIZE (1 << 20)
 #define STREAM_BLOCK (256 * 1024)
 #define CONN_MEMORY (2 << 20)
 #define HTTP_UNPROCESSABLE 422
@@ -63,7 +62,12 @@ struct req {
 	char hash[MTC_HASH_MAX + 1];
 	char *staging, *obj;
 	int fd; /* the file being written, or the pipe into the extractor */
-	int extract_fd;
+	pthread_mutex_t mu; /* the handoff of body chunks to the extractor */
+	pthread_cond_t cv;
+	const char *chunk;
+	size_t chunk_len;
+	int chunk_state; /* 0 none, 1 offered, 2 taken by the extractor */
+	int stream_end, extract_done;
 	pthread_t extractor;
 	int extracting, extract_rc;
 	char extract_why[512];
@@ -170,16 +174,64 @@ static enum MHD_Result respond(struct req *r, struct MHD_Connection *c, unsigned
 
 #define TEXT "text/plain; charset=utf-8"
 
+/*
+ * The extractor reads the body straight from libmicrohttpd's buffer: the
+ * handler offers a chunk and waits until the extractor asks for the next
+ * one (so it no longer needs this one) or has finished.
+ */
+static ssize_t next_chunk(void *arg, const void **buf)
+{
+	struct req *r = arg;
+	ssize_t n = 0;
+
+	pthread_mutex_lock(&r->mu);
+	if (r->chunk_state == 2) {
+		r->chunk_state = 0;
+		pthread_cond_broadcast(&r->cv);
+	}
+	while (r->chunk_state != 1 && !r->stream_end)
+		pthread_cond_wait(&r->cv, &r->mu);
+	if (r->chunk_state == 1) {
+		r->chunk_state = 2;
+		*buf = r->chunk;
+		n = (ssize_t)r->chunk_len;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+static void offer_chunk(struct req *r, const char *data, size_t len)
+{
+	pthread_mutex_lock(&r->mu);
+	r->chunk = data;
+	r->chunk_len = len;
+	r->chunk_state = 1;
+	pthread_cond_broadcast(&r->cv);
+	while (r->chunk_state != 0 && !r->extract_done)
+		pthread_cond_wait(&r->cv, &r->mu);
+	r->chunk_state = 0;
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void end_extraction(struct req *r)
+{
+	if (!r->extracting)
+		return;
+	pthread_mutex_lock(&r->mu);
+	r->stream_end = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	pthread_join(r->extractor, NULL);
+	r->extracting = 0;
+}
+
 static void remove_staging(struct req *r)
 {
 	if (r->fd >= 0) {
 		close(r->fd);
 		r->fd = -1;
 	}
-	if (r->extracting) {
-		pthread_join(r->extractor, NULL);
-		r->extracting = 0;
-	}
+	end_extraction(r);
 	if (r->staging) {
 		if (mtc_remove_tree(r->staging) < 0)
 			mtc_warn("cannot remove '%s':", r->staging);
@@ -199,10 +251,12 @@ static void *extract_main(void *arg)
 	struct req *r = arg;
 	struct mtc_wire_limits lim = { r->s->o.max_body, r->s->o.max_files, r->s->o.max_depth };
 
-	r->extract_rc = mtc_wire_extract(r->extract_fd, r->obj, &lim, r->got, r->extract_why,
-					 sizeof r->extract_why);
-	close(r->extract_fd);
-	r->extract_fd = -1;
+	r->extract_rc = mtc_wire_extract_from(next_chunk, r, r->obj, &lim, r->got, r->extract_why,
+					      sizeof r->extract_why);
+	pthread_mutex_lock(&r->mu);
+	r->extract_done = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
 	return NULL;
 }
 
@@ -210,44 +264,28 @@ static void *extract_main(void *arg)
 
 struct tree_stream {
 	struct mtc_peer_server *s;
+	struct mtc_wire_reader *reader;
 	char *root;
-	int fd[2];
-	pthread_t writer;
-	atomic_int failed;
 };
-
-static void *tree_writer(void *arg)
-{
-	struct tree_stream *t = arg;
-	char why[512];
-	if (mtc_wire_write_tree(t->fd[1], t->root, why, sizeof why) < 0) {
-		atomic_store(&t->failed, 1);
-		mtc_warn("sending '%s': %s", t->root, why);
-	}
-	close(t->fd[1]);
-	return NULL;
-}
 
 static ssize_t tree_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct tree_stream *t = cls;
-	ssize_t n;
-	do
-		n = read(t->fd[0], buf, max);
-	while (n < 0 && errno == EINTR);
+	char why[512];
+	ssize_t n = mtc_wire_reader_read(t->reader, buf, max, why, sizeof why);
 	if (n > 0) {
 		atomic_fetch_add(&t->s->bytes_out, n);
 		return n;
 	}
-	return n == 0 && !atomic_load(&t->failed) ? MHD_CONTENT_READER_END_OF_STREAM
-						   : MHD_CONTENT_READER_END_WITH_ERROR;
+	if (n < 0)
+		mtc_warn("sending '%s': %s", t->root, why);
+	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
 static void tree_free(void *cls)
 {
 	struct tree_stream *t = cls;
-	close(t->fd[0]);
-	pthread_join(t->writer, NULL);
+	mtc_wire_reader_close(t->reader);
 	free(t->root);
 	free(t);
 }
@@ -272,22 +310,15 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 	}
 	if (S_ISDIR(st.st_mode) && !head) {
 		struct tree_stream *t = xcalloc(1, sizeof *t);
+		long long total;
+		char why[512];
 		t->s = r->s;
 		t->root = xstrdup(path);
-		if (pipe2(t->fd, O_CLOEXEC) < 0) {
-			free(t->root);
-			free(t);
-			return respond(r, c, 500, TEXT, "pipe: %s\n", strerror(errno));
+		if (!(t->reader = mtc_wire_reader_open(path, &total, why, sizeof why))) {
+			tree_free(t);
+			return respond(r, c, 500, TEXT, "cannot send '%s': %s\n", r->name, why);
 		}
-		fcntl(t->fd[1], F_SETPIPE_SZ, PIPE_SIZE);
-		if (pthread_create(&t->writer, NULL, tree_writer, t)) {
-			close(t->fd[0]);
-			close(t->fd[1]);
-			free(t->root);
-			free(t);
-			return respond(r, c, 500, TEXT, "cannot start a thread\n");
-		}
-		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, tree_read, t,
+		resp = MHD_create_response_from_callback((uint64_t)total, STREAM_BLOCK, tree_read, t,
 							 tree_free);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-tar");
 		return queue(r, c, MHD_HTTP_OK, resp);
@@ -381,7 +412,6 @@ static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, int is
 	char *path = xasprintf("%s/%s", s->dir, r->name);
 	struct stat st;
 	int present = lstat(path, &st) == 0;
-	int fds[2];
 
 	free(path);
 	if (cl && strtoll(cl, NULL, 10) > (is_data ? s->o.max_body : META_BODY_MAX))
@@ -414,13 +444,9 @@ static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, int is
 		return MHD_YES;
 	}
 	r->kind = REQ_PUT_TREE;
-	if (mkdir(r->obj, 0755) < 0 || pipe2(fds, O_CLOEXEC) < 0)
+	if (mkdir(r->obj, 0755) < 0)
 		goto fail;
-	fcntl(fds[1], F_SETPIPE_SZ, PIPE_SIZE);
-	r->fd = fds[1];
-	r->extract_fd = fds[0];
 	if (pthread_create(&r->extractor, NULL, extract_main, r)) {
-		close(fds[0]);
 		errno = EAGAIN;
 		goto fail;
 	}
@@ -473,16 +499,18 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 		mtc_warn("'%s': upload over %lld bytes, connection closed", r->name, s->o.max_body);
 		return MHD_NO;
 	}
-	if (r->fail_code || r->fd < 0)
+	if (r->fail_code)
+		return MHD_YES;
+	if (r->kind == REQ_PUT_TREE) {
+		if (r->extracting)
+			offer_chunk(r, data, len);
+		return MHD_YES;
+	}
+	if (r->fd < 0)
 		return MHD_YES;
 	if (write_all(r->fd, data, len) < 0) {
-		if (errno == EPIPE) {
-			r->fail_code = HTTP_UNPROCESSABLE;
-		} else {
-			r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
-			snprintf(r->why, sizeof r->why, "cannot write '%s': %s", r->name,
-				 strerror(errno));
-		}
+		r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
+		snprintf(r->why, sizeof r->why, "cannot write '%s': %s", r->name, strerror(errno));
 		close(r->fd);
 		r->fd = -1;
 		return MHD_YES;
@@ -542,8 +570,7 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 		r->fd = -1;
 	}
 	if (r->extracting) {
-		pthread_join(r->extractor, NULL);
-		r->extracting = 0;
+		end_extraction(r);
 		if (r->extract_rc < 0 && r->fail_code != MHD_HTTP_INSUFFICIENT_STORAGE) {
 			r->fail_code = HTTP_UNPROCESSABLE;
 			snprintf(r->why, sizeof r->why, "'%s' rejected: %s", r->name, r->extract_why);
@@ -656,7 +683,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (!r) {
 		r = xcalloc(1, sizeof *r);
 		r->s = cls;
-		r->fd = r->extract_fd = -1;
+		r->fd = -1;
+		pthread_mutex_init(&r->mu, NULL);
+		pthread_cond_init(&r->cv, NULL);
 		r->t0 = mtc_now();
 		*con_cls = r;
 		mtc_debug("%s %s", method, url);
@@ -700,6 +729,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	free(r->body);
 	free(r->url);
 	free(r->method);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
 	free(r);
 	*con_cls = NULL;
 }

@@ -203,20 +203,31 @@ static int check_entry(struct archive_entry *e, const struct mtc_wire_limits *li
 	return 0;
 }
 
-static int drain_trailer(int fd, char *why, size_t whylen)
+struct source {
+	mtc_wire_source *next;
+	void *arg;
+};
+
+static la_ssize_t source_read(struct archive *a, void *arg, const void **buf)
 {
-	char buf[65536];
+	struct source *src = arg;
+	ssize_t n = src->next(src->arg, buf);
+	if (n < 0)
+		archive_set_error(a, errno, "reading the stream: %s", strerror(errno));
+	return n;
+}
+
+static int drain_trailer(struct source *src, char *why, size_t whylen)
+{
+	const void *buf;
 	long long total = 0;
 	ssize_t n;
 
-	while ((n = read(fd, buf, sizeof buf)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+	while ((n = src->next(src->arg, &buf)) != 0) {
+		if (n < 0)
 			return fail(why, whylen, "reading the stream: %s", strerror(errno));
-		}
 		for (ssize_t i = 0; i < n; i++)
-			if (buf[i])
+			if (((const char *)buf)[i])
 				return fail(why, whylen, "data after the end of the archive");
 		if ((total += n) > TRAILING_MAX)
 			return fail(why, whylen, "too much padding after the end of the archive");
@@ -239,9 +250,11 @@ static struct mtc_wire_entry *add_entry(struct mtc_wire_entry **list, size_t *n,
 	return e;
 }
 
-int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
-		     char digest[66], char *why, size_t whylen)
+int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
+			  const struct mtc_wire_limits *lim, char digest[66], char *why,
+			  size_t whylen)
 {
+	struct source src = { next, arg };
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
 	char *path = xmalloc(MTC_WIRE_PATH_MAX);
@@ -256,7 +269,7 @@ int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim
 		goto out;
 	}
 	archive_read_support_format_tar(a);
-	if (archive_read_open_fd(a, fd, BLOCK) != ARCHIVE_OK) {
+	if (archive_read_open(a, &src, NULL, source_read, NULL) != ARCHIVE_OK) {
 		fail(why, whylen, "not a tar stream: %s", archive_error_string(a));
 		goto out;
 	}
@@ -289,7 +302,7 @@ int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim
 		fail(why, whylen, "bad tar stream: %s", archive_error_string(a));
 		goto out;
 	}
-	rc = drain_trailer(fd, why, whylen);
+	rc = drain_trailer(&src, why, whylen);
 	if (!rc)
 		mtc_wire_tree_digest(list, n, digest);
 out:
@@ -300,6 +313,31 @@ out:
 	for (size_t i = 0; i < n; i++)
 		free((char *)list[i].path);
 	free(list);
+	return rc;
+}
+
+struct fd_source {
+	int fd;
+	char *buf;
+};
+
+static ssize_t fd_next(void *arg, const void **buf)
+{
+	struct fd_source *f = arg;
+	ssize_t n;
+	do
+		n = read(f->fd, f->buf, BLOCK);
+	while (n < 0 && errno == EINTR);
+	*buf = f->buf;
+	return n;
+}
+
+int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
+		     char digest[66], char *why, size_t whylen)
+{
+	struct fd_source f = { fd, xmalloc(BLOCK) };
+	int rc = mtc_wire_extract_from(fd_next, &f, root, lim, digest, why, whylen);
+	free(f.buf);
 	return rc;
 }
 
@@ -411,30 +449,66 @@ void mtc_wire_tree_digest(struct mtc_wire_entry *e, size_t n, char out[66])
 	free(stack);
 }
 
+/*
+ * The sending side: a pull-based ustar/pax writer, so the HTTP library
+ * reads file contents straight into its own buffer (one copy, no thread).
+ */
+struct wire_file {
+	char *abs, *rel;
+	int is_dir;
+	long long size;
+};
+
+struct mtc_wire_reader {
+	struct wire_file *files;
+	size_t n, cap, cur;
+	char hdr[3 * 512 + MTC_WIRE_PATH_MAX + 64];
+	size_t hdr_len, hdr_off;
+	int fd;
+	long long left, pad;
+	int phase; /* 0 header, 1 data, 2 padding, 3 trailer, 4 done */
+};
+
 static int by_name(const struct dirent **a, const struct dirent **b)
 {
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-static int write_entry(struct archive *a, const char *abs, const char *rel, int depth, char *buf,
-		       char *why, size_t whylen);
-
-static int write_children(struct archive *a, const char *abs, const char *rel, int depth,
-			  char *buf, char *why, size_t whylen)
+static int scan(struct mtc_wire_reader *r, const char *abs, const char *rel, int depth, char *why,
+		size_t whylen)
 {
 	struct dirent **names;
-	int n = scandir(abs, &names, NULL, by_name), rc = 0;
+	int n, rc = 0;
 
-	if (n < 0)
+	if (depth > 256)
+		return fail(why, whylen, "'%s': too deep", abs);
+	if ((n = scandir(abs, &names, NULL, by_name)) < 0)
 		return fail(why, whylen, "'%s': %s", abs, strerror(errno));
 	for (int i = 0; i < n; i++) {
 		const char *d = names[i]->d_name;
+		struct stat st;
 		if (!rc && strcmp(d, ".") && strcmp(d, "..")) {
 			char *cabs = xasprintf("%s/%s", abs, d);
 			char *crel = *rel ? xasprintf("%s/%s", rel, d) : xstrdup(d);
-			rc = write_entry(a, cabs, crel, depth + 1, buf, why, whylen);
-			free(cabs);
-			free(crel);
+			if (stat(cabs, &st) < 0)
+				rc = fail(why, whylen, "'%s': %s", cabs, strerror(errno));
+			else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+				rc = fail(why, whylen, "'%s': neither a file nor a directory", cabs);
+			else if (strlen(crel) >= MTC_WIRE_PATH_MAX)
+				rc = fail(why, whylen, "'%s': path too long", cabs);
+			if (rc) {
+				free(cabs);
+				free(crel);
+			} else {
+				if (r->n == r->cap) {
+					r->cap = r->cap ? r->cap * 2 : 64;
+					r->files = xrealloc(r->files, r->cap * sizeof *r->files);
+				}
+				r->files[r->n++] = (struct wire_file){ cabs, crel, S_ISDIR(st.st_mode),
+									S_ISDIR(st.st_mode) ? 0 : st.st_size };
+				if (S_ISDIR(st.st_mode))
+					rc = scan(r, cabs, crel, depth + 1, why, whylen);
+			}
 		}
 		free(names[i]);
 	}
@@ -442,71 +516,159 @@ static int write_children(struct archive *a, const char *abs, const char *rel, i
 	return rc;
 }
 
-static int write_file(struct archive *a, const char *abs, const char *rel, char *buf, char *why,
-		      size_t whylen)
+struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *why,
+					     size_t whylen)
 {
-	int fd = open(abs, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return fail(why, whylen, "'%s': %s", abs, strerror(errno));
-	while ((n = read(fd, buf, BLOCK)) > 0)
-		if (archive_write_data(a, buf, (size_t)n) != n) {
-			close(fd);
-			return fail(why, whylen, "'%s': %s", rel, archive_error_string(a));
-		}
-	if (n < 0) {
-		int e = errno;
-		close(fd);
-		return fail(why, whylen, "'%s': %s", abs, strerror(e));
+	struct mtc_wire_reader *r = xcalloc(1, sizeof *r);
+	r->fd = -1;
+	if (scan(r, root, "", 0, why, whylen) < 0) {
+		mtc_wire_reader_close(r);
+		return NULL;
 	}
-	close(fd);
-	return 0;
+	if (total) {
+		*total = 1024;
+		for (size_t i = 0; i < r->n; i++)
+			*total += 512 + (r->files[i].size + 511) / 512 * 512;
+	}
+	return r;
 }
 
-static int write_entry(struct archive *a, const char *abs, const char *rel, int depth, char *buf,
-		       char *why, size_t whylen)
+void mtc_wire_reader_close(struct mtc_wire_reader *r)
 {
-	struct archive_entry *e;
-	struct stat st;
-	int rc = 0;
-
-	if (depth > 256)
-		return fail(why, whylen, "'%s': too deep", abs);
-	if (stat(abs, &st) < 0)
-		return fail(why, whylen, "'%s': %s", abs, strerror(errno));
-	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-		return fail(why, whylen, "'%s': neither a file nor a directory", abs);
-	e = archive_entry_new();
-	archive_entry_set_pathname(e, rel);
-	archive_entry_set_filetype(e, S_ISDIR(st.st_mode) ? AE_IFDIR : AE_IFREG);
-	archive_entry_set_perm(e, S_ISDIR(st.st_mode) ? 0755 : 0644);
-	archive_entry_set_size(e, S_ISDIR(st.st_mode) ? 0 : st.st_size);
-	if (archive_write_header(a, e) != ARCHIVE_OK)
-		rc = fail(why, whylen, "'%s': %s", rel, archive_error_string(a));
-	archive_entry_free(e);
-	if (!rc)
-		rc = S_ISDIR(st.st_mode) ? write_children(a, abs, rel, depth, buf, why, whylen)
-					 : write_file(a, abs, rel, buf, why, whylen);
-	return rc;
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->files[i].abs);
+		free(r->files[i].rel);
+	}
+	free(r->files);
+	free(r);
 }
 
-int mtc_wire_write_tree(int fd, const char *root, char *why, size_t whylen)
+static void ustar_header(char *h, const char *name, char type, long long size)
 {
-	struct archive *a = archive_write_new();
-	char *buf = xmalloc(BLOCK);
-	int rc;
-
-	archive_write_set_format_pax_restricted(a);
-	archive_write_set_bytes_per_block(a, BLOCK);
-	archive_write_set_bytes_in_last_block(a, 1);
-	if (archive_write_open_fd(a, fd) != ARCHIVE_OK)
-		rc = fail(why, whylen, "%s", archive_error_string(a));
-	else
-		rc = write_children(a, root, "", 0, buf, why, whylen);
-	if (archive_write_close(a) != ARCHIVE_OK && !rc)
-		rc = fail(why, whylen, "%s", archive_error_string(a));
-	archive_write_free(a);
-	free(buf);
-	return rc;
+	unsigned sum = 0;
+	memset(h, 0, 512);
+	snprintf(h, 100, "%s", name);
+	memcpy(h + 100, type == '5' ? "0000755" : "0000644", 8);
+	memcpy(h + 108, "0000000", 8);
+	memcpy(h + 116, "0000000", 8);
+	snprintf(h + 124, 12, "%011llo", size);
+	memcpy(h + 136, "00000000000", 12);
+	h[156] = type;
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memset(h + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += (unsigned char)h[i];
+	snprintf(h + 148, 8, "%06o", sum);
 }
+
+static size_t pax_record(char *out, const char *key, const char *value)
+{
+	size_t body = strlen(key) + strlen(value) + 3, len = body + 1;
+	while (snprintf(NULL, 0, "%zu", len) + body != len)
+		len++;
+	return (size_t)sprintf(out, "%zu %s=%s\n", len, key, value);
+}
+
+/* Header(s) of files[cur] into hdr: a pax 'x' header first when ustar cannot hold it. */
+static void make_header(struct mtc_wire_reader *r)
+{
+	const struct wire_file *f = &r->files[r->cur];
+	char type = f->is_dir ? '5' : '0', rec[MTC_WIRE_PATH_MAX + 64], num[32];
+	size_t rl = 0;
+
+	r->hdr_len = r->hdr_off = 0;
+	if (strlen(f->rel) >= 100)
+		rl += pax_record(rec + rl, "path", f->rel);
+	if (f->size > 077777777777LL) {
+		snprintf(num, sizeof num, "%lld", f->size);
+		rl += pax_record(rec + rl, "size", num);
+	}
+	if (rl) {
+		ustar_header(r->hdr, "././@PaxHeader", 'x', (long long)rl);
+		memcpy(r->hdr + 512, rec, rl);
+		memset(r->hdr + 512 + rl, 0, (512 - rl % 512) % 512);
+		r->hdr_len = 512 + (rl + 511) / 512 * 512;
+	}
+	ustar_header(r->hdr + r->hdr_len, f->rel, type, f->size > 077777777777LL ? 0 : f->size);
+	r->hdr_len += 512;
+}
+
+ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *why,
+			     size_t whylen)
+{
+	size_t done = 0;
+
+	while (done < len && r->phase != 4) {
+		if (r->phase == 0 && r->cur == r->n) {
+			memset(r->hdr, 0, 1024);
+			r->hdr_len = 1024;
+			r->hdr_off = 0;
+			r->phase = 3;
+		} else if (r->phase == 0 && r->hdr_len == 0) {
+			make_header(r);
+		}
+		if (r->phase == 0 || r->phase == 3) {
+			size_t k = r->hdr_len - r->hdr_off;
+			if (k > len - done)
+				k = len - done;
+			memcpy(buf + done, r->hdr + r->hdr_off, k);
+			done += k;
+			r->hdr_off += k;
+			if (r->hdr_off < r->hdr_len)
+				continue;
+			r->hdr_len = 0;
+			if (r->phase == 3) {
+				r->phase = 4;
+				continue;
+			}
+			if (r->files[r->cur].is_dir) {
+				r->cur++;
+				continue;
+			}
+			r->fd = open(r->files[r->cur].abs, O_RDONLY | O_CLOEXEC);
+			if (r->fd < 0)
+				return fail(why, whylen, "'%s': %s", r->files[r->cur].abs, strerror(errno));
+			r->left = r->files[r->cur].size;
+			r->pad = (512 - r->left % 512) % 512;
+			r->phase = 1;
+		}
+		if (r->phase == 1) {
+			size_t want = len - done;
+			ssize_t n;
+			if ((long long)want > r->left)
+				want = (size_t)r->left;
+			if (want) {
+				n = read(r->fd, buf + done, want);
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n <= 0)
+					return fail(why, whylen, "'%s': %s", r->files[r->cur].abs,
+						    n < 0 ? strerror(errno) : "shrank while being sent");
+				done += (size_t)n;
+				r->left -= n;
+			}
+			if (r->left == 0) {
+				close(r->fd);
+				r->fd = -1;
+				r->phase = 2;
+			}
+		}
+		if (r->phase == 2) {
+			size_t k = (size_t)r->pad < len - done ? (size_t)r->pad : len - done;
+			memset(buf + done, 0, k);
+			done += k;
+			r->pad -= (long long)k;
+			if (r->pad == 0) {
+				r->phase = 0;
+				r->cur++;
+			}
+		}
+	}
+	return (ssize_t)done;
+}
+

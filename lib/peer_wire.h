@@ -2,6 +2,7 @@
 #define MTC_PEER_WIRE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * The wire form of a directory <hash>.data between peers: a tar stream
@@ -37,6 +38,16 @@ int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim
 		     char digest[66], char *why, size_t whylen);
 
 /*
+ * The same from a source of blocks: next returns the length of the next
+ * block with *buf pointing at it (valid until the following call), 0 at
+ * the end, -1 with errno.
+ */
+typedef ssize_t mtc_wire_source(void *arg, const void **buf);
+int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
+			  const struct mtc_wire_limits *lim, char digest[66], char *why,
+			  size_t whylen);
+
+/*
  * The directory digest of digest.h from a flat list: paths relative to the
  * root ('/'-separated, no duplicates), is_dir, and for files their digest.
  * Directories that only appear as parents count as directories. Sorts the
@@ -49,7 +60,16 @@ struct mtc_wire_entry {
 };
 void mtc_wire_tree_digest(struct mtc_wire_entry *e, size_t n, char out[66]);
 
-/* Writes the tree below root as a tar stream to fd. 0 ok, -1 with why. */
-int mtc_wire_write_tree(int fd, const char *root, char *why, size_t whylen);
+/*
+ * The tree below root as a tar stream, produced as it is read: open scans
+ * the tree (total: the exact stream length), read fills buf and returns the
+ * bytes written, 0 at the end, -1 with why (a file vanished or shrank).
+ */
+struct mtc_wire_reader;
+struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *why,
+					     size_t whylen);
+ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *why,
+			     size_t whylen);
+void mtc_wire_reader_close(struct mtc_wire_reader *r);
 
 #endif
