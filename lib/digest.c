@@ -25,6 +25,7 @@
 #define READ_MAX (64 * 1024) /* smaller files are read, larger ones mapped */
 #define SEG_CHUNKS 4096	     /* a segment: one aligned subtree, hashed by one thread */
 #define SEG_BYTES ((long long)SEG_CHUNKS * MTC_BLAKE3_CHUNK_LEN)
+#define WHOLE_MAX (1LL << 30) /* one thread maps and populates a file up to this size at once */
 
 static int hash_fd(int fd, long long size, uint8_t out[32])
 {
@@ -152,9 +153,9 @@ static int walk_dir(struct node *n, struct walk *w, int depth)
 
 /*
  * Hashing is a queue of jobs shared by every thread: a file up to one segment
- * long (or any file when there is one thread) is one job; a longer one is a
- * job per whole segment before its last byte, and whoever finishes the last
- * of them hashes the tail and the root.
+ * long (with one thread, up to WHOLE_MAX) is one job; a longer one is a job
+ * per whole segment before its last byte, and whoever finishes the last of
+ * them hashes the tail and the root.
  */
 struct target {
 	struct node *node;
@@ -351,7 +352,7 @@ static int hash_files(struct node **files, size_t n, int threads)
 	size_t njobs = 0;
 	for (size_t i = 0; i < n; i++) {
 		t[i].node = files[i];
-		if (threads > 1 && files[i]->size > SEG_BYTES)
+		if ((threads > 1 || files[i]->size > WHOLE_MAX) && files[i]->size > SEG_BYTES)
 			t[i].segs = (files[i]->size - 1) / SEG_BYTES;
 		t[i].cvs = t[i].segs ? xmalloc((size_t)t[i].segs * 32) : NULL;
 		atomic_init(&t[i].left, t[i].segs);
