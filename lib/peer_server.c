@@ -33,6 +33,7 @@
 #define OBJECTS "/v1/objects/"
 #define META_BODY_MAX 128
 #define STREAM_BLOCK (256 * 1024)
+#define RING 2
 #define CONN_MEMORY (2 << 20)
 #define HTTP_UNPROCESSABLE 422
 #define HTTP_TOO_LARGE 413
@@ -62,11 +63,11 @@ struct req {
 	char hash[MTC_HASH_MAX + 1];
 	char *staging, *obj;
 	int fd; /* the file being written, or the pipe into the extractor */
-	pthread_mutex_t mu; /* the handoff of body chunks to the extractor */
+	pthread_mutex_t mu; /* body chunks to the extractor: a ring of copies */
 	pthread_cond_t cv;
-	const char *chunk;
-	size_t chunk_len;
-	int chunk_state; /* 0 none, 1 offered, 2 taken by the extractor */
+	char *slot[RING];
+	size_t slot_len[RING], slot_cap[RING];
+	int head, count, taken; /* taken: the extractor still reads slot[head] */
 	int stream_end, extract_done;
 	pthread_t extractor;
 	int extracting, extract_rc;
@@ -175,9 +176,8 @@ static enum MHD_Result respond(struct req *r, struct MHD_Connection *c, unsigned
 #define TEXT "text/plain; charset=utf-8"
 
 /*
- * The extractor reads the body straight from libmicrohttpd's buffer: the
- * handler offers a chunk and waits until the extractor asks for the next
- * one (so it no longer needs this one) or has finished.
+ * Body chunks reach the extractor through a ring of RING copies, so that
+ * receiving the next chunk overlaps with writing and hashing this one.
  */
 static ssize_t next_chunk(void *arg, const void **buf)
 {
@@ -185,16 +185,18 @@ static ssize_t next_chunk(void *arg, const void **buf)
 	ssize_t n = 0;
 
 	pthread_mutex_lock(&r->mu);
-	if (r->chunk_state == 2) {
-		r->chunk_state = 0;
+	if (r->taken) {
+		r->taken = 0;
+		r->head = (r->head + 1) % RING;
+		r->count--;
 		pthread_cond_broadcast(&r->cv);
 	}
-	while (r->chunk_state != 1 && !r->stream_end)
+	while (!r->count && !r->stream_end)
 		pthread_cond_wait(&r->cv, &r->mu);
-	if (r->chunk_state == 1) {
-		r->chunk_state = 2;
-		*buf = r->chunk;
-		n = (ssize_t)r->chunk_len;
+	if (r->count) {
+		r->taken = 1;
+		*buf = r->slot[r->head];
+		n = (ssize_t)r->slot_len[r->head];
 	}
 	pthread_mutex_unlock(&r->mu);
 	return n;
@@ -202,14 +204,27 @@ static ssize_t next_chunk(void *arg, const void **buf)
 
 static void offer_chunk(struct req *r, const char *data, size_t len)
 {
+	int i;
+
 	pthread_mutex_lock(&r->mu);
-	r->chunk = data;
-	r->chunk_len = len;
-	r->chunk_state = 1;
-	pthread_cond_broadcast(&r->cv);
-	while (r->chunk_state != 0 && !r->extract_done)
+	while (r->count == RING && !r->extract_done)
 		pthread_cond_wait(&r->cv, &r->mu);
-	r->chunk_state = 0;
+	if (r->extract_done) {
+		pthread_mutex_unlock(&r->mu);
+		return;
+	}
+	i = (r->head + r->count) % RING;
+	pthread_mutex_unlock(&r->mu);
+	if (r->slot_cap[i] < len) {
+		free(r->slot[i]);
+		r->slot[i] = xmalloc(len);
+		r->slot_cap[i] = len;
+	}
+	memcpy(r->slot[i], data, len);
+	r->slot_len[i] = len;
+	pthread_mutex_lock(&r->mu);
+	r->count++;
+	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -731,6 +746,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	free(r->method);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);
+	for (int i = 0; i < RING; i++)
+		free(r->slot[i]);
 	free(r);
 	*con_cls = NULL;
 }
