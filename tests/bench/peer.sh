@@ -92,6 +92,20 @@ s=$(now)
 curl -sf -o /dev/null "$url/v1/objects/$hash.data"
 rate "curl GET of the tar stream" "$s" "$(now)"
 
+# The per-file wire form at its best: the three shards as raw bodies over three connections.
+for i in 0 1 2; do b3sum --no-names "$root/src/$hash.data/shard-$i" >"$root/h$i"; done
+s=$(now)
+puts=""
+for i in 0 1 2; do
+	curl -sf -o /dev/null -T "$root/src/$hash.data/shard-$i" "$url/v1/objects/$(cat "$root/h$i").data" &
+	puts="$puts $!"
+done
+for p in $puts; do wait "$p"; done
+e=$(now)
+awk -v s="$s" -v e="$e" -v b="$((shard * 3))" \
+	'BEGIN { printf "%-34s %7.2f s %8.0f MiB/s\n", "3 parallel PUTs of shards (verified)", e - s, b / 1048576 / (e - s) }'
+rm -f "$root/dst/"[0-9a-f]*.data
+
 big="$root/src/$hash.data/shard-0"
 bh=$(b3sum --no-names "$big")
 s=$(now)
@@ -106,7 +120,7 @@ awk -v s="$s" -v e="$e" -v b="$shard" \
 	'BEGIN { printf "%-34s %7.2f s %8.0f MiB/s\n", "curl GET of one shard (sendfile)", e - s, b / 1048576 / (e - s) }'
 rm -f "$root/one"
 
-echo "# daemon peak RSS: $(awk '/VmHWM/ { print $2, $3 }' /proc/$dpid/status)"
+echo "# daemon peak RSS (VmHWM): $(awk '/VmHWM/ { print $2, $3 }' /proc/$dpid/status)"
 awk -v p="$push_s" -v l="$local_rate" -v r="$rsync_s" -v mb="$mb" 'BEGIN {
 	printf "# push vs local copy limit: %.2fx", mb / p / l
 	if (r != "") printf ", push vs rsync: %.2fx", r / p
