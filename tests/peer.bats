@@ -335,3 +335,22 @@ only_staging_free() { # nothing in DIR but the given names
 	[ "$(metric "$URL" 'mtc_peer_uploads_total{result="published"}')" = 1 ]
 	[ "$(metric "$URL" mtc_peer_transfer_seconds_count)" = 1 ]
 }
+
+@test "connections beyond --max-connections are refused and the daemon recovers" {
+	start_daemon p --max-connections 1 --timeout 2
+	H=$(printf 'f%.0s' $(seq 64))
+	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 1000 100000 1.5 &
+	STALL=$!
+	PIDS+=("$STALL")
+	sleep 0.5
+	run curl -s -m 1 -o /dev/null -w '%{http_code}' "$URL/healthz"
+	assert_output 000
+	wait "$STALL" || true
+	for _ in $(seq 50); do
+		curl -sf -m 1 "$URL/healthz" >/dev/null && break
+		sleep 0.1
+	done
+	run curl -sf -m 1 "$URL/healthz"
+	assert_output ok
+	only_staging_free "$T/p"
+}
