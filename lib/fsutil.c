@@ -46,7 +46,7 @@ int mtc_fsync_parent(const char *path)
 	return rc;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+int mtc_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 	while (len) {
@@ -69,7 +69,7 @@ int mtc_write_atomic_via(const char *tmp, const char *path, const void *buf, siz
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -1;
-	if (write_all(fd, buf, len) < 0 || fsync(fd) < 0)
+	if (mtc_write_all(fd, buf, len) < 0 || fsync(fd) < 0)
 		goto fail;
 	if (close(fd) < 0) {
 		fd = -1;

@@ -13,6 +13,9 @@ int mtc_write_atomic_via(const char *tmp, const char *path, const void *buf, siz
 int mtc_fsync_dir(const char *dir);
 int mtc_fsync_parent(const char *path);
 
+/* write(2) until all of buf is written, retrying on EINTR. */
+int mtc_write_all(int fd, const void *buf, size_t len);
+
 /* Reads a whole file of at most max bytes; EFBIG if larger. buf is NUL-terminated. */
 int mtc_read_file(const char *path, size_t max, char **buf, size_t *len);
 int mtc_read_fd(int fd, size_t max, char **buf, size_t *len);

@@ -94,21 +94,6 @@ static int make_dirs(char *path, int include_last)
 	}
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int copy_fd(struct mtc_store *s, int in, int out, long long *copied)
 {
 	static const long long chunk = 64LL << 20;
@@ -135,7 +120,7 @@ static int copy_fd(struct mtc_store *s, int in, int out, long long *copied)
 		ssize_t n = read(in, buf, COPY_CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0 || write_all(out, buf, (size_t)n) < 0) {
+		if (n <= 0 || mtc_write_all(out, buf, (size_t)n) < 0) {
 			int e = errno;
 			free(buf);
 			errno = e;
@@ -252,7 +237,7 @@ static int fill_from_buf(struct mtc_store *s, int fd, const void *arg, long long
 {
 	const struct buf_arg *b = arg;
 	*n = (long long)b->len;
-	return write_all(fd, b->buf, b->len);
+	return mtc_write_all(fd, b->buf, b->len);
 }
 
 static int dir_put_file(struct mtc_store *s, const char *key, const char *path, int flags)
