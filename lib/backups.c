@@ -7,15 +7,14 @@
 #include "backups.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsutil.h"
 #include "xalloc.h"
 
 #define META_MAX 256
-#define DELETE_THREADS 16
 
 const char *mtc_backup_state_name(enum mtc_backup_state st)
 {
@@ -148,18 +147,86 @@ static int data_present(const struct mtc_store_list *l, const char *name, const 
 	return found;
 }
 
-static void read_meta(struct mtc_store *s, const char *key, char *hash)
+static void hash_of(char *text, char *hash)
+{
+	hash[0] = '\0';
+	trim(text);
+	if (mtc_is_hash(text))
+		snprintf(hash, MTC_HASH_MAX + 1, "%s", text);
+}
+
+static int read_meta(struct mtc_store *s, const char *key, char *hash)
 {
 	char *text;
 	size_t n;
 
 	hash[0] = '\0';
 	if (mtc_store_get_buf(s, key, META_MAX, &text, &n) < 0)
-		return;
-	trim(text);
-	if (mtc_is_hash(text))
-		snprintf(hash, MTC_HASH_MAX + 1, "%s", text);
+		return errno == ENOENT || errno == EFBIG ? 0 : -1;
+	hash_of(text, hash);
 	free(text);
+	return 0;
+}
+
+static int read_metas_directly(struct mtc_store *s, char **keys, struct mtc_backup_meta *m,
+			       size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (keys[i] && read_meta(s, keys[i], m[i].hash) < 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * The hash of every .meta (keys[i] NULL: too big to be one), fetched in
+ * parallel through a private temporary directory. A .meta that is gone or
+ * holds no hash reads as "".
+ */
+static int read_metas(struct mtc_store *s, char **keys, struct mtc_backup_meta *m, size_t n)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *dir = xasprintf("%s/mtc-meta-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	struct mtc_store_xfer *x;
+	size_t *of, k = 0;
+	int failed = 0;
+
+	if (n < 2 || !mkdtemp(dir)) {
+		free(dir);
+		return read_metas_directly(s, keys, m, n);
+	}
+	x = xcalloc(n, sizeof *x);
+	of = xcalloc(n, sizeof *of);
+	for (size_t i = 0; i < n; i++)
+		if (keys[i]) {
+			of[k] = i;
+			x[k].key = keys[i];
+			x[k++].path = xasprintf("%s/%zu", dir, i);
+		}
+	if (mtc_store_get_many(s, x, k) < 0)
+		for (size_t j = 0; j < k && !failed; j++)
+			if (x[j].err && x[j].err != ENOENT)
+				failed = x[j].err;
+	for (size_t j = 0; j < k && !failed; j++) {
+		char *text;
+		size_t len;
+		if (x[j].err)
+			continue;
+		if (mtc_read_file(x[j].path, META_MAX, &text, &len) < 0) {
+			if (errno != EFBIG)
+				failed = errno;
+			continue;
+		}
+		hash_of(text, m[of[j]].hash);
+		free(text);
+	}
+	for (size_t j = 0; j < k; j++)
+		free((char *)x[j].path);
+	free(x);
+	free(of);
+	mtc_remove_tree(dir);
+	free(dir);
+	errno = failed;
+	return failed ? -1 : 0;
 }
 
 static void judge(struct mtc_backup_info *info, int nodes, int workers)
@@ -207,6 +274,8 @@ int mtc_backup_inspect(struct mtc_store *s, const char *name, int nodes, int wor
 	struct mtc_store_list l = { 0 };
 	char *prefix = xasprintf("%s/", name);
 	struct mtc_ckpt_name cn;
+	char **keys;
+	int rc;
 
 	memset(out, 0, sizeof *out);
 	out->name = xstrdup(name);
@@ -224,6 +293,7 @@ int mtc_backup_inspect(struct mtc_store *s, const char *name, int nodes, int wor
 			snprintf(out->job, sizeof out->job, "%s", cn.job);
 		}
 	out->metas = xcalloc(l.n_objects + 1, sizeof *out->metas);
+	keys = xcalloc(l.n_objects + 1, sizeof *keys);
 	for (size_t i = 0; i < l.n_objects; i++) {
 		struct mtc_backup_meta *m = &out->metas[out->n_metas];
 		if (mtc_parse_ckpt_name(base_name(l.objects[i].name), &cn) || cn.ext != MTC_EXT_META ||
@@ -232,10 +302,17 @@ int mtc_backup_inspect(struct mtc_store *s, const char *name, int nodes, int wor
 		m->rank = cn.rank;
 		m->worker = cn.worker;
 		m->step = cn.step;
-		read_meta(s, l.objects[i].name, m->hash);
-		m->has_data = m->hash[0] && data_present(&l, name, m->hash);
-		out->n_metas++;
+		keys[out->n_metas++] = l.objects[i].size <= META_MAX ? l.objects[i].name : NULL;
 	}
+	rc = read_metas(s, keys, out->metas, out->n_metas);
+	free(keys);
+	if (rc < 0) {
+		mtc_store_list_free(&l);
+		return -1;
+	}
+	for (size_t i = 0; i < out->n_metas; i++)
+		out->metas[i].has_data = out->metas[i].hash[0] &&
+					 data_present(&l, name, out->metas[i].hash);
 	qsort(out->metas, out->n_metas, sizeof *out->metas, by_rank_worker);
 	mtc_store_list_free(&l);
 	if (!out->n_metas) {
@@ -272,78 +349,20 @@ int mtc_backup_has_meta(struct mtc_store *s, const char *name)
 	return found;
 }
 
-struct delete_pool {
-	struct mtc_store *s;
-	char **keys;
-	size_t n, next;
-	int failed;
-	pthread_mutex_t lock;
-};
-
-static void *delete_worker(void *arg)
-{
-	struct delete_pool *p = arg;
-	for (;;) {
-		size_t i;
-		pthread_mutex_lock(&p->lock);
-		i = p->failed ? p->n : p->next++;
-		pthread_mutex_unlock(&p->lock);
-		if (i >= p->n)
-			return NULL;
-		if (mtc_store_delete(p->s, p->keys[i]) < 0 && errno != ENOENT) {
-			pthread_mutex_lock(&p->lock);
-			p->failed = errno ? errno : EIO;
-			pthread_mutex_unlock(&p->lock);
-		}
-	}
-}
-
-static int delete_parallel(struct mtc_store *s, char **keys, size_t n)
-{
-	struct delete_pool p = { .s = s, .keys = keys, .n = n };
-	pthread_t t[DELETE_THREADS];
-	size_t started = 0;
-
-	pthread_mutex_init(&p.lock, NULL);
-	for (size_t i = 1; i < DELETE_THREADS && i < n; i++)
-		if (pthread_create(&t[started], NULL, delete_worker, &p) == 0)
-			started++;
-	delete_worker(&p);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
-	pthread_mutex_destroy(&p.lock);
-	if (p.failed)
-		errno = p.failed;
-	return p.failed ? -1 : 0;
-}
-
 int mtc_backup_delete(struct mtc_store *s, const char *name)
 {
 	struct mtc_store_list l = { 0 };
 	char *prefix = xasprintf("%s/", name);
 	struct mtc_ckpt_name cn;
-	char **first, **rest;
-	size_t n_first = 0, n_rest = 0;
 	int rc = mtc_store_list(s, prefix, "/", &l);
 
-	first = xcalloc(l.n_objects + 1, sizeof *first);
-	rest = xcalloc(l.n_objects + 1, sizeof *rest);
-	for (size_t i = 0; rc == 0 && i < l.n_objects; i++) {
-		if (mtc_parse_ckpt_name(base_name(l.objects[i].name), &cn) || cn.ext != MTC_EXT_META)
-			continue;
-		if (cn.rank == 0 && cn.worker == 0)
-			first[n_first++] = l.objects[i].name;
-		else
-			rest[n_rest++] = l.objects[i].name;
-	}
-	if (rc == 0)
-		rc = delete_parallel(s, first, n_first);
-	if (rc == 0)
-		rc = delete_parallel(s, rest, n_rest);
+	for (size_t i = 0; rc == 0 && i < l.n_objects; i++)
+		if (mtc_parse_ckpt_name(base_name(l.objects[i].name), &cn) == 0 &&
+		    cn.ext == MTC_EXT_META && cn.rank == 0 && cn.worker == 0 &&
+		    mtc_store_delete(s, l.objects[i].name) < 0 && errno != ENOENT)
+			rc = -1;
 	if (rc == 0)
 		rc = mtc_store_delete_prefix(s, prefix);
-	free(first);
-	free(rest);
 	mtc_store_list_free(&l);
 	free(prefix);
 	return rc;

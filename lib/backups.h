@@ -22,8 +22,10 @@
  *
  * Deletion keeps that rule safe against a crash: the .meta of node 0 worker 0
  * goes first (from then on the backup reads as incomplete whatever else
- * remains, since (0, 0) is always required), then every other .meta, then
- * the data. A .meta therefore never outlives the data it names.
+ * remains, since (0, 0) is always required), then mtc_store_delete_prefix
+ * removes every other .meta and then the data, each group in parallel (both
+ * backends delete the .meta before the rest). A .meta therefore never
+ * outlives the data it names.
  */
 
 enum mtc_backup_state {
@@ -71,7 +73,12 @@ void mtc_backups_free_list(struct mtc_backup_entry *l, size_t n);
  */
 int mtc_backups_restore_version(struct mtc_store *s, char *buf, size_t len);
 
-/* Judges one backup; nodes/workers <= 0: inferred. -1 only when storage fails. */
+/*
+ * Judges one backup; nodes/workers <= 0: inferred. One listing, then every
+ * .meta of the newest step at once (mtc_store_get_many through a private
+ * directory under $TMPDIR). -1 only when storage fails: a .meta that cannot
+ * be read is an error, one that is gone reads as holding no hash.
+ */
 int mtc_backup_inspect(struct mtc_store *s, const char *name, int nodes, int workers,
 		       struct mtc_backup_info *out);
 void mtc_backup_info_free(struct mtc_backup_info *info);
