@@ -494,7 +494,7 @@ int main(int argc, const char **argv)
 		{ "print-not-deleted", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &print_kept, 0, "same as --print-kept", NULL },
 		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "print the decisions as JSON", NULL },
 		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file", "FILE" },
-		{ "parallel", '\0', POPT_ARG_INT, &parallel, 0, "gs:// requests in flight (default 16)", "N" },
+		{ "parallel", '\0', POPT_ARG_INT, &parallel, 0, "transfers in flight: gs:// requests, threads on a directory (default 32)", "N" },
 		{ "silent", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0, NULL, NULL },
 		{ "no-recency-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0, NULL, NULL },
 		{ "no-update-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0, NULL, NULL },
