@@ -1,0 +1,97 @@
+#!/bin/bash
+# Restore benchmarks (make bench):
+#  1. one node's 2 GiB restored from its peer by mtc-restore (2-node cluster on
+#     loopback: node 1's RAM is empty, node 0 holds both nodes' data)
+#  2. a coordinator restore round with 1024 simulated ranks, each reporting
+#     several steps; the coordinator's CPU seconds for the round
+# MTC_BENCH_GIB changes the size of 1.
+set -eu
+base=/dev/shm
+[ -d "$base" ] && [ -w "$base" ] || base=${TMPDIR:-/tmp}
+W=$(mktemp -d "$base/mtc-bench-restore.XXXXXX")
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"' EXIT
+trap 'exit 130' INT TERM
+gib=${MTC_BENCH_GIB:-2}
+ports=($(python3 -c '
+import socket
+s = [socket.socket() for _ in range(3)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))'))
+
+# --- 1. 2 GiB from a peer
+mkdir -p "$W/n0" "$W/n1"
+for r in 0 1; do
+	echo "{\"job-name\":\"b\",\"framework\":\"orbax\",\"node-rank\":$r,\"nodes\":2,\"peer-ranks\":[$((1 - r))],\"backup-interval-minutes\":30}" >"$W/c$r.json"
+done
+for r in 0 1; do
+	if [ "$r" = 1 ]; then size=$((gib << 30)); else size=$((1 << 20)); fi
+	head -c "$size" /dev/urandom >"$W/f$r"
+	h=$(mtc-replicate digest "$W/f$r" | cut -d' ' -f1)
+	mv "$W/f$r" "$W/n0/$h.data"
+	printf %s "$h" >"$W/n0/b-s1-n$r-w0.meta"
+done
+# node 1's data (the big one) lives only on node 0: node 1 must fetch it
+mtc-replicate serve --dir "$W/n0" --listen "127.0.0.1:${ports[0]}" --coordinator --nodes 2 >/dev/null &
+pids+=($!)
+mtc-replicate serve --dir "$W/n1" --listen "127.0.0.1:${ports[1]}" >/dev/null &
+pids+=($!)
+sleep 0.5
+coord=http://127.0.0.1:${ports[0]}
+mtc-restore --dir "$W/n0" --config "$W/c0.json" --coordinator-url "$coord" --address "$coord" >/dev/null &
+p0=$!
+t0=$(date +%s.%N)
+mtc-restore --dir "$W/n1" --config "$W/c1.json" --coordinator-url "$coord" \
+	--address "http://127.0.0.1:${ports[1]}" >"$W/r1.json"
+t1=$(date +%s.%N)
+wait $p0 || true
+bytes=$(sed -n 's/.*"bytes":\([0-9]*\).*/\1/p' "$W/r1.json")
+python3 -c "
+b=$bytes; s=$t1-$t0
+print(f'restore from a peer: {b/2**30:.2f} GiB in {s:.2f} s = {b/2**20/s:.0f} MiB/s (fetch, verify, barrier, markers)')"
+kill "${pids[0]}" 2>/dev/null || true
+wait "${pids[0]}" 2>/dev/null || true
+rm -rf "$W/n0" "$W/n1"
+
+# --- 2. a coordinator round with 1024 ranks
+mkdir -p "$W/c"
+mtc-replicate serve --dir "$W/c" --listen "127.0.0.1:${ports[2]}" --coordinator --nodes 1024 \
+	--max-connections 1200 >/dev/null &
+cpid=$!
+pids+=($cpid)
+sleep 0.5
+python3 - "${ports[2]}" "$cpid" <<'EOF'
+import http.client, json, os, sys, threading, time, hashlib
+port, pid = int(sys.argv[1]), int(sys.argv[2])
+N, STEPS = 1024, 4
+def h(*a): return hashlib.sha256("/".join(map(str, a)).encode()).hexdigest()
+def cpu():
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+cfg = {"job-name": "b", "framework": "orbax", "nodes": N, "peers-per-node": 1,
+       "backup-interval-minutes": 30, "workers-per-node": 1}
+bodies = []
+for r in range(N):
+    peer = r ^ 1
+    metas = [[s, n, 0, h(s, n)] for s in range(1, STEPS + 1) for n in (r, peer)]
+    bodies.append(json.dumps({"rank": r, "address": f"http://10.0.{r // 256}.{r % 256}:7070",
+                              "config": dict(cfg, **{"node-rank": r, "peer-ranks": [peer]}),
+                              "meta-files": metas, "data-files": [m[3] for m in metas]}))
+answers = [None] * N
+def post(r):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    while True:
+        c.request("POST", "/v1/coord/restore", bodies[r], {"Content-Type": "application/json"})
+        a = json.loads(c.getresponse().read())
+        if a["status"] != "waiting":
+            answers[r] = a
+            return
+c0, t0 = cpu(), time.time()
+ts = [threading.Thread(target=post, args=(r,)) for r in range(N)]
+for t in ts: t.start()
+for t in ts: t.join()
+c1, t1 = cpu(), time.time()
+ok = sum(1 for a in answers if a and a.get("step") == STEPS)
+print(f"coordinator restore round: {N} ranks x {STEPS} steps, {ok} answered step {STEPS}; "
+      f"{c1 - c0:.2f} s coordinator CPU, {t1 - t0:.2f} s wall (clients included)")
+EOF
