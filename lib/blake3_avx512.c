@@ -4,7 +4,7 @@
 
 #define W 16
 #define VEC __m512i
-#define TARGET __attribute__((target("avx512f")))
+#define TARGET __attribute__((target("avx512f,tune=icelake-server")))
 #define MANY_FN mtc_b3_many_avx512
 #define LOADU(p) _mm512_loadu_si512((const void *)(p))
 #define STOREU(p, x) _mm512_storeu_si512((void *)(p), x)

@@ -22,7 +22,7 @@ TARGET void MANY_FN(const uint8_t *in, size_t stride, size_t blocks, const uint3
 		    uint64_t counter, int inc, uint8_t flags, uint8_t flag_start, uint8_t flag_end,
 		    uint8_t *out)
 {
-	VEC h[8], m[16], v[16];
+	VEC h[8], v[16];
 	uint32_t lo[W], hi[W];
 	uint64_t step = inc ? 1 : 0;
 	for (int l = 0; l < W; l++) {
@@ -35,15 +35,20 @@ TARGET void MANY_FN(const uint8_t *in, size_t stride, size_t blocks, const uint3
 	for (int i = 0; i < 8; i++)
 		h[i] = SET1(key[i]);
 	uint8_t bf = flags | flag_start;
+	/* Each block's words are transposed one block ahead, into the other half of mb. */
+	VEC mb[2][16];
+	load_msg(in, stride, 0, mb[0]);
 	for (size_t b = 0; b < blocks; b++) {
-		if (b + 1 == blocks)
-			bf |= flag_end;
 		/* Chunk groups lie back to back: fetch the next group, W lines per block. */
 #pragma GCC unroll 16
 		for (int l = 0; l < W; l++)
 			_mm_prefetch((const char *)((uintptr_t)in + W * stride + (b * W + (size_t)l) * 64),
 				     _MM_HINT_T1);
-		load_msg(in, stride, b * 64, m);
+		if (b + 1 < blocks)
+			load_msg(in, stride, (b + 1) * 64, mb[(b + 1) & 1]);
+		const VEC *m = mb[b & 1];
+		if (b + 1 == blocks)
+			bf |= flag_end;
 #pragma GCC unroll 16
 		for (int i = 0; i < 8; i++)
 			v[i] = h[i];
