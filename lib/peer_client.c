@@ -19,9 +19,11 @@
 #include "inventory.h"
 #include "log.h"
 #include "naming.h"
+#include "peer_manifest.h"
 #include "xalloc.h"
 
 #define RETRY (-100)
+#define NEEDS_MANIFEST (-101)
 #define STAGING_PREFIX ".mtc-upload-"
 #define MEM_BODY_MAX (64LL << 20)
 #define PIPE_SIZE (1 << 20)
@@ -31,6 +33,7 @@ void mtc_peer_client_defaults(struct mtc_peer_client *pc)
 	memset(pc, 0, sizeof *pc);
 	pc->deadline_s = 3600;
 	pc->retries = 4;
+	pc->streams = 4;
 	pc->limits.max_bytes = 1LL << 40;
 	pc->limits.max_files = 1000000;
 	pc->limits.max_depth = 64;
@@ -42,10 +45,13 @@ struct call {
 	char *url;
 	const char *up_path; /* a file, or a tree when up_tree */
 	int up_tree;
+	char *const *up_list; /* with up_tree: only these paths of the tree */
+	size_t up_n;
 	const char *up_mem;
 	size_t up_len;
 	const char *down_path; /* a file to create, or an empty dir to extract into */
 	int down_tree;
+	const struct mtc_manifest *expected; /* what the tree must hold */
 
 	long code;
 	char *body; /* small bodies (meta, inventory, errors) */
@@ -63,6 +69,7 @@ struct call {
 	const char *tree_root;
 	struct mtc_blake3 file_hash;
 	char got[66];
+	struct mtc_wire_list got_list;
 	struct mtc_wire_reader *reader;
 	long long up_total;
 };
@@ -149,8 +156,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 static void *tree_reader(void *arg)
 {
 	struct call *c = arg;
-	c->thread_rc = mtc_wire_extract(c->tree_fd, c->tree_root, c->limits, c->got,
-					c->thread_why, sizeof c->thread_why);
+	c->thread_rc = mtc_wire_extract(c->tree_fd, c->tree_root, c->limits, c->expected,
+					&c->got_list, c->thread_why, sizeof c->thread_why);
 	close(c->tree_fd);
 	return NULL;
 }
@@ -184,14 +191,18 @@ static int prepare(struct call *c)
 	c->body = NULL;
 	c->body_len = 0;
 	c->got[0] = '\0';
+	mtc_wire_list_free(&c->got_list);
 	c->thread_rc = 0;
 	c->thread_why[0] = '\0';
 	mtc_blake3_init(&c->file_hash);
 	if (c->up_path && !c->up_tree && (c->up_fd = open(c->up_path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
 	if (c->up_path && c->up_tree &&
-	    !(c->reader = mtc_wire_reader_open(c->up_path, &c->up_total, c->thread_why,
-					       sizeof c->thread_why))) {
+	    !(c->reader = c->up_list ? mtc_wire_reader_open_list(c->up_path, c->up_list, c->up_n,
+								 &c->up_total, c->thread_why,
+								 sizeof c->thread_why)
+				     : mtc_wire_reader_open(c->up_path, &c->up_total, c->thread_why,
+							    sizeof c->thread_why))) {
 		errno = ENOENT;
 		c->thread_rc = -1;
 		return -1;
@@ -280,6 +291,12 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
 	if (!strcmp(c->method, "HEAD"))
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	if (!strcmp(c->method, "POST")) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+	}
+	if (!strcmp(c->method, "DELETE"))
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
 	if (!strcmp(c->method, "PUT")) {
 		struct stat st;
 		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
@@ -305,6 +322,7 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		first_line(c->body, line, sizeof line);
 		snprintf(err, errlen, "'%s': HTTP %ld%s%s", c->url, c->code, *line ? ": " : "", line);
 		rc = c->code == 404				       ? MTC_EXIT_NOTFOUND
+		     : c->code == 428				       ? NEEDS_MANIFEST
 		     : c->code == 408 || c->code == 429 || c->code >= 500 ? RETRY
 		     : c->code == 422				       ? RETRY
 								       : MTC_EXIT_FAILURE;
@@ -383,6 +401,237 @@ int mtc_peer_has(const struct mtc_peer_client *pc, const char *base, const char 
 	return rc == 0 ? 1 : rc == MTC_EXIT_NOTFOUND ? 0 : -1;
 }
 
+static char *uploads_url(const char *base, const char *rest)
+{
+	size_t n = strlen(base);
+	while (n && base[n - 1] == '/')
+		n--;
+	return xasprintf("%.*s/v1/uploads/%s", (int)n, base, rest);
+}
+
+static void free_call(struct call *c)
+{
+	free(c->url);
+	free(c->body);
+	mtc_wire_list_free(&c->got_list);
+	memset(c, 0, sizeof *c);
+}
+
+static int put_manifest(const struct mtc_peer_client *pc, const char *base, const char *hash,
+			const char *text, char *err, size_t errlen)
+{
+	char *name = xasprintf("%s.manifest", hash);
+	struct call c = { .method = "PUT", .url = object_url(base, name), .up_mem = text,
+			  .up_len = strlen(text) };
+	int rc = run(pc, &c, NULL, NULL, err, errlen);
+	free(name);
+	free_call(&c);
+	return rc;
+}
+
+/*
+ * The files of a tree dealt into at most k pieces of about equal bytes
+ * (largest first, each to the lightest piece); the directories go first
+ * in piece 0, so empty ones arrive too. Returns the number of pieces.
+ */
+static int split_tree(const struct mtc_manifest *m, int k, char ***bins, size_t *counts)
+{
+	const struct mtc_manifest_entry **files = xcalloc(m->n + 1, sizeof *files);
+	long long *load = xcalloc((size_t)k, sizeof *load);
+	size_t nf = 0;
+	int used = 0;
+
+	for (int i = 0; i < k; i++) {
+		bins[i] = xcalloc(m->n + 1, sizeof **bins);
+		counts[i] = 0;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		if (!*m->entries[i].path)
+			continue;
+		if (m->entries[i].type == MTC_ENTRY_DIR)
+			bins[0][counts[0]++] = m->entries[i].path;
+		else
+			files[nf++] = &m->entries[i];
+	}
+	for (size_t i = 1; i < nf; i++) /* by size, largest first (insertion: few large files) */
+		for (size_t j = i; j > 0 && files[j]->size > files[j - 1]->size; j--) {
+			const struct mtc_manifest_entry *t = files[j];
+			files[j] = files[j - 1];
+			files[j - 1] = t;
+		}
+	for (size_t i = 0; i < nf; i++) {
+		int best = 0;
+		for (int b = 1; b < k; b++)
+			if (load[b] < load[best])
+				best = b;
+		bins[best][counts[best]++] = files[i]->path;
+		load[best] += files[i]->size + 512;
+	}
+	for (int i = 0; i < k; i++)
+		if (counts[i])
+			used = i + 1;
+	free(files);
+	free(load);
+	return used;
+}
+
+struct piece {
+	const struct mtc_peer_client *pc;
+	struct call c;
+	double deadline;
+	int rc;
+	char err[1024];
+};
+
+static void *piece_main(void *arg)
+{
+	struct piece *p = arg;
+	p->rc = attempt(p->pc, &p->c, p->deadline, p->err, sizeof p->err);
+	return NULL;
+}
+
+/*
+ * One try of a tree upload over parallel connections: open a session,
+ * send the pieces at once, commit. 0, RETRY, NEEDS_MANIFEST or an exit
+ * code; *rejected when the peer answered 422.
+ */
+static int put_tree_once(const struct mtc_peer_client *pc, const char *base, const char *path,
+			 const char *hash, const struct mtc_manifest *m, double deadline,
+			 long long *sent, int *rejected, char *err, size_t errlen)
+{
+	int k = pc->streams > 0 ? pc->streams : 1, n, rc;
+	char ***bins = xcalloc((size_t)k, sizeof *bins), *rest = xasprintf("%s.data", hash), *id;
+	size_t *counts = xcalloc((size_t)k, sizeof *counts);
+	struct piece *pieces = xcalloc((size_t)k, sizeof *pieces);
+	pthread_t *th = xcalloc((size_t)k, sizeof *th);
+	struct call c = { .method = "POST", .url = uploads_url(base, rest) };
+	json_t *j;
+
+	free(rest);
+	*sent = 0;
+	rc = attempt(pc, &c, deadline, err, errlen);
+	*rejected = c.code == 422;
+	if (rc || c.code == 200)
+		goto out;
+	j = json_loadb(c.body ? c.body : "", c.body_len, 0, NULL);
+	id = j && json_is_string(json_object_get(j, "session"))
+		     ? xstrdup(json_string_value(json_object_get(j, "session")))
+		     : NULL;
+	json_decref(j);
+	free_call(&c);
+	if (!id) {
+		snprintf(err, errlen, "'%s': no upload session in the answer", base);
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
+	n = split_tree(m, k, bins, counts);
+	for (int i = 0; i < n; i++) {
+		char *r = xasprintf("%s/%d", id, i);
+		pieces[i] = (struct piece){ .pc = pc, .deadline = deadline };
+		pieces[i].c = (struct call){ .method = "PUT", .url = uploads_url(base, r),
+					     .up_path = path, .up_tree = 1, .up_list = bins[i],
+					     .up_n = counts[i] };
+		free(r);
+		if (pthread_create(&th[i], NULL, piece_main, &pieces[i]))
+			piece_main(&pieces[i]), th[i] = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		if (th[i])
+			pthread_join(th[i], NULL);
+		*sent += pieces[i].c.bytes;
+		*rejected |= pieces[i].c.code == 422;
+		if (pieces[i].rc && (!rc || pieces[i].c.code == 422)) {
+			rc = pieces[i].rc;
+			snprintf(err, errlen, "%s", pieces[i].err);
+		}
+		free_call(&pieces[i].c);
+	}
+	rest = xasprintf("%s%s", id, rc ? "" : "/commit");
+	c = (struct call){ .method = rc ? "DELETE" : "POST", .url = uploads_url(base, rest) };
+	free(rest);
+	if (!rc) {
+		rc = attempt(pc, &c, deadline, err, errlen);
+		*rejected |= c.code == 422;
+	} else {
+		char ignored[256];
+		attempt(pc, &c, deadline, ignored, sizeof ignored);
+	}
+	free(id);
+out:
+	free_call(&c);
+	for (int i = 0; i < k; i++)
+		free(bins[i]);
+	free(bins);
+	free(counts);
+	free(pieces);
+	free(th);
+	return rc;
+}
+
+/*
+ * A tree goes with its manifest first (kept in dir, computed once), then
+ * as pieces over pc->streams connections, or as one tar stream; a peer
+ * that lost the manifest (428) gets it again.
+ */
+static int put_tree(const struct mtc_peer_client *pc, const char *base, const char *dir,
+		    const char *hash, long long *sent, char *err, size_t errlen)
+{
+	struct mtc_manifest m;
+	char why[1024], *text, *path = xasprintf("%s/%s.data", dir, hash), *name;
+	double deadline = mtc_now() + (pc->deadline_s > 0 ? pc->deadline_s : 1e9);
+	size_t files = 0;
+	int rc, resent = 0, rejected = 0;
+
+	*sent = 0;
+	rc = mtc_peer_manifest_local(dir, hash, &m, &text, why, sizeof why);
+	if (rc) {
+		snprintf(err, errlen, "cannot send '%s': %s", path, why);
+		free(path);
+		return rc > 0 ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+	}
+	for (size_t i = 0; i < m.n; i++)
+		files += m.entries[i].type == MTC_ENTRY_FILE;
+	rc = put_manifest(pc, base, hash, text, err, errlen);
+	for (int n = 0; !rc;) {
+		if (pc->streams > 1 && files > 1) {
+			rc = put_tree_once(pc, base, path, hash, &m, deadline, sent, &rejected, err,
+					   errlen);
+		} else {
+			name = xasprintf("%s.data", hash);
+			struct call c = { .method = "PUT", .url = object_url(base, name),
+					  .up_path = path, .up_tree = 1 };
+			free(name);
+			rc = attempt(pc, &c, deadline, err, errlen);
+			rejected = c.code == 422;
+			*sent = rc ? 0 : c.bytes;
+			free_call(&c);
+		}
+		if (rc == NEEDS_MANIFEST && !resent++) {
+			rc = put_manifest(pc, base, hash, text, err, errlen);
+			continue;
+		}
+		if (rc != RETRY)
+			break;
+		if (n++ >= pc->retries) {
+			rc = rejected ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+			break;
+		}
+		mtc_debug("retrying: %s", err);
+		backoff(n - 1);
+		if (mtc_now() >= deadline) {
+			rc = MTC_EXIT_TIMEOUT;
+			break;
+		}
+		rc = 0;
+	}
+	if (rc == NEEDS_MANIFEST)
+		rc = MTC_EXIT_FAILURE;
+	mtc_manifest_free(&m);
+	free(text);
+	free(path);
+	return rc;
+}
+
 int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char *dir,
 		 const char *name, long long *sent, char *err, size_t errlen)
 {
@@ -391,9 +640,17 @@ int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char 
 	struct mtc_ckpt_name n;
 	int rc;
 
+	if (!mtc_parse_data_name(name, hash) && mtc_is_dir_hash(hash)) {
+		long long bytes;
+		free(path);
+		free(c.url);
+		rc = put_tree(pc, base, dir, hash, &bytes, err, errlen);
+		if (sent)
+			*sent = rc == 0 ? bytes : 0;
+		return rc;
+	}
 	if (!mtc_parse_data_name(name, hash)) {
 		c.up_path = path;
-		c.up_tree = mtc_is_dir_hash(hash);
 	} else if (!mtc_parse_ckpt_name(name, &n) && n.ext == MTC_EXT_META) {
 		if (mtc_read_meta(path, hash) < 0) {
 			snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
@@ -410,6 +667,8 @@ int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char 
 		return MTC_EXIT_USAGE;
 	}
 	rc = run(pc, &c, NULL, NULL, err, errlen);
+	if (rc == NEEDS_MANIFEST)
+		rc = MTC_EXIT_FAILURE;
 	if (sent)
 		*sent = rc == 0 ? c.bytes : 0;
 	free(path);
@@ -422,6 +681,9 @@ struct publish {
 	const char *hash;
 	const char *obj;
 	const char *final;
+	const struct mtc_manifest *expected;
+	const char *manifest_text;
+	const char *dir;
 };
 
 static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, void *arg,
@@ -429,6 +691,21 @@ static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, 
 {
 	struct publish *p = arg;
 
+	if (c->down_tree) {
+		struct mtc_manifest got;
+		char diff[512];
+		int bad;
+		mtc_manifest_init(&got);
+		mtc_wire_manifest(&c->got_list, &got, c->got);
+		bad = strcmp(c->got, p->hash) == 0 &&
+		      mtc_manifest_compare(p->expected, &got, diff, sizeof diff);
+		mtc_manifest_free(&got);
+		if (bad) {
+			snprintf(err, errlen, "'%s': not what its manifest says: %s", c->url, diff);
+			c->code = 422;
+			return RETRY;
+		}
+	}
 	if (strcmp(c->got, p->hash)) {
 		snprintf(err, errlen, "'%s': content does not match its name: digest is %s", c->url,
 			 c->got);
@@ -437,13 +714,46 @@ static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, 
 	}
 	if (c->down_tree)
 		sync();
-	if (renameat2(AT_FDCWD, p->obj, AT_FDCWD, p->final, RENAME_NOREPLACE) < 0 &&
-	    errno != EEXIST && errno != ENOTEMPTY) {
-		snprintf(err, errlen, "cannot publish '%s': %s", p->final, strerror(errno));
-		return MTC_EXIT_FAILURE;
+	if (renameat2(AT_FDCWD, p->obj, AT_FDCWD, p->final, RENAME_NOREPLACE) < 0) {
+		if (errno != EEXIST && errno != ENOTEMPTY) {
+			snprintf(err, errlen, "cannot publish '%s': %s", p->final, strerror(errno));
+			return MTC_EXIT_FAILURE;
+		}
+	} else if (p->manifest_text) {
+		char *path = xasprintf("%s/%s.manifest", p->dir, p->hash);
+		char *tmp = xasprintf("%s/" STAGING_PREFIX "%s.manifest.%ld", p->dir, p->hash,
+				      (long)gettid());
+		if (mtc_write_atomic_via(tmp, path, p->manifest_text, strlen(p->manifest_text)) < 0)
+			mtc_warn("cannot keep '%s':", path);
+		free(tmp);
+		free(path);
 	}
 	mtc_fsync_parent(p->final);
 	return 0;
+}
+
+/* GET <hash>.manifest: it must be consistent with the name and within the limits. */
+static int get_manifest(const struct mtc_peer_client *pc, const char *base, const char *hash,
+			struct mtc_manifest *m, char **text, char *err, size_t errlen)
+{
+	char *name = xasprintf("%s.manifest", hash), why[512];
+	struct call c = { .method = "GET", .url = object_url(base, name) };
+	int rc = run(pc, &c, NULL, NULL, err, errlen);
+
+	free(name);
+	if (rc == MTC_EXIT_FAILURE && c.code == 409)
+		rc = MTC_EXIT_INTEGRITY; /* the peer's copy does not match its name */
+	if (rc == 0 && mtc_peer_manifest_parse(c.body ? c.body : "", c.body_len, hash, &pc->limits,
+					       m, why, sizeof why) < 0) {
+		snprintf(err, errlen, "'%s': %s", c.url, why);
+		rc = MTC_EXIT_INTEGRITY;
+	}
+	if (rc == 0) {
+		*text = c.body;
+		c.body = NULL;
+	}
+	free_call(&c);
+	return rc == NEEDS_MANIFEST ? MTC_EXIT_FAILURE : rc;
 }
 
 static int get_data(const struct mtc_peer_client *pc, const char *base, const char *dir,
@@ -451,16 +761,31 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 		    size_t errlen)
 {
 	char *staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", dir);
-	char *obj, *final = xasprintf("%s/%s", dir, name);
+	char *obj, *final = xasprintf("%s/%s", dir, name), *text = NULL;
 	struct call c = { .method = "GET", .url = object_url(base, name), .limits = &pc->limits };
-	struct publish p = { hash, NULL, final };
+	struct mtc_manifest m;
+	struct publish p = { hash, NULL, final, &m, NULL, dir };
 	int rc;
 
+	mtc_manifest_init(&m);
+	if (mtc_is_dir_hash(hash)) {
+		rc = get_manifest(pc, base, hash, &m, &text, err, errlen);
+		if (rc) {
+			free(staging);
+			free(final);
+			free(c.url);
+			return rc;
+		}
+		c.expected = &m;
+		p.manifest_text = text;
+	}
 	if (!mkdtemp(staging)) {
 		snprintf(err, errlen, "cannot stage in '%s': %s", dir, strerror(errno));
 		free(staging);
 		free(final);
 		free(c.url);
+		mtc_manifest_free(&m);
+		free(text);
 		return MTC_EXIT_FAILURE;
 	}
 	obj = xasprintf("%s/obj", staging);
@@ -468,14 +793,17 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 	c.down_path = obj;
 	c.down_tree = mtc_is_dir_hash(hash);
 	rc = run(pc, &c, verify_and_publish, &p, err, errlen);
+	if (rc == NEEDS_MANIFEST)
+		rc = MTC_EXIT_FAILURE;
 	if (received)
 		*received = rc == 0 ? c.bytes : 0;
 	mtc_remove_tree(staging);
 	free(staging);
 	free(obj);
 	free(final);
-	free(c.url);
-	free(c.body);
+	free_call(&c);
+	mtc_manifest_free(&m);
+	free(text);
 	return rc;
 }
 

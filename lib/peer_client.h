@@ -12,14 +12,16 @@
  * retried on connection errors, 408, 429, 5xx and 422 (corrupted in
  * transit) with exponential backoff and jitter, within a total deadline.
  * Results are exit codes (exitcode.h): 0, FAILURE, TIMEOUT, NOTFOUND,
- * INTEGRITY, with a one-line reason in err. Trees stream through a pipe:
- * the caller ignores SIGPIPE.
+ * INTEGRITY, with a one-line reason in err. The caller ignores SIGPIPE.
+ * A tree travels with its manifest (peer_manifest.h): sent before it,
+ * fetched before it, and what arrives is checked against both the name
+ * and the manifest.
  */
 struct mtc_peer_client {
 	const char *token; /* NULL: no Authorization header */
 	double deadline_s; /* per object, all attempts together */
 	int retries;
-	int digest_threads; /* unused: data is hashed as it arrives */
+	int streams; /* connections one tree upload may use at once */
 	struct mtc_wire_limits limits; /* what a fetched tree may hold */
 };
 

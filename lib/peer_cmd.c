@@ -27,7 +27,7 @@
 	"[--coordinator --nodes N]"
 #define PUSH_USAGE                                                                             \
 	"push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] "        \
-	"[--token-file FILE]"
+	"[--token-file FILE] [--streams N]"
 #define FETCH_USAGE "fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--token-file FILE]"
 
 static int parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
@@ -50,7 +50,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	struct mtc_peer_server_opts o;
 	char *dir = NULL, *listen = NULL, *token = NULL, err[512];
 	long long max_body = -1, max_files = -1;
-	int insecure = 0, max_depth = -1, max_conn = -1, timeout = -1, sig, rc;
+	int insecure = 0, max_depth = -1, max_conn = -1, timeout = -1, session_timeout = -1, sig, rc;
 	int coordinator = 0, nodes = 0;
 	double round_s = 0, heartbeat_s = 0, poll_s = 0;
 	struct mtc_coord *coord = NULL;
@@ -72,6 +72,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "concurrent connections (default 64)", "N" },
 		{ "timeout", '\0', POPT_ARG_INT, &timeout, 0,
 		  "seconds a connection may stay idle (default 120)", "SEC" },
+		{ "session-timeout", '\0', POPT_ARG_INT, &session_timeout, 0,
+		  "seconds an upload session may stay idle before it is discarded (default 600)",
+		  "SEC" },
 		{ "coordinator", '\0', POPT_ARG_NONE, &coordinator, 0,
 		  "also be the coordinator (rank 0): POST /v1/coord/{restore,restore-done,sync}",
 		  NULL },
@@ -111,6 +114,8 @@ int mtc_replicate_serve(int argc, const char **argv)
 		o.max_connections = max_conn;
 	if (timeout > 0)
 		o.timeout_s = timeout;
+	if (session_timeout > 0)
+		o.session_timeout_s = session_timeout;
 	if (coordinator) {
 		struct mtc_coord_opts co;
 		if (nodes <= 0) {
@@ -223,7 +228,7 @@ int mtc_replicate_push(int argc, const char **argv)
 	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token_file = NULL,
 	     *token = NULL, **peers = NULL, **urls = NULL, err[512];
 	double timeout = 0;
-	int retries = -1, n_urls = 0, failed = 0, rc;
+	int retries = -1, n_urls = 0, failed = 0, streams = 0, rc;
 	long long step;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
@@ -238,6 +243,8 @@ int mtc_replicate_push(int argc, const char **argv)
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
 		  "seconds per object, retries included (default 3600)", "SEC" },
 		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
+		{ "streams", '\0', POPT_ARG_INT, &streams, 0,
+		  "connections per tree and peer (default 4; 1: one tar stream)", "N" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -287,6 +294,8 @@ int mtc_replicate_push(int argc, const char **argv)
 		mtc_config_free(&cfg);
 		goto out;
 	}
+	if (streams > 0)
+		pc.streams = streams > 64 ? 64 : streams;
 	summary = mtc_peer_push_step(&pc, dir, cfg.job_name, step, cfg.node_rank, urls, n_urls,
 				     &failed);
 	print_json(summary);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,17 +27,21 @@
 #include "log.h"
 #include "metrics.h"
 #include "naming.h"
+#include "peer_manifest.h"
 #include "peer_wire.h"
 #include "xalloc.h"
 
 #define STAGING_PREFIX ".mtc-upload-"
 #define OBJECTS "/v1/objects/"
+#define UPLOADS "/v1/uploads/"
+#define PENDING_MANIFEST STAGING_PREFIX "manifest-"
 #define META_BODY_MAX 128
 #define STREAM_BLOCK (256 * 1024)
 #define RING 2
 #define CONN_MEMORY (2 << 20)
 #define HTTP_UNPROCESSABLE 422
 #define HTTP_TOO_LARGE 413
+#define HTTP_PRECONDITION_REQUIRED 428
 
 struct mtc_peer_server {
 	struct MHD_Daemon *daemon;
@@ -51,9 +56,38 @@ struct mtc_peer_server {
 	atomic_llong published, already_present, rejected;
 	atomic_llong codes[600];
 	struct mtc_histogram seconds;
+
+	pthread_mutex_t sessions_mu;
+	struct session *sessions;
 };
 
-enum req_kind { REQ_OTHER, REQ_PUT_FILE, REQ_PUT_TREE, REQ_PUT_META, REQ_ROUTE };
+/*
+ * A tree upload: the expected manifest, the staging dir its pieces are
+ * extracted into, and what has arrived. A PUT of the whole tree is a
+ * session of one piece; the upload API (UPLOADS) lets several pieces
+ * arrive over parallel connections before one commit.
+ */
+struct session {
+	struct session *next;
+	char id[33]; /* "" when not listed */
+	char hash[MTC_HASH_MAX + 1];
+	char *staging, *obj;
+	struct mtc_manifest expected;
+	struct mtc_wire_list got;
+	int pieces; /* in flight */
+	int failed;
+	char why[512];
+	double t0, last;
+};
+
+enum req_kind {
+	REQ_OTHER,
+	REQ_PUT_FILE,
+	REQ_PUT_TREE,
+	REQ_PUT_META,
+	REQ_PUT_MANIFEST,
+	REQ_ROUTE
+};
 #define ROUTE_BODY_MAX (64 << 20)
 
 struct req {
@@ -80,9 +114,12 @@ struct req {
 	double t0;
 	int transfer;
 	struct mtc_blake3 file_hash;
-	char got[66];
-	char *body, *url, *method; /* REQ_ROUTE */
+	char got_digest[66];
+	char *body, *url, *method; /* REQ_ROUTE, REQ_PUT_MANIFEST */
 	size_t body_len;
+	struct session *sess; /* REQ_PUT_TREE */
+	int piece;	      /* sess is listed: this request is one piece of it */
+	struct mtc_wire_list got;
 };
 
 void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
@@ -94,6 +131,7 @@ void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
 	o->max_depth = 64;
 	o->max_connections = 64;
 	o->timeout_s = 120;
+	o->session_timeout_s = 600;
 }
 
 char *mtc_read_token_file(const char *path, char *err, size_t errlen)
@@ -240,6 +278,47 @@ static void end_extraction(struct req *r)
 	r->extracting = 0;
 }
 
+static void session_free(struct session *x)
+{
+	if (!x)
+		return;
+	if (x->staging && mtc_remove_tree(x->staging) < 0)
+		mtc_warn("cannot remove '%s':", x->staging);
+	free(x->staging);
+	free(x->obj);
+	mtc_manifest_free(&x->expected);
+	mtc_wire_list_free(&x->got);
+	free(x);
+}
+
+/* Marks a listed session failed (why) and releases the piece r holds. */
+static void piece_done(struct req *r, const char *why)
+{
+	struct mtc_peer_server *s = r->s;
+	struct session *x = r->sess;
+
+	pthread_mutex_lock(&s->sessions_mu);
+	if (why && !x->failed) {
+		x->failed = 1;
+		snprintf(x->why, sizeof x->why, "%s", why);
+	}
+	if (!why) {
+		for (size_t i = 0; i < r->got.n; i++) {
+			struct mtc_wire_entry *e = mtc_wire_list_add(&x->got, "", r->got.e[i].is_dir,
+								     r->got.e[i].size);
+			free(e->path);
+			e->path = r->got.e[i].path;
+			memcpy(e->digest, r->got.e[i].digest, sizeof e->digest);
+			r->got.e[i].path = NULL;
+		}
+	}
+	x->pieces--;
+	x->last = mtc_now();
+	pthread_mutex_unlock(&s->sessions_mu);
+	r->sess = NULL;
+	r->piece = 0;
+}
+
 static void remove_staging(struct req *r)
 {
 	if (r->fd >= 0) {
@@ -255,6 +334,11 @@ static void remove_staging(struct req *r)
 	}
 	free(r->obj);
 	r->obj = NULL;
+	if (r->sess && r->piece)
+		piece_done(r, "a piece of the upload was cut off");
+	session_free(r->sess);
+	r->sess = NULL;
+	mtc_wire_list_free(&r->got);
 	if (r->transfer) {
 		atomic_fetch_sub(&r->s->active, 1);
 		r->transfer = 0;
@@ -266,13 +350,134 @@ static void *extract_main(void *arg)
 	struct req *r = arg;
 	struct mtc_wire_limits lim = { r->s->o.max_body, r->s->o.max_files, r->s->o.max_depth };
 
-	r->extract_rc = mtc_wire_extract_from(next_chunk, r, r->obj, &lim, r->got, r->extract_why,
-					      sizeof r->extract_why);
+	r->extract_rc = mtc_wire_extract_from(next_chunk, r, r->sess->obj, &lim, &r->sess->expected,
+					      &r->got, r->extract_why, sizeof r->extract_why);
 	pthread_mutex_lock(&r->mu);
 	r->extract_done = 1;
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
+}
+
+static struct mtc_wire_limits server_limits(const struct mtc_peer_server *s)
+{
+	return (struct mtc_wire_limits){ s->o.max_body, s->o.max_files, s->o.max_depth };
+}
+
+/* The manifest a tree upload is checked against: the one sent for it, else the one kept. */
+static int load_manifest(struct mtc_peer_server *s, const char *hash, struct mtc_manifest *m,
+			 char *why, size_t whylen)
+{
+	struct mtc_wire_limits lim = server_limits(s);
+	char *paths[2] = { xasprintf("%s/" PENDING_MANIFEST "%s", s->dir, hash),
+			   xasprintf("%s/%s.manifest", s->dir, hash) };
+	int rc = -1;
+
+	snprintf(why, whylen, "send '%s.manifest' first", hash);
+	for (int i = 0; i < 2 && rc < 0; i++) {
+		char *buf;
+		size_t len;
+		if (mtc_read_file(paths[i], MTC_MANIFEST_BODY_MAX, &buf, &len) < 0)
+			continue;
+		rc = mtc_peer_manifest_parse(buf, len, hash, &lim, m, why, whylen);
+		free(buf);
+	}
+	free(paths[0]);
+	free(paths[1]);
+	return rc;
+}
+
+/* A session for a tree upload, its staging dir made; NULL with the HTTP code and why. */
+static struct session *session_new(struct mtc_peer_server *s, const char *hash, unsigned *code,
+				   char *why, size_t whylen)
+{
+	struct session *x = xcalloc(1, sizeof *x);
+
+	snprintf(x->hash, sizeof x->hash, "%s", hash);
+	if (load_manifest(s, hash, &x->expected, why, whylen) < 0) {
+		*code = HTTP_PRECONDITION_REQUIRED;
+		free(x);
+		return NULL;
+	}
+	x->staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", s->dir);
+	if (!mkdtemp(x->staging)) {
+		free(x->staging);
+		x->staging = NULL;
+		goto fail;
+	}
+	x->obj = xasprintf("%s/obj", x->staging);
+	if (mkdir(x->obj, 0755) < 0)
+		goto fail;
+	x->t0 = x->last = mtc_now();
+	return x;
+fail:
+	snprintf(why, whylen, "cannot stage '%s.data': %s", hash, strerror(errno));
+	*code = MHD_HTTP_INSUFFICIENT_STORAGE;
+	session_free(x);
+	return NULL;
+}
+
+/*
+ * Checks what arrived in x against its name and manifest and publishes it:
+ * the tree by rename (never replacing), then its manifest beside it. The
+ * HTTP code, with why.
+ */
+static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char *why,
+			     size_t whylen)
+{
+	struct mtc_manifest got;
+	char digest[MTC_DIGEST_LEN], diff[512], *final, *text, *tmp, *path;
+	int rc;
+
+	if (x->failed) {
+		snprintf(why, whylen, "'%s.data' rejected: %s", x->hash, x->why);
+		return HTTP_UNPROCESSABLE;
+	}
+	mtc_manifest_init(&got);
+	mtc_wire_manifest(&x->got, &got, digest);
+	rc = strcmp(digest, x->hash) ? 1 : mtc_manifest_compare(&x->expected, &got, diff, sizeof diff) ? 2 : 0;
+	mtc_manifest_free(&got);
+	if (rc) {
+		atomic_fetch_add(&s->digest_failures, 1);
+		if (rc == 1)
+			snprintf(why, whylen, "'%s.data' rejected: digest is %s, expected %s", x->hash,
+				 digest, x->hash);
+		else
+			snprintf(why, whylen, "'%s.data' rejected: not what its manifest says: %s",
+				 x->hash, diff);
+		return HTTP_UNPROCESSABLE;
+	}
+	if (atomic_load(&s->stopping)) {
+		snprintf(why, whylen, "shutting down");
+		return MHD_HTTP_SERVICE_UNAVAILABLE;
+	}
+	sync();
+	final = xasprintf("%s/%s.data", s->dir, x->hash);
+	rc = renameat2(AT_FDCWD, x->obj, AT_FDCWD, final, RENAME_NOREPLACE);
+	free(final);
+	if (rc < 0 && errno != EEXIST && errno != ENOTEMPTY) {
+		snprintf(why, whylen, "cannot publish '%s.data': %s", x->hash, strerror(errno));
+		return 500;
+	}
+	mtc_histogram_observe(&s->seconds, mtc_now() - x->t0);
+	if (rc < 0) {
+		snprintf(why, whylen, "'%s.data' is already present", x->hash);
+		return MHD_HTTP_OK;
+	}
+	text = mtc_peer_manifest_text(&x->expected);
+	path = xasprintf("%s/%s.manifest", s->dir, x->hash);
+	tmp = xasprintf("%s/" STAGING_PREFIX "%s.manifest.%ld", s->dir, x->hash, (long)gettid());
+	if (mtc_write_atomic_via(tmp, path, text, strlen(text)) < 0)
+		mtc_warn("cannot keep '%s' (it is recomputed when asked for):", path);
+	free(tmp);
+	free(path);
+	free(text);
+	path = xasprintf("%s/" PENDING_MANIFEST "%s", s->dir, x->hash);
+	unlink(path);
+	free(path);
+	mtc_fsync_dir(s->dir);
+	snprintf(why, whylen, "'%s.data' stored", x->hash);
+	return MHD_HTTP_CREATED;
 }
 
 /* ---- reads ---- */
@@ -418,10 +623,66 @@ static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 	return rc;
 }
 
+/* "<hash>.manifest" of a tree hash, parsed as the <hash>.data it belongs to. */
+static int manifest_name(const char *name, char hash[MTC_HASH_MAX + 1])
+{
+	size_t len = strlen(name), ext = strlen(".manifest");
+	char data[MTC_HASH_MAX + 16];
+	int rc;
+
+	if (len <= ext || len - ext > MTC_HASH_MAX || strcmp(name + len - ext, ".manifest"))
+		return -1;
+	snprintf(data, sizeof data, "%.*s.data", (int)(len - ext), name);
+	rc = mtc_parse_data_name(data, hash);
+	return rc == 0 && mtc_is_dir_hash(hash) ? 0 : -1;
+}
+
+/* The kept manifest, or one computed from the data (and kept) when there is none. */
+static enum MHD_Result get_manifest(struct req *r, struct MHD_Connection *c, int head)
+{
+	struct mtc_manifest m;
+	char why[1024], *text, *data = xasprintf("%s/%s.data", r->s->dir, r->hash);
+	int present = access(data, F_OK) == 0, rc;
+	enum MHD_Result res;
+
+	free(data);
+	if (!present)
+		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s.data' not found\n", r->hash);
+	if (head) {
+		struct MHD_Response *resp =
+			MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		return queue(r, c, MHD_HTTP_OK, resp);
+	}
+	rc = mtc_peer_manifest_local(r->s->dir, r->hash, &m, &text, why, sizeof why);
+	if (rc)
+		return respond(r, c, rc > 0 ? MHD_HTTP_CONFLICT : 500, TEXT, "cannot list '%s.data': %s\n",
+			       r->hash, why);
+	mtc_manifest_free(&m);
+	res = respond(r, c, MHD_HTTP_OK, "application/json", "%s", text);
+	free(text);
+	return res;
+}
+
 /* ---- writes ---- */
 
-static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, int is_data)
+/* Starts extracting a tar body into r->sess (its piece is counted by the caller when listed). */
+static enum MHD_Result start_piece(struct req *r, struct MHD_Connection *c)
 {
+	r->kind = REQ_PUT_TREE;
+	r->transfer = 1;
+	atomic_fetch_add(&r->s->active, 1);
+	if (pthread_create(&r->extractor, NULL, extract_main, r)) {
+		remove_staging(r);
+		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT,
+			       "cannot receive '%s': out of threads\n", r->name);
+	}
+	r->extracting = 1;
+	return MHD_YES;
+}
+
+static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, enum req_kind kind)
+{
+	int is_data = kind == REQ_PUT_FILE;
 	struct mtc_peer_server *s = r->s;
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	char *path = xasprintf("%s/%s", s->dir, r->name);
@@ -429,16 +690,25 @@ static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, int is
 	int present = lstat(path, &st) == 0;
 
 	free(path);
-	if (cl && strtoll(cl, NULL, 10) > (is_data ? s->o.max_body : META_BODY_MAX))
+	if (cl && strtoll(cl, NULL, 10) > (is_data		      ? s->o.max_body
+					   : kind == REQ_PUT_MANIFEST ? MTC_MANIFEST_BODY_MAX
+								      : META_BODY_MAX))
 		return respond(r, c, HTTP_TOO_LARGE, TEXT,
 			       "'%s': body of %s bytes is over the limit\n", r->name, cl);
 	if (!is_data) {
-		r->kind = REQ_PUT_META;
+		r->kind = kind;
 		return MHD_YES;
 	}
 	if (present) {
 		atomic_fetch_add(&s->already_present, 1);
 		return respond(r, c, MHD_HTTP_OK, TEXT, "'%s' is already present\n", r->name);
+	}
+	if (mtc_is_dir_hash(r->hash)) {
+		unsigned code;
+		char why[1024];
+		if (!(r->sess = session_new(s, r->hash, &code, why, sizeof why)))
+			return respond(r, c, code, TEXT, "'%s': %s\n", r->name, why);
+		return start_piece(r, c);
 	}
 	r->staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", s->dir);
 	if (!mkdtemp(r->staging)) {
@@ -450,42 +720,15 @@ static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, int is
 	r->obj = xasprintf("%s/obj", r->staging);
 	r->transfer = 1;
 	atomic_fetch_add(&s->active, 1);
-	if (!mtc_is_dir_hash(r->hash)) {
-		r->kind = REQ_PUT_FILE;
-		mtc_blake3_init(&r->file_hash);
-		r->fd = open(r->obj, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (r->fd < 0)
-			goto fail;
-		return MHD_YES;
+	r->kind = REQ_PUT_FILE;
+	mtc_blake3_init(&r->file_hash);
+	r->fd = open(r->obj, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (r->fd < 0) {
+		snprintf(r->why, sizeof r->why, "cannot stage '%s': %s\n", r->name, strerror(errno));
+		remove_staging(r);
+		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "%s", r->why);
 	}
-	r->kind = REQ_PUT_TREE;
-	if (mkdir(r->obj, 0755) < 0)
-		goto fail;
-	if (pthread_create(&r->extractor, NULL, extract_main, r)) {
-		errno = EAGAIN;
-		goto fail;
-	}
-	r->extracting = 1;
 	return MHD_YES;
-fail:
-	snprintf(r->why, sizeof r->why, "cannot stage '%s': %s\n", r->name, strerror(errno));
-	remove_staging(r);
-	return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "%s", r->why);
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 static enum MHD_Result receive(struct req *r, const char *data, size_t len)
@@ -494,8 +737,8 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 
 	r->bytes += (long long)len;
 	atomic_fetch_add(&s->bytes_in, (long long)len);
-	if (r->kind == REQ_ROUTE) {
-		if (r->body_len + len > ROUTE_BODY_MAX)
+	if (r->kind == REQ_ROUTE || r->kind == REQ_PUT_MANIFEST) {
+		if (r->body_len + len > (r->kind == REQ_ROUTE ? ROUTE_BODY_MAX : MTC_MANIFEST_BODY_MAX))
 			return MHD_NO;
 		r->body = xrealloc(r->body, r->body_len + len + 1);
 		memcpy(r->body + r->body_len, data, len);
@@ -523,7 +766,7 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 	}
 	if (r->fd < 0)
 		return MHD_YES;
-	if (write_all(r->fd, data, len) < 0) {
+	if (mtc_write_all(r->fd, data, len) < 0) {
 		r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
 		snprintf(r->why, sizeof r->why, "cannot write '%s': %s", r->name, strerror(errno));
 		close(r->fd);
@@ -569,6 +812,75 @@ static enum MHD_Result finish_meta(struct req *r, struct MHD_Connection *c)
 	return respond(r, c, MHD_HTTP_CREATED, TEXT, "'%s' stored\n", r->name);
 }
 
+static enum MHD_Result finish_manifest(struct req *r, struct MHD_Connection *c)
+{
+	struct mtc_peer_server *s = r->s;
+	struct mtc_wire_limits lim = server_limits(s);
+	struct mtc_manifest m;
+	char why[1024], *path, *tmp;
+	int rc;
+
+	if (mtc_peer_manifest_parse(r->body ? r->body : "", r->body_len, r->hash, &lim, &m, why,
+				    sizeof why) < 0) {
+		mtc_warn("'%s' rejected: %s", r->name, why);
+		return respond(r, c, HTTP_UNPROCESSABLE, TEXT, "'%s' rejected: %s\n", r->name, why);
+	}
+	mtc_manifest_free(&m);
+	path = xasprintf("%s/%s.data", s->dir, r->hash);
+	rc = access(path, F_OK);
+	free(path);
+	if (rc == 0)
+		return respond(r, c, MHD_HTTP_OK, TEXT, "'%s.data' is already present\n", r->hash);
+	path = xasprintf("%s/" PENDING_MANIFEST "%s", s->dir, r->hash);
+	tmp = xasprintf("%s.%ld", path, (long)gettid());
+	rc = mtc_write_atomic_via(tmp, path, r->body, r->body_len);
+	free(tmp);
+	free(path);
+	if (rc < 0)
+		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot write '%s': %s\n",
+			       r->name, strerror(errno));
+	return respond(r, c, MHD_HTTP_CREATED, TEXT, "'%s' stored\n", r->name);
+}
+
+static enum MHD_Result finish_tree(struct req *r, struct MHD_Connection *c)
+{
+	struct mtc_peer_server *s = r->s;
+	char why[1024];
+	unsigned code;
+
+	end_extraction(r);
+	if (r->extract_rc < 0) {
+		atomic_fetch_add(&s->rejected, 1);
+		if (r->extract_rc == -2)
+			atomic_fetch_add(&s->digest_failures, 1);
+		snprintf(why, sizeof why, "'%s' rejected: %s", r->name, r->extract_why);
+		mtc_warn("%s", why);
+		if (r->piece)
+			piece_done(r, r->extract_why);
+		remove_staging(r);
+		return respond(r, c, HTTP_UNPROCESSABLE, TEXT, "%s\n", why);
+	}
+	mtc_debug("'%s': received and hashed in %.3f s", r->name, mtc_now() - r->t0);
+	if (r->piece) {
+		piece_done(r, NULL);
+		remove_staging(r);
+		return respond(r, c, MHD_HTTP_OK, TEXT, "piece of '%s' received\n", r->name);
+	}
+	r->sess->got = r->got;
+	memset(&r->got, 0, sizeof r->got);
+	code = publish_tree(s, r->sess, why, sizeof why);
+	atomic_fetch_add(code == MHD_HTTP_CREATED ? &s->published
+			 : code == MHD_HTTP_OK	  ? &s->already_present
+						  : &s->rejected,
+			 1);
+	if (code == MHD_HTTP_CREATED)
+		mtc_info("received '%s' (%lld bytes)", r->name, r->bytes);
+	else if (code != MHD_HTTP_OK)
+		mtc_warn("%s", why);
+	remove_staging(r);
+	return respond(r, c, code, TEXT, "%s\n", why);
+}
+
 static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
@@ -576,20 +888,15 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 	unsigned code;
 	int rc;
 
-	if (r->kind == REQ_PUT_FILE && r->fd >= 0 && fsync(r->fd) < 0 && !r->fail_code) {
+	if (r->kind == REQ_PUT_TREE)
+		return finish_tree(r, c);
+	if (r->fd >= 0 && fsync(r->fd) < 0 && !r->fail_code) {
 		r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
 		snprintf(r->why, sizeof r->why, "cannot write '%s': %s", r->name, strerror(errno));
 	}
 	if (r->fd >= 0) {
 		close(r->fd);
 		r->fd = -1;
-	}
-	if (r->extracting) {
-		end_extraction(r);
-		if (r->extract_rc < 0 && r->fail_code != MHD_HTTP_INSUFFICIENT_STORAGE) {
-			r->fail_code = HTTP_UNPROCESSABLE;
-			snprintf(r->why, sizeof r->why, "'%s' rejected: %s", r->name, r->extract_why);
-		}
 	}
 	if (r->fail_code) {
 		atomic_fetch_add(&s->rejected, 1);
@@ -598,16 +905,16 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 		remove_staging(r);
 		return respond(r, c, code, TEXT, "%s\n", r->why);
 	}
-	if (r->kind == REQ_PUT_FILE) {
+	{
 		uint8_t h[MTC_BLAKE3_OUT_LEN];
 		mtc_blake3_final(&r->file_hash, h, sizeof h);
-		mtc_hex(h, sizeof h, r->got);
+		mtc_hex(h, sizeof h, r->got_digest);
 	}
 	mtc_debug("'%s': received and hashed in %.3f s", r->name, mtc_now() - r->t0);
-	if (strcmp(r->got, r->hash)) {
+	if (strcmp(r->got_digest, r->hash)) {
 		atomic_fetch_add(&s->rejected, 1);
 		atomic_fetch_add(&s->digest_failures, 1);
-		snprintf(why, sizeof why, "digest is %s, expected %s", r->got, r->hash);
+		snprintf(why, sizeof why, "digest is %s, expected %s", r->got_digest, r->hash);
 		mtc_warn("'%s' rejected: %s", r->name, why);
 		remove_staging(r);
 		return respond(r, c, HTTP_UNPROCESSABLE, TEXT, "'%s' rejected: %s\n", r->name, why);
@@ -616,8 +923,6 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 		remove_staging(r);
 		return respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, "shutting down\n");
 	}
-	if (r->kind == REQ_PUT_TREE)
-		sync();
 	final = xasprintf("%s/%s", s->dir, r->name);
 	rc = renameat2(AT_FDCWD, r->obj, AT_FDCWD, final, RENAME_NOREPLACE);
 	free(final);
@@ -638,6 +943,127 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 	return respond(r, c, MHD_HTTP_CREATED, TEXT, "'%s' stored\n", r->name);
 }
 
+/* ---- upload sessions ---- */
+
+/* Drops idle sessions; the caller holds sessions_mu. */
+static void reap_sessions(struct mtc_peer_server *s)
+{
+	double now = mtc_now();
+	for (struct session **p = &s->sessions; *p;) {
+		struct session *x = *p;
+		if (x->pieces == 0 && now - x->last > s->o.session_timeout_s) {
+			*p = x->next;
+			mtc_warn("upload of '%s.data' abandoned: no activity for %d s", x->hash,
+				 s->o.session_timeout_s);
+			session_free(x);
+		} else {
+			p = &x->next;
+		}
+	}
+}
+
+/* The listed session id, unlisted when take; NULL if none. The caller holds sessions_mu. */
+static struct session *find_session(struct mtc_peer_server *s, const char *id, int take)
+{
+	for (struct session **p = &s->sessions; *p; p = &(*p)->next)
+		if (!strcmp((*p)->id, id)) {
+			struct session *x = *p;
+			if (take)
+				*p = x->next;
+			return x;
+		}
+	return NULL;
+}
+
+static enum MHD_Result open_session(struct req *r, struct MHD_Connection *c)
+{
+	struct mtc_peer_server *s = r->s;
+	unsigned char rnd[16];
+	char why[1024], *path = xasprintf("%s/%s", s->dir, r->name);
+	struct session *x;
+	unsigned code;
+	int present = access(path, F_OK) == 0;
+
+	free(path);
+	if (present)
+		return respond(r, c, MHD_HTTP_OK, "application/json", "{\"present\":true}\n");
+	if (!mtc_is_dir_hash(r->hash))
+		return respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT,
+			       "'%s': upload sessions are for trees; PUT a file whole\n", r->name);
+	if (!(x = session_new(s, r->hash, &code, why, sizeof why)))
+		return respond(r, c, code, TEXT, "'%s': %s\n", r->name, why);
+	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+		session_free(x);
+		return respond(r, c, 500, TEXT, "no randomness for a session id\n");
+	}
+	mtc_hex(rnd, sizeof rnd, x->id);
+	pthread_mutex_lock(&s->sessions_mu);
+	reap_sessions(s);
+	x->next = s->sessions;
+	s->sessions = x;
+	pthread_mutex_unlock(&s->sessions_mu);
+	return respond(r, c, MHD_HTTP_CREATED, "application/json", "{\"session\":\"%s\"}\n", x->id);
+}
+
+/* /v1/uploads/ID/PIECE (PUT), /v1/uploads/ID/commit (POST), /v1/uploads/ID (DELETE) */
+static enum MHD_Result session_request(struct req *r, struct MHD_Connection *c, const char *rest,
+				       const char *method)
+{
+	struct mtc_peer_server *s = r->s;
+	char id[33], why[1024];
+	const char *slash = strchr(rest, '/');
+	size_t idlen = slash ? (size_t)(slash - rest) : strlen(rest);
+	int put = !strcmp(method, "PUT"), del = !strcmp(method, "DELETE"),
+	    commit = !strcmp(method, "POST") && slash && !strcmp(slash, "/commit");
+	struct session *x;
+	unsigned code;
+
+	if (idlen != 32 || (!put && !del && !commit) || (put && (!slash || !slash[1])) ||
+	    (del && slash))
+		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "no such endpoint\n");
+	memcpy(id, rest, 32);
+	id[32] = '\0';
+	pthread_mutex_lock(&s->sessions_mu);
+	reap_sessions(s);
+	x = find_session(s, id, 0);
+	if (x && (del || commit) && x->pieces) {
+		pthread_mutex_unlock(&s->sessions_mu);
+		return respond(r, c, MHD_HTTP_CONFLICT, TEXT, "upload %s: pieces still arriving\n", id);
+	}
+	if (x && put && !x->failed) {
+		x->pieces++;
+		x->last = mtc_now();
+	} else if (x && !put) {
+		find_session(s, id, 1);
+	}
+	pthread_mutex_unlock(&s->sessions_mu);
+	if (!x)
+		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "no upload %s (expired?)\n", id);
+	snprintf(r->name, sizeof r->name, "%s.data", x->hash);
+	if (put && x->failed)
+		return respond(r, c, HTTP_UNPROCESSABLE, TEXT, "'%s' rejected: %s\n", r->name, x->why);
+	if (put) {
+		r->sess = x;
+		r->piece = 1;
+		return start_piece(r, c);
+	}
+	if (del) {
+		session_free(x);
+		return respond(r, c, MHD_HTTP_OK, TEXT, "upload %s discarded\n", id);
+	}
+	code = publish_tree(s, x, why, sizeof why);
+	atomic_fetch_add(code == MHD_HTTP_CREATED ? &s->published
+			 : code == MHD_HTTP_OK	  ? &s->already_present
+						  : &s->rejected,
+			 1);
+	if (code == MHD_HTTP_CREATED)
+		mtc_info("received '%s'", r->name);
+	else if (code != MHD_HTTP_OK)
+		mtc_warn("%s", why);
+	session_free(x);
+	return respond(r, c, code, TEXT, "%s\n", why);
+}
+
 /* ---- routing ---- */
 
 static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char *url,
@@ -649,7 +1075,7 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 	struct mtc_ckpt_name n;
 	const char *name;
 	char *path;
-	int is_data;
+	enum req_kind kind;
 	enum MHD_Result rc;
 
 	if (!strcmp(url, "/healthz") && (get || head))
@@ -666,25 +1092,37 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 	}
 	if (!strcmp(url, "/v1/inventory") && get)
 		return get_inventory(r, c);
+	if (!strncmp(url, UPLOADS, strlen(UPLOADS))) {
+		name = url + strlen(UPLOADS);
+		if (strcmp(method, "POST") || mtc_parse_data_name(name, r->hash))
+			return session_request(r, c, name, method);
+		snprintf(r->name, sizeof r->name, "%s", name);
+		return open_session(r, c);
+	}
 	if (strncmp(url, OBJECTS, strlen(OBJECTS)))
 		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "no such endpoint\n");
 	name = url + strlen(OBJECTS);
 	if (strlen(name) >= sizeof r->name)
 		return respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT, "name too long\n");
 	if (!mtc_parse_data_name(name, r->hash))
-		is_data = 1;
+		kind = REQ_PUT_FILE;
 	else if (!mtc_parse_ckpt_name(name, &n) && n.ext == MTC_EXT_META)
-		is_data = 0;
+		kind = REQ_PUT_META;
+	else if (manifest_name(name, r->hash) == 0)
+		kind = REQ_PUT_MANIFEST;
 	else
 		return respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT,
-			       "name is neither <hash>.data nor <job>-s<step>-n<rank>-w<worker>.meta\n");
+			       "name is neither <hash>.data, <hash>.manifest nor "
+			       "<job>-s<step>-n<rank>-w<worker>.meta\n");
 	snprintf(r->name, sizeof r->name, "%s", name);
 	if (put)
-		return begin_put(r, c, is_data);
+		return begin_put(r, c, kind);
 	if (!get && !head)
 		return respond(r, c, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT, "method not allowed\n");
+	if (kind == REQ_PUT_MANIFEST)
+		return get_manifest(r, c, head);
 	path = xasprintf("%s/%s", s->dir, name);
-	rc = is_data ? get_data(r, c, path, head) : get_meta(r, c, path, head);
+	rc = kind == REQ_PUT_FILE ? get_data(r, c, path, head) : get_meta(r, c, path, head);
 	free(path);
 	return rc;
 }
@@ -724,6 +1162,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	}
 	if (r->kind == REQ_PUT_META)
 		return finish_meta(r, c);
+	if (r->kind == REQ_PUT_MANIFEST)
+		return finish_manifest(r, c);
 	if (r->kind == REQ_PUT_FILE || r->kind == REQ_PUT_TREE)
 		return finish_data(r, c);
 	return MHD_NO;
@@ -858,6 +1298,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	s = xcalloc(1, sizeof *s);
 	s->o = *o;
 	s->dir = xstrdup(o->dir);
+	pthread_mutex_init(&s->sessions_mu, NULL);
 	if (o->token_file) {
 		char *tok = mtc_read_token_file(o->token_file, err, errlen);
 		if (!tok) {
@@ -905,6 +1346,12 @@ void mtc_peer_server_stop(struct mtc_peer_server *s)
 {
 	atomic_store(&s->stopping, 1);
 	MHD_stop_daemon(s->daemon);
+	while (s->sessions) {
+		struct session *x = s->sessions;
+		s->sessions = x->next;
+		session_free(x);
+	}
+	pthread_mutex_destroy(&s->sessions_mu);
 	remove_leftovers(s->dir);
 	free(s->dir);
 	free(s);

@@ -5,14 +5,21 @@
 
 /*
  * The peer daemon (DESIGN.md §4) over one local dir:
- *   PUT|GET|HEAD /v1/objects/<hash>.data   a file as raw bytes, a tree as tar (peer_wire.h)
- *   PUT|GET|HEAD /v1/objects/<name>.meta   the hash it names
+ *   PUT|GET|HEAD /v1/objects/<hash>.data      a file as raw bytes, a tree as tar (peer_wire.h)
+ *   PUT|GET|HEAD /v1/objects/<hash>.manifest  a tree's manifest (peer_manifest.h)
+ *   PUT|GET|HEAD /v1/objects/<name>.meta      the hash it names
+ *   POST /v1/uploads/<hash>.data              opens a session for a tree: {"session": ID}
+ *   PUT /v1/uploads/ID/<n>                    one piece of it (tar), in parallel with others
+ *   POST /v1/uploads/ID/commit, DELETE /v1/uploads/ID
  *   GET /v1/inventory, GET /healthz, GET /metrics
  * Visibility invariant: an upload is written below a private staging dir
  * (.mtc-upload-*) and renamed to its name, without replacing anything, only
- * after its digest equals the name; a .meta is accepted only when the data
- * it names is present. Anything else (rejection, disconnect, timeout,
- * shutdown) removes the staging dir, and a restart removes leftovers.
+ * after its digest equals the name and, for a tree, what arrived (paths,
+ * sizes, per-file digests) equals the manifest sent before it; a .meta is
+ * accepted only when the data it names is present. A manifest is held under
+ * a staging name until its tree is published, then kept as <hash>.manifest
+ * beside it. Anything else (rejection, disconnect, timeout, shutdown, an
+ * idle session) removes the staging dir, and a restart removes leftovers.
  */
 
 struct mtc_peer_server_opts {
@@ -24,8 +31,8 @@ struct mtc_peer_server_opts {
 	long long max_files; /* entries per tree */
 	int max_depth;
 	int max_connections;
-	int timeout_s; /* idle connection timeout */
-	int digest_threads; /* unused: uploads are hashed as they arrive */
+	int timeout_s;	       /* idle connection timeout */
+	int session_timeout_s; /* an upload session idle this long is discarded */
 	/*
 	 * Extra routes (the coordinator): an authorized request whose URL starts
 	 * with route_prefix goes, body and all (at most 64 MiB), to route, which

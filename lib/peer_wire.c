@@ -14,6 +14,7 @@
 #include <archive_entry.h>
 
 #include "blake3.h"
+#include "fsutil.h"
 #include "xalloc.h"
 
 #define BLOCK (1 << 20)
@@ -86,22 +87,6 @@ static int open_parent(int rootfd, char *path, char **leaf)
 	return fd;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int extract_file(struct archive *a, int rootfd, char *path, long long size,
 			char digest[66], char *why, size_t whylen)
 {
@@ -128,7 +113,7 @@ static int extract_file(struct archive *a, int rootfd, char *path, long long siz
 			close(fd);
 			return fail(why, whylen, "'%.200s': data does not match its size", path);
 		}
-		if (write_all(fd, buf, len) < 0) {
+		if (mtc_write_all(fd, buf, len) < 0) {
 			int e = errno;
 			close(fd);
 			return fail(why, whylen, "'%.200s': %s", path, strerror(e));
@@ -235,32 +220,74 @@ static int drain_trailer(struct source *src, char *why, size_t whylen)
 	return 0;
 }
 
-static struct mtc_wire_entry *add_entry(struct mtc_wire_entry **list, size_t *n, size_t *cap,
-					const char *path, int is_dir)
+struct mtc_wire_entry *mtc_wire_list_add(struct mtc_wire_list *l, const char *path, int is_dir,
+					 long long size)
 {
 	struct mtc_wire_entry *e;
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 64;
-		*list = xrealloc(*list, *cap * sizeof **list);
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		l->e = xrealloc(l->e, l->cap * sizeof *l->e);
 	}
-	e = &(*list)[(*n)++];
+	e = &l->e[l->n++];
 	e->path = xstrdup(path);
 	e->is_dir = is_dir;
+	e->size = size;
 	e->digest[0] = '\0';
 	return e;
 }
 
-int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
-			  const struct mtc_wire_limits *lim, char digest[66], char *why,
+void mtc_wire_list_free(struct mtc_wire_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->e[i].path);
+	free(l->e);
+	memset(l, 0, sizeof *l);
+}
+
+static const struct mtc_manifest_entry *expected_entry(const struct mtc_manifest *m,
+						       const char *path)
+{
+	size_t lo = 0, hi = m->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(m->entries[mid].path, path);
+		if (!c)
+			return &m->entries[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* 0 when the entry is in the expected manifest with its type and size; else -1 and why. */
+static int check_expected(const struct mtc_manifest *m, const char *path, int is_dir,
+			  long long size, const struct mtc_manifest_entry **x, char *why,
 			  size_t whylen)
+{
+	if (!m)
+		return 0;
+	if (!(*x = expected_entry(m, path)))
+		return fail(why, whylen, "'%.200s' is not in the manifest", path);
+	if (((*x)->type == MTC_ENTRY_DIR) != is_dir)
+		return fail(why, whylen, "'%.200s' is a %s, the manifest says a %s", path,
+			    is_dir ? "dir" : "file", is_dir ? "file" : "dir");
+	if (!is_dir && (*x)->size != size)
+		return fail(why, whylen, "'%.200s' has %lld bytes, the manifest says %lld", path, size,
+			    (*x)->size);
+	return 0;
+}
+
+int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
+			  const struct mtc_wire_limits *lim, const struct mtc_manifest *expected,
+			  struct mtc_wire_list *got, char *why, size_t whylen)
 {
 	struct source src = { next, arg };
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
 	char *path = xmalloc(MTC_WIRE_PATH_MAX);
 	long long files = 0, bytes = 0;
-	struct mtc_wire_entry *list = NULL;
-	size_t n = 0, cap = 0;
 	int rootfd, rc = -1, r;
 
 	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -274,7 +301,10 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 		goto out;
 	}
 	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		int c = check_entry(e, lim, path, why, whylen);
+		const struct mtc_manifest_entry *x = NULL;
+		struct mtc_wire_entry *w;
+		int c = check_entry(e, lim, path, why, whylen), is_dir;
+		long long size;
 		if (c < 0)
 			goto out;
 		if (c > 0)
@@ -283,36 +313,40 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 			fail(why, whylen, "more than %lld entries", lim->max_files);
 			goto out;
 		}
-		if (archive_entry_filetype(e) == AE_IFDIR) {
+		is_dir = archive_entry_filetype(e) == AE_IFDIR;
+		size = is_dir ? 0 : archive_entry_size(e);
+		if (check_expected(expected, path, is_dir, size, &x, why, whylen) < 0)
+			goto out;
+		if (is_dir) {
 			if (extract_dir(rootfd, path, why, whylen) < 0)
 				goto out;
-			add_entry(&list, &n, &cap, path, 1);
+			mtc_wire_list_add(got, path, 1, 0);
 			continue;
 		}
-		bytes += archive_entry_size(e);
+		bytes += size;
 		if (bytes > lim->max_bytes) {
 			fail(why, whylen, "more than %lld bytes", lim->max_bytes);
 			goto out;
 		}
-		if (extract_file(a, rootfd, path, archive_entry_size(e),
-				 add_entry(&list, &n, &cap, path, 0)->digest, why, whylen) < 0)
+		w = mtc_wire_list_add(got, path, 0, size);
+		if (extract_file(a, rootfd, path, size, w->digest, why, whylen) < 0)
 			goto out;
+		if (x && strcmp(x->digest, w->digest)) {
+			rc = fail(why, whylen, "'%.200s' has digest %s, the manifest says %s", path,
+				  w->digest, x->digest) - 1;
+			goto out;
+		}
 	}
 	if (r != ARCHIVE_EOF) {
 		fail(why, whylen, "bad tar stream: %s", archive_error_string(a));
 		goto out;
 	}
 	rc = drain_trailer(&src, why, whylen);
-	if (!rc)
-		mtc_wire_tree_digest(list, n, digest);
 out:
 	if (rootfd >= 0)
 		close(rootfd);
 	archive_read_free(a);
 	free(path);
-	for (size_t i = 0; i < n; i++)
-		free((char *)list[i].path);
-	free(list);
 	return rc;
 }
 
@@ -333,10 +367,11 @@ static ssize_t fd_next(void *arg, const void **buf)
 }
 
 int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
-		     char digest[66], char *why, size_t whylen)
+		     const struct mtc_manifest *expected, struct mtc_wire_list *got, char *why,
+		     size_t whylen)
 {
 	struct fd_source f = { fd, xmalloc(BLOCK) };
-	int rc = mtc_wire_extract_from(fd_next, &f, root, lim, digest, why, whylen);
+	int rc = mtc_wire_extract_from(fd_next, &f, root, lim, expected, got, why, whylen);
 	free(f.buf);
 	return rc;
 }
@@ -367,6 +402,7 @@ static int by_string(const void *x, const void *y)
 struct level {
 	const char *path;
 	size_t len;
+	long long size;
 	char **kids;
 	size_t n, cap;
 };
@@ -380,7 +416,26 @@ static void add_kid(struct level *l, const char *digest)
 	l->kids[l->n++] = xstrdup(digest);
 }
 
-static void close_level(struct level *l, char out[66])
+static void manifest_add(struct mtc_manifest *m, const char *path, size_t len,
+			 enum mtc_entry_type type, long long size, const char *digest)
+{
+	struct mtc_manifest_entry *e;
+	if (!m)
+		return;
+	if (m->n == m->cap) {
+		m->cap = m->cap ? m->cap * 2 : 64;
+		m->entries = xrealloc(m->entries, m->cap * sizeof *m->entries);
+	}
+	e = &m->entries[m->n++];
+	e->path = xmalloc(len + 1);
+	memcpy(e->path, path, len);
+	e->path[len] = '\0';
+	e->type = type;
+	e->size = size;
+	snprintf(e->digest, sizeof e->digest, "%s", digest);
+}
+
+static void close_level(struct level *l, char out[66], struct mtc_manifest *m)
 {
 	size_t total = 0, off = 0;
 	uint8_t h[MTC_BLAKE3_OUT_LEN];
@@ -401,9 +456,20 @@ static void close_level(struct level *l, char out[66])
 	mtc_blake3(buf, off ? off - 1 : 0, h);
 	out[0] = 'D';
 	mtc_hex(h, sizeof h, out + 1);
+	manifest_add(m, l->path ? l->path : "", l->len, MTC_ENTRY_DIR, l->size, out);
 	free(buf);
 	free(l->kids);
 	memset(l, 0, sizeof *l);
+}
+
+/* Closes the innermost open directory into its parent. */
+static void pop(struct level *stack, size_t *depth, struct mtc_manifest *m)
+{
+	char d[66];
+	long long size = stack[*depth - 1].size;
+	close_level(&stack[--*depth], d, m);
+	add_kid(&stack[*depth - 1], d);
+	stack[*depth - 1].size += size;
 }
 
 static int inside(const struct level *l, const char *path)
@@ -411,23 +477,27 @@ static int inside(const struct level *l, const char *path)
 	return l->len == 0 || (!strncmp(path, l->path, l->len) && path[l->len] == '/');
 }
 
-void mtc_wire_tree_digest(struct mtc_wire_entry *e, size_t n, char out[66])
+static int by_manifest_path(const void *x, const void *y)
 {
+	return strcmp(((const struct mtc_manifest_entry *)x)->path,
+		      ((const struct mtc_manifest_entry *)y)->path);
+}
+
+void mtc_wire_manifest(struct mtc_wire_list *l, struct mtc_manifest *m, char digest[66])
+{
+	struct mtc_wire_entry *e = l->e;
 	struct level *stack = xcalloc(16, sizeof *stack);
-	size_t depth = 1, cap = 16;
-	char d[66];
+	size_t depth = 1, cap = 16, n = l->n;
 
 	if (n)
 		qsort(e, n, sizeof *e, by_entry_path);
 	for (size_t i = 0; i < n; i++) {
 		const char *p = e[i].path;
 		size_t plen = strlen(p);
-		while (depth > 1 && !inside(&stack[depth - 1], p)) {
-			close_level(&stack[--depth], d);
-			add_kid(&stack[depth - 1], d);
-		}
-		if (e[i].is_dir && depth > 1 && stack[depth - 1].len == plen)
-			continue; /* the same directory twice */
+		if (i && !strcmp(p, e[i - 1].path))
+			continue; /* listed twice */
+		while (depth > 1 && !inside(&stack[depth - 1], p))
+			pop(stack, &depth, m);
 		for (size_t k = stack[depth - 1].len + (depth > 1); k <= plen; k++) {
 			if (p[k] != '/' && !(k == plen && e[i].is_dir))
 				continue;
@@ -438,15 +508,18 @@ void mtc_wire_tree_digest(struct mtc_wire_entry *e, size_t n, char out[66])
 			stack[depth].path = p;
 			stack[depth++].len = k;
 		}
-		if (!e[i].is_dir)
+		if (!e[i].is_dir) {
 			add_kid(&stack[depth - 1], e[i].digest);
+			stack[depth - 1].size += e[i].size;
+			manifest_add(m, p, plen, MTC_ENTRY_FILE, e[i].size, e[i].digest);
+		}
 	}
-	while (depth > 1) {
-		close_level(&stack[--depth], d);
-		add_kid(&stack[depth - 1], d);
-	}
-	close_level(&stack[0], out);
+	while (depth > 1)
+		pop(stack, &depth, m);
+	close_level(&stack[0], digest, m);
 	free(stack);
+	if (m && m->n)
+		qsort(m->entries, m->n, sizeof *m->entries, by_manifest_path);
 }
 
 /*
@@ -468,6 +541,8 @@ struct mtc_wire_reader {
 	long long left, pad;
 	int phase; /* 0 header, 1 data, 2 padding, 3 trailer, 4 done */
 };
+
+static long long stream_total(const struct mtc_wire_reader *r);
 
 static int by_name(const struct dirent **a, const struct dirent **b)
 {
@@ -525,11 +600,33 @@ struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total,
 		mtc_wire_reader_close(r);
 		return NULL;
 	}
-	if (total) {
-		*total = 1024;
-		for (size_t i = 0; i < r->n; i++)
-			*total += 512 + (r->files[i].size + 511) / 512 * 512;
+	if (total)
+		*total = stream_total(r);
+	return r;
+}
+
+struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const *paths, size_t n,
+						  long long *total, char *why, size_t whylen)
+{
+	struct mtc_wire_reader *r = xcalloc(1, sizeof *r);
+	r->fd = -1;
+	r->files = xcalloc(n ? n : 1, sizeof *r->files);
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		char *abs = xasprintf("%s/%s", root, paths[i]);
+		if (stat(abs, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
+		    strlen(paths[i]) >= MTC_WIRE_PATH_MAX) {
+			fail(why, whylen, "'%s': %s", abs,
+			     errno ? strerror(errno) : "neither a file nor a directory");
+			free(abs);
+			mtc_wire_reader_close(r);
+			return NULL;
+		}
+		r->files[r->n++] = (struct wire_file){ abs, xstrdup(paths[i]), S_ISDIR(st.st_mode),
+							S_ISDIR(st.st_mode) ? 0 : st.st_size };
 	}
+	if (total)
+		*total = stream_total(r);
 	return r;
 }
 
@@ -596,6 +693,26 @@ static void make_header(struct mtc_wire_reader *r)
 	}
 	ustar_header(r->hdr + r->hdr_len, f->rel, type, f->size > 077777777777LL ? 0 : f->size);
 	r->hdr_len += 512;
+}
+
+static long long stream_total(const struct mtc_wire_reader *r)
+{
+	char rec[MTC_WIRE_PATH_MAX + 64], num[32];
+	long long total = 1024;
+	for (size_t i = 0; i < r->n; i++) {
+		const struct wire_file *f = &r->files[i];
+		size_t rl = 0;
+		total += 512 + (f->size + 511) / 512 * 512;
+		if (strlen(f->rel) >= 100)
+			rl += pax_record(rec, "path", f->rel);
+		if (f->size > 077777777777LL) {
+			snprintf(num, sizeof num, "%lld", f->size);
+			rl += pax_record(rec, "size", num);
+		}
+		if (rl)
+			total += 512 + (long long)(rl + 511) / 512 * 512;
+	}
+	return total;
 }
 
 ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *why,

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "digest.h"
+
 /*
  * The wire form of a directory <hash>.data between peers: a tar stream
  * (pax) of its regular files and directories, paths relative to the root.
@@ -12,9 +14,11 @@
  * creates everything itself below a fresh root, so nothing can point
  * outside it. A file <hash>.data travels as its raw bytes.
  *
- * The receiver hashes every file while it writes it and composes the
- * directory digest of digest.h from those (mtc_wire_tree_digest), so what
- * arrived is verified without reading it back.
+ * The receiver hashes every file while it writes it and lists what arrived
+ * (path, type, size, digest); mtc_wire_manifest composes the manifest and
+ * the directory digest of digest.h from that list, so what arrived is
+ * verified against its name and the sender's manifest without reading it
+ * back.
  */
 
 struct mtc_wire_limits {
@@ -28,14 +32,41 @@ struct mtc_wire_limits {
 /* 0 when path is a clean relative path of at most max_depth components; else -1 and why. */
 int mtc_wire_check_path(const char *path, int max_depth, char *why, size_t whylen);
 
+/* What arrived, one entry per file or directory; paths are owned by the list. */
+struct mtc_wire_entry {
+	char *path; /* relative, '/'-separated */
+	int is_dir;
+	long long size;
+	char digest[66]; /* files */
+};
+struct mtc_wire_list {
+	struct mtc_wire_entry *e;
+	size_t n, cap;
+};
+struct mtc_wire_entry *mtc_wire_list_add(struct mtc_wire_list *l, const char *path, int is_dir,
+					 long long size);
+void mtc_wire_list_free(struct mtc_wire_list *l);
+
 /*
- * Extracts a tar stream read from fd into root, an existing empty directory,
- * and puts the digest of the extracted tree (digest.h) into digest.
- * 0 ok; -1 with why (the stream is rejected; root may hold partial files,
- * the caller removes it). Stops reading at the first error.
+ * The manifest (digest.h, root "" included) of the tree a list describes:
+ * directories that only appear as parents count as directories, a
+ * directory listed twice counts once. m may be NULL; digest gets the
+ * root's digest. Sorts the list.
+ */
+void mtc_wire_manifest(struct mtc_wire_list *l, struct mtc_manifest *m, char digest[66]);
+
+/*
+ * Extracts a tar stream read from fd into root, an existing directory
+ * (empty, or holding earlier pieces of the same tree), appending what it
+ * extracted to got. With expected, every entry must be listed there with
+ * its type and size (checked at its header) and digest (checked at its
+ * end). 0 ok; -1 with why (the stream is rejected; root may hold partial
+ * files, the caller removes it), -2 when a file's digest is not the
+ * manifest's. Stops reading at the first error.
  */
 int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
-		     char digest[66], char *why, size_t whylen);
+		     const struct mtc_manifest *expected, struct mtc_wire_list *got, char *why,
+		     size_t whylen);
 
 /*
  * The same from a source of blocks: next returns the length of the next
@@ -44,30 +75,21 @@ int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim
  */
 typedef ssize_t mtc_wire_source(void *arg, const void **buf);
 int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
-			  const struct mtc_wire_limits *lim, char digest[66], char *why,
-			  size_t whylen);
-
-/*
- * The directory digest of digest.h from a flat list: paths relative to the
- * root ('/'-separated, no duplicates), is_dir, and for files their digest.
- * Directories that only appear as parents count as directories. Sorts the
- * arrays in place (paths are not copied).
- */
-struct mtc_wire_entry {
-	const char *path;
-	int is_dir;
-	char digest[66];
-};
-void mtc_wire_tree_digest(struct mtc_wire_entry *e, size_t n, char out[66]);
+			  const struct mtc_wire_limits *lim, const struct mtc_manifest *expected,
+			  struct mtc_wire_list *got, char *why, size_t whylen);
 
 /*
  * The tree below root as a tar stream, produced as it is read: open scans
  * the tree (total: the exact stream length), read fills buf and returns the
  * bytes written, 0 at the end, -1 with why (a file vanished or shrank).
+ * open_list sends only the given relative paths, in that order (their
+ * parents are created by the receiver).
  */
 struct mtc_wire_reader;
 struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *why,
 					     size_t whylen);
+struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const *paths, size_t n,
+						  long long *total, char *why, size_t whylen);
 ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *why,
 			     size_t whylen);
 void mtc_wire_reader_close(struct mtc_wire_reader *r);

@@ -65,6 +65,22 @@ put_code() { # put_code URL NAME FILE [curl args]: prints the HTTP code
 	curl -s -o "$T/put.body" -w '%{http_code}' -T "$file" "$@" "$url/v1/objects/$name"
 }
 
+manifest_of() { # manifest_of DIR: the manifest of a tree as peers send it
+	mtc-replicate digest --json --manifest "$1" |
+		python3 -c 'import json, sys; json.dump(json.load(sys.stdin)["manifest"], sys.stdout, separators=(",", ":"))'
+}
+
+# flip_relay UPSTREAM_URL METHOD N OFFSET: a relay corrupting the first N data bodies; sets RELAY.
+flip_relay() {
+	python3 "$HOSTILE" flip "${1#http://}" "$2" "$3" "$4" >"$T/relay.port" &
+	PIDS+=($!)
+	for _ in $(seq 100); do
+		[ -s "$T/relay.port" ] && break
+		sleep 0.05
+	done
+	RELAY="http://127.0.0.1:$(cat "$T/relay.port")"
+}
+
 only_staging_free() { # nothing in DIR but the given names
 	local dir=$1
 	shift
@@ -105,7 +121,9 @@ only_staging_free() { # nothing in DIR but the given names
 	assert_success
 	diff -r "$T/src/$HASH.data" "$T/back/$HASH.data"
 	cmp "$T/src/job-s5-n0-w0.meta" "$T/back/job-s5-n0-w0.meta"
-	only_staging_free "$T/back" "$HASH.data" job-s5-n0-w0.meta
+	only_staging_free "$T/back" "$HASH.data" "$HASH.manifest" job-s5-n0-w0.meta
+	manifest_of "$T/src/$HASH.data" >"$T/want.manifest"
+	for d in p1 p2 back; do cmp "$T/want.manifest" "$T/$d/$HASH.manifest"; done
 }
 
 @test "a single-file object travels as raw bytes and fetch --hash verifies it" {
@@ -166,7 +184,7 @@ only_staging_free() { # nothing in DIR but the given names
 	done
 	for i in 1 2 3 4; do wait "${pids[$i]}"; done
 	diff -r "$T/src/$HASH.data" "$T/p/$HASH.data"
-	only_staging_free "$T/p" "$HASH.data" job-s9-n0-w0.meta
+	only_staging_free "$T/p" "$HASH.data" "$HASH.manifest" job-s9-n0-w0.meta
 }
 
 @test "a flipped byte is rejected with 422 and nothing is published" {
@@ -176,14 +194,101 @@ only_staging_free() { # nothing in DIR but the given names
 	printf '\xff' | dd of="$T/bad/shard-0" bs=1 seek=1000 conv=notrunc status=none
 	(cd "$T/bad" && tar --format=pax -cf "$T/bad.tar" .)
 	run put_code "$URL" "$HASH.data" "$T/bad.tar"
+	assert_output 428
+	manifest_of "$T/src/$HASH.data" >"$T/m.json"
+	run put_code "$URL" "$HASH.manifest" "$T/m.json"
+	assert_output 201
+	run put_code "$URL" "$HASH.data" "$T/bad.tar"
 	assert_output 422
 	run cat "$T/put.body"
-	assert_output --partial "digest"
+	assert_output --partial "'shard-0' has digest"
 	head -c 5000 /dev/urandom >"$T/f"
 	run put_code "$URL" "$(b3sum --no-names "$T/f" | tr 0-9a-f 1-9a-f0)".data "$T/f"
 	assert_output 422
-	only_staging_free "$T/p"
+	only_staging_free "$T/p" ".mtc-upload-manifest-$HASH" # kept for a retry
 	[ "$(metric "$URL" mtc_peer_digest_failures_total)" = 2 ]
+}
+
+@test "a manifest must compose to its name; a tree without one is refused (428)" {
+	make_step "$T/src" 2
+	start_daemon p
+	manifest_of "$T/src/$HASH.data" >"$T/m.json"
+	(cd "$T/src/$HASH.data" && tar --format=pax -cf "$T/good.tar" .)
+	OTHER="D$(printf '1%.0s' $(seq 64))"
+	run put_code "$URL" "$OTHER.manifest" "$T/m.json"
+	assert_output 422
+	assert_file_contains "$T/put.body" "composes to $HASH"
+	sed 's/"shard-0"/"shard-9"/' "$T/m.json" >"$T/renamed.json"
+	run put_code "$URL" "$HASH.manifest" "$T/renamed.json"
+	assert_output 201 # consistent with the name: names are not hashed
+	run put_code "$URL" "$HASH.data" "$T/good.tar"
+	assert_output 422
+	assert_file_contains "$T/put.body" "'shard-0' is not in the manifest"
+	sed 's/"size":300000/"size":300001/' "$T/m.json" >"$T/resized.json"
+	run put_code "$URL" "$HASH.manifest" "$T/resized.json"
+	assert_output 422
+	echo '[{"path":"../x","type":"file","size":1,"digest":"'"$(printf 'a%.0s' $(seq 64))"'"}]' >"$T/evil.json"
+	run put_code "$URL" "$HASH.manifest" "$T/evil.json"
+	assert_output 422
+	run put_code "$URL" "$HASH.manifest" "$T/m.json"
+	assert_output 201
+	run put_code "$URL" "$HASH.data" "$T/good.tar"
+	assert_output 201
+	diff -r "$T/src/$HASH.data" "$T/p/$HASH.data"
+	cmp "$T/m.json" "$T/p/$HASH.manifest"
+	only_staging_free "$T/p" "$HASH.data" "$HASH.manifest"
+}
+
+@test "two same-size files swapped in transit are rejected, whole or in pieces" {
+	make_step "$T/src" 3
+	head -c 4096 /dev/urandom >"$T/src/$HASH.data/sub/a"
+	head -c 4096 /dev/urandom >"$T/src/$HASH.data/sub/b"
+	H=$(mtc-replicate digest "$T/src/$HASH.data" | cut -d' ' -f1)
+	mv "$T/src/$HASH.data" "$T/src/$H.data"
+	python3 "$HOSTILE" swap "$T/src/$H.data" sub/a sub/b >"$T/swapped.tar"
+	mkdir "$T/x" && tar -xf "$T/swapped.tar" -C "$T/x"
+	[ "$(mtc-replicate digest "$T/x" | cut -d' ' -f1)" = "$H" ] # the digest alone cannot tell
+	start_daemon p
+	manifest_of "$T/src/$H.data" >"$T/m.json"
+	run put_code "$URL" "$H.manifest" "$T/m.json"
+	assert_output 201
+	run put_code "$URL" "$H.data" "$T/swapped.tar"
+	assert_output 422
+	assert_file_contains "$T/put.body" "'sub/a' has digest"
+	run curl -sf -X POST "$URL/v1/uploads/$H.data"
+	assert_success
+	ID=$(sed -n 's/.*"session":"\([0-9a-f]*\)".*/\1/p' <<<"$output")
+	run curl -s -o "$T/put.body" -w '%{http_code}' -T "$T/swapped.tar" "$URL/v1/uploads/$ID/0"
+	assert_output 422
+	run curl -s -o "$T/put.body" -w '%{http_code}' -X POST "$URL/v1/uploads/$ID/commit"
+	assert_output 422
+	assert_file_contains "$T/put.body" "'sub/a' has digest"
+	only_staging_free "$T/p" ".mtc-upload-manifest-$H"
+	[ "$(metric "$URL" mtc_peer_digest_failures_total)" = 2 ]
+	write_config "$T/cfg.json" 0 2 1
+	printf %s "$H" >"$T/src/job-s3-n0-w0.meta"
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 3 --peer "$URL"
+	assert_success
+	diff -r "$T/src/$H.data" "$T/p/$H.data"
+}
+
+@test "fetch refuses a peer copy with two files swapped" {
+	make_step "$T/src" 4
+	head -c 4096 /dev/urandom >"$T/src/$HASH.data/sub/a"
+	head -c 4096 /dev/urandom >"$T/src/$HASH.data/sub/b"
+	H=$(mtc-replicate digest "$T/src/$HASH.data" | cut -d' ' -f1)
+	mv "$T/src/$HASH.data" "$T/src/$H.data"
+	start_daemon p
+	manifest_of "$T/src/$H.data" >"$T/p/$H.manifest"
+	cp -r "$T/src/$H.data" "$T/p/"
+	mv "$T/p/$H.data/sub/a" "$T/p/$H.data/sub/tmp"
+	mv "$T/p/$H.data/sub/b" "$T/p/$H.data/sub/a"
+	mv "$T/p/$H.data/sub/tmp" "$T/p/$H.data/sub/b"
+	mkdir "$T/back"
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$H" --retries 1
+	assert_failure 5
+	assert_output --partial "'sub/a' has digest"
+	only_staging_free "$T/back"
 }
 
 @test "fetch refuses a peer copy whose content does not match its name" {
@@ -199,13 +304,17 @@ only_staging_free() { # nothing in DIR but the given names
 
 @test "hostile tar streams are rejected and leave nothing behind" {
 	start_daemon p --max-files 10 --max-depth 4 --max-body 150000
-	H="D$(printf '0%.0s' $(seq 64))"
+	mkdir "$T/ok" && echo fine >"$T/ok/ok.txt"
+	H=$(mtc-replicate digest "$T/ok" | cut -d' ' -f1)
+	manifest_of "$T/ok" >"$T/m.json"
+	run put_code "$URL" "$H.manifest" "$T/m.json"
+	assert_output 201
 	for kind in traversal traversal-inner absolute symlink hardlink device fifo duplicate \
 		many deep big control truncated; do
 		python3 "$HOSTILE" tar "$kind" >"$T/h.tar"
 		code=$(put_code "$URL" "$H.data" "$T/h.tar" || true)
-		case "$code" in 4??|000) ;; *) echo "$kind: HTTP $code"; false ;; esac
-		only_staging_free "$T/p"
+		case "$code" in 422|413|000) ;; *) echo "$kind: HTTP $code"; false ;; esac
+		only_staging_free "$T/p" ".mtc-upload-manifest-$H" # kept for a retry
 	done
 	[ ! -e "$T/escaped.txt" ] && [ ! -e /tmp/mtc-peer-absolute.txt ]
 	run curl -sf "$URL/healthz"
@@ -331,7 +440,7 @@ only_staging_free() { # nothing in DIR but the given names
 	assert_output --partial "{\"hash\":\"$HASH\",\"size\":370017}"
 	after=$(metric "$URL" mtc_peer_bytes_received_total)
 	[ "$after" -gt $((before + 370017)) ]
-	[ "$(metric "$URL" 'mtc_peer_requests_total{code="201"}')" = 2 ]
+	[ "$(metric "$URL" 'mtc_peer_requests_total{code="201"}')" -ge 2 ]
 	[ "$(metric "$URL" 'mtc_peer_uploads_total{result="published"}')" = 1 ]
 	[ "$(metric "$URL" mtc_peer_transfer_seconds_count)" = 1 ]
 }
@@ -353,4 +462,57 @@ only_staging_free() { # nothing in DIR but the given names
 	run curl -sf -m 1 "$URL/healthz"
 	assert_output ok
 	only_staging_free "$T/p"
+}
+
+@test "push retries a tree the peer rejected as corrupted in transit (422), then gives up" {
+	make_step "$T/src" 12
+	write_config "$T/cfg.json" 0 2 1
+	start_daemon p
+	flip_relay "$URL" PUT 1 100000
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 12 --peer "$RELAY" --streams 1
+	assert_success
+	diff -r "$T/src/$HASH.data" "$T/p/$HASH.data"
+	[ "$(metric "$URL" mtc_peer_digest_failures_total)" = 1 ]
+	[ "$(metric "$URL" 'mtc_peer_uploads_total{result="published"}')" = 1 ]
+	start_daemon q
+	flip_relay "$URL" PUT 1000 1000
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 12 --peer "$RELAY" --retries 2
+	assert_failure 1
+	assert_output --partial "HTTP 422"
+	[ "$(metric "$URL" 'mtc_peer_uploads_total{result="rejected"}')" -ge 3 ]
+	only_staging_free "$T/q" ".mtc-upload-manifest-$HASH"
+}
+
+@test "fetch retries a download corrupted in transit and verifies the retry" {
+	make_step "$T/src" 13
+	start_daemon p
+	cp -r "$T/src/$HASH.data" "$T/p/"
+	flip_relay "$URL" GET 1 5000
+	mkdir "$T/back"
+	run mtc-replicate fetch --dir "$T/back" --from "$RELAY" --hash "$HASH" --retries 1
+	assert_success
+	diff -r "$T/src/$HASH.data" "$T/back/$HASH.data"
+	only_staging_free "$T/back" "$HASH.data" "$HASH.manifest"
+}
+
+@test "upload sessions: pieces in parallel, one commit; an idle session expires" {
+	make_step "$T/src" 14
+	write_config "$T/cfg.json" 0 2 1
+	start_daemon p --session-timeout 1
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 14 --peer "$URL" --streams 3
+	assert_success
+	diff -r "$T/src/$HASH.data" "$T/p/$HASH.data"
+	[ "$(metric "$URL" 'mtc_peer_requests_total{code="200"}')" -ge 3 ] # the pieces
+	make_step "$T/src" 15
+	manifest_of "$T/src/$HASH.data" >"$T/m.json"
+	put_code "$URL" "$HASH.manifest" "$T/m.json"
+	ID=$(curl -sf -X POST "$URL/v1/uploads/$HASH.data" | sed -n 's/.*"session":"\([0-9a-f]*\)".*/\1/p')
+	[ -n "$ID" ]
+	[ "$(ls -d "$T/p"/.mtc-upload-?????? | wc -l)" = 1 ]
+	sleep 1.5
+	curl -s -X POST "$URL/v1/uploads/$(printf 'f%.0s' $(seq 64)).data" >/dev/null # any session call reaps
+	run curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$ID/commit"
+	assert_output 404
+	[ "$(ls -d "$T/p"/.mtc-upload-?????? 2>/dev/null | wc -l)" = 0 ]
+	grep -q "abandoned: no activity" "$T/p.err"
 }

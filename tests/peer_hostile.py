@@ -4,11 +4,21 @@
   peer_hostile.py tar KIND > body.tar     a tar stream of one hostile kind
   peer_hostile.py stall URL SENT TOTAL SEC a PUT declaring TOTAL bytes that
                                           sends SENT of them, then waits SEC s
+  peer_hostile.py swap DIR A B > body.tar   DIR as tar with the contents of its
+                                          files A and B swapped
+  peer_hostile.py flip HOST:PORT METHOD N OFFSET
+                                          a TCP relay to HOST:PORT printing its
+                                          own port; in the first N requests of
+                                          METHOD (PUT or GET) for data it flips
+                                          the body byte at OFFSET (PUT: the
+                                          request body, GET: the response body)
 """
 import io
+import os
 import socket
 import sys
 import tarfile
+import threading
 import time
 import urllib.parse
 
@@ -73,9 +83,91 @@ def stall(url, sent, total, seconds):
     s.close()
 
 
+def swapped_tar(root, a, b):
+    """The tree as a tar stream, with a's bytes under b's name and b's under a's."""
+    swap = {a: b, b: a}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for d, dirs, files in os.walk(root):
+            dirs.sort()
+            rel = os.path.relpath(d, root)
+            if rel != ".":
+                tf.add(d, arcname=rel, recursive=False)
+            for f in sorted(files):
+                name = os.path.normpath(os.path.join(rel, f))
+                src = os.path.join(root, swap.get(name, name))
+                ti = tf.gettarinfo(os.path.join(d, f), arcname=name)
+                with open(src, "rb") as fh:
+                    data = fh.read()
+                ti.size = len(data)
+                tf.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def pump(src, dst, flip_at, first=b""):
+    """Copies src to dst (first: bytes already read from src); with flip_at,
+    flips the byte flip_at bytes after the end of the headers."""
+    data = first
+    try:
+        if flip_at is not None:
+            while b"\r\n\r\n" not in data:
+                more = src.recv(65536)
+                if not more:
+                    break
+                data += more
+            end = data.find(b"\r\n\r\n") + 4
+            if end >= 4:
+                dst.sendall(data[:end])
+                data = data[end:]
+        while True:
+            if flip_at is not None and flip_at < len(data):
+                b = bytearray(data)
+                b[flip_at] ^= 0xFF
+                data, flip_at = bytes(b), None
+            elif flip_at is not None:
+                flip_at -= len(data)
+            if data:
+                dst.sendall(data)
+            data = src.recv(65536)
+            if not data:
+                break
+    except OSError:
+        pass
+    for s in (src, dst):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def flip_relay(upstream, method, count, offset):
+    host, port = upstream.rsplit(":", 1)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(64)
+    print(srv.getsockname()[1], flush=True)
+    left = count
+    while True:
+        c, _ = srv.accept()
+        u = socket.create_connection((host, int(port)))
+        first = c.recv(65536)
+        line = first.split(b"\r\n", 1)[0]
+        hit = left > 0 and line.startswith(method.encode() + b" ") and (
+            b".data " in line or (method == "PUT" and b"/v1/uploads/" in line))
+        left -= hit
+        threading.Thread(target=pump, args=(c, u, offset if hit and method == "PUT" else None,
+                                            first), daemon=True).start()
+        threading.Thread(target=pump, args=(u, c, offset if hit and method == "GET" else None),
+                         daemon=True).start()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "tar":
         sys.stdout.buffer.write(hostile_tar(sys.argv[2]) if sys.argv[2] != "truncated"
                                 else hostile_tar("big")[:1500])
+    elif sys.argv[1] == "swap":
+        sys.stdout.buffer.write(swapped_tar(sys.argv[2], sys.argv[3], sys.argv[4]))
+    elif sys.argv[1] == "flip":
+        flip_relay(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif sys.argv[1] == "stall":
         stall(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))

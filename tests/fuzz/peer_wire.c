@@ -2,7 +2,8 @@
  * libFuzzer target: an untrusted tar stream into the peer upload extractor,
  * and its bytes as a path into the path check. Invariants: whatever the
  * input, the root holds only regular files and directories afterwards, and
- * an accepted stream's inline digest equals digest.h's digest of the tree.
+ * for an accepted stream the manifest composed from what arrived equals
+ * digest.h's manifest of the tree on disk.
  */
 #include <ftw.h>
 #include <stdint.h>
@@ -34,6 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int ready;
 	struct mtc_wire_limits lim = { 1 << 20, 64, 8 };
 	char why[512], got[66], want[MTC_DIGEST_LEN], *path = malloc(size + 1);
+	struct mtc_wire_list list = { 0 };
+	struct mtc_manifest built, disk;
 	int fd;
 
 	memcpy(path, data, size);
@@ -56,9 +59,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fd = memfd_create("tar", MFD_CLOEXEC);
 	if (fd < 0 || write(fd, data, size) != (ssize_t)size || lseek(fd, 0, SEEK_SET) < 0)
 		abort();
-	if (mtc_wire_extract(fd, obj, &lim, got, why, sizeof why) == 0 &&
-	    (mtc_digest_path(obj, 1, want, NULL) < 0 || strcmp(got, want)))
-		abort();
+	mtc_manifest_init(&built);
+	mtc_manifest_init(&disk);
+	if (mtc_wire_extract(fd, obj, &lim, NULL, &list, why, sizeof why) == 0) {
+		mtc_wire_manifest(&list, &built, got);
+		if (mtc_digest_path(obj, 1, want, &disk) < 0 || strcmp(got, want) ||
+		    mtc_manifest_compare(&disk, &built, why, sizeof why))
+			abort();
+	}
+	mtc_wire_list_free(&list);
+	mtc_manifest_free(&built);
+	mtc_manifest_free(&disk);
 	close(fd);
 	if (nftw(obj, only_files_and_dirs, 16, FTW_PHYS) < 0)
 		abort();

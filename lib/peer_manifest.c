@@ -1,0 +1,138 @@
+#include "peer_manifest.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fsutil.h"
+#include "naming.h"
+#include "xalloc.h"
+
+int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
+			    const struct mtc_wire_limits *lim, char *why, size_t whylen)
+{
+	struct mtc_wire_list l = { 0 };
+	struct mtc_manifest rebuilt;
+	char digest[MTC_DIGEST_LEN], diff[512];
+	int rc = -1;
+
+	if (!mtc_is_dir_hash(hash)) {
+		snprintf(why, whylen, "'%s' is not a directory hash", hash);
+		return -1;
+	}
+	if ((long long)m->n > lim->max_files + 1) {
+		snprintf(why, whylen, "manifest: more than %lld entries", lim->max_files);
+		return -1;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		const struct mtc_manifest_entry *e = &m->entries[i];
+		if (!*e->path)
+			continue;
+		if (mtc_wire_check_path(e->path, lim->max_depth, diff, sizeof diff) < 0) {
+			snprintf(why, whylen, "manifest: %s", diff);
+			goto out;
+		}
+		mtc_wire_list_add(&l, e->path, e->type == MTC_ENTRY_DIR, e->size);
+		if (e->type == MTC_ENTRY_FILE)
+			snprintf(l.e[l.n - 1].digest, sizeof l.e[l.n - 1].digest, "%s", e->digest);
+	}
+	mtc_manifest_init(&rebuilt);
+	mtc_wire_manifest(&l, &rebuilt, digest);
+	if (strcmp(digest, hash))
+		snprintf(why, whylen, "manifest composes to %s, not to its name", digest);
+	else if (mtc_manifest_compare(&rebuilt, m, diff, sizeof diff))
+		snprintf(why, whylen, "manifest is not consistent: %s", diff);
+	else if (mtc_manifest_bytes(m) > lim->max_bytes)
+		snprintf(why, whylen, "manifest: more than %lld bytes", lim->max_bytes);
+	else
+		rc = 0;
+	mtc_manifest_free(&rebuilt);
+out:
+	mtc_wire_list_free(&l);
+	return rc;
+}
+
+int mtc_peer_manifest_parse(const char *text, size_t len, const char *hash,
+			    const struct mtc_wire_limits *lim, struct mtc_manifest *m, char *why,
+			    size_t whylen)
+{
+	json_error_t je;
+	json_t *j = json_loadb(text, len, 0, &je);
+	char err[256];
+
+	mtc_manifest_init(m);
+	if (!j) {
+		snprintf(why, whylen, "manifest is not JSON: %s", je.text);
+		return -1;
+	}
+	if (mtc_manifest_from_json(j, m, err, sizeof err) < 0) {
+		json_decref(j);
+		snprintf(why, whylen, "%s", err);
+		return -1;
+	}
+	json_decref(j);
+	if (mtc_peer_manifest_check(m, hash, lim, why, whylen) < 0) {
+		mtc_manifest_free(m);
+		return -1;
+	}
+	return 0;
+}
+
+char *mtc_peer_manifest_text(const struct mtc_manifest *m)
+{
+	json_t *j = mtc_manifest_to_json(m);
+	char *text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return text;
+}
+
+int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manifest *m,
+			    char **text, char *why, size_t whylen)
+{
+	struct mtc_wire_limits lim = { 1LL << 62, 1LL << 40, 1 << 20 };
+	char *path = xasprintf("%s/%s.manifest", dir, hash), *data, *buf = NULL, d[MTC_DIGEST_LEN];
+	size_t len;
+	int rc;
+
+	if (text)
+		*text = NULL;
+	if (mtc_read_file(path, MTC_MANIFEST_BODY_MAX, &buf, &len) == 0 &&
+	    mtc_peer_manifest_parse(buf, len, hash, &lim, m, why, whylen) == 0) {
+		if (text)
+			*text = buf;
+		else
+			free(buf);
+		free(path);
+		return 0;
+	}
+	free(buf);
+	mtc_manifest_init(m);
+	data = xasprintf("%s/%s.data", dir, hash);
+	if (mtc_digest_path(data, 0, d, m) < 0) {
+		snprintf(why, whylen, "cannot read '%s': %s", data, strerror(errno));
+		rc = -1;
+	} else if (strcmp(d, hash)) {
+		snprintf(why, whylen, "'%s' does not match its name: its digest is %s", data, d);
+		rc = 1;
+	} else {
+		char *t = mtc_peer_manifest_text(m);
+		char *tmp = xasprintf("%s/.mtc-upload-%s.manifest.%ld", dir, hash, (long)gettid());
+		if (mtc_write_atomic_via(tmp, path, t, strlen(t)) < 0)
+			errno = 0; /* keeping it is only a saving */
+		free(tmp);
+		if (text)
+			*text = t;
+		else
+			free(t);
+		rc = 0;
+	}
+	if (rc)
+		mtc_manifest_free(m);
+	free(data);
+	free(path);
+	return rc;
+}
