@@ -23,7 +23,7 @@
 #define ROT7(x) _mm256_or_si256(_mm256_srli_epi32(x, 7), _mm256_slli_epi32(x, 25))
 
 /* Rows r[0..7] of 8 words become columns. */
-static TARGET inline void transpose8(__m256i r[8])
+static TARGET B3_INLINE void transpose8(__m256i r[8])
 {
 	__m256i t[8], u[8];
 #pragma GCC unroll 16
@@ -45,7 +45,7 @@ static TARGET inline void transpose8(__m256i r[8])
 	}
 }
 
-static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off, __m256i m[16])
+static TARGET B3_INLINE void load_msg(const uint8_t *in, size_t stride, size_t off, __m256i m[16])
 {
 #pragma GCC unroll 16
 	for (int l = 0; l < 8; l++) {
@@ -56,7 +56,7 @@ static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off,
 	transpose8(m + 8);
 }
 
-static TARGET inline void store_cvs(const __m256i h[8], uint8_t *out)
+static TARGET B3_INLINE void store_cvs(const __m256i h[8], uint8_t *out)
 {
 	__m256i r[8];
 #pragma GCC unroll 8

@@ -20,7 +20,7 @@
  * Rows r[0..15] of 16 words become columns: a 4x4 transpose of words
  * inside each 128-bit lane, then a 4x4 transpose of the lanes.
  */
-static TARGET inline void transpose16(__m512i r[16])
+static TARGET B3_INLINE void transpose16(__m512i r[16])
 {
 	__m512i t[16], u[16];
 #pragma GCC unroll 16
@@ -47,7 +47,7 @@ static TARGET inline void transpose16(__m512i r[16])
 	}
 }
 
-static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off, __m512i m[16])
+static TARGET B3_INLINE void load_msg(const uint8_t *in, size_t stride, size_t off, __m512i m[16])
 {
 #pragma GCC unroll 16
 	for (int l = 0; l < 16; l++) {
@@ -57,7 +57,7 @@ static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off,
 }
 
 /* Word i of lane l in h[i] becomes word i of CV l: 4x4 word transposes, then 128-bit pairs. */
-static TARGET inline void store_cvs(const __m512i h[8], uint8_t *out)
+static TARGET B3_INLINE void store_cvs(const __m512i h[8], uint8_t *out)
 {
 	__m512i t[8];
 #pragma GCC unroll 2

@@ -6,6 +6,9 @@
 
 /* Shared by the portable and SIMD compressions; not part of the public API. */
 
+/* The SIMD helpers must melt into their kernel: a call would spill every vector. */
+#define B3_INLINE inline __attribute__((always_inline))
+
 enum {
 	B3_CHUNK_START = 1,
 	B3_CHUNK_END = 2,

@@ -16,7 +16,7 @@
 #define ROT12(x) _mm_or_si128(_mm_srli_epi32(x, 12), _mm_slli_epi32(x, 20))
 #define ROT7(x) _mm_or_si128(_mm_srli_epi32(x, 7), _mm_slli_epi32(x, 25))
 
-static TARGET inline void transpose4(__m128i *a, __m128i *b, __m128i *c, __m128i *d)
+static TARGET B3_INLINE void transpose4(__m128i *a, __m128i *b, __m128i *c, __m128i *d)
 {
 	__m128i t0 = _mm_unpacklo_epi32(*a, *b), t1 = _mm_unpackhi_epi32(*a, *b);
 	__m128i t2 = _mm_unpacklo_epi32(*c, *d), t3 = _mm_unpackhi_epi32(*c, *d);
@@ -26,7 +26,7 @@ static TARGET inline void transpose4(__m128i *a, __m128i *b, __m128i *c, __m128i
 	*d = _mm_unpackhi_epi64(t1, t3);
 }
 
-static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off, __m128i m[16])
+static TARGET B3_INLINE void load_msg(const uint8_t *in, size_t stride, size_t off, __m128i m[16])
 {
 #pragma GCC unroll 16
 	for (int g = 0; g < 4; g++) {
@@ -37,7 +37,7 @@ static TARGET inline void load_msg(const uint8_t *in, size_t stride, size_t off,
 	}
 }
 
-static TARGET inline void store_cvs(const __m128i h[8], uint8_t *out)
+static TARGET B3_INLINE void store_cvs(const __m128i h[8], uint8_t *out)
 {
 	__m128i a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
 	transpose4(&a, &b, &c, &d);
