@@ -16,16 +16,16 @@ _mtc_replicate() {
 	--threads|-t|--keep|-k|--quiet-time|--timeout) return ;;
 	--token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--backup|-b|--peers-file|--peer-token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-	--coordinator-url|--nodes|-n|--round-timeout|--heartbeat-timeout|--poll-timeout|--sync-interval|--heartbeat) return ;;
+	--coordinator-url|--nodes|-n|--session-timeout|--streams|--round-timeout|--heartbeat-timeout|--poll-timeout|--sync-interval|--heartbeat) return ;;
 	--listen|-l|--peer|-p|--peer-url-template|--from|-f|--hash|-H|--meta|-m|--step|-s|--retries|--max-*) return ;;
 	esac
 	case $verb in
 	digest) COMPREPLY=($(compgen -W "--json --manifest --threads $common" -- "$cur") $(compgen -f -- "$cur")) ;;
 	commit) COMPREPLY=($(compgen -W "--dir --config --watch --quiet-time --timeout --threads $common" -- "$cur")) ;;
 	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run $common" -- "$cur")) ;;
-	serve) COMPREPLY=($(compgen -W "--dir --listen --token-file --insecure --max-body --max-files --max-depth --max-connections --timeout --coordinator --nodes --round-timeout --heartbeat-timeout --poll-timeout $common" -- "$cur")) ;;
+	serve) COMPREPLY=($(compgen -W "--dir --listen --token-file --insecure --max-body --max-files --max-depth --max-connections --timeout --session-timeout --coordinator --nodes --round-timeout --heartbeat-timeout --poll-timeout $common" -- "$cur")) ;;
 	run) COMPREPLY=($(compgen -W "--dir --config --backup --coordinator-url --peer-url-template --peers-file --peer-token-file --token-file --sync-interval --quiet-time --heartbeat --timeout --threads $common" -- "$cur")) ;;
-	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --token-file --timeout --retries $common" -- "$cur")) ;;
+	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --token-file --timeout --retries --streams $common" -- "$cur")) ;;
 	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --token-file --timeout --retries $common" -- "$cur")) ;;
 	*) COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
 	esac
