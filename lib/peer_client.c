@@ -20,13 +20,13 @@
 #include "log.h"
 #include "naming.h"
 #include "peer_manifest.h"
+#include "peer_ring.h"
 #include "xalloc.h"
 
 #define RETRY (-100)
 #define NEEDS_MANIFEST (-101)
 #define STAGING_PREFIX ".mtc-upload-"
 #define MEM_BODY_MAX (64LL << 20)
-#define PIPE_SIZE (1 << 20)
 
 void mtc_peer_client_defaults(struct mtc_peer_client *pc)
 {
@@ -65,7 +65,8 @@ struct call {
 	pthread_t thread;
 	int thread_rc;
 	char thread_why[512];
-	int tree_fd;
+	struct mtc_ring ring; /* the body to the extractor thread */
+	int extracting;
 	const char *tree_root;
 	struct mtc_blake3 file_hash;
 	char got[66];
@@ -120,25 +121,27 @@ static size_t on_read(char *buf, size_t size, size_t n, void *arg)
 static size_t on_write(char *p, size_t size, size_t n, void *arg)
 {
 	struct call *c = arg;
-	size_t len = size * n, off = 0;
+	size_t len = size * n;
 
 	if (c->code == 0)
 		return len; /* filled in by the header callback */
+	if (c->extracting) {
+		if (c->code >= 300) {
+			append_body(c, p, len);
+			return len;
+		}
+		if (mtc_ring_offer(&c->ring, p, len) < 0)
+			return 0; /* the extractor refused the stream */
+		c->bytes += (long long)len;
+		return len;
+	}
 	if (c->code >= 300 || c->down_fd < 0) {
 		append_body(c, p, len);
 		return len;
 	}
-	while (off < len) {
-		ssize_t w = write(c->down_fd, p + off, len - off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return 0;
-		}
-		off += (size_t)w;
-	}
-	if (!c->down_tree)
-		mtc_blake3_update(&c->file_hash, p, len);
+	if (mtc_write_all(c->down_fd, p, len) < 0)
+		return 0;
+	mtc_blake3_update(&c->file_hash, p, len);
 	c->bytes += (long long)len;
 	return len;
 }
@@ -156,28 +159,23 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 static void *tree_reader(void *arg)
 {
 	struct call *c = arg;
-	c->thread_rc = mtc_wire_extract(c->tree_fd, c->tree_root, c->limits, c->expected,
-					&c->got_list, c->thread_why, sizeof c->thread_why);
-	close(c->tree_fd);
+	c->thread_rc = mtc_wire_extract_from(mtc_ring_next, &c->ring, c->tree_root, c->limits,
+					     c->expected, &c->got_list, c->thread_why,
+					     sizeof c->thread_why);
+	mtc_ring_done(&c->ring);
 	return NULL;
 }
 
 static int start_extractor(struct call *c, const char *root)
 {
-	int fds[2];
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -1;
-	fcntl(fds[1], F_SETPIPE_SZ, PIPE_SIZE);
 	c->tree_root = root;
-	c->tree_fd = fds[0];
-	c->down_fd = fds[1];
+	mtc_ring_init(&c->ring);
 	if (pthread_create(&c->thread, NULL, tree_reader, c)) {
-		close(fds[0]);
-		close(fds[1]);
-		c->up_fd = c->down_fd = -1;
+		mtc_ring_free(&c->ring);
 		errno = EAGAIN;
 		return -1;
 	}
+	c->extracting = 1;
 	return 0;
 }
 
@@ -233,8 +231,12 @@ static int finish_fds(struct call *c)
 		close(c->up_fd);
 	if (c->down_fd >= 0)
 		close(c->down_fd);
-	if (c->down_path && c->down_tree)
+	if (c->extracting) {
+		mtc_ring_end(&c->ring);
 		pthread_join(c->thread, NULL);
+		mtc_ring_free(&c->ring);
+		c->extracting = 0;
+	}
 	mtc_wire_reader_close(c->reader);
 	c->reader = NULL;
 	c->up_fd = c->down_fd = -1;

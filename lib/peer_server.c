@@ -28,6 +28,7 @@
 #include "metrics.h"
 #include "naming.h"
 #include "peer_manifest.h"
+#include "peer_ring.h"
 #include "peer_wire.h"
 #include "xalloc.h"
 
@@ -37,7 +38,6 @@
 #define PENDING_MANIFEST STAGING_PREFIX "manifest-"
 #define META_BODY_MAX 128
 #define STREAM_BLOCK (256 * 1024)
-#define RING 2
 #define CONN_MEMORY (2 << 20)
 #define HTTP_UNPROCESSABLE 422
 #define HTTP_TOO_LARGE 413
@@ -96,13 +96,8 @@ struct req {
 	char name[MTC_JOB_MAX + 64];
 	char hash[MTC_HASH_MAX + 1];
 	char *staging, *obj;
-	int fd; /* the file being written, or the pipe into the extractor */
-	pthread_mutex_t mu; /* body chunks to the extractor: a ring of copies */
-	pthread_cond_t cv;
-	char *slot[RING];
-	size_t slot_len[RING], slot_cap[RING];
-	int head, count, taken; /* taken: the extractor still reads slot[head] */
-	int stream_end, extract_done;
+	int fd; /* the file being written */
+	struct mtc_ring ring; /* body chunks to the extractor */
 	pthread_t extractor;
 	int extracting, extract_rc;
 	char extract_why[512];
@@ -213,67 +208,11 @@ static enum MHD_Result respond(struct req *r, struct MHD_Connection *c, unsigned
 
 #define TEXT "text/plain; charset=utf-8"
 
-/*
- * Body chunks reach the extractor through a ring of RING copies, so that
- * receiving the next chunk overlaps with writing and hashing this one.
- */
-static ssize_t next_chunk(void *arg, const void **buf)
-{
-	struct req *r = arg;
-	ssize_t n = 0;
-
-	pthread_mutex_lock(&r->mu);
-	if (r->taken) {
-		r->taken = 0;
-		r->head = (r->head + 1) % RING;
-		r->count--;
-		pthread_cond_broadcast(&r->cv);
-	}
-	while (!r->count && !r->stream_end)
-		pthread_cond_wait(&r->cv, &r->mu);
-	if (r->count) {
-		r->taken = 1;
-		*buf = r->slot[r->head];
-		n = (ssize_t)r->slot_len[r->head];
-	}
-	pthread_mutex_unlock(&r->mu);
-	return n;
-}
-
-static void offer_chunk(struct req *r, const char *data, size_t len)
-{
-	int i;
-
-	pthread_mutex_lock(&r->mu);
-	while (r->count == RING && !r->extract_done)
-		pthread_cond_wait(&r->cv, &r->mu);
-	if (r->extract_done) {
-		pthread_mutex_unlock(&r->mu);
-		return;
-	}
-	i = (r->head + r->count) % RING;
-	pthread_mutex_unlock(&r->mu);
-	if (r->slot_cap[i] < len) {
-		free(r->slot[i]);
-		r->slot[i] = xmalloc(len);
-		r->slot_cap[i] = len;
-	}
-	memcpy(r->slot[i], data, len);
-	r->slot_len[i] = len;
-	pthread_mutex_lock(&r->mu);
-	r->count++;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-}
-
 static void end_extraction(struct req *r)
 {
 	if (!r->extracting)
 		return;
-	pthread_mutex_lock(&r->mu);
-	r->stream_end = 1;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	mtc_ring_end(&r->ring);
 	pthread_join(r->extractor, NULL);
 	r->extracting = 0;
 }
@@ -350,12 +289,10 @@ static void *extract_main(void *arg)
 	struct req *r = arg;
 	struct mtc_wire_limits lim = { r->s->o.max_body, r->s->o.max_files, r->s->o.max_depth };
 
-	r->extract_rc = mtc_wire_extract_from(next_chunk, r, r->sess->obj, &lim, &r->sess->expected,
-					      &r->got, r->extract_why, sizeof r->extract_why);
-	pthread_mutex_lock(&r->mu);
-	r->extract_done = 1;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	r->extract_rc = mtc_wire_extract_from(mtc_ring_next, &r->ring, r->sess->obj, &lim,
+					      &r->sess->expected, &r->got, r->extract_why,
+					      sizeof r->extract_why);
+	mtc_ring_done(&r->ring);
 	return NULL;
 }
 
@@ -761,7 +698,7 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 		return MHD_YES;
 	if (r->kind == REQ_PUT_TREE) {
 		if (r->extracting)
-			offer_chunk(r, data, len);
+			mtc_ring_offer(&r->ring, data, len);
 		return MHD_YES;
 	}
 	if (r->fd < 0)
@@ -1137,8 +1074,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		r = xcalloc(1, sizeof *r);
 		r->s = cls;
 		r->fd = -1;
-		pthread_mutex_init(&r->mu, NULL);
-		pthread_cond_init(&r->cv, NULL);
+		mtc_ring_init(&r->ring);
 		r->t0 = mtc_now();
 		*con_cls = r;
 		mtc_debug("%s %s", method, url);
@@ -1184,10 +1120,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	free(r->body);
 	free(r->url);
 	free(r->method);
-	pthread_mutex_destroy(&r->mu);
-	pthread_cond_destroy(&r->cv);
-	for (int i = 0; i < RING; i++)
-		free(r->slot[i]);
+	mtc_ring_free(&r->ring);
 	free(r);
 	*con_cls = NULL;
 }
