@@ -1254,6 +1254,7 @@ static int gcs_get_file(struct mtc_store *s, const char *key, const char *path)
 /* ----------------------------------------------------- small reads, stat, delete */
 
 enum { K_BUF, K_RANGE, K_STAT, K_DELETE };
+enum { GONE_IS_DONE = 1 }; /* small op flag: a delete that finds nothing succeeds */
 
 static int small_prepare(struct op *op, struct req *r)
 {
@@ -1288,8 +1289,9 @@ static enum verdict small_finish(struct op *op, struct req *r)
 	if (transient(r))
 		return V_RETRY;
 	if (r->status == 404) {
-		if (op->state == K_DELETE && op->retried)
-			return V_DONE; /* the lost attempt did it */
+		/* a lost attempt did it (libcurl repeats one cut on a reused connection by itself) */
+		if (op->state == K_DELETE && (op->retried || (op->flags & GONE_IS_DONE)))
+			return V_DONE;
 		return op_fail(op, ENOENT, "no such object '%s'", op->name);
 	}
 	switch (op->state) {
@@ -1484,8 +1486,10 @@ static int gcs_delete_prefix(struct mtc_store *s, const char *prefix)
 	for (int pass = 0; pass < 2; pass++) {
 		size_t start_n = n;
 		for (size_t i = 0; i < l.n_objects; i++)
-			if (ends_with(l.objects[i].name, ".meta") == !pass)
-				ops[n++] = small_op(s, K_DELETE, l.objects[i].name);
+			if (ends_with(l.objects[i].name, ".meta") == !pass) {
+				ops[n] = small_op(s, K_DELETE, l.objects[i].name);
+				ops[n++]->flags = GONE_IS_DONE;
+			}
 		rc = engine_run(s, ops + start_n, n - start_n);
 		if (rc < 0)
 			break;
