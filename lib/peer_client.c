@@ -27,6 +27,7 @@
 #define NEEDS_MANIFEST (-101)
 #define STAGING_PREFIX ".mtc-upload-"
 #define MEM_BODY_MAX (64LL << 20)
+#define RING_BATCH (1 << 20)
 
 void mtc_peer_client_defaults(struct mtc_peer_client *pc)
 {
@@ -169,7 +170,7 @@ static void *tree_reader(void *arg)
 static int start_extractor(struct call *c, const char *root)
 {
 	c->tree_root = root;
-	mtc_ring_init(&c->ring);
+	mtc_ring_init(&c->ring, RING_BATCH);
 	if (pthread_create(&c->thread, NULL, tree_reader, c)) {
 		mtc_ring_free(&c->ring);
 		errno = EAGAIN;

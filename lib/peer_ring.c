@@ -5,9 +5,10 @@
 
 #include "xalloc.h"
 
-void mtc_ring_init(struct mtc_ring *r)
+void mtc_ring_init(struct mtc_ring *r, size_t batch)
 {
 	memset(r, 0, sizeof *r);
+	r->batch = batch;
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
 }
@@ -21,10 +22,23 @@ void mtc_ring_free(struct mtc_ring *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* Hands the slot being filled to the consumer; the caller holds mu. */
+static void hand_over(struct mtc_ring *r)
+{
+	int i = (r->head + r->count) % MTC_RING_SLOTS;
+	r->len[i] = r->filling;
+	r->filling = 0;
+	r->count++;
+	pthread_cond_broadcast(&r->cv);
+}
+
 int mtc_ring_offer(struct mtc_ring *r, const void *data, size_t len)
 {
+	size_t need;
 	int i;
 
+	if (!len)
+		return r->done ? -1 : 0;
 	pthread_mutex_lock(&r->mu);
 	while (r->count == MTC_RING_SLOTS && !r->done)
 		pthread_cond_wait(&r->cv, &r->mu);
@@ -34,23 +48,26 @@ int mtc_ring_offer(struct mtc_ring *r, const void *data, size_t len)
 	}
 	i = (r->head + r->count) % MTC_RING_SLOTS;
 	pthread_mutex_unlock(&r->mu);
-	if (r->cap[i] < len) {
-		free(r->slot[i]);
-		r->slot[i] = xmalloc(len);
-		r->cap[i] = len;
+	need = r->filling + len;
+	if (r->cap[i] < need) {
+		r->cap[i] = need > r->batch ? need : r->batch;
+		r->slot[i] = xrealloc(r->slot[i], r->cap[i]);
 	}
-	memcpy(r->slot[i], data, len);
-	r->len[i] = len;
-	pthread_mutex_lock(&r->mu);
-	r->count++;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	memcpy(r->slot[i] + r->filling, data, len);
+	r->filling = need;
+	if (r->filling >= r->batch) {
+		pthread_mutex_lock(&r->mu);
+		hand_over(r);
+		pthread_mutex_unlock(&r->mu);
+	}
 	return 0;
 }
 
 void mtc_ring_end(struct mtc_ring *r)
 {
 	pthread_mutex_lock(&r->mu);
+	if (r->filling && !r->done)
+		hand_over(r);
 	r->end = 1;
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);

@@ -9,8 +9,10 @@
  * Two slots between a producer that receives a body in chunks (the HTTP
  * library's callbacks) and a consumer thread that extracts it
  * (mtc_wire_extract_from), so receiving the next chunk overlaps with
- * writing and hashing this one. A chunk is copied once, into a slot; the
- * consumer reads it in place until it asks for the next.
+ * writing and hashing this one. A chunk is copied once, into a slot; small
+ * chunks gather in a slot until it holds batch bytes, so the two threads
+ * hand over large blocks. The consumer reads a slot in place until it asks
+ * for the next.
  */
 #define MTC_RING_SLOTS 2
 
@@ -20,11 +22,12 @@ struct mtc_ring {
 	char *slot[MTC_RING_SLOTS];
 	size_t len[MTC_RING_SLOTS], cap[MTC_RING_SLOTS];
 	int head, count, taken; /* taken: the consumer still reads slot[head] */
-	int end;		/* the producer has no more */
-	int done;		/* the consumer stopped reading */
+	size_t batch, filling; /* filling: bytes in the slot not yet handed over */
+	int end;	       /* the producer has no more */
+	int done;	       /* the consumer stopped reading */
 };
 
-void mtc_ring_init(struct mtc_ring *r);
+void mtc_ring_init(struct mtc_ring *r, size_t batch);
 void mtc_ring_free(struct mtc_ring *r);
 
 /* Producer: waits for a free slot and copies the chunk in; -1 once the consumer is done. */

@@ -1074,7 +1074,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		r = xcalloc(1, sizeof *r);
 		r->s = cls;
 		r->fd = -1;
-		mtc_ring_init(&r->ring);
+		mtc_ring_init(&r->ring, 0);
 		r->t0 = mtc_now();
 		*con_cls = r;
 		mtc_debug("%s %s", method, url);
