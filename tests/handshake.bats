@@ -23,6 +23,7 @@ invalid_config() {
 	local why=$1
 	rm -f "$D"/replicator.*
 	cat > "$D/replicator.yaml"
+	touch -d '-2 seconds' "$D/replicator.yaml" # found at start, already settled
 	accept
 	assert_failure 1
 	assert_equal "${#stderr_lines[@]}" 1
