@@ -36,7 +36,7 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 LIBMTC   := $(B)/lib/libmtc.a
 
-.PHONY: all have-deps check check-release check-asan asan fuzz bench demo deps install clean
+.PHONY: all have-deps check check-long check-release check-asan asan fuzz bench demo deps install clean
 all: $(PROGS) $(UNITS)
 	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
 
@@ -72,6 +72,11 @@ check: have-deps
 	@tests/run build/release build/asan
 
 # Fuzz targets link a copy of the library built by clang with libFuzzer and the sanitizers.
+# The cluster scenarios at N = 16 (make check runs them at N = 4).
+check-long: have-deps
+	@$(MAKE) --no-print-directory all
+	MTC_LONG=1 MTC_BIN=$(CURDIR)/build/release/bin MTC_BUILD=build/release bats --tap tests/cluster.bats
+
 FUZZ_SRC   := $(wildcard tests/fuzz/*.c)
 FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -Ilib $(PKG_CFLAGS) -DMTC_VERSION='"$(VERSION)"' \
