@@ -36,7 +36,7 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 LIBMTC   := $(B)/lib/libmtc.a
 
-.PHONY: all have-deps check check-long check-release check-asan asan fuzz bench demo deps install clean
+.PHONY: all have-deps check check-long asan fuzz bench demo deps install clean
 all: $(PROGS) $(UNITS)
 	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
 
