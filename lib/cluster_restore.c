@@ -165,6 +165,7 @@ static json_t *standalone_plan(struct ctx *x, json_t *report, char *err, size_t 
 	return view;
 }
 
+/* The bytes the reference's yaml.dump writes: sorted keys, block style, {} when empty. */
 static int write_prerestore(struct ctx *x, json_t *view)
 {
 	json_t *step = json_object_get(view, "step");
@@ -176,10 +177,10 @@ static int write_prerestore(struct ctx *x, json_t *view)
 	if (!json_is_integer(step))
 		text = xstrdup("{}\n");
 	else if (source && !strcmp(source, "backup") && backup)
-		text = xasprintf("{restore-step: %lld, restore-backup: '%s'}\n",
-				 (long long)json_integer_value(step), backup);
+		text = xasprintf("restore-backup: %s\nrestore-step: %lld\n", backup,
+				 (long long)json_integer_value(step));
 	else
-		text = xasprintf("{restore-step: %lld}\n", (long long)json_integer_value(step));
+		text = xasprintf("restore-step: %lld\n", (long long)json_integer_value(step));
 	rc = mtc_write_atomic(path, text, strlen(text));
 	if (rc < 0)
 		mtc_critical("cannot write '%s':", path);

@@ -28,7 +28,8 @@ first_run() {
 	[ "$(restored_steps)" = 3 ]
 	for ((r = 0; r < N; r++)); do
 		[ -L "$CL_ROOT/node$r/3" ] # Orbax renamed the marker to <step>
-		grep -q 'restore-step: 3' "$CL_ROOT/node$r/replicator.prerestore"
+		# the bytes of the reference's yaml.dump
+		assert_equal "$(cat "$CL_ROOT/node$r/replicator.prerestore")" "restore-step: 3"
 	done
 }
 
@@ -54,7 +55,9 @@ first_run() {
 	[ "$(restored_steps)" = "$step" ]
 	for ((r = 0; r < N; r++)); do
 		[ -d "$CL_ROOT/node$r/step=$step" ] # NeMo renamed the marker to step=<step>
-		grep -q "restore-backup: '20" "$CL_ROOT/node$r/replicator.prerestore"
+		run python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); print(yaml.dump(d) == open(sys.argv[1]).read(), d["restore-step"])' "$CL_ROOT/node$r/replicator.prerestore"
+		assert_output "True $step"
+		grep -qE "^restore-backup: 20[0-9]{2}-[0-9]{2}-[0-9]{2}_[0-9]{2}-[0-9]{2}$" "$CL_ROOT/node$r/replicator.prerestore"
 	done
 }
 
