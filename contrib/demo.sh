@@ -109,7 +109,7 @@ for ((r = 0; r < N; r++)); do stop_node "$r"; rm -rf "${W:?}/node$r"/*; done
 for ((r = 0; r < N; r++)); do start_node "$r"; done
 train 0
 grep -h '"source"' "$W/state0/restore.json" | sed 's/^/   node 0 restore: /'
-echo "   replicator.prerestore (what NeMo reads): $(cat "$W/node0/replicator.prerestore")"
+echo "   replicator.prerestore (what NeMo reads): $(tr "\n" " " < "$W/node0/replicator.prerestore")"
 
 say "Summary"
 cat <<EOF
