@@ -29,6 +29,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
+#include "peer_manifest.h"
 #include "xalloc.h"
 
 #define COMMIT_SUCCESS "commit_success.txt"
@@ -96,6 +97,23 @@ static int exists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
+/*
+ * <hash>.manifest beside a directory's data saves a push its own hashing pass;
+ * it is only a saving, so a failure to keep it is not an error.
+ */
+static void keep_manifest(const struct mtc_commit_opts *o, const char *hash,
+			  const struct mtc_manifest *m)
+{
+	if (!mtc_is_dir_hash(hash))
+		return;
+	char *path = xasprintf("%s/%s.manifest", o->dir, hash);
+	char *text = mtc_peer_manifest_text(m);
+	if (mtc_write_atomic(path, text, strlen(text)) < 0)
+		mtc_warn("cannot keep '%s':", path);
+	free(text);
+	free(path);
+}
+
 /* Commits <job>-s<step>-n<rank>-w<worker>.save, which must be complete. */
 static int commit_save(const struct mtc_commit_opts *o, long long step, int worker)
 {
@@ -141,6 +159,7 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			goto out;
 		}
 		crash_point("data-renamed");
+		keep_manifest(o, r.hash, &m);
 		if (rename(tmp, meta) < 0 || mtc_fsync_dir(o->dir) < 0) {
 			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
 			goto out;

@@ -62,8 +62,8 @@ static int marker_hash(const char *dir, const char *name, char *hash)
 int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 {
 	struct hashes keep = { 0 };
-	char **metas = NULL, **datas = NULL;
-	size_t nmetas = 0, ndatas = 0;
+	char **metas = NULL, **datas = NULL, **manifests = NULL;
+	size_t nmetas = 0, ndatas = 0, nmanifests = 0;
 	int rc = 0;
 	memset(st, 0, sizeof *st);
 
@@ -85,6 +85,9 @@ int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 		} else if (mtc_parse_data_name(e->d_name, hash) == 0) {
 			datas = xrealloc(datas, (ndatas + 1) * sizeof *datas);
 			datas[ndatas++] = xstrdup(e->d_name);
+		} else if (mtc_parse_manifest_name(e->d_name, hash) == 0) {
+			manifests = xrealloc(manifests, (nmanifests + 1) * sizeof *manifests);
+			manifests[nmanifests++] = xstrdup(e->d_name);
 		}
 	}
 	closedir(d);
@@ -133,6 +136,22 @@ int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 			st->deleted_data++;
 		}
 	}
+	/* A manifest goes with its data; one whose data is gone is an orphan. */
+	for (size_t i = 0; i < nmanifests; i++) {
+		char hash[MTC_HASH_MAX + 1], *data, *path = xasprintf("%s/%s", o->dir, manifests[i]);
+		mtc_parse_manifest_name(manifests[i], hash);
+		data = xasprintf("%s/%s.data", o->dir, hash);
+		if (rc == 0 && (!kept(&keep, hash) || access(data, F_OK) < 0)) {
+			if (o->dry_run)
+				printf("would delete '%s'\n", path);
+			else if (unlink(path) < 0 && errno != ENOENT)
+				mtc_warn("cannot delete '%s':", path);
+		}
+		free(data);
+		free(path);
+		free(manifests[i]);
+	}
+	free(manifests);
 	for (size_t i = 0; i < nmetas; i++)
 		free(metas[i]);
 	for (size_t i = 0; i < ndatas; i++)

@@ -117,14 +117,21 @@ int mtc_is_hash(const char *s)
 
 int mtc_is_dir_hash(const char *s) { return s[0] == 'D' && mtc_is_hash(s); }
 
-int mtc_parse_data_name(const char *name, char *out)
+static int parse_hash_name(const char *name, const char *ext, char *out)
 {
 	int n = hash_len(name);
-	if (!n || strcmp(name + n, ".data"))
+	if (!n || strcmp(name + n, ext))
 		return -1;
 	memcpy(out, name, (size_t)n);
 	out[n] = '\0';
 	return 0;
+}
+
+int mtc_parse_data_name(const char *name, char *out) { return parse_hash_name(name, ".data", out); }
+
+int mtc_parse_manifest_name(const char *name, char *out)
+{
+	return parse_hash_name(name, ".manifest", out);
 }
 
 static int days_in_month(int y, int m)

@@ -36,6 +36,8 @@ int mtc_is_hash(const char *s);
 int mtc_is_dir_hash(const char *s);
 /* "<hash>.data": copies the hash into out (MTC_HASH_MAX + 1 bytes). */
 int mtc_parse_data_name(const char *name, char *out);
+/* "<hash>.manifest": the paths, sizes and file digests of <hash>.data (digest.h). */
+int mtc_parse_manifest_name(const char *name, char *out);
 
 int mtc_parse_backup_name(const char *name, time_t *when);
 /* Writes YYYY-MM-DD_HH-MM (17 bytes with the NUL) for a UTC time. */

@@ -153,7 +153,7 @@ assert_consistent() {
 		assert_success
 		assert_consistent
 		assert_file_exists "$L/job-s100-n0-w0.meta"
-		[ "$(ls "$L" | grep -cv '\.data$\|\.meta$\|^\.mtc-trash$')" -eq 0 ] || { ls -la "$L"; false; }
+		[ "$(ls "$L" | grep -cv '\.data$\|\.meta$\|\.manifest$\|^\.mtc-trash$')" -eq 0 ] || { ls -la "$L"; false; }
 	done
 }
 
@@ -208,7 +208,35 @@ assert_consistent() {
 	[ -d "$L/$h3.data" ]
 	assert_file_not_exists "$L/job-s2-n0-w0.meta"
 	[ "$(ls -d "$L"/*.data | wc -l)" -eq 2 ]
+	# manifests go with their data
+	run ls "$L"
+	assert_output --partial "$h1.manifest"
+	assert_output --partial "$h3.manifest"
+	[ "$(ls "$L"/*.manifest | wc -l)" -eq 2 ]
 	assert_consistent
+}
+
+@test "commit keeps the manifest of a directory's data: paths, sizes and file digests" {
+	make_step "$L/5" m
+	commit > /dev/null
+	h=$(cat "$L/job-s5-n0-w0.meta")
+	assert_file_exists "$L/$h.manifest"
+	python3 - "$L/$h.manifest" "$L/$h.data" <<-'PY'
+	import json, os, subprocess, sys
+	entries = {e["path"]: e for e in json.load(open(sys.argv[1]))}
+	for root, dirs, files in os.walk(sys.argv[2]):
+	    for f in files:
+	        p = os.path.join(root, f)
+	        rel = os.path.relpath(p, sys.argv[2])
+	        digest = subprocess.run(["b3sum", "--no-names", p], capture_output=True, text=True).stdout.strip()
+	        assert entries[rel]["size"] == os.path.getsize(p), rel
+	        assert entries[rel]["digest"] == digest, rel
+	PY
+	rm -rf "$L/$h.data"
+	touch "$L/orphan"
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 5
+	assert_success
+	assert_file_not_exists "$L/$h.manifest"
 }
 
 @test "gc --own-only keeps only this node's .meta of the kept step" {
