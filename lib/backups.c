@@ -132,16 +132,27 @@ static const char *base_name(const char *key)
 	return slash ? slash + 1 : key;
 }
 
+static int cmp_object_name(const void *key, const void *obj)
+{
+	return strcmp(key, ((const struct mtc_store_object *)obj)->name);
+}
+
+static int cmp_prefix(const void *key, const void *prefix)
+{
+	return strcmp(key, *(char *const *)prefix);
+}
+
+/* The listing is sorted (lib/store.h), so each lookup is a binary search. */
 static int data_present(const struct mtc_store_list *l, const char *name, const char *hash)
 {
 	char *key = xasprintf("%s/%s.data", name, hash);
 	char *dir = xasprintf("%s/%s.data/", name, hash);
-	int found = 0;
+	int found = (l->n_objects &&
+		     (bsearch(key, l->objects, l->n_objects, sizeof *l->objects, cmp_object_name) ||
+		      bsearch(dir, l->objects, l->n_objects, sizeof *l->objects, cmp_object_name))) ||
+		    (l->n_prefixes &&
+		     bsearch(dir, l->prefixes, l->n_prefixes, sizeof *l->prefixes, cmp_prefix));
 
-	for (size_t i = 0; !found && i < l->n_objects; i++)
-		found = !strcmp(l->objects[i].name, key) || !strcmp(l->objects[i].name, dir);
-	for (size_t i = 0; !found && i < l->n_prefixes; i++)
-		found = !strcmp(l->prefixes[i], dir);
 	free(key);
 	free(dir);
 	return found;
@@ -178,9 +189,9 @@ static int read_metas_directly(struct mtc_store *s, char **keys, struct mtc_back
 }
 
 /*
- * The hash of every .meta (keys[i] NULL: too big to be one), fetched in
- * parallel through a private temporary directory. A .meta that is gone or
- * holds no hash reads as "".
+ * The hash of every .meta (keys[i] NULL: too big to be one); on gs:// fetched
+ * in parallel through a private temporary directory, on a directory read in
+ * place. A .meta that is gone or holds no hash reads as "".
  */
 static int read_metas(struct mtc_store *s, char **keys, struct mtc_backup_meta *m, size_t n)
 {
@@ -190,7 +201,7 @@ static int read_metas(struct mtc_store *s, char **keys, struct mtc_backup_meta *
 	size_t *of, k = 0;
 	int failed = 0;
 
-	if (n < 2 || !mkdtemp(dir)) {
+	if (n < 2 || !mtc_store_is_remote(s) || !mkdtemp(dir)) {
 		free(dir);
 		return read_metas_directly(s, keys, m, n);
 	}

@@ -75,9 +75,9 @@ int mtc_backups_restore_version(struct mtc_store *s, char *buf, size_t len);
 
 /*
  * Judges one backup; nodes/workers <= 0: inferred. One listing, then every
- * .meta of the newest step at once (mtc_store_get_many through a private
- * directory under $TMPDIR). -1 only when storage fails: a .meta that cannot
- * be read is an error, one that is gone reads as holding no hash.
+ * .meta of the newest step: on gs:// all at once (mtc_store_get_many through
+ * a private directory under $TMPDIR). -1 only when storage fails: a .meta
+ * that cannot be read is an error, one that is gone reads as holding no hash.
  */
 int mtc_backup_inspect(struct mtc_store *s, const char *name, int nodes, int workers,
 		       struct mtc_backup_info *out);
