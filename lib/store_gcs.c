@@ -1,8 +1,9 @@
 /*
  * gs://bucket/prefix through the GCS JSON API over libcurl.
  * Invariants: creates carry ifGenerationMatch=0 and the CRC32C of the data,
- * and the CRC32C the server reports is checked; a 412 after a retried
- * attempt is checked against the stored object, never assumed. A resumable
+ * and the CRC32C the server reports is checked; a 412 is checked against
+ * the stored object, never assumed (an attempt whose answer was lost, or one
+ * libcurl resent by itself, may have created it). A resumable
  * upload after a dropped connection asks the server what it holds and goes
  * on from there. Downloads write to a temporary name, pin every range to
  * one generation, check CRC32C and are renamed into place only when whole.
@@ -795,9 +796,10 @@ static enum verdict up_finish(struct op *op, struct req *r)
 		return V_RETRY;
 	}
 	if (r->status == 412 && op->state != U_CHECK) {
-		if (!op->retried)
-			return op_fail(op, EEXIST, "object exists '%s'", op->name);
-		/* an earlier attempt may have created it: look before saying so */
+		/*
+		 * An earlier attempt may have created it, ours or one libcurl resent
+		 * on its own over a fresh connection: look before saying so.
+		 */
 		op->state = U_CHECK;
 		return V_AGAIN;
 	}
