@@ -266,6 +266,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        # Headers and body go out in separate writes: without this, delayed ACK
+        # costs every request on a reused connection about 40 ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         STATE.count("connections")
 
     def log_message(self, fmt, *args):
