@@ -28,6 +28,7 @@
 #include "lkg.h"
 #include "lkg_inventory.h"
 #include "log.h"
+#include "peers.h"
 #include "naming.h"
 #include "peer_client.h"
 #include "peer_server.h"
@@ -292,22 +293,6 @@ struct peer {
 	char *url;
 };
 
-static char *expand_template(const char *t, int rank)
-{
-	char num[16], *out = xstrdup(""), *next;
-	const char *p;
-	snprintf(num, sizeof num, "%d", rank);
-	while ((p = strstr(t, "{rank}"))) {
-		next = xasprintf("%s%.*s%s", out, (int)(p - t), t, num);
-		free(out);
-		out = next;
-		t = p + 6;
-	}
-	next = xasprintf("%s%s", out, t);
-	free(out);
-	return next;
-}
-
 /* --peer URL (ranks in order, the local rank skipped) or RANK=URL; --peer-url-template T. */
 static int peer_list(int local, int nodes, struct peer **out, int *n)
 {
@@ -325,7 +310,7 @@ static int peer_list(int local, int nodes, struct peer **out, int *n)
 			return free(p), mtc_usage_error("--peer-url-template needs --nodes or --config");
 		for (int r = 0; r < nodes; r++)
 			if (r != local)
-				p[(*n)++] = (struct peer){ r, expand_template(peer_template, r) };
+				p[(*n)++] = (struct peer){ r, mtc_peer_url(peer_template, r) };
 	}
 	for (int i = 0; peer_urls && peer_urls[i]; i++) {
 		const char *u = peer_urls[i], *eq = strchr(u, '='), *colon = strstr(u, "://");

@@ -329,18 +329,7 @@ static int peer_urls(const struct mtc_config *cfg, const char *tmpl, const char 
 			}
 			(*urls)[(*n)++] = xstrdup(lines[ranks[i]]);
 		} else if (tmpl) {
-			char num[16], *out = xstrdup(""), *next;
-			const char *t = tmpl, *p;
-			snprintf(num, sizeof num, "%d", ranks[i]);
-			while ((p = strstr(t, "{rank}"))) {
-				next = xasprintf("%s%.*s%s", out, (int)(p - t), t, num);
-				free(out);
-				out = next;
-				t = p + 6;
-			}
-			next = xasprintf("%s%s", out, t);
-			free(out);
-			(*urls)[(*n)++] = next;
+			(*urls)[(*n)++] = mtc_peer_url(tmpl, ranks[i]);
 		}
 	}
 	free(lines);

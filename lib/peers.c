@@ -1,6 +1,11 @@
 #include "peers.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
 
 static int add_peer(const struct mtc_peer_params *p, long long cand, int *out, int n, int max)
 {
@@ -61,4 +66,21 @@ int mtc_peers_from_config(const struct mtc_config *cfg, int *out, int max)
 		.n_peer_ranks = cfg->n_peer_ranks,
 	};
 	return mtc_peers(&p, out, max);
+}
+
+char *mtc_peer_url(const char *tmpl, int rank)
+{
+	char num[16], *out = xstrdup(""), *next;
+	const char *p;
+
+	snprintf(num, sizeof num, "%d", rank);
+	while ((p = strstr(tmpl, "{rank}"))) {
+		next = xasprintf("%s%.*s%s", out, (int)(p - tmpl), tmpl, num);
+		free(out);
+		out = next;
+		tmpl = p + strlen("{rank}");
+	}
+	next = xasprintf("%s%s", out, tmpl);
+	free(out);
+	return next;
 }

@@ -25,4 +25,7 @@ struct mtc_peer_params {
 int mtc_peers(const struct mtc_peer_params *p, int *out, int max);
 int mtc_peers_from_config(const struct mtc_config *cfg, int *out, int max);
 
+/* A peer's URL from a template such as http://job-0-{rank}.job:7070 (malloc'd). */
+char *mtc_peer_url(const char *tmpl, int rank);
+
 #endif

@@ -111,5 +111,14 @@ int main(void)
 		ok(mtc_peers(&p, out, 4) < 0, "rank outside [0, N) is an error");
 	}
 	sweep();
+	char *u = mtc_peer_url("http://job-0-{rank}.job:7070", 12);
+	is_str(u, "http://job-0-12.job:7070", "a URL template names the rank");
+	free(u);
+	u = mtc_peer_url("{rank}-{rank}", 3);
+	is_str(u, "3-3", "every {rank} is replaced");
+	free(u);
+	u = mtc_peer_url("http://fixed:7070", 3);
+	is_str(u, "http://fixed:7070", "a template without {rank} stays");
+	free(u);
 	return done();
 }
