@@ -45,8 +45,17 @@ struct mtc_store_list {
 struct mtc_store_xfer {
 	const char *key;
 	const char *path;
-	long long size; /* out: bytes transferred */
+	long long size; /* out: bytes transferred (a get: the object's size) */
 	int err;	/* out */
+	/*
+	 * Gets only. partial: download into this file in place, after the bytes
+	 * it already holds (an interrupted earlier get of the same object and
+	 * generation), one stream; renamed to path when whole. It is kept when
+	 * the transfer fails, unless its bytes proved wrong. NULL: a fresh
+	 * temporary, removed on failure. generation: read this one (0: the live one).
+	 */
+	const char *partial;
+	long long generation;
 };
 
 enum { MTC_STORE_REPLACE = 1 }; /* put flag: overwrite instead of create-only */

@@ -285,10 +285,25 @@ static int open_object(struct mtc_store *s, const char *key, struct stat *st)
 	return fd;
 }
 
-static int get_to_path(struct mtc_store *s, const char *key, const char *path, long long *size)
+/* The bytes partial (open as out) already holds, positioned after them in both files. */
+static long long continue_partial(int in, int out, long long object_size)
+{
+	struct stat st;
+	long long have = fstat(out, &st) == 0 ? (long long)st.st_size : 0;
+
+	if (have > object_size && ftruncate(out, 0) == 0)
+		have = 0;
+	if (have > object_size || lseek(in, have, SEEK_SET) < 0 || lseek(out, have, SEEK_SET) < 0)
+		return -1;
+	return have;
+}
+
+static int get_to_path(struct mtc_store *s, const char *key, const char *path,
+		       const char *partial, long long *size)
 {
 	struct stat st;
 	char *tmp;
+	long long have = 0;
 	int in, out, e;
 
 	if (key[strlen(key) - 1] == '/')
@@ -296,17 +311,25 @@ static int get_to_path(struct mtc_store *s, const char *key, const char *path, l
 	in = open_object(s, key, &st);
 	if (in < 0)
 		return -1;
-	tmp = strchr(path, '/') ? tmp_path_for(path) : xasprintf(".mtc-%ld-%u.%s.tmp",
-			(long)getpid(), atomic_fetch_add(&tmp_seq, 1), path);
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (partial)
+		tmp = xstrdup(partial);
+	else
+		tmp = strchr(path, '/') ? tmp_path_for(path) : xasprintf(".mtc-%ld-%u.%s.tmp",
+				(long)getpid(), atomic_fetch_add(&tmp_seq, 1), path);
+	out = open(tmp, O_WRONLY | O_CREAT | (partial ? 0 : O_TRUNC) | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (out < 0) {
 		fail(s, "cannot create", tmp);
+		goto fail;
+	}
+	if (partial && (have = continue_partial(in, out, st.st_size)) < 0) {
+		fail(s, "cannot continue", tmp);
 		goto fail;
 	}
 	if (copy_fd(s, in, out, size) < 0) {
 		fail(s, "cannot copy", key);
 		goto fail;
 	}
+	*size += have;
 	if (*size != st.st_size) {
 		errno = EIO;
 		mtc_store_set_error(s, "object '%s' changed while it was read", key);
@@ -329,7 +352,8 @@ fail:
 	e = errno;
 	if (out >= 0)
 		close(out);
-	unlink(tmp);
+	if (!partial || e == EIO)
+		unlink(tmp);
 	close(in);
 	free(tmp);
 	errno = e;
@@ -339,12 +363,12 @@ fail:
 static int dir_get_file(struct mtc_store *s, const char *key, const char *path)
 {
 	long long n;
-	return get_to_path(s, key, path, &n);
+	return get_to_path(s, key, path, NULL, &n);
 }
 
 static int get_one(struct mtc_store *s, struct mtc_store_xfer *x, int flags)
 {
-	return get_to_path(s, x->key, x->path, &x->size);
+	return get_to_path(s, x->key, x->path, x->partial, &x->size);
 }
 
 static int dir_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)

@@ -106,7 +106,7 @@ struct op {
 	struct mtc_store_xfer *x;
 	const char *path;
 	char *tmp;
-	int fd, flags;
+	int fd, flags, resume; /* resume: a download into a caller's partial file, one stream */
 	long long size, off, len, done, generation;
 	uint32_t crc, expect_crc;
 	int have_expect;
@@ -1087,8 +1087,8 @@ static enum verdict dl_verify(struct op *op, int sequential)
 			if (ftruncate(op->fd, 0) < 0)
 				return op_fail(op, errno, "cannot truncate '%s':", op->tmp);
 			op->done = op->crc = 0;
-			op->generation = 0;
-			op->state = D_FIRST;
+			op->generation = op->x ? op->x->generation : 0;
+			op->state = op->resume ? D_WHOLE : D_FIRST;
 			return V_RETRY;
 		}
 		op->err = EIO;
@@ -1132,6 +1132,13 @@ static enum verdict dl_finish(struct op *op, struct req *r)
 		return op_fail(op, ENOENT, "no such object '%s'", op->name);
 	if (r->status == 416 && op->state == D_FIRST && op->done == 0) {
 		op->state = D_WHOLE;
+		return V_AGAIN;
+	}
+	if ((r->status == 416 || r->status == 200) && op->resume && op->done > r->written) {
+		/* the partial is longer than the object, or the range was ignored: start over */
+		if (ftruncate(op->fd, 0) < 0)
+			return op_fail(op, errno, "cannot truncate '%s': %s", op->tmp, strerror(errno));
+		op->done = op->crc = 0;
 		return V_AGAIN;
 	}
 	if (r->status == 200 && op->done == r->written) {
@@ -1178,7 +1185,7 @@ static void dl_complete(struct op *op)
 		close(op->fd);
 		op->fd = -1;
 	}
-	if (op->err && op->tmp)
+	if (op->err && op->tmp && (!op->resume || op->err == EIO))
 		unlink(op->tmp);
 	if (op->x) {
 		op->x->err = op->err;
@@ -1200,6 +1207,24 @@ static char *tmp_next_to(const char *path)
 			 slash + 1);
 }
 
+/*
+ * Continues a partial file from its last byte, fetched again so that the
+ * answer carries the object's crc32c and confirms its length; the crc covers
+ * the bytes kept too.
+ */
+static int open_partial(struct op *op)
+{
+	struct stat st;
+
+	op->resume = 1;
+	op->state = D_WHOLE;
+	op->fd = open(op->tmp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (op->fd < 0 || fstat(op->fd, &st) < 0)
+		return -1;
+	op->done = st.st_size > 0 ? (long long)st.st_size - 1 : 0;
+	return crc_of_file(op->fd, op->done, &op->crc);
+}
+
 static int gcs_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
 {
 	struct op **ops = xcalloc(n + 1, sizeof *ops), **todo = xcalloc(n + 1, sizeof *todo);
@@ -1212,6 +1237,7 @@ static int gcs_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
 		op->x = &x[i];
 		op->path = x[i].path;
 		op->state = D_FIRST;
+		op->generation = x[i].generation;
 		if (x[i].key[strlen(x[i].key) - 1] == '/') {
 			if (mtc_mkdir_p(x[i].path, 0755) < 0) {
 				x[i].err = errno;
@@ -1219,6 +1245,14 @@ static int gcs_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
 			} else {
 				continue;
 			}
+		} else if (x[i].partial) {
+			op->tmp = xstrdup(x[i].partial);
+			if (open_partial(op) == 0) {
+				todo[m++] = op;
+				continue;
+			}
+			x[i].err = errno;
+			op_fail(op, errno, "cannot continue '%s': %s", op->tmp, strerror(errno));
 		} else {
 			op->tmp = tmp_next_to(x[i].path);
 			op->fd = open(op->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
