@@ -24,6 +24,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
+#include "progress.h"
 #include "store.h"
 #include "store_tree.h"
 #include "xalloc.h"
@@ -35,22 +36,6 @@ struct meta {
 	char *file;
 	char hash[MTC_HASH_MAX + 1];
 };
-
-static void progress(void *arg, long long done, long long total)
-{
-	static double last;
-	double now = mtc_now(), *start = arg;
-
-	if (now - last < 0.25 && done < total)
-		return;
-	last = now;
-	if (total > 0)
-		fprintf(stderr, "\r%s: %.0f / %.0f MiB (%.0f%%) %.0f MiB/s   ", mtc_prog(),
-			done / 1048576.0, total / 1048576.0, 100.0 * done / total,
-			done / 1048576.0 / (now - *start + 1e-9));
-	else
-		fprintf(stderr, "\r%s: %.0f MiB   ", mtc_prog(), done / 1048576.0);
-}
 
 static int read_metas(const struct mtc_config *cfg, long long step, struct meta *metas)
 {
@@ -180,8 +165,9 @@ static int run(const struct mtc_config *cfg, long long step)
 	struct mtc_store *s = NULL;
 	struct mtc_tree t = { 0 };
 	char name[17], err[512], *prefix = NULL;
+	struct mtc_progress *bar;
 	double start = mtc_now();
-	int rc, upload_data, nw = cfg->workers_per_node;
+	int rc, upload_data, put_failed, nw = cfg->workers_per_node;
 	size_t skipped = 0, manifests = 0;
 
 	if (mtc_store_open(location, &opt, &s, err, sizeof err) < 0) {
@@ -264,16 +250,17 @@ fail_one:
 		free(key);
 		goto out;
 	}
-	if (isatty(2) && mtc_log_level() >= MTC_LOG_WARN)
-		mtc_store_set_progress(s, progress, &start);
-	if (mtc_store_put_many(s, t.x, t.n, 0) < 0 && tolerate_existing(s, &t) < 0) {
+	bar = mtc_progress_new(t.bytes, 0, mtc_log_level() >= MTC_LOG_WARN);
+	mtc_store_set_progress(s, mtc_progress_store, bar);
+	put_failed = mtc_store_put_many(s, t.x, t.n, 0) < 0;
+	mtc_store_set_progress(s, NULL, NULL);
+	mtc_progress_end(bar);
+	if (put_failed && tolerate_existing(s, &t) < 0) {
 		for (size_t i = 0; i < t.n; i++)
 			if (t.x[i].err == ETIMEDOUT)
 				rc = MTC_EXIT_TIMEOUT;
 		goto out;
 	}
-	if (isatty(2) && mtc_log_level() >= MTC_LOG_WARN)
-		fprintf(stderr, "\n");
 	if (put_meta_last(s, prefix, metas, nw) < 0)
 		goto out;
 	{
