@@ -1052,7 +1052,8 @@ static int crc_of_file(int fd, long long size, uint32_t *crc)
 	char *buf = xmalloc(4 << 20);
 	*crc = 0;
 	for (long long off = 0; off < size;) {
-		ssize_t n = pread(fd, buf, 4 << 20, off);
+		long long want = size - off < (4 << 20) ? size - off : (4 << 20);
+		ssize_t n = pread(fd, buf, (size_t)want, off);
 		if (n <= 0) {
 			free(buf);
 			if (n == 0)
