@@ -19,6 +19,7 @@
 #include "inventory.h"
 #include "log.h"
 #include "naming.h"
+#include "peer_http.h"
 #include "peer_manifest.h"
 #include "peer_ring.h"
 #include "xalloc.h"
@@ -53,6 +54,7 @@ struct call {
 	const char *down_path; /* a file to create, or an empty dir to extract into */
 	int down_tree;
 	const struct mtc_manifest *expected; /* what the tree must hold */
+	int raw; /* an upload by sendfile (peer_http.h), not through libcurl */
 
 	long code;
 	char *body; /* small bodies (meta, inventory, errors) */
@@ -194,7 +196,14 @@ static int prepare(struct call *c)
 	c->thread_rc = 0;
 	c->thread_why[0] = '\0';
 	mtc_blake3_init(&c->file_hash);
-	if (c->up_path && !c->up_tree && (c->up_fd = open(c->up_path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (c->up_path && !c->up_tree && c->raw &&
+	    !(c->reader = mtc_wire_reader_open_file(c->up_path, &c->up_total, c->thread_why,
+						    sizeof c->thread_why))) {
+		c->thread_rc = -1;
+		return -1;
+	}
+	if (c->up_path && !c->up_tree && !c->raw &&
+	    (c->up_fd = open(c->up_path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
 	if (c->up_path && c->up_tree &&
 	    !(c->reader = c->up_list ? mtc_wire_reader_open_list(c->up_path, c->up_list, c->up_n,
@@ -265,6 +274,7 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		snprintf(err, errlen, "cannot start curl");
 		return MTC_EXIT_FAILURE;
 	}
+	c->raw = !strcmp(c->method, "PUT") && c->up_path && mtc_http_usable(c->url);
 	if (prepare(c) < 0) {
 		if (c->thread_rc < 0)
 			snprintf(err, errlen, "cannot send '%s': %s", c->up_path, c->thread_why);
@@ -315,9 +325,29 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 							: "Content-Type: application/octet-stream");
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	cc = curl_easy_perform(h);
-	if (cc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->code);
+	if (c->raw) {
+		struct mtc_http_put hp = { .url = c->url, .token = pc->token,
+					   .content_type = c->up_tree ? "application/x-tar"
+								      : "application/octet-stream",
+					   .body = c->reader, .length = c->up_total,
+					   .deadline = deadline, .stall_s = 60,
+					   .upgrade = c->up_tree };
+		int hr = mtc_http_put(&hp, errbuf, sizeof errbuf);
+		c->bytes = hp.sent;
+		c->code = hp.code;
+		free(c->body);
+		c->body = hp.answer;
+		c->body_len = hp.answer_len;
+		cc = hr == 0 ? CURLE_OK : hr == -2 ? CURLE_OPERATION_TIMEDOUT : CURLE_SEND_ERROR;
+		if (hr == -3) {
+			c->thread_rc = -1;
+			snprintf(c->thread_why, sizeof c->thread_why, "%s", errbuf);
+		}
+	} else {
+		cc = curl_easy_perform(h);
+		if (cc == CURLE_OK)
+			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->code);
+	}
 	if (finish_fds(c) < 0 && cc == CURLE_OK && c->code < 300) {
 		snprintf(err, errlen, "'%s': %s", c->down_path, strerror(errno));
 		rc = MTC_EXIT_FAILURE;

@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "naming.h"
+#include "peer_http.h"
 #include "peer_manifest.h"
 #include "peer_ring.h"
 #include "peer_wire.h"
@@ -42,6 +44,7 @@
 #define HTTP_UNPROCESSABLE 422
 #define HTTP_TOO_LARGE 413
 #define HTTP_PRECONDITION_REQUIRED 428
+#define UPGRADE MTC_HTTP_UPGRADE
 
 struct mtc_peer_server {
 	struct MHD_Daemon *daemon;
@@ -84,6 +87,7 @@ enum req_kind {
 	REQ_OTHER,
 	REQ_PUT_FILE,
 	REQ_PUT_TREE,
+	REQ_PUT_TREE_SOCK, /* the tar comes over the socket after a 101 (UPGRADE) */
 	REQ_PUT_META,
 	REQ_PUT_MANIFEST,
 	REQ_ROUTE
@@ -605,9 +609,15 @@ static enum MHD_Result get_manifest(struct req *r, struct MHD_Connection *c, int
 /* Starts extracting a tar body into r->sess (its piece is counted by the caller when listed). */
 static enum MHD_Result start_piece(struct req *r, struct MHD_Connection *c)
 {
+	const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
+
 	r->kind = REQ_PUT_TREE;
 	r->transfer = 1;
 	atomic_fetch_add(&r->s->active, 1);
+	if (up && !strcasecmp(up, UPGRADE)) {
+		r->kind = REQ_PUT_TREE_SOCK;
+		return MHD_YES;
+	}
 	if (pthread_create(&r->extractor, NULL, extract_main, r)) {
 		remove_staging(r);
 		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT,
@@ -683,6 +693,8 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 		r->body[r->body_len] = '\0';
 		return MHD_YES;
 	}
+	if (r->kind == REQ_PUT_TREE_SOCK)
+		return MHD_NO; /* the stream follows the 101, not a body */
 	if (r->kind == REQ_PUT_META) {
 		if (r->meta_len + len > META_BODY_MAX)
 			return MHD_NO;
@@ -779,33 +791,33 @@ static enum MHD_Result finish_manifest(struct req *r, struct MHD_Connection *c)
 	return respond(r, c, MHD_HTTP_CREATED, TEXT, "'%s' stored\n", r->name);
 }
 
-static enum MHD_Result finish_tree(struct req *r, struct MHD_Connection *c)
+/* The outcome of an extracted tree or piece (rc, why from the extractor): the HTTP code, with why. */
+static unsigned tree_outcome(struct req *r, int rc, const char *xwhy, char *why, size_t whylen)
 {
 	struct mtc_peer_server *s = r->s;
-	char why[1024];
 	unsigned code;
 
-	end_extraction(r);
-	if (r->extract_rc < 0) {
+	if (rc < 0) {
 		atomic_fetch_add(&s->rejected, 1);
-		if (r->extract_rc == -2)
+		if (rc == -2)
 			atomic_fetch_add(&s->digest_failures, 1);
-		snprintf(why, sizeof why, "'%s' rejected: %s", r->name, r->extract_why);
+		snprintf(why, whylen, "'%s' rejected: %s", r->name, xwhy);
 		mtc_warn("%s", why);
 		if (r->piece)
-			piece_done(r, r->extract_why);
+			piece_done(r, xwhy);
 		remove_staging(r);
-		return respond(r, c, HTTP_UNPROCESSABLE, TEXT, "%s\n", why);
+		return HTTP_UNPROCESSABLE;
 	}
 	mtc_debug("'%s': received and hashed in %.3f s", r->name, mtc_now() - r->t0);
 	if (r->piece) {
 		piece_done(r, NULL);
 		remove_staging(r);
-		return respond(r, c, MHD_HTTP_OK, TEXT, "piece of '%s' received\n", r->name);
+		snprintf(why, whylen, "piece of '%s' received", r->name);
+		return MHD_HTTP_OK;
 	}
 	r->sess->got = r->got;
 	memset(&r->got, 0, sizeof r->got);
-	code = publish_tree(s, r->sess, why, sizeof why);
+	code = publish_tree(s, r->sess, why, whylen);
 	atomic_fetch_add(code == MHD_HTTP_CREATED ? &s->published
 			 : code == MHD_HTTP_OK	  ? &s->already_present
 						  : &s->rejected,
@@ -815,7 +827,100 @@ static enum MHD_Result finish_tree(struct req *r, struct MHD_Connection *c)
 	else if (code != MHD_HTTP_OK)
 		mtc_warn("%s", why);
 	remove_staging(r);
+	return code;
+}
+
+static enum MHD_Result finish_tree(struct req *r, struct MHD_Connection *c)
+{
+	char why[1024];
+	unsigned code;
+
+	end_extraction(r);
+	code = tree_outcome(r, r->extract_rc, r->extract_why, why, sizeof why);
 	return respond(r, c, code, TEXT, "%s\n", why);
+}
+
+/* Writes all of buf to the upgraded socket, within the idle timeout. */
+static void sock_send(struct mtc_peer_server *s, int sock, const char *buf, size_t len)
+{
+	while (len) {
+		struct pollfd p = { .fd = sock, .events = POLLOUT };
+		ssize_t n = send(sock, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+		} else if (n < 0 && errno != EINTR && errno != EAGAIN) {
+			return;
+		} else if (n < 0 && errno == EAGAIN && poll(&p, 1, s->o.timeout_s * 1000) <= 0) {
+			return;
+		}
+	}
+}
+
+/*
+ * After an answer that cut the stream short: reads and drops what the
+ * client still sends (for a few seconds at most), so that closing does
+ * not reset the connection before the client has read the answer.
+ */
+static void drain(int sock)
+{
+	double end = mtc_now() + 5;
+	char buf[65536];
+
+	shutdown(sock, SHUT_WR);
+	while (mtc_now() < end) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		ssize_t n;
+		if (poll(&p, 1, 250) < 0 && errno != EINTR)
+			return;
+		n = recv(sock, buf, sizeof buf, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return;
+	}
+}
+
+/*
+ * After the 101: the tree (or piece) arrives on the socket itself and is
+ * spliced into its files (mtc_wire_extract_sock); the answer is written
+ * on the socket as an HTTP response, then the connection is closed.
+ * Runs in the connection's own thread; r stays owned by MHD's request
+ * (completed() frees it once the connection is closed).
+ */
+static void upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in,
+		     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct req *r = con_cls;
+	struct mtc_peer_server *s = r->s;
+	struct mtc_wire_limits lim = server_limits(s);
+	char xwhy[512], why[1024], *answer;
+	long long consumed = 0;
+	unsigned code;
+	int rc;
+
+	rc = mtc_wire_extract_sock(sock, extra_in, extra_in_size, s->o.timeout_s,
+				   (const int *)&s->stopping, r->sess->obj, &lim, &r->sess->expected,
+				   &r->got, &consumed, xwhy, sizeof xwhy);
+	r->bytes = consumed;
+	atomic_fetch_add(&s->bytes_in, consumed);
+	code = tree_outcome(r, rc, xwhy, why, sizeof why);
+	answer = xasprintf("HTTP/1.1 %u %s\r\nServer: mtc-replicate\r\nContent-Type: " TEXT
+			   "\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+			   code, MHD_get_reason_phrase_for(code), strlen(why) + 1, why);
+	atomic_fetch_add(&s->codes[code < 600 ? code : 0], 1);
+	atomic_fetch_add(&s->bytes_out, (long long)strlen(why) + 1);
+	sock_send(s, sock, answer, strlen(answer));
+	free(answer);
+	if (code >= 300)
+		drain(sock);
+	MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+}
+
+static enum MHD_Result start_upgrade(struct req *r, struct MHD_Connection *c)
+{
+	struct MHD_Response *resp = MHD_create_response_for_upgrade(upgraded, NULL);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, UPGRADE);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "Upgrade");
+	return queue(r, c, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 }
 
 static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
@@ -1100,6 +1205,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return finish_meta(r, c);
 	if (r->kind == REQ_PUT_MANIFEST)
 		return finish_manifest(r, c);
+	if (r->kind == REQ_PUT_TREE_SOCK)
+		return start_upgrade(r, c);
 	if (r->kind == REQ_PUT_FILE || r->kind == REQ_PUT_TREE)
 		return finish_data(r, c);
 	return MHD_NO;
@@ -1213,7 +1320,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	const union MHD_DaemonInfo *info;
 	char host[INET6_ADDRSTRLEN];
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_POLL | MHD_USE_ERROR_LOG;
+			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
 	struct stat st;
 
 	if (stat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode)) {

@@ -3,10 +3,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +22,8 @@
 #include "xalloc.h"
 
 #define BLOCK (1 << 20)
+
+static const char zero_block[512];
 #define TRAILING_MAX (1 << 20)
 
 static int fail(char *why, size_t whylen, const char *fmt, ...)
@@ -523,6 +529,388 @@ void mtc_wire_manifest(struct mtc_wire_list *l, struct mtc_manifest *m, char dig
 }
 
 /*
+ * The receiving side over a socket: headers are read, file contents go
+ * socket -> pipe -> file by splice and are hashed from the page cache
+ * right after (still in the CPU cache), so no byte of them is copied
+ * through user space on the way in.
+ */
+#define SOCK_HASH_WINDOW (4 << 20)
+#define SOCK_PIPE (1 << 20)
+#define SOCK_POLL_MS 250
+#define PAX_MAX (64 << 10)
+
+struct sock_in {
+	int fd;
+	const char *pre; /* bytes of the stream already read */
+	size_t pre_len;
+	int timeout_s;
+	const int *stop;
+	int pipe[2];
+	size_t pipe_sz;
+	long long consumed;
+};
+
+/* 0 when fd has data; -1 with why after timeout_s without any, or when stopping. */
+static int sock_wait(struct sock_in *in, char *why, size_t whylen)
+{
+	int waited = 0;
+	for (;;) {
+		struct pollfd p = { .fd = in->fd, .events = POLLIN };
+		int n = poll(&p, 1, SOCK_POLL_MS);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return fail(why, whylen, "waiting for the stream: %s", strerror(errno));
+		if (in->stop && __atomic_load_n(in->stop, __ATOMIC_RELAXED))
+			return fail(why, whylen, "shutting down");
+		if ((waited += SOCK_POLL_MS) >= in->timeout_s * 1000)
+			return fail(why, whylen, "no data for %d s", in->timeout_s);
+	}
+}
+
+static int sock_read(struct sock_in *in, char *dst, size_t len, char *why, size_t whylen)
+{
+	while (len) {
+		ssize_t n;
+		if (in->pre_len) {
+			n = (ssize_t)(len < in->pre_len ? len : in->pre_len);
+			memcpy(dst, in->pre, (size_t)n);
+			in->pre += n;
+			in->pre_len -= (size_t)n;
+		} else {
+			n = recv(in->fd, dst, len, MSG_DONTWAIT);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno == EAGAIN) {
+				if (sock_wait(in, why, whylen) < 0)
+					return -1;
+				continue;
+			}
+			if (n < 0)
+				return fail(why, whylen, "reading the stream: %s", strerror(errno));
+			if (n == 0)
+				return fail(why, whylen, "the stream ended early");
+		}
+		dst += n;
+		len -= (size_t)n;
+		in->consumed += n;
+	}
+	return 0;
+}
+
+static int sock_skip(struct sock_in *in, size_t len, char *why, size_t whylen)
+{
+	char pad[512];
+	while (len) {
+		size_t k = len < sizeof pad ? len : sizeof pad;
+		if (sock_read(in, pad, k, why, whylen) < 0)
+			return -1;
+		len -= k;
+	}
+	return 0;
+}
+
+/* size bytes of the stream into fd, hashed into digest. */
+static int sock_file(struct sock_in *in, int fd, const char *path, long long size,
+		     char digest[66], char *why, size_t whylen)
+{
+	struct mtc_blake3 h;
+	uint8_t out[MTC_BLAKE3_OUT_LEN];
+	long long off = 0, hashed = 0;
+
+	mtc_blake3_init(&h);
+	while (off < size && in->pre_len) {
+		size_t k = (long long)in->pre_len < size - off ? in->pre_len : (size_t)(size - off);
+		if (mtc_write_all(fd, in->pre, k) < 0)
+			return fail(why, whylen, "'%.200s': %s", path, strerror(errno));
+		mtc_blake3_update(&h, in->pre, k);
+		in->pre += k;
+		in->pre_len -= k;
+		in->consumed += (long long)k;
+		off += (long long)k;
+		hashed = off;
+	}
+	while (off < size) {
+		size_t want = size - off < (long long)in->pipe_sz ? (size_t)(size - off) : in->pipe_sz;
+		ssize_t n = splice(in->fd, NULL, in->pipe[1], NULL, want,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (sock_wait(in, why, whylen) < 0)
+				return -1;
+			continue;
+		}
+		if (n < 0)
+			return fail(why, whylen, "reading the stream: %s", strerror(errno));
+		if (n == 0)
+			return fail(why, whylen, "the stream ended early");
+		for (ssize_t w = 0; w < n;) {
+			ssize_t m = splice(in->pipe[0], NULL, fd, NULL, (size_t)(n - w), SPLICE_F_MOVE);
+			if (m < 0 && errno == EINTR)
+				continue;
+			if (m <= 0)
+				return fail(why, whylen, "'%.200s': %s", path,
+					    m < 0 ? strerror(errno) : "short write");
+			w += m;
+		}
+		off += n;
+		in->consumed += n;
+		/*
+		 * Whole aligned windows while they are hot, read in place from
+		 * the page cache (BLAKE3's wide path wants aligned subtrees).
+		 */
+		while (off - hashed >= SOCK_HASH_WINDOW || (off == size && hashed < size)) {
+			size_t k = off - hashed < SOCK_HASH_WINDOW ? (size_t)(off - hashed)
+								   : SOCK_HASH_WINDOW;
+			void *m = mmap(NULL, k, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, hashed);
+			if (m == MAP_FAILED)
+				return fail(why, whylen, "'%.200s': reading back: %s", path,
+					    strerror(errno));
+			mtc_blake3_update(&h, m, k);
+			munmap(m, k);
+			hashed += (long long)k;
+		}
+	}
+	mtc_blake3_final(&h, out, sizeof out);
+	mtc_hex(out, sizeof out, digest);
+	return 0;
+}
+
+/* A strict octal field (NUL or space terminated); -1 when it is not one. */
+static long long octal(const char *f, size_t len)
+{
+	long long v = 0;
+	size_t i = 0;
+	while (i < len && f[i] == ' ')
+		i++;
+	if (i == len || f[i] < '0' || f[i] > '7')
+		return -1;
+	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++) {
+		if (v > (LLONG_MAX >> 3))
+			return -1;
+		v = v * 8 + (f[i] - '0');
+	}
+	for (; i < len; i++)
+		if (f[i] != ' ' && f[i] != '\0')
+			return -1;
+	return v;
+}
+
+static int header_ok(const unsigned char *b)
+{
+	unsigned sum = 0;
+	for (int i = 0; i < 512; i++)
+		sum += i >= 148 && i < 156 ? ' ' : b[i];
+	return octal((const char *)b + 148, 8) == (long long)sum && !memcmp(b + 257, "ustar", 6) &&
+	       !memcmp(b + 263, "00", 2);
+}
+
+/* The pax records of an 'x' header: path and size taken, sparse files refused, others ignored. */
+static int pax_parse(char *p, size_t len, char *path, long long *size, char *why, size_t whylen)
+{
+	size_t off = 0;
+	while (off < len) {
+		char *end, *key, *eq;
+		unsigned long rl = strtoul(p + off, &end, 10);
+		if (end == p + off || *end != ' ' || rl < 5 || rl > len - off || p[off + rl - 1] != '\n')
+			return fail(why, whylen, "bad pax header");
+		key = end + 1;
+		p[off + rl - 1] = '\0';
+		if (!(eq = strchr(key, '=')))
+			return fail(why, whylen, "bad pax header");
+		*eq = '\0';
+		if (!strcmp(key, "path")) {
+			if (strlen(eq + 1) >= MTC_WIRE_PATH_MAX)
+				return fail(why, whylen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
+			strcpy(path, eq + 1);
+		} else if (!strcmp(key, "size")) {
+			char *e;
+			errno = 0;
+			*size = strtoll(eq + 1, &e, 10);
+			if (errno || *e || e == eq + 1 || *size < 0)
+				return fail(why, whylen, "bad pax size");
+		} else if (!strncmp(key, "GNU.sparse", 10)) {
+			return fail(why, whylen, "sparse files are not accepted");
+		}
+		off += rl;
+	}
+	return 0;
+}
+
+int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout_s,
+			  const int *stop, const char *root, const struct mtc_wire_limits *lim,
+			  const struct mtc_manifest *expected, struct mtc_wire_list *got,
+			  long long *consumed, char *why, size_t whylen)
+{
+	struct sock_in in = { .fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s,
+			      .stop = stop, .pipe = { -1, -1 } };
+	unsigned char hdr[512];
+	char *path = xmalloc(MTC_WIRE_PATH_MAX), *pax = NULL;
+	long long files = 0, bytes = 0;
+	int rootfd = -1, rc = -1, have_pax = 0;
+	long long pax_size = -1;
+
+	if ((rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		fail(why, whylen, "'%s': %s", root, strerror(errno));
+		goto out;
+	}
+	if (pipe2(in.pipe, O_CLOEXEC) < 0) {
+		fail(why, whylen, "cannot make a pipe: %s", strerror(errno));
+		goto out;
+	}
+	fcntl(in.pipe[1], F_SETPIPE_SZ, SOCK_PIPE);
+	in.pipe_sz = (size_t)fcntl(in.pipe[1], F_GETPIPE_SZ);
+	for (;;) {
+		const struct mtc_manifest_entry *x = NULL;
+		struct mtc_wire_entry *w;
+		long long size;
+		char type, *name;
+		int is_dir, fd, dfd;
+
+		if (sock_read(&in, (char *)hdr, 512, why, whylen) < 0)
+			goto out;
+		if (!memcmp(hdr, zero_block, 512)) {
+			if (have_pax) {
+				fail(why, whylen, "pax header without an entry");
+				goto out;
+			}
+			if (sock_read(&in, (char *)hdr, 512, why, whylen) < 0)
+				goto out;
+			if (memcmp(hdr, zero_block, 512)) {
+				fail(why, whylen, "data after the end of the archive");
+				goto out;
+			}
+			rc = 0;
+			break;
+		}
+		if (!header_ok(hdr)) {
+			fail(why, whylen, "bad tar header (not ustar, or its checksum does not match)");
+			goto out;
+		}
+		type = (char)hdr[156];
+		size = octal((const char *)hdr + 124, 12);
+		if (type == 'x') {
+			if (have_pax || size < 0 || size > PAX_MAX) {
+				fail(why, whylen, "bad pax header");
+				goto out;
+			}
+			pax = xrealloc(pax, (size_t)size + 1);
+			if (sock_read(&in, pax, (size_t)size, why, whylen) < 0 ||
+			    sock_skip(&in, (size_t)((512 - size % 512) % 512), why, whylen) < 0)
+				goto out;
+			path[0] = '\0';
+			pax_size = -1;
+			if (pax_parse(pax, (size_t)size, path, &pax_size, why, whylen) < 0)
+				goto out;
+			have_pax = 1;
+			continue;
+		}
+		if (type == '1') {
+			fail(why, whylen, "hard links are not accepted");
+			goto out;
+		}
+		if (type == '2') {
+			fail(why, whylen, "symbolic links are not accepted");
+			goto out;
+		}
+		if (type != '0' && type != '\0' && type != '5') {
+			fail(why, whylen, "only regular files and directories are accepted");
+			goto out;
+		}
+		if (!have_pax || !path[0]) {
+			char *p = path;
+			if (hdr[345]) {
+				p += snprintf(p, 157, "%.155s", (const char *)hdr + 345);
+				*p++ = '/';
+			}
+			snprintf(p, 101, "%.100s", (const char *)hdr);
+		}
+		if (have_pax && pax_size >= 0)
+			size = pax_size;
+		have_pax = 0;
+		if (size < 0) {
+			fail(why, whylen, "'%.200s': no size", path);
+			goto out;
+		}
+		is_dir = type == '5';
+		name = path;
+		while (name[0] == '.' && name[1] == '/')
+			name += 2;
+		if (name != path)
+			memmove(path, name, strlen(name) + 1);
+		if (is_dir && (!strcmp(path, ".") || !*path))
+			continue; /* the root itself */
+		if (is_dir && strlen(path) > 1 && path[strlen(path) - 1] == '/')
+			path[strlen(path) - 1] = '\0';
+		if (mtc_wire_check_path(path, lim->max_depth, why, whylen) < 0)
+			goto out;
+		if (++files > lim->max_files) {
+			fail(why, whylen, "more than %lld entries", lim->max_files);
+			goto out;
+		}
+		if (is_dir)
+			size = 0;
+		if (check_expected(expected, path, is_dir, size, &x, why, whylen) < 0)
+			goto out;
+		if (is_dir) {
+			if (extract_dir(rootfd, path, why, whylen) < 0)
+				goto out;
+			mtc_wire_list_add(got, path, 1, 0);
+			continue;
+		}
+		if ((bytes += size) > lim->max_bytes) {
+			fail(why, whylen, "more than %lld bytes", lim->max_bytes);
+			goto out;
+		}
+		w = mtc_wire_list_add(got, path, 0, size);
+		{
+			char *leaf, *copy = xstrdup(path);
+			dfd = open_parent(rootfd, copy, &leaf);
+			if (dfd < 0) {
+				fail(why, whylen, "'%.200s': cannot create parent: %s", path,
+				     strerror(errno));
+				free(copy);
+				goto out;
+			}
+			fd = openat(dfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				    0644);
+			close(dfd);
+			free(copy);
+		}
+		if (fd < 0) {
+			fail(why, whylen, "'%.200s': %s", path,
+			     errno == EEXIST ? "duplicate entry" : strerror(errno));
+			goto out;
+		}
+		if (sock_file(&in, fd, path, size, w->digest, why, whylen) < 0) {
+			close(fd);
+			goto out;
+		}
+		close(fd);
+		if (x && strcmp(x->digest, w->digest)) {
+			rc = fail(why, whylen, "'%.200s' has digest %s, the manifest says %s", path,
+				  w->digest, x->digest) - 1;
+			goto out;
+		}
+		if (sock_skip(&in, (size_t)((512 - size % 512) % 512), why, whylen) < 0)
+			goto out;
+	}
+out:
+	if (consumed)
+		*consumed = in.consumed;
+	if (rootfd >= 0)
+		close(rootfd);
+	if (in.pipe[0] >= 0) {
+		close(in.pipe[0]);
+		close(in.pipe[1]);
+	}
+	free(pax);
+	free(path);
+	return rc;
+}
+
+/*
  * The sending side: a pull-based ustar/pax writer, so the HTTP library
  * reads file contents straight into its own buffer (one copy, no thread).
  */
@@ -540,6 +928,7 @@ struct mtc_wire_reader {
 	int fd;
 	long long left, pad;
 	int phase; /* 0 header, 1 data, 2 padding, 3 trailer, 4 done */
+	int raw;   /* one file's bytes, no tar framing */
 };
 
 static long long stream_total(const struct mtc_wire_reader *r);
@@ -627,6 +1016,29 @@ struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const 
 	}
 	if (total)
 		*total = stream_total(r);
+	return r;
+}
+
+struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *total, char *why,
+						  size_t whylen)
+{
+	struct mtc_wire_reader *r;
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fail(why, whylen, "'%s': %s", path, errno ? strerror(errno) : "not a file");
+		return NULL;
+	}
+	r = xcalloc(1, sizeof *r);
+	r->fd = -1;
+	r->files = xcalloc(1, sizeof *r->files);
+	r->files[0] = (struct wire_file){ xstrdup(path), xstrdup(""), 0, st.st_size };
+	r->n = 1;
+	r->raw = 1;
+	r->phase = 1;
+	r->left = st.st_size;
+	if (total)
+		*total = st.st_size;
 	return r;
 }
 
@@ -757,6 +1169,8 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 		if (r->phase == 1) {
 			size_t want = len - done;
 			ssize_t n;
+			if (r->fd < 0 && (r->fd = open(r->files[r->cur].abs, O_RDONLY | O_CLOEXEC)) < 0)
+				return fail(why, whylen, "'%s': %s", r->files[r->cur].abs, strerror(errno));
 			if ((long long)want > r->left)
 				want = (size_t)r->left;
 			if (want) {
@@ -781,7 +1195,7 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 			done += k;
 			r->pad -= (long long)k;
 			if (r->pad == 0) {
-				r->phase = 0;
+				r->phase = r->raw ? 4 : 0;
 				r->cur++;
 			}
 		}
@@ -789,3 +1203,74 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 	return (ssize_t)done;
 }
 
+#define SEGMENT_MAX (64LL << 20)
+
+ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *fd, off_t *off,
+			     char *why, size_t whylen)
+{
+	static const char zeros[512];
+
+	*fd = -1;
+	for (;;) {
+		if (r->phase == 4)
+			return 0;
+		if (r->phase == 0 && r->hdr_len == 0) {
+			if (r->cur == r->n) {
+				memset(r->hdr, 0, 1024);
+				r->hdr_len = 1024;
+				r->hdr_off = 0;
+				r->phase = 3;
+			} else {
+				make_header(r);
+			}
+		}
+		if (r->phase == 0 || r->phase == 3) {
+			*mem = r->hdr + r->hdr_off;
+			return (ssize_t)(r->hdr_len - r->hdr_off);
+		}
+		if (r->phase == 1) {
+			const struct wire_file *f = &r->files[r->cur];
+			if (r->fd < 0 && (r->fd = open(f->abs, O_RDONLY | O_CLOEXEC)) < 0)
+				return fail(why, whylen, "'%s': %s", f->abs, strerror(errno));
+			if (r->left > 0) {
+				*fd = r->fd;
+				*off = (off_t)(f->size - r->left);
+				return (ssize_t)(r->left < SEGMENT_MAX ? r->left : SEGMENT_MAX);
+			}
+			close(r->fd);
+			r->fd = -1;
+			r->phase = 2;
+		}
+		if (r->phase == 2) {
+			if (r->pad > 0) {
+				*mem = zeros;
+				return (ssize_t)r->pad;
+			}
+			r->phase = r->raw ? 4 : 0;
+			r->cur++;
+		}
+	}
+}
+
+void mtc_wire_reader_advance(struct mtc_wire_reader *r, size_t n)
+{
+	if (r->phase == 0 || r->phase == 3) {
+		r->hdr_off += n;
+		if (r->hdr_off < r->hdr_len)
+			return;
+		r->hdr_len = 0;
+		if (r->phase == 3) {
+			r->phase = 4;
+		} else if (r->files[r->cur].is_dir) {
+			r->cur++;
+		} else {
+			r->left = r->files[r->cur].size;
+			r->pad = (512 - r->left % 512) % 512;
+			r->phase = 1;
+		}
+	} else if (r->phase == 1) {
+		r->left -= (long long)n;
+	} else if (r->phase == 2) {
+		r->pad -= (long long)n;
+	}
+}

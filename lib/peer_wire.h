@@ -79,6 +79,20 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 			  struct mtc_wire_list *got, char *why, size_t whylen);
 
 /*
+ * The same from a socket (the rest of the connection is the stream; pre:
+ * its first bytes, already read), for the daemon: accepts only what
+ * mtc_wire_reader writes (ustar, and pax 'x' headers for long paths and
+ * sizes) up to its end-of-archive blocks. File contents are spliced from
+ * the socket into their files and hashed from the page cache just after,
+ * never copied through user space. timeout_s without data, or *stop set,
+ * ends it (-1). consumed: the stream bytes read.
+ */
+int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout_s,
+			  const int *stop, const char *root, const struct mtc_wire_limits *lim,
+			  const struct mtc_manifest *expected, struct mtc_wire_list *got,
+			  long long *consumed, char *why, size_t whylen);
+
+/*
  * The tree below root as a tar stream, produced as it is read: open scans
  * the tree (total: the exact stream length), read fills buf and returns the
  * bytes written, 0 at the end, -1 with why (a file vanished or shrank).
@@ -90,8 +104,21 @@ struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total,
 					     size_t whylen);
 struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const *paths, size_t n,
 						  long long *total, char *why, size_t whylen);
+/* A reader of one file's bytes as they are (a file <hash>.data travels raw). */
+struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *total, char *why,
+						  size_t whylen);
 ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *why,
 			     size_t whylen);
+/*
+ * The same stream as segments, for sendfile: the next one is either len
+ * bytes at *mem (*fd is -1) or len bytes of the open file *fd from *off;
+ * 0 at the end, -1 with why (a file vanished). advance consumes n bytes
+ * of the segment just peeked; a file segment that cannot be read to its
+ * size (sendfile returned 0) is reported by the caller.
+ */
+ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *fd, off_t *off,
+			     char *why, size_t whylen);
+void mtc_wire_reader_advance(struct mtc_wire_reader *r, size_t n);
 void mtc_wire_reader_close(struct mtc_wire_reader *r);
 
 #endif

@@ -321,6 +321,27 @@ only_staging_free() { # nothing in DIR but the given names
 	assert_output ok
 }
 
+@test "hostile tar streams after an upgrade to the raw stream are rejected too" {
+	start_daemon p --max-files 10 --max-depth 4 --max-body 150000
+	mkdir "$T/ok" && echo fine >"$T/ok/ok.txt"
+	H=$(mtc-replicate digest "$T/ok" | cut -d' ' -f1)
+	manifest_of "$T/ok" >"$T/m.json"
+	run put_code "$URL" "$H.manifest" "$T/m.json"
+	assert_output 201
+	for kind in traversal traversal-inner absolute symlink hardlink device fifo duplicate \
+		many deep big control truncated; do
+		python3 "$HOSTILE" tar "$kind" >"$T/h.tar"
+		code=$(python3 "$HOSTILE" upgrade "$URL/v1/objects/$H.data" "$T/h.tar")
+		case "$code" in 422|413|000) ;; *) echo "$kind: HTTP $code"; false ;; esac
+		only_staging_free "$T/p" ".mtc-upload-manifest-$H"
+	done
+	[ ! -e "$T/escaped.txt" ] && [ ! -e /tmp/mtc-peer-absolute.txt ]
+	(cd "$T/ok" && tar --format=ustar -cf "$T/good.tar" .)
+	run python3 "$HOSTILE" upgrade "$URL/v1/objects/$H.data" "$T/good.tar"
+	assert_output 201
+	diff -r "$T/ok" "$T/p/$H.data"
+}
+
 @test "names outside the grammar, bad metas and oversize bodies are refused" {
 	start_daemon p --max-body 1000
 	echo x >"$T/x"

@@ -6,6 +6,9 @@
                                           sends SENT of them, then waits SEC s
   peer_hostile.py swap DIR A B > body.tar   DIR as tar with the contents of its
                                           files A and B swapped
+  peer_hostile.py upgrade URL FILE        a tree PUT the way push sends it (Upgrade:
+                                          mtc-tar, FILE on the connection after the
+                                          101); prints the final HTTP code
   peer_hostile.py flip HOST:PORT METHOD N OFFSET
                                           a TCP relay to HOST:PORT printing its
                                           own port; in the first N requests of
@@ -81,6 +84,40 @@ def stall(url, sent, total, seconds):
     s.sendall(b"\0" * sent)
     time.sleep(seconds)
     s.close()
+
+
+def read_code(s):
+    data = b""
+    while True:
+        try:
+            d = s.recv(65536)
+        except OSError:
+            break
+        if not d:
+            break
+        data += d
+        if b"\r\n\r\n" in data and not data.startswith(b"HTTP/1.1 101"):
+            continue
+        if data.startswith(b"HTTP/1.1 101") and b"\r\n\r\n" in data:
+            break
+    return data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/") else "000"
+
+
+def upgrade_put(url, body):
+    u = urllib.parse.urlsplit(url)
+    s = socket.create_connection((u.hostname, u.port), timeout=30)
+    s.sendall(("PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\n"
+               "Connection: Upgrade\r\nUpgrade: mtc-tar\r\n\r\n" % (u.path, u.netloc)).encode())
+    code = read_code(s)
+    if code == "101":
+        try:
+            s.sendall(body)
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        code = read_code(s)
+    s.close()
+    print(code)
 
 
 def swapped_tar(root, a, b):
@@ -169,5 +206,8 @@ if __name__ == "__main__":
         sys.stdout.buffer.write(swapped_tar(sys.argv[2], sys.argv[3], sys.argv[4]))
     elif sys.argv[1] == "flip":
         flip_relay(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    elif sys.argv[1] == "upgrade":
+        with open(sys.argv[3], "rb") as f:
+            upgrade_put(sys.argv[2], f.read())
     elif sys.argv[1] == "stall":
         stall(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))

@@ -1,0 +1,363 @@
+#include "peer_http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "xalloc.h"
+
+#define CONNECT_TIMEOUT_S 10
+#define HEAD_MAX (64 << 10)
+#define ANSWER_MAX (64LL << 20)
+
+struct target {
+	char host[256], port[8];
+	const char *path;
+};
+
+static int parse_url(const char *url, struct target *t)
+{
+	const char *a, *end, *colon;
+	size_t hl;
+
+	if (strncasecmp(url, "http://", 7))
+		return -1;
+	a = url + 7;
+	end = a + strcspn(a, "/?#");
+	t->path = *end == '/' ? end : "/";
+	if (*end && *end != '/')
+		return -1;
+	if (memchr(a, '@', (size_t)(end - a)))
+		return -1;
+	if (*a == '[') {
+		const char *close = memchr(a, ']', (size_t)(end - a));
+		if (!close)
+			return -1;
+		hl = (size_t)(close - a - 1);
+		colon = close + 1 < end && close[1] == ':' ? close + 1 : NULL;
+		if (!colon && close + 1 != end)
+			return -1;
+		a++;
+	} else {
+		colon = memchr(a, ':', (size_t)(end - a));
+		hl = (size_t)((colon ? colon : end) - a);
+		if (colon && memchr(colon + 1, ':', (size_t)(end - colon - 1)))
+			return -1;
+	}
+	if (!hl || hl >= sizeof t->host)
+		return -1;
+	memcpy(t->host, a, hl);
+	t->host[hl] = '\0';
+	if (colon) {
+		size_t pl = (size_t)(end - colon - 1);
+		if (!pl || pl >= sizeof t->port || strspn(colon + 1, "0123456789") < pl)
+			return -1;
+		memcpy(t->port, colon + 1, pl);
+		t->port[pl] = '\0';
+	} else {
+		strcpy(t->port, "80");
+	}
+	return 0;
+}
+
+int mtc_http_usable(const char *url)
+{
+	static const char *const proxies[] = { "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY" };
+	struct target t;
+
+	for (size_t i = 0; i < sizeof proxies / sizeof *proxies; i++) {
+		const char *v = getenv(proxies[i]);
+		if (v && *v)
+			return 0;
+	}
+	return parse_url(url, &t) == 0;
+}
+
+/* Milliseconds to wait: the stall limit, within the deadline; 0 when the deadline passed. */
+static int wait_ms(const struct mtc_http_put *p)
+{
+	double left = p->deadline - mtc_now();
+	double ms = left < p->stall_s ? left * 1000 : p->stall_s * 1000.0;
+	return ms <= 0 ? 0 : ms < 1 ? 1 : (int)ms;
+}
+
+/* Waits for events on fd: 1 ready (revents), 0 the wait ran out (-2 deadline, -1 stall in *rc). */
+static int wait_for(const struct mtc_http_put *p, int fd, short events, short *revents, int *rc,
+		    char *err, size_t errlen)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	int ms = wait_ms(p), n;
+
+	if (ms == 0) {
+		snprintf(err, errlen, "deadline passed");
+		*rc = -2;
+		return 0;
+	}
+	do
+		n = poll(&pfd, 1, ms);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		if (mtc_now() >= p->deadline) {
+			snprintf(err, errlen, "deadline passed");
+			*rc = -2;
+		} else {
+			snprintf(err, errlen, "no progress for %d s", p->stall_s);
+			*rc = -1;
+		}
+		return 0;
+	}
+	*revents = pfd.revents;
+	return 1;
+}
+
+static int connect_to(const struct mtc_http_put *p, const struct target *t, char *err,
+		      size_t errlen)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res, *ai;
+	int rc = getaddrinfo(t->host, t->port, &hints, &res), fd = -1, e = 0;
+
+	if (rc) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", t->host, gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+		struct pollfd pfd;
+		socklen_t el = sizeof e;
+		double left = p->deadline - mtc_now();
+		int ms = left < CONNECT_TIMEOUT_S ? (int)(left * 1000) : CONNECT_TIMEOUT_S * 1000;
+		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			e = errno;
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		e = errno;
+		if (e == EINPROGRESS) {
+			pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
+			e = ETIMEDOUT;
+			if (ms > 0 && poll(&pfd, 1, ms) == 1 &&
+			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0)
+				break;
+		}
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		snprintf(err, errlen, "cannot connect: %s", strerror(e));
+	return fd;
+}
+
+/* Sends all of buf (MSG_MORE: the body follows). 0, -1/-2 with err, 1 when the peer answered or closed. */
+static int send_all(struct mtc_http_put *p, int fd, const char *buf, size_t len, char *err,
+		    size_t errlen)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_MORE);
+		short ev;
+		int rc;
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN)
+			return 1;
+		if (!wait_for(p, fd, POLLOUT | POLLIN, &ev, &rc, err, errlen))
+			return rc;
+		if (ev & ~POLLOUT)
+			return 1;
+	}
+	return 0;
+}
+
+/* The body: 0 sent, 1 the peer answered or closed first, -1/-2/-3 with err. */
+static int send_body(struct mtc_http_put *p, int fd, char *err, size_t errlen)
+{
+	char why[512];
+
+	for (;;) {
+		const char *mem = NULL;
+		int src, rc;
+		off_t off = 0;
+		ssize_t n = mtc_wire_reader_peek(p->body, &mem, &src, &off, why, sizeof why);
+		short ev;
+		if (n < 0) {
+			snprintf(err, errlen, "%s", why);
+			return -3;
+		}
+		if (n == 0)
+			return 0;
+		if (src < 0) {
+			if ((rc = send_all(p, fd, mem, (size_t)n, err, errlen)))
+				return rc;
+		} else {
+			ssize_t k = sendfile(fd, src, &off, (size_t)n);
+			if (k == 0) {
+				snprintf(err, errlen, "a file shrank while being sent");
+				return -3;
+			}
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0 && errno == EAGAIN) {
+				if (!wait_for(p, fd, POLLOUT | POLLIN, &ev, &rc, err, errlen))
+					return rc;
+				if (ev & ~POLLOUT)
+					return 1;
+				continue;
+			}
+			if (k < 0 && (errno == EPIPE || errno == ECONNRESET))
+				return 1;
+			if (k < 0) {
+				snprintf(err, errlen, "sending: %s", strerror(errno));
+				return -1;
+			}
+			n = k;
+		}
+		mtc_wire_reader_advance(p->body, (size_t)n);
+		p->sent += n;
+	}
+}
+
+static long long content_length(const char *head)
+{
+	for (const char *l = strstr(head, "\r\n"); l; l = strstr(l + 2, "\r\n"))
+		if (!strncasecmp(l + 2, "Content-Length:", 15))
+			return strtoll(l + 17, NULL, 10);
+	return -1;
+}
+
+/* Reads the answer: 0 with code and body, or -1/-2 with err. */
+static int read_answer(struct mtc_http_put *p, int fd, char *err, size_t errlen)
+{
+	char *buf = xmalloc(HEAD_MAX + 1), *end = NULL;
+	size_t len = 0;
+	long long want = -1;
+	int rc;
+
+	for (;;) {
+		short ev;
+		ssize_t n;
+		if (end && want >= 0 && (long long)p->answer_len >= want)
+			break;
+		if (!end && len == HEAD_MAX) {
+			snprintf(err, errlen, "answer headers too long");
+			free(buf);
+			return -1;
+		}
+		if (!wait_for(p, fd, POLLIN, &ev, &rc, err, errlen)) {
+			free(buf);
+			return rc;
+		}
+		if (!end) {
+			n = recv(fd, buf + len, HEAD_MAX - len, 0);
+		} else {
+			char chunk[65536];
+			n = recv(fd, chunk, sizeof chunk, 0);
+			if (n > 0 && (long long)(p->answer_len + (size_t)n) <= ANSWER_MAX) {
+				p->answer = xrealloc(p->answer, p->answer_len + (size_t)n + 1);
+				memcpy(p->answer + p->answer_len, chunk, (size_t)n);
+				p->answer_len += (size_t)n;
+				p->answer[p->answer_len] = '\0';
+			}
+		}
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0 && !end) {
+			snprintf(err, errlen, "receiving the answer: %s", strerror(errno));
+			free(buf);
+			return -1;
+		}
+		if (n <= 0)
+			break;
+		if (end)
+			continue;
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (!(end = strstr(buf, "\r\n\r\n")))
+			continue;
+		if (sscanf(buf, "HTTP/%*d.%*d %ld", &p->code) != 1) {
+			snprintf(err, errlen, "not an HTTP answer");
+			free(buf);
+			return -1;
+		}
+		end[2] = '\0';
+		want = p->code == 101 ? 0 : content_length(buf);
+		end += 4;
+		p->answer_len = len - (size_t)(end - buf);
+		p->answer = xmalloc(p->answer_len + 1);
+		memcpy(p->answer, end, p->answer_len);
+		p->answer[p->answer_len] = '\0';
+	}
+	free(buf);
+	if (!end || (want >= 0 && (long long)p->answer_len < want)) {
+		snprintf(err, errlen, "connection closed before the answer");
+		p->code = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int mtc_http_put(struct mtc_http_put *p, char *err, size_t errlen)
+{
+	struct target t;
+	char *head;
+	int fd, rc, one = 1;
+
+	p->code = 0;
+	p->sent = 0;
+	if (parse_url(p->url, &t) < 0) {
+		snprintf(err, errlen, "not an http:// URL");
+		return -1;
+	}
+	if ((fd = connect_to(p, &t, err, errlen)) < 0)
+		return -1;
+	head = xasprintf("PUT %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%sContent-Type: %s\r\n"
+			 "Content-Length: %lld\r\nConnection: %s\r\n\r\n",
+			 t.path, strchr(t.host, ':') ? "[" : "", t.host,
+			 strchr(t.host, ':') ? "]" : "", t.port, p->token ? "Authorization: Bearer " : "",
+			 p->token ? p->token : "", p->token ? "\r\n" : "", p->content_type,
+			 p->upgrade ? 0 : p->length,
+			 p->upgrade ? "Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE : "close");
+	rc = send_all(p, fd, head, strlen(head), err, errlen);
+	free(head);
+	if (rc == 0 && p->upgrade) {
+		/* the body goes only once the daemon has switched to the stream */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		rc = read_answer(p, fd, err, errlen);
+		if (rc < 0 || p->code != 101) {
+			close(fd);
+			return rc;
+		}
+		free(p->answer);
+		p->answer = NULL;
+		p->answer_len = 0;
+		p->code = 0;
+		one = 0;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		one = 1;
+	}
+	if (rc == 0)
+		rc = send_body(p, fd, err, errlen);
+	if (rc >= 0) {
+		/* pushes out what MSG_MORE held back */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		rc = read_answer(p, fd, err, errlen);
+	}
+	close(fd);
+	return rc;
+}
