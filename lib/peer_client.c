@@ -745,8 +745,17 @@ static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, 
 		c->code = 422;
 		return RETRY;
 	}
-	if (c->down_tree)
-		sync();
+	if (c->down_tree) {
+		/* the staged tree is on dir's filesystem: one syncfs before the rename publishes it */
+		int fd = open(p->obj, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || syncfs(fd) < 0) {
+			snprintf(err, errlen, "cannot sync '%s': %s", p->obj, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return MTC_EXIT_FAILURE;
+		}
+		close(fd);
+	}
 	if (renameat2(AT_FDCWD, p->obj, AT_FDCWD, p->final, RENAME_NOREPLACE) < 0) {
 		if (errno != EEXIST && errno != ENOTEMPTY) {
 			snprintf(err, errlen, "cannot publish '%s': %s", p->final, strerror(errno));

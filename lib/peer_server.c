@@ -358,6 +358,19 @@ fail:
 	return NULL;
 }
 
+/* syncfs of the filesystem holding path. */
+static int sync_tree(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc, e;
+	if (fd < 0)
+		return -1;
+	rc = syncfs(fd);
+	e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
 /*
  * Checks what arrived in x against its name and manifest and publishes it:
  * the tree by rename (never replacing), then its manifest beside it. The
@@ -392,7 +405,16 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 		snprintf(why, whylen, "shutting down");
 		return MHD_HTTP_SERVICE_UNAVAILABLE;
 	}
-	sync();
+	/*
+	 * Crash safety without an fsync per file: the staged tree lives on the
+	 * dir's own filesystem, so one syncfs makes every file and directory
+	 * of it durable before the rename publishes it, and the fsync of the
+	 * dir after the rename makes that durable.
+	 */
+	if (sync_tree(x->obj) < 0) {
+		snprintf(why, whylen, "cannot sync '%s.data': %s", x->hash, strerror(errno));
+		return MHD_HTTP_INSUFFICIENT_STORAGE;
+	}
 	final = xasprintf("%s/%s.data", s->dir, x->hash);
 	rc = renameat2(AT_FDCWD, x->obj, AT_FDCWD, final, RENAME_NOREPLACE);
 	free(final);
