@@ -191,23 +191,6 @@ static int client_setup(struct mtc_peer_client *pc, const char *token_file, doub
 	return -1;
 }
 
-static char *expand_template(const char *t, int rank)
-{
-	char num[16], *out = xstrdup("");
-	const char *p;
-	snprintf(num, sizeof num, "%d", rank);
-	while ((p = strstr(t, "{rank}"))) {
-		char *next = xasprintf("%s%.*s%s", out, (int)(p - t), t, num);
-		free(out);
-		out = next;
-		t = p + 6;
-	}
-	p = out;
-	out = xasprintf("%s%s", p, t);
-	free((char *)p);
-	return out;
-}
-
 static int count_argv(char **v)
 {
 	int n = 0;
@@ -288,7 +271,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		}
 		urls = xcalloc((size_t)n + 1, sizeof *urls);
 		for (int i = 0; i < n; i++)
-			urls[n_urls++] = expand_template(tmpl, ranks[i]);
+			urls[n_urls++] = mtc_peer_url(tmpl, ranks[i]);
 	}
 	if ((rc = client_setup(&pc, token_file, timeout, retries, &token)) >= 0) {
 		mtc_config_free(&cfg);
