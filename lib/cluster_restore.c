@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +34,15 @@
 
 #define MAX_BACKUPS_REPORTED 8
 
+#define FETCHES_IN_FLIGHT 4
+
 struct ctx {
 	const struct mtc_cluster_restore_opts *o;
 	const struct mtc_config *cfg;
 	struct mtc_store *store; /* <backup>/<job>, or NULL */
 	struct mtc_peer_client pc;
 	double deadline;
+	pthread_mutex_t mu; /* guards bytes and fetched while fetches run */
 	long long bytes;
 	int fetched;
 };
@@ -230,8 +234,8 @@ static int backup_holds(struct mtc_store *s, const char *name, const char *hash)
 }
 
 /* Downloads <name>/<hash>.data into a private staging dir, verifies it, renames it in. */
-static int fetch_from_backup(struct ctx *x, const char *name, const char *hash, char *err,
-			     size_t errlen)
+static int fetch_from_backup(struct ctx *x, struct mtc_store *store, const char *name,
+			     const char *hash, char *err, size_t errlen)
 {
 	char *staging = xasprintf("%s/.mtc-restore-XXXXXX", x->o->dir), *dst = NULL, *key = NULL,
 	     *final = NULL, *mkey = NULL, *buf = NULL, why[512];
@@ -251,26 +255,26 @@ static int fetch_from_backup(struct ctx *x, const char *name, const char *hash, 
 	key = xasprintf("%s/%s.data", name, hash);
 	if (mtc_is_dir_hash(hash)) {
 		char *pre = xasprintf("%s/", key);
-		v = mtc_tree_download(x->store, pre, dst, &t);
+		v = mtc_tree_download(store, pre, dst, &t);
 		free(pre);
 	} else {
-		v = mtc_store_get_file(x->store, key, dst);
+		v = mtc_store_get_file(store, key, dst);
 	}
 	if (v < 0) {
-		snprintf(err, errlen, "cannot download '%s/%s': %s", mtc_store_url(x->store), key,
-			 mtc_store_error(x->store));
+		snprintf(err, errlen, "cannot download '%s/%s': %s", mtc_store_url(store), key,
+			 mtc_store_error(store));
 		rc = errno == EIO ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
 		goto out;
 	}
 	mkey = xasprintf("%s/%s.manifest", name, hash);
-	if (mtc_store_get_buf(x->store, mkey, 256 << 20, &buf, &len) == 0) {
+	if (mtc_store_get_buf(store, mkey, 256 << 20, &buf, &len) == 0) {
 		json_t *j = json_loadb(buf, len, 0, NULL);
 		have_manifest = j && mtc_manifest_from_json(j, &m, why, sizeof why) == 0;
 		json_decref(j);
 	}
 	v = mtc_digest_verify(dst, hash, have_manifest ? &m : NULL, x->o->threads, why, sizeof why);
 	if (v != 0) {
-		snprintf(err, errlen, "'%s/%s' is not what its name says: %s", mtc_store_url(x->store),
+		snprintf(err, errlen, "'%s/%s' is not what its name says: %s", mtc_store_url(store),
 			 key, v < 0 ? strerror(errno) : why);
 		rc = MTC_EXIT_INTEGRITY;
 		goto out;
@@ -282,7 +286,9 @@ static int fetch_from_backup(struct ctx *x, const char *name, const char *hash, 
 		goto out;
 	}
 	mtc_fsync_dir(x->o->dir);
+	pthread_mutex_lock(&x->mu);
 	x->bytes += mtc_tree_bytes(final);
+	pthread_mutex_unlock(&x->mu);
 	rc = MTC_EXIT_OK;
 out:
 	mtc_remove_tree(staging);
@@ -297,9 +303,13 @@ out:
 	return rc;
 }
 
-/* The plan's peers in order, then the plan's backup, then the newest backups that hold it. */
-static int fetch_hash(struct ctx *x, json_t *f, const char *plan_backup, char *err,
-		      size_t errlen)
+/*
+ * One hash: the plan's peers in order, then the plan's backup, then the newest
+ * backups that hold it; each copy verified before it is renamed in. store is
+ * the calling worker's own handle on the backups (NULL: none).
+ */
+static int fetch_hash(struct ctx *x, struct mtc_store *store, json_t *f, const char *plan_backup,
+		      char *err, size_t errlen)
 {
 	const char *hash = json_string_value(json_object_get(f, "hash"));
 	json_t *peers = json_object_get(f, "peers"), *p;
@@ -316,29 +326,31 @@ static int fetch_hash(struct ctx *x, json_t *f, const char *plan_backup, char *e
 		if (rc == 0) {
 			mtc_info("fetched '%s.data' from %s (%lld bytes)", hash, json_string_value(p),
 				 got);
+			pthread_mutex_lock(&x->mu);
 			x->bytes += got;
+			pthread_mutex_unlock(&x->mu);
 			return 0;
 		}
 		mtc_warn("cannot fetch '%s.data' from %s: %s; trying the next source", hash,
 			 json_string_value(p), why);
 	}
-	if (x->store) {
+	if (store) {
 		struct mtc_backup_entry *list = NULL;
 		size_t n = 0;
-		if (plan_backup && backup_holds(x->store, plan_backup, hash)) {
-			rc = fetch_from_backup(x, plan_backup, hash, why, sizeof why);
+		if (plan_backup && backup_holds(store, plan_backup, hash)) {
+			rc = fetch_from_backup(x, store, plan_backup, hash, why, sizeof why);
 			if (rc == 0) {
 				mtc_info("fetched '%s.data' from backup '%s'", hash, plan_backup);
 				return 0;
 			}
 			mtc_warn("%s", why);
 		}
-		if (mtc_backups_list(x->store, &list, &n) == 0)
+		if (mtc_backups_list(store, &list, &n) == 0)
 			for (size_t b = 0; b < n && b < MAX_BACKUPS_REPORTED; b++) {
 				if ((plan_backup && !strcmp(list[b].name, plan_backup)) ||
-				    !backup_holds(x->store, list[b].name, hash))
+				    !backup_holds(store, list[b].name, hash))
 					continue;
-				rc = fetch_from_backup(x, list[b].name, hash, why, sizeof why);
+				rc = fetch_from_backup(x, store, list[b].name, hash, why, sizeof why);
 				if (rc == 0) {
 					mtc_info("fetched '%s.data' from backup '%s'", hash,
 						 list[b].name);
@@ -354,30 +366,92 @@ static int fetch_hash(struct ctx *x, json_t *f, const char *plan_backup, char *e
 	return rc ? rc : MTC_EXIT_NOTFOUND;
 }
 
+/* The fetches of one restore, FETCHES_IN_FLIGHT at a time; the first failure stops the rest. */
+struct fetch_queue {
+	struct ctx *x;
+	json_t **items;
+	size_t n, next;
+	const char *backup;
+	int rc;
+	char err[1024];
+};
+
+static void *fetch_worker(void *arg)
+{
+	struct fetch_queue *q = arg;
+	struct ctx *x = q->x;
+	struct mtc_store *store = NULL;
+	char err[1024];
+
+	if (x->o->backup) {
+		struct mtc_store_options so = { .token_file = x->o->store_token_file };
+		char *url = xasprintf("%s/%s", x->o->backup, x->cfg->job_name);
+		if (mtc_store_open(url, &so, &store, err, sizeof err) < 0)
+			mtc_warn("cannot open the backup location '%s': %s", url, err);
+		free(url);
+	}
+	for (;;) {
+		json_t *f;
+		int rc;
+		pthread_mutex_lock(&x->mu);
+		if (q->rc || q->next == q->n) {
+			pthread_mutex_unlock(&x->mu);
+			break;
+		}
+		f = q->items[q->next++];
+		pthread_mutex_unlock(&x->mu);
+		if (mtc_now() > x->deadline) {
+			rc = MTC_EXIT_TIMEOUT;
+			snprintf(err, sizeof err, "restore timed out while fetching");
+		} else {
+			rc = fetch_hash(x, store, f, q->backup, err, sizeof err);
+		}
+		pthread_mutex_lock(&x->mu);
+		if (rc && !q->rc) {
+			q->rc = rc;
+			snprintf(q->err, sizeof q->err, "%s", err);
+		} else if (!rc) {
+			x->fetched++;
+		}
+		pthread_mutex_unlock(&x->mu);
+	}
+	mtc_store_close(store);
+	return NULL;
+}
+
 static int fetch_all(struct ctx *x, json_t *view, char *err, size_t errlen)
 {
-	json_t *f;
+	struct fetch_queue q = { .x = x, .backup = json_string_value(json_object_get(view, "backup")) };
+	json_t *fetch = json_object_get(view, "fetch"), *f;
+	pthread_t th[FETCHES_IN_FLIGHT];
+	int started = 0;
 	size_t i;
-	const char *backup = json_string_value(json_object_get(view, "backup"));
 
-	json_array_foreach(json_object_get(view, "fetch"), i, f) {
+	q.items = xcalloc(json_array_size(fetch) + 1, sizeof *q.items);
+	json_array_foreach(fetch, i, f) {
 		const char *hash = json_string_value(json_object_get(f, "hash"));
-		int rc;
+		int seen = 0;
 		if (!hash || !mtc_is_hash(hash)) {
 			snprintf(err, errlen, "the plan names a bad hash");
+			free(q.items);
 			return MTC_EXIT_FAILURE;
 		}
-		if (has_local(x->o->dir, hash))
-			continue;
-		if (mtc_now() > x->deadline) {
-			snprintf(err, errlen, "restore timed out while fetching");
-			return MTC_EXIT_TIMEOUT;
-		}
-		if ((rc = fetch_hash(x, f, backup, err, errlen)) != 0)
-			return rc;
-		x->fetched++;
+		for (size_t k = 0; k < q.n && !seen; k++)
+			seen = !strcmp(hash, json_string_value(json_object_get(q.items[k], "hash")));
+		if (!seen && !has_local(x->o->dir, hash))
+			q.items[q.n++] = f;
 	}
-	return 0;
+	for (size_t k = 0; k < q.n && k < FETCHES_IN_FLIGHT; k++)
+		if (pthread_create(&th[started], NULL, fetch_worker, &q) == 0)
+			started++;
+	if (!started && q.n)
+		fetch_worker(&q);
+	for (int k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+	free(q.items);
+	if (q.rc)
+		snprintf(err, errlen, "%s", q.err);
+	return q.rc;
 }
 
 static int write_metas(struct ctx *x, long long step, json_t *metas, char *err, size_t errlen)
@@ -582,7 +656,7 @@ out:
 
 int mtc_cluster_restore(const struct mtc_cluster_restore_opts *o, json_t **summary)
 {
-	struct ctx x = { .o = o, .cfg = o->cfg };
+	struct ctx x = { .o = o, .cfg = o->cfg, .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct mtc_coord_client cc;
 	int rc, coordinated = o->coordinator && o->cfg->nodes > 1;
 

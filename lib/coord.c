@@ -312,13 +312,25 @@ static void complete_sync(struct mtc_coord *c, struct round *rd)
 	char name[17];
 
 	for (int r = 0; r < c->o.nodes; r++) {
-		json_t *rep = rd->s[r].report;
+		json_t *rep = rd->s[r].report, *last = json_object_get(rep, "last-backup");
+		const char *lname = json_string_value(json_object_get(last, "name"));
 		long long s = cfg_int(rep, "replicated-step", -1);
+		time_t when;
 		if (r == 0 || s < agreed)
 			agreed = s;
 		running |= json_is_true(json_object_get(rep, "backup-running"));
-		requested |= json_is_true(json_object_get(rep, "backup-requested"));
+		/* A newer backup a rank knows of (one found at its start) counts as the last one. */
+		if (lname && mtc_parse_backup_name(lname, &when) == 0 &&
+		    (c->last_backup_time < 0 || strcmp(lname, c->last_backup_name) > 0)) {
+			c->last_backup_time = (long long)when;
+			c->last_backup_step = cfg_int(last, "step", -1);
+			snprintf(c->last_backup_name, sizeof c->last_backup_name, "%s", lname);
+		}
 	}
+	/* A request is for the step its rank reported: it counts once every rank is there. */
+	for (int r = 0; r < c->o.nodes; r++)
+		requested |= json_is_true(json_object_get(rd->s[r].report, "backup-requested")) &&
+			     cfg_int(rd->s[r].report, "replicated-step", -1) == agreed;
 	if (mtc_coord_backup_due(agreed, running, requested,
 				 cfg_int(cfg, "backup-interval-minutes", -1),
 				 cfg_int(cfg, "backup-interval-steps", -1), (long long)time(NULL),
@@ -397,7 +409,7 @@ int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, si
 	struct round *rd;
 	struct slot *s;
 	double until, wait;
-	int k, rank;
+	int k, rank, code;
 
 	for (k = 0; k < NKINDS && strcmp(kind, kind_names[k]); k++)
 		;
@@ -455,15 +467,19 @@ int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, si
 		if (!s->answer)
 			check_round(c, (enum kind)k);
 	}
-	if (s->answer)
+	/* A coordinator shutting down sends its ranks to the next one (503: report again). */
+	code = 200;
+	if (s->answer) {
 		*answer = collect(s);
-	else if (c->stopping)
+	} else if (c->stopping) {
 		*answer = failure("the coordinator is shutting down");
-	else
+		code = 503;
+	} else {
 		*answer = dump(json_pack("{s:s, s:i, s:i}", "status", "waiting", "reported",
 					 rd->n_reported, "nodes", c->o.nodes));
+	}
 	pthread_mutex_unlock(&c->mu);
-	return 200;
+	return code;
 }
 
 static char *status_json(struct mtc_coord *c)

@@ -42,6 +42,7 @@ void mtc_coord_client_init(struct mtc_coord_client *cc, const char *url, const c
 		 ts.tv_nsec);
 	pthread_mutex_init(&cc->mu, NULL);
 	pthread_cond_init(&cc->cv, NULL);
+	cc->lost_s = 30;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
@@ -61,6 +62,24 @@ static size_t on_write(char *p, size_t size, size_t n, void *arg)
 	b->len += len;
 	b->p[b->len] = '\0';
 	return len;
+}
+
+int mtc_coord_client_lost(struct mtc_coord_client *cc)
+{
+	double ok = atomic_load(&cc->last_ok);
+	return ok > 0 && mtc_now() - ok > cc->lost_s;
+}
+
+static int cancelled(struct mtc_coord_client *cc)
+{
+	return (cc->cancel && *cc->cancel) || atomic_load(&cc->stop);
+}
+
+/* Aborts a long poll when the coordinator is lost (heartbeats unanswered) or on cancel. */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct mtc_coord_client *cc = arg;
+	return cancelled(cc) || mtc_coord_client_lost(cc);
 }
 
 /* One HTTP POST. 0 with the parsed JSON answer and its HTTP code, or -1 with err (transport). */
@@ -92,6 +111,11 @@ static int post_once(struct mtc_coord_client *cc, const char *kind, const char *
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	if (strcmp(kind, "heartbeat")) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, cc);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 	rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
 	curl_easy_cleanup(h);
@@ -104,6 +128,7 @@ static int post_once(struct mtc_coord_client *cc, const char *kind, const char *
 		free(b.p);
 		return -1;
 	}
+	atomic_store(&cc->last_ok, mtc_now());
 	*answer = b.p ? json_loadb(b.p, b.len, 0, &jerr) : NULL;
 	if (!json_is_object(*answer)) {
 		snprintf(err, errlen, "coordinator '%s' answered HTTP %ld without JSON: %.80s", url,
@@ -154,6 +179,7 @@ void mtc_coord_client_heartbeat(struct mtc_coord_client *cc, double interval_s)
 	if (cc->heartbeat_running || interval_s <= 0)
 		return;
 	cc->heartbeat_s = interval_s;
+	cc->lost_s = interval_s * 6 < 3 ? 3 : interval_s * 6;
 	if (pthread_create(&cc->heartbeat, NULL, heartbeat_main, cc) == 0)
 		cc->heartbeat_running = 1;
 }
@@ -199,6 +225,19 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 			if (!*err)
 				snprintf(err, errlen, "no answer from the coordinator '%s'", cc->url);
 			return MTC_EXIT_TIMEOUT;
+		}
+		if (cancelled(cc)) {
+			free(body);
+			snprintf(err, errlen, "stopped while waiting for the coordinator '%s'", cc->url);
+			return MTC_EXIT_FAILURE;
+		}
+		if (*err && mtc_coord_client_lost(cc)) {
+			char why[512];
+			snprintf(why, sizeof why, "%s", err);
+			free(body);
+			snprintf(err, errlen, "lost the coordinator '%s' (no answer for %.0f s): %s",
+				 cc->url, mtc_now() - atomic_load(&cc->last_ok), why);
+			return MTC_EXIT_FAILURE;
 		}
 		err[0] = '\0';
 		if (post_once(cc, kind, body, (wait_s >= 0 ? wait_s : 60) + 30, &a, &code, err,

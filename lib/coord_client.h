@@ -2,6 +2,7 @@
 #define MTC_COORD_CLIENT_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
@@ -24,6 +25,14 @@ struct mtc_coord_client {
 	atomic_int stop;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	/*
+	 * Once the coordinator has answered, silence (no request answered) for
+	 * lost_s means it is lost: reports fail at once with FAILURE instead of
+	 * retrying until their deadline. Default: 6 heartbeats, at least 3 s.
+	 */
+	double lost_s;
+	_Atomic double last_ok; /* mtc_now() of the last answer; 0: never */
+	volatile sig_atomic_t *cancel; /* when set and non-zero, reports stop with FAILURE */
 };
 
 /* The coordinator URL: url when given, else $MTC_COORDINATOR; NULL when neither. */
@@ -31,6 +40,8 @@ const char *mtc_coord_url(const char *url);
 
 void mtc_coord_client_init(struct mtc_coord_client *cc, const char *url, const char *token,
 			   int rank);
+/* 1 when the coordinator answered once and has been silent for lost_s since. */
+int mtc_coord_client_lost(struct mtc_coord_client *cc);
 /* Starts the heartbeat thread: one POST /v1/coord/heartbeat every interval_s. */
 void mtc_coord_client_heartbeat(struct mtc_coord_client *cc, double interval_s);
 void mtc_coord_client_close(struct mtc_coord_client *cc);
@@ -39,9 +50,10 @@ void mtc_coord_client_close(struct mtc_coord_client *cc);
  * One report to a round: 0 with the answer when the round is done, 0 with
  * *answer NULL when still waiting after wait_s (the report stands), or an
  * exit code:
- * FAILURE (the round failed, or the coordinator refused the report: err
- * says why) or TIMEOUT (coordinator unreachable). Connection errors are
- * retried until deadline (mtc_now() based).
+ * FAILURE (the round failed, the coordinator refused the report or was
+ * lost, or *cancel was set: err says why) or TIMEOUT (coordinator never
+ * reached). Connection errors are retried until deadline (mtc_now() based)
+ * or until the coordinator counts as lost.
  */
 int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report, double wait_s,
 		   double deadline, json_t **answer, char *err, size_t errlen);

@@ -42,7 +42,67 @@ struct loop {
 	long long child_step;
 	long long last_backup_time, last_backup_step;
 	char last_backup_name[17];
+	double sync_failing_since, sync_error_logged;
 };
+
+/*
+ * Fault injection for the cluster tests: MTC_FAULT_KILL=PHASE:FILE makes the
+ * loop kill itself with SIGKILL after PHASE (commit, push, sync, backup) once:
+ * FILE is created first and the fault does not fire while it exists.
+ */
+static void fault_point(const char *phase)
+{
+	const char *f = getenv("MTC_FAULT_KILL"), *colon;
+	size_t n = strlen(phase);
+	if (!f || !(colon = strchr(f, ':')) || (size_t)(colon - f) != n || strncmp(f, phase, n))
+		return;
+	if (access(colon + 1, F_OK) == 0 || mtc_write_atomic(colon + 1, phase, n) < 0)
+		return;
+	mtc_info("fault injection: killed after %s", phase);
+	raise(SIGKILL);
+}
+
+/* The newest valid backup becomes the last one, so a restart does not repeat it at once. */
+static void seed_last_backup(struct loop *l)
+{
+	const struct mtc_steady_opts *o = l->o;
+	struct mtc_store_options so = { .token_file = o->store_token_file };
+	struct mtc_backup_entry *list = NULL;
+	struct mtc_store *s;
+	char err[512], *url;
+	size_t n = 0;
+
+	if (!o->backup)
+		return;
+	url = xasprintf("%s/%s", o->backup, o->cfg->job_name);
+	if (mtc_store_open(url, &so, &s, err, sizeof err) < 0) {
+		mtc_warn("cannot open '%s': %s", url, err);
+		free(url);
+		return;
+	}
+	free(url);
+	if (mtc_backups_list(s, &list, &n) == 0)
+		for (size_t i = 0; i < n && i < 8; i++) {
+			struct mtc_backup_info info;
+			int valid;
+			if (mtc_backup_inspect(s, list[i].name, o->cfg->nodes, o->cfg->workers_per_node,
+					       &info) < 0)
+				continue;
+			valid = info.state == MTC_BACKUP_VALID;
+			if (valid) {
+				l->last_backup_time = (long long)list[i].when;
+				l->last_backup_step = info.step;
+				snprintf(l->last_backup_name, sizeof l->last_backup_name, "%s",
+					 list[i].name);
+				mtc_info("last backup: '%s' of step %lld", list[i].name, info.step);
+			}
+			mtc_backup_info_free(&info);
+			if (valid)
+				break;
+		}
+	mtc_backups_free_list(list, n);
+	mtc_store_close(s);
+}
 
 static void on_commit(const struct mtc_commit_result *r, void *arg)
 {
@@ -53,9 +113,9 @@ static void on_commit(const struct mtc_commit_result *r, void *arg)
 		l->committed = r->step;
 }
 
-/* This node's steps with a .meta in the dir, ascending; count or -1. */
-static int own_steps(struct loop *l, long long **steps, char (*hash)[MTC_HASH_MAX + 1],
-		     long long for_step)
+/* Steps with a .meta of this node (any_node: of any node) in the dir, ascending; count or -1. */
+static int steps_in_dir(struct loop *l, int any_node, long long **steps,
+			char (*hash)[MTC_HASH_MAX + 1], long long for_step)
 {
 	struct mtc_inventory inv;
 	int n = 0;
@@ -66,12 +126,11 @@ static int own_steps(struct loop *l, long long **steps, char (*hash)[MTC_HASH_MA
 	*steps = xcalloc(inv.n_metas + 1, sizeof **steps);
 	for (size_t i = 0; i < inv.n_metas; i++) {
 		const struct mtc_inv_meta *m = &inv.metas[i];
-		if (strcmp(m->job, l->o->cfg->job_name) || m->node != l->o->cfg->node_rank)
+		if (strcmp(m->job, l->o->cfg->job_name) ||
+		    (!any_node && m->node != l->o->cfg->node_rank))
 			continue;
-		if (hash && m->step == for_step && m->worker == 0)
+		if (hash && m->step == for_step && m->worker == 0 && m->node == l->o->cfg->node_rank)
 			snprintf(*hash, sizeof *hash, "%s", m->hash);
-		if (n && (*steps)[n - 1] == m->step)
-			continue;
 		(*steps)[n++] = m->step;
 	}
 	mtc_inventory_free(&inv);
@@ -81,13 +140,20 @@ static int own_steps(struct loop *l, long long **steps, char (*hash)[MTC_HASH_MA
 			(*steps)[j] = (*steps)[j - 1];
 			(*steps)[j - 1] = t;
 		}
+	{
+		int u = 0;
+		for (int i = 0; i < n; i++)
+			if (!u || (*steps)[u - 1] != (*steps)[i])
+				(*steps)[u++] = (*steps)[i];
+		n = u;
+	}
 	return n;
 }
 
 static long long newest_own_step(struct loop *l)
 {
 	long long *steps, best = -1;
-	int n = own_steps(l, &steps, NULL, -1);
+	int n = steps_in_dir(l, 0, &steps, NULL, -1);
 	if (n > 0)
 		best = steps[n - 1];
 	free(steps);
@@ -121,6 +187,7 @@ static void push_new(struct loop *l)
 			 o->n_peers == 1 ? "" : "s",
 			 json_real_value(json_object_get(sum, "seconds")));
 		l->pushed = l->replicated = l->committed;
+		fault_point("push");
 	} else {
 		json_t *p;
 		size_t i;
@@ -157,17 +224,40 @@ static void reap_backup(struct loop *l, int block)
 	l->child = 0;
 }
 
-static int backup_exists(const struct mtc_steady_opts *o, const char *name)
+/*
+ * What backup name already holds: 2 when a .meta of another step (a second
+ * step must not go into it), 1 when this node's .meta of step (done), 0 when
+ * neither (it may hold other nodes' parts of step), -1 when it cannot be read.
+ */
+static int backup_holds(const struct mtc_steady_opts *o, const char *name, long long step)
 {
 	struct mtc_store_options so = { .token_file = o->store_token_file };
+	struct mtc_store_list list = { 0 };
 	struct mtc_store *s;
-	char err[512], *url = xasprintf("%s/%s", o->backup, o->cfg->job_name);
-	int found = 0;
+	char err[512], *url = xasprintf("%s/%s", o->backup, o->cfg->job_name),
+			  *prefix = xasprintf("%s/", name);
+	int found = -1;
 
 	if (mtc_store_open(url, &so, &s, err, sizeof err) == 0) {
-		found = mtc_backup_has_meta(s, name) == 1;
+		if (mtc_store_list(s, prefix, "/", &list) == 0) {
+			found = 0;
+			for (size_t i = 0; i < list.n_objects && found < 2; i++) {
+				const char *base = strrchr(list.objects[i].name, '/');
+				struct mtc_ckpt_name cn;
+				base = base ? base + 1 : list.objects[i].name;
+				if (mtc_parse_ckpt_name(base, &cn) || cn.ext != MTC_EXT_META ||
+				    strcmp(cn.job, o->cfg->job_name))
+					continue;
+				if (cn.step != step)
+					found = 2;
+				else if (cn.rank == o->cfg->node_rank)
+					found = 1;
+			}
+		}
+		mtc_store_list_free(&list);
 		mtc_store_close(s);
 	}
+	free(prefix);
 	free(url);
 	return found;
 }
@@ -182,8 +272,20 @@ static void start_backup(struct loop *l, const char *name, long long step)
 
 	if (!o->backup || l->child > 0)
 		return;
-	if (backup_exists(o, name)) {
-		mtc_info("backup '%s' already exists: not writing a second step into it", name);
+	if (mtc_parse_backup_name(name, NULL) == 0 &&
+	    (l->last_backup_time < 0 || strcmp(name, l->last_backup_name) > 0)) {
+		time_t when;
+		mtc_parse_backup_name(name, &when);
+		l->last_backup_time = (long long)when;
+		l->last_backup_step = step;
+		snprintf(l->last_backup_name, sizeof l->last_backup_name, "%s", name);
+	}
+	switch (backup_holds(o, name, step)) {
+	case 2:
+		mtc_info("backup '%s' holds another step: not writing step %lld into it", name, step);
+		return;
+	case 1:
+		mtc_info("backup '%s' already holds this node's step %lld", name, step);
 		return;
 	}
 	snprintf(stepbuf, sizeof stepbuf, "%lld", step);
@@ -220,6 +322,7 @@ static void start_backup(struct loop *l, const char *name, long long step)
 		_exit(127);
 	}
 	mtc_info("backup '%s' of step %lld started (pid %d)", name, step, (int)p);
+	fault_point("backup");
 	l->child = p;
 	snprintf(l->child_name, sizeof l->child_name, "%s", name);
 	l->child_step = step;
@@ -229,7 +332,7 @@ static void gc_to(struct loop *l, long long agreed)
 {
 	long long *steps, *keep;
 	size_t nk = 0;
-	int n = own_steps(l, &steps, NULL, -1);
+	int n = steps_in_dir(l, 1, &steps, NULL, -1);
 	struct mtc_gc_opts g = { l->o->dir, l->o->cfg, NULL, 0, 0, 0 };
 	struct mtc_gc_stats st;
 
@@ -259,7 +362,7 @@ static int backup_requested(struct loop *l)
 {
 	long long *steps;
 	char hash[MTC_HASH_MAX + 1] = "";
-	int n = own_steps(l, &steps, &hash, l->replicated), found = 0;
+	int n = steps_in_dir(l, 0, &steps, &hash, l->replicated), found = 0;
 	free(steps);
 	if (n > 0 && *hash) {
 		char *p = xasprintf("%s/%s.data/%s", l->o->dir, hash, MTC_BACKUP_REQUESTED);
@@ -339,14 +442,30 @@ static int sync_once(struct loop *l)
 	rep = json_pack("{s:I, s:b, s:b, s:o}", "replicated-step", (json_int_t)l->replicated,
 			"backup-running", l->child > 0, "backup-requested", backup_requested(l),
 			"config", mtc_config_to_json(o->cfg));
+	if (l->last_backup_time >= 0)
+		json_object_set_new(rep, "last-backup",
+				    json_pack("{s:s, s:I}", "name", l->last_backup_name, "step",
+					      (json_int_t)l->last_backup_step));
 	rc = mtc_coord_post(&l->cc, "sync", rep, 1, mtc_now() + 30, &a, err, sizeof err);
 	json_decref(rep);
 	if (rc == 0 && !a)
 		return 0;
 	if (rc != 0) {
-		mtc_error("sync with the coordinator failed: %s", err);
+		/* An outage is one ERROR line, repeated each minute while it lasts. */
+		if (!l->sync_failing_since)
+			l->sync_failing_since = mtc_now();
+		if (mtc_now() - l->sync_error_logged >= 60) {
+			mtc_error("sync with the coordinator failed: %s", err);
+			l->sync_error_logged = mtc_now();
+		}
 		return 1;
 	}
+	if (l->sync_failing_since) {
+		mtc_info("sync with the coordinator works again after %.0f s",
+			 mtc_now() - l->sync_failing_since);
+		l->sync_failing_since = l->sync_error_logged = 0;
+	}
+	fault_point("sync");
 	agreed = json_is_integer(json_object_get(a, "agreed-step"))
 			 ? json_integer_value(json_object_get(a, "agreed-step"))
 			 : -1;
@@ -378,14 +497,19 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	}
 	if (l.coordinated) {
 		mtc_coord_client_init(&l.cc, o->coordinator, o->token, o->cfg->node_rank);
+		l.cc.cancel = o->stop;
 		mtc_coord_client_heartbeat(&l.cc, o->heartbeat_s > 0 ? o->heartbeat_s : 5);
 	}
+	if (!l.coordinated || o->cfg->node_rank == 0)
+		seed_last_backup(&l);
 	l.committed = l.pushed = l.replicated = newest_own_step(&l);
 	mtc_info("steady state from step %lld", l.replicated);
 	while (!*o->stop && (end < 0 || mtc_now() < end)) {
 		double wait_until;
 		if (mtc_commit_scan(&co) < 0)
 			mtc_error("cannot commit the new steps in '%s'", o->dir);
+		else if (l.committed >= 0)
+			fault_point("commit");
 		push_new(&l);
 		unpin_after_new_step(&l);
 		reap_backup(&l, 0);

@@ -13,12 +13,20 @@ teardown() { cluster_stop; }
 
 # First start: nothing to restore, then three steps saved, replicated and backed up.
 first_run() {
+	local steps=${FIRST_STEPS:-3}
 	cluster_start
-	run trainers "${1:-orbax}" --steps 3 "${@:2}"
+	run trainers "${1:-orbax}" --steps "$steps" "${@:2}"
 	assert_success
 	[ "$(restored_steps)" = 0 ]
-	wait_for "step 3 replicated" 60 replicated 3
+	wait_for "step $steps replicated" 60 replicated "$steps"
 	wait_for "a backup" 60 has_backup
+}
+
+ranks_but() { seq 0 $((N - 1)) | grep -vx "$1" | tr '\n' ' '; }
+
+no_markers() {
+	run ls "$CL_ROOT/node$1"
+	refute_output --partial .restore # no marker: the training job is not woken
 }
 
 @test "cluster: a clean restart restores the newest step from RAM" {
@@ -48,7 +56,8 @@ first_run() {
 @test "cluster: with all RAM wiped the job restores from the backup" {
 	first_run nemo
 	step=$(backup_step)
-	for ((r = 0; r < N; r++)); do node_kill "$r"; wipe_node "$r"; done
+	nodes_kill
+	for ((r = 0; r < N; r++)); do wipe_node "$r"; done
 	cluster_start
 	run trainers nemo --steps 0
 	assert_success
@@ -78,7 +87,7 @@ first_run() {
 
 @test "cluster: a node killed during the restore makes the others fail clearly" {
 	first_run orbax
-	for ((r = 0; r < N; r++)); do node_kill "$r"; done
+	nodes_kill
 	CL_ENV[3]="MTC_FAULT_STALL_AFTER_PLAN=$CL_ROOT/stalled.pid"
 	cluster_start
 	for ((r = 0; r < N; r++)); do
@@ -102,9 +111,131 @@ first_run() {
 	step=$(backup_step)
 	b=$(ls -d "$CL_BACKUP/$CL_JOB"/20*/ | head -1)
 	[ "$(ls "$b" | grep -c '\.data$')" -eq $((N / 2)) ] # only the last partition uploads data
-	for ((r = 0; r < N; r++)); do node_kill "$r"; wipe_node "$r"; done
+	nodes_kill
+	for ((r = 0; r < N; r++)); do wipe_node "$r"; done
 	cluster_start
 	run trainers orbax --dp 2 --steps 0
 	assert_success
 	[ "$(restored_steps)" = "$step" ]
+}
+
+@test "cluster: the coordinator lost in the steady state: errors, no hang, recovery" {
+	first_run orbax
+	# rank 0's daemon dies: the service restarts it, and the new coordinator takes over
+	supervised_kill 0 serve
+	run trainers orbax --resume 3 --steps 1
+	assert_success
+	wait_for "step 4 replicated" 30 replicated 4
+	wait_for "the new coordinator agrees on step 4" 30 grep -q "agreed step 4" "$CL_ROOT/node0.log"
+	[ "$(backups_count)" = 1 ] # it knows the last backup: no second one at once
+	# rank 0's whole pod is lost: the others say so and go on committing
+	node_lost 0
+	CL_RANKS=$(ranks_but 0) run trainers orbax --resume 4 --steps 1
+	assert_success
+	for ((r = 1; r < N; r++)); do
+		wait_for "rank $r reports the loss" 20 \
+			grep -q "sync with the coordinator failed: lost the coordinator" "$CL_ROOT/node$r/replicator.errors"
+		wait_for "rank $r commits step 5" 10 test -e "$CL_ROOT/node$r/$CL_JOB-s5-n$r-w0.meta"
+	done
+	# the job restarts with rank 0 back: the newest step every node holds
+	cluster_start 0
+	run trainers orbax --steps 0
+	assert_success
+	[ "$(restored_steps)" = 4 ]
+}
+
+@test "cluster: the coordinator lost during a restore round: the others fail clearly, then recover" {
+	first_run orbax
+	nodes_kill
+	cluster_start
+	last=$((N - 1))
+	CL_RANKS=$(ranks_but "$last") trainers orbax --steps 0 &
+	bg=$!
+	wait_for "$last ranks in the restore round" 30 coord_reported restore "$last"
+	node_lost 0
+	for ((r = 1; r < last; r++)); do
+		wait_for "rank $r fails" 20 grep -q "lost the coordinator" "$CL_ROOT/node$r/replicator.failed"
+		wait_for "rank $r's restore exits 1" 10 grep -q "mtc-restore failed (exit 1)" "$CL_ROOT/node$r.log"
+		no_markers "$r"
+	done
+	for ((r = 0; r < last; r++)); do kill -KILL "$(cat "$CL_ROOT/trainer$r.pid")"; done
+	wait "$bg" || true
+	cluster_start 0
+	run trainers orbax --steps 0
+	assert_success
+	[ "$(restored_steps)" = 3 ]
+}
+
+@test "cluster: a bit flipped in a peer's copy is rejected and the backup serves instead" {
+	FIRST_STEPS=1 first_run orbax
+	node_kill 2
+	wipe_node 2
+	hash=$(cat "$CL_ROOT/node3/$CL_JOB-s1-n2-w0.meta")
+	flip_bit "$CL_ROOT/node3/$hash.data"
+	cluster_start 2
+	run trainers orbax --steps 0
+	assert_success
+	[ "$(restored_steps)" = 1 ]
+	grep -q "cannot fetch '$hash.data' from http" "$CL_ROOT/node2.log"
+	grep -q "fetched '$hash.data' from backup" "$CL_ROOT/node2.log"
+}
+
+@test "cluster: a bit flipped in the only copy, the backup's: exit 5, CRITICAL, no markers" {
+	first_run nemo
+	step=$(backup_step)
+	nodes_kill
+	for ((r = 0; r < N; r++)); do wipe_node "$r"; done
+	b=$(ls -d "$CL_BACKUP/$CL_JOB"/20*/ | head -1)
+	hash=$(cat "$b/$CL_JOB-s$step-n1-w0.meta")
+	flip_bit "$b/$hash.data"
+	cluster_start
+	trainers nemo --steps 0 &
+	bg=$!
+	wait_for "rank 1's restore exits 5" 30 grep -q "mtc-restore failed (exit 5)" "$CL_ROOT/node1.log"
+	grep -q "\[CRI\].*is not what its name says" "$CL_ROOT/node1/replicator.failed"
+	for ((r = 0; r < N; r++)); do
+		wait_for "rank $r fails" 20 grep -q "\[CRI\].*rank 1 could not restore" "$CL_ROOT/node$r/replicator.failed"
+		no_markers "$r"
+	done
+	kill -KILL $(cat "$CL_ROOT"/trainer*.pid) 2>/dev/null || true
+	wait "$bg" || true
+}
+
+@test "cluster: an Orbax _BACKUP_REQUESTED file triggers a backup before the interval" {
+	first_run orbax
+	b=$(ls -d "$CL_BACKUP/$CL_JOB"/20*/ | head -1)
+	mv "$b" "$CL_BACKUP/$CL_JOB/$(date -u -d '-10 min' +%Y-%m-%d_%H-%M)"
+	run trainers orbax --steps 1 # the last backup is 10 minutes old, the interval 30
+	assert_success
+	wait_for "step 4 replicated" 30 replicated 4
+	sleep 2
+	[ "$(backups_count)" = 1 ]
+	run trainers orbax --resume 4 --steps 1 --backup-requested
+	assert_success
+	wait_for "a backup of step 5" 30 backup_of 5
+	[ "$(backups_count)" = 2 ]
+}
+
+@test "cluster: mtc-replicate run killed -9 after commit, push, sync, during a backup and a commit converges" {
+	CL_ENV[0]="MTC_FAULT_KILL=sync:$CL_ROOT/fault0"
+	CL_ENV[1]="MTC_FAULT_KILL=commit:$CL_ROOT/fault1"
+	CL_ENV[2]="MTC_FAULT_KILL=push:$CL_ROOT/fault2"
+	CL_ENV[3]="MTC_FAULT_KILL=backup:$CL_ROOT/fault3"
+	first_run orbax
+	for r in 0 1 2 3; do
+		[ -e "$CL_ROOT/fault$r" ]
+		grep -q "'mtc-replicate run' exited (137); restarting it" "$CL_ROOT/node$r.log"
+	done
+	# a commit cut after the step became a .save, before its .meta: the next run finishes it
+	supervised_kill 1 run
+	mkdir "$CL_ROOT/scratch"
+	mtc-trainer --dir "$CL_ROOT/scratch" --rank 1 --nodes "$N" --resume 3 --steps 1 --save-every 0 \
+		--shard-bytes 65536
+	mv "$CL_ROOT/scratch/4" "$CL_ROOT/node1/$CL_JOB-s4-n1-w0.save"
+	CL_RANKS=$(ranks_but 1) run trainers orbax --resume 3 --steps 1
+	assert_success
+	wait_for "step 4 replicated" 30 replicated 4
+	run trainers orbax --steps 0
+	assert_success
+	[ "$(restored_steps)" = 4 ]
 }

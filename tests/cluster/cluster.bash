@@ -8,6 +8,8 @@
 #   cluster_start [RANK...]   starts mtc-node for the ranks (default all)
 #   trainers STYLE ARGS...    runs one trainer per node in the background, waits for all
 #   wait_for DESC SEC CMD...  polls CMD every 0.2 s until it succeeds
+#   node_kill RANK            stops one node's service (SIGTERM, then SIGKILL)
+#   node_lost RANK            SIGKILL to the service and everything it runs: a lost pod
 #   cluster_stop              stops every node and removes CL_ROOT
 
 CL_JOB=${CL_JOB:-job}
@@ -50,9 +52,20 @@ cluster_start() {
 			--listen "127.0.0.1:${CL_PORTS[$r]}" --coordinator-url "$CL_COORD" \
 			--peers-file "$CL_ROOT/peers" --backup "$CL_BACKUP" --state-dir "$CL_ROOT/state$r" \
 			--heartbeat 0.5 --heartbeat-timeout 3 --round-timeout 60 --sync-interval 0.5 \
-			--quiet-time 0.5 >>"$CL_ROOT/node$r.log" 2>&1 &
+			--quiet-time 0.5 --verbose >>"$CL_ROOT/node$r.log" 2>&1 &
 		echo $! >"$CL_ROOT/node$r.pid"
 	done
+}
+
+# The service's processes: mtc-node, its children, and what its supervisors run.
+node_pids() {
+	local pid=$1 f
+	echo "$pid"
+	pgrep -P "$pid" 2>/dev/null
+	for f in "$CL_ROOT/state$2"/*.pid; do
+		[ -e "$f" ] && cat "$f"
+	done
+	return 0
 }
 
 # Stops one node's service (it stops its children); by pid, SIGKILL after 5 s.
@@ -61,17 +74,34 @@ node_kill() {
 	pid=$(cat "$CL_ROOT/node$1.pid" 2>/dev/null) || return 0
 	kill -TERM "$pid" 2>/dev/null || true
 	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	if kill -0 "$pid" 2>/dev/null; then
-		pkill -KILL -P "$pid" 2>/dev/null || true
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	rm -f "$CL_ROOT/node$1.pid"
+	kill -0 "$pid" 2>/dev/null && node_lost "$1"
+	rm -f "$CL_ROOT/node$1.pid" "$CL_ROOT/state$1"/*.pid
 	return 0
+}
+
+node_lost() {
+	local pid
+	pid=$(cat "$CL_ROOT/node$1.pid" 2>/dev/null) || return 0
+	kill -KILL $(node_pids "$pid" "$1") 2>/dev/null || true
+	rm -f "$CL_ROOT/node$1.pid" "$CL_ROOT/state$1"/*.pid
+	return 0
+}
+
+# kill -9 of one program the service supervises (serve or run); it restarts it.
+supervised_kill() {
+	local f=$CL_ROOT/state$1/$2.pid
+	[ -s "$f" ] && kill -KILL "$(cat "$f")"
+}
+
+# Stops every node's service, rank 0 (the coordinator) last.
+nodes_kill() {
+	local r
+	for ((r = CL_N - 1; r >= 0; r--)); do node_kill "$r"; done
 }
 
 cluster_stop() {
 	[ -n "${CL_ROOT:-}" ] || return 0
-	for ((r = 0; r < CL_N; r++)); do node_kill "$r"; done
+	nodes_kill
 	for f in "$CL_ROOT"/trainer*.pid; do
 		[ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
 	done
@@ -79,11 +109,13 @@ cluster_stop() {
 	rm -rf "$CL_ROOT"
 }
 
-# trainers STYLE [trainer options]: one per node, all in parallel; fails if one fails.
+# trainers STYLE [trainer options]: one per node (those in CL_RANKS when set), all in
+# parallel; fails if one fails.
 trainers() {
-	local style=$1 r rc=0
+	local style=$1 r rc=0 ranks
 	shift
-	for ((r = 0; r < CL_N; r++)); do
+	ranks=(${CL_RANKS:-$(seq 0 $((CL_N - 1)))})
+	for r in "${ranks[@]}"; do
 		local peer=$((r ^ 1))
 		[ "$peer" -lt "$CL_N" ] || peer=
 		mtc-trainer --dir "$CL_ROOT/node$r" --style "$style" --job "$CL_JOB" --rank "$r" \
@@ -92,7 +124,7 @@ trainers() {
 			2>"$CL_ROOT/trainer$r.err" &
 		echo $! >"$CL_ROOT/trainer$r.pid"
 	done
-	for ((r = 0; r < CL_N; r++)); do
+	for r in "${ranks[@]}"; do
 		wait "$(cat "$CL_ROOT/trainer$r.pid")" || rc=1
 	done
 	return $rc
@@ -139,3 +171,38 @@ backup_step() {
 has_backup() { backup_step >/dev/null; }
 
 wipe_node() { find "$CL_ROOT/node$1" -mindepth 1 -delete; }
+
+# A step whose every node's .meta is in one backup.
+backup_of() {
+	local b n
+	for b in "$CL_BACKUP/$CL_JOB"/*/; do
+		[ -d "$b" ] || continue
+		n=$(ls "$b" | grep -c -- "^$CL_JOB-s$1-n[0-9]*-w0\.meta$")
+		[ "$n" -ge "$CL_N" ] && return 0
+	done
+	return 1
+}
+
+backups_count() { ls -d "$CL_BACKUP/$CL_JOB"/20*/ 2>/dev/null | wc -l; }
+
+# The coordinator's count of reports in an open round: coord_reported ROUND N.
+coord_reported() {
+	curl -s --max-time 2 "$CL_COORD/v1/coord/status" | grep -q "\"$1\":$2[,}]"
+}
+
+# Flips one bit in the middle of a file (the largest file of a tree), by a new
+# file renamed over it so that no hard link shares the change.
+flip_bit() {
+	python3 - "$1" <<'PY'
+import os, sys
+p = sys.argv[1]
+if os.path.isdir(p):
+    p = max((os.path.join(d, f) for d, _, fs in os.walk(p) for f in fs), key=os.path.getsize)
+b = bytearray(open(p, "rb").read())
+b[len(b) // 2] ^= 0x10
+with open(p + ".flip", "wb") as f:
+    f.write(b)
+os.chmod(p + ".flip", os.stat(p).st_mode)
+os.replace(p + ".flip", p)
+PY
+}
