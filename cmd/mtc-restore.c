@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
+#include "progress.h"
 #include "store.h"
 #include "store_tree.h"
 #include "xalloc.h"
@@ -45,7 +47,7 @@ enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };
 
 static char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file,
 	*rank_text;
-static int parallel, threads, force, json_out;
+static int parallel, threads, force, json_out, no_progress;
 static char *dir, *config_file, *backup, *coordinator_url, *address, *peer_token_file;
 static int standalone;
 static double timeout_s, heartbeat_s;
@@ -67,14 +69,6 @@ static struct mtc_store *open_store(const char *url)
 		return NULL;
 	}
 	return s;
-}
-
-static int has_object(const struct mtc_store_list *l, const char *name)
-{
-	for (size_t i = 0; i < l->n_objects; i++)
-		if (!strcmp(l->objects[i].name, name))
-			return 1;
-	return 0;
 }
 
 static int has_prefix(const struct mtc_store_list *l, const char *name)
@@ -214,37 +208,57 @@ static int verify(const char *path, const char *hash, const struct mtc_manifest 
 	return rc;
 }
 
-/* Downloads and verifies one <hash>.data into staging. */
-static int fetch_one(struct mtc_store *s, const struct mtc_store_list *l, const char *hash,
-		     const char *staging, long long *bytes)
+static const struct mtc_store_object *find_object(const struct mtc_store_list *l,
+						  const char *name)
 {
-	char *obj = xasprintf("%s.data", hash), *pre = xasprintf("%s.data/", hash);
+	for (size_t i = 0; i < l->n_objects; i++)
+		if (!strcmp(l->objects[i].name, name))
+			return &l->objects[i];
+	return NULL;
+}
+
+static int store_exit(int e)
+{
+	return e == EIO ? MTC_EXIT_INTEGRITY : e == ETIMEDOUT ? MTC_EXIT_TIMEOUT : MTC_EXIT_FAILURE;
+}
+
+/* Every object of each <hash>.data the .meta files name, once. */
+static int plan_fetch(struct mtc_store *s, const struct mtc_store_list *l, struct wanted *w,
+		      size_t n, struct mtc_fetch *f)
+{
+	for (size_t i = 0; i < n; i++) {
+		char obj[MTC_HASH_MAX + 8], pre[MTC_HASH_MAX + 8];
+		const struct mtc_store_object *o;
+		int dup = 0;
+		for (size_t j = 0; j < i; j++)
+			dup |= !strcmp(w[j].hash, w[i].hash);
+		if (dup)
+			continue;
+		snprintf(obj, sizeof obj, "%s.data", w[i].hash);
+		snprintf(pre, sizeof pre, "%s.data/", w[i].hash);
+		if ((o = find_object(l, obj))) {
+			mtc_fetch_add(f, obj, obj, o->size, o->generation);
+		} else if (has_prefix(l, pre)) {
+			if (mtc_fetch_add_prefix(s, pre, obj, f) < 0) {
+				mtc_error("cannot list '%s/%s': %s", from, pre, mtc_store_error(s));
+				return store_exit(errno);
+			}
+		} else {
+			mtc_error("backup '%s' is incomplete: no '%s'", from, obj);
+			return MTC_EXIT_INTEGRITY;
+		}
+	}
+	return MTC_EXIT_OK;
+}
+
+/* Checks staging/<hash>.data against its name and its manifest. */
+static int verify_one(struct mtc_store *s, const char *hash, const char *staging)
+{
 	char *dst = xasprintf("%s/%s.data", staging, hash), why[512];
 	struct mtc_manifest m;
-	struct mtc_tree t = { 0 };
-	int rc = MTC_EXIT_FAILURE, have_manifest, v;
+	int rc, have_manifest, v;
 
 	mtc_manifest_init(&m);
-	if (has_object(l, obj)) {
-		struct mtc_store_object st;
-		if (mtc_store_get_file(s, obj, dst) < 0 || mtc_store_stat(s, obj, &st) < 0) {
-			mtc_error("cannot download '%s/%s': %s", from, obj, mtc_store_error(s));
-			rc = errno == EIO ? MTC_EXIT_INTEGRITY : errno == ETIMEDOUT ? MTC_EXIT_TIMEOUT : MTC_EXIT_FAILURE;
-			goto out;
-		}
-		*bytes += st.size;
-	} else if (has_prefix(l, pre)) {
-		if (mtc_tree_download(s, pre, dst, &t) < 0) {
-			mtc_error("cannot download '%s/%s': %s", from, pre, mtc_store_error(s));
-			rc = errno == EIO ? MTC_EXIT_INTEGRITY : errno == ETIMEDOUT ? MTC_EXIT_TIMEOUT : MTC_EXIT_FAILURE;
-			goto out;
-		}
-		*bytes += t.bytes;
-	} else {
-		mtc_error("backup '%s' is incomplete: no '%s'", from, obj);
-		rc = MTC_EXIT_INTEGRITY;
-		goto out;
-	}
 	rc = load_manifest(s, hash, &m, &have_manifest);
 	if (rc != MTC_EXIT_OK)
 		goto out;
@@ -253,19 +267,55 @@ static int fetch_one(struct mtc_store *s, const struct mtc_store_list *l, const 
 		mtc_error("cannot verify '%s':", dst);
 		rc = MTC_EXIT_FAILURE;
 	} else if (v > 0) {
-		mtc_error("integrity failure in '%s/%s': %s", from, obj, why);
+		mtc_error("integrity failure in '%s/%s.data': %s", from, hash, why);
 		rc = MTC_EXIT_INTEGRITY;
-	} else {
-		if (!have_manifest)
-			mtc_info("'%s/%s' has no manifest; checked the digest only", from, obj);
-		rc = MTC_EXIT_OK;
+	} else if (!have_manifest) {
+		mtc_info("'%s/%s.data' has no manifest; checked the digest only", from, hash);
 	}
 out:
-	mtc_tree_free(&t);
 	mtc_manifest_free(&m);
-	free(obj);
-	free(pre);
 	free(dst);
+	return rc;
+}
+
+/* Downloads what staging lacks (continuing what an interrupted run left), then verifies it all. */
+static int fetch_all(struct mtc_store *s, const struct mtc_store_list *l, struct wanted *w,
+		     size_t n, const char *staging, long long *bytes, long long *kept)
+{
+	struct mtc_fetch f = { 0 };
+	struct mtc_progress *bar;
+	int rc = plan_fetch(s, l, w, n, &f), failed;
+
+	if (rc != MTC_EXIT_OK)
+		goto out;
+	*bytes = f.bytes;
+	if (mtc_fetch_prepare(s, staging, &f, kept) < 0) {
+		mtc_error("cannot resume in '%s': %s", staging, mtc_store_error(s));
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
+	if (*kept)
+		mtc_info("'%s' holds %lld of %lld bytes already", staging, *kept, f.bytes);
+	bar = mtc_progress_new(f.bytes, *kept, !no_progress && mtc_log_level() >= MTC_LOG_WARN);
+	mtc_store_set_progress(s, mtc_progress_store, bar);
+	failed = mtc_fetch_run(s, staging, &f) < 0;
+	mtc_store_set_progress(s, NULL, NULL);
+	mtc_progress_end(bar);
+	if (failed) {
+		int e = errno;
+		mtc_error("cannot download from '%s': %s", from, mtc_store_error(s));
+		rc = store_exit(e);
+		goto out;
+	}
+	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++) {
+		int dup = 0;
+		for (size_t j = 0; j < i; j++)
+			dup |= !strcmp(w[j].hash, w[i].hash);
+		if (!dup)
+			rc = verify_one(s, w[i].hash, staging);
+	}
+out:
+	mtc_fetch_free(&f);
 	return rc;
 }
 
@@ -415,16 +465,69 @@ out:
 	return rc;
 }
 
+/* The backup's name: the last component of --from. */
+static int backup_name_of(const char *url, char *name, size_t len)
+{
+	size_t n = strlen(url);
+	const char *last;
+
+	while (n > 1 && url[n - 1] == '/')
+		n--;
+	last = memrchr(url, '/', n);
+	last = last ? last + 1 : url;
+	if ((size_t)(url + n - last) >= len)
+		return -1;
+	snprintf(name, len, "%.*s", (int)(url + n - last), last);
+	return mtc_parse_backup_name(name, NULL);
+}
+
+/*
+ * DIR/.mtc-restore-<name>-n<rank>: the same for every run of this restore, so
+ * a run continues what a killed one fetched; locked against a second run.
+ */
+static char *open_staging(int rank, int *lock_fd)
+{
+	char name[64], *staging;
+
+	*lock_fd = -1;
+	if (!out_dir) {
+		const char *tmp = getenv("TMPDIR");
+		staging = xasprintf("%s/mtc-restore-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (mkdtemp(staging))
+			return staging;
+		mtc_error("cannot create '%s':", staging);
+		free(staging);
+		return NULL;
+	}
+	backup_name_of(from, name, sizeof name);
+	staging = xasprintf("%s/.mtc-restore-%s-n%d", out_dir, name, rank);
+	if (mtc_mkdir_p(staging, 0700) < 0 ||
+	    (*lock_fd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		mtc_error("cannot create '%s':", staging);
+		free(staging);
+		return NULL;
+	}
+	if (flock(*lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		mtc_error("cannot use '%s': %s", staging,
+			  errno == EWOULDBLOCK ? "another mtc-restore is using it" : strerror(errno));
+		close(*lock_fd);
+		*lock_fd = -1;
+		free(staging);
+		return NULL;
+	}
+	return staging;
+}
+
 static int restore_from(int rank)
 {
 	struct mtc_store *s = open_store(from);
 	struct mtc_store_list l = { 0 };
 	struct wanted *w = NULL;
 	size_t n = 0;
-	long long step, bytes = 0;
+	long long step, bytes = 0, kept = 0;
 	char *staging = NULL;
 	double start = mtc_now();
-	int rc;
+	int rc, lock_fd = -1;
 
 	if (!s)
 		return MTC_EXIT_USAGE;
@@ -443,38 +546,16 @@ static int restore_from(int rank)
 		mtc_error("backup '%s' has no .meta of rank %d", from, rank);
 	if (rc != MTC_EXIT_OK)
 		goto out;
-	if (out_dir) {
-		if (mtc_mkdir_p(out_dir, 0755) < 0) {
-			mtc_error("cannot create '%s':", out_dir);
-			rc = MTC_EXIT_FAILURE;
-			goto out;
-		}
-		staging = xasprintf("%s/.mtc-restore-%ld", out_dir, (long)getpid());
-		if (mkdir(staging, 0700) < 0) {
-			mtc_error("cannot create '%s':", staging);
-			free(staging);
-			staging = NULL;
-			rc = MTC_EXIT_FAILURE;
-			goto out;
-		}
-	} else {
-		const char *tmp = getenv("TMPDIR");
-		staging = xasprintf("%s/mtc-restore-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(staging)) {
-			mtc_error("cannot create '%s':", staging);
-			free(staging);
-			staging = NULL;
-			rc = MTC_EXIT_FAILURE;
-			goto out;
-		}
+	if (out_dir && mtc_mkdir_p(out_dir, 0755) < 0) {
+		mtc_error("cannot create '%s':", out_dir);
+		rc = MTC_EXIT_FAILURE;
+		goto out;
 	}
-	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++) {
-		int dup = 0;
-		for (size_t j = 0; j < i; j++)
-			dup |= !strcmp(w[j].hash, w[i].hash);
-		if (!dup)
-			rc = fetch_one(s, &l, w[i].hash, staging, &bytes);
+	if (!(staging = open_staging(rank, &lock_fd))) {
+		rc = MTC_EXIT_FAILURE;
+		goto out;
 	}
+	rc = fetch_all(s, &l, w, n, staging, &bytes, &kept);
 	if (rc != MTC_EXIT_OK)
 		goto out;
 	if (archive_path ? write_archive(staging, w, n) < 0 : publish_dir(staging, w, n) < 0) {
@@ -483,20 +564,25 @@ static int restore_from(int rank)
 	}
 	if (!archive_path || strcmp(archive_path, "-")) {
 		double secs = mtc_now() - start;
-		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:f, s:f}", "backup", from, "rank",
-				      rank, "step", (json_int_t)step, "metas", (int)n, "bytes",
-				      (json_int_t)bytes, "seconds", secs, "mb_per_s",
-				      bytes / 1e6 / (secs > 1e-6 ? secs : 1e-6));
+		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:I, s:f, s:f}", "backup", from,
+				      "rank", rank, "step", (json_int_t)step, "metas", (int)n, "bytes",
+				      (json_int_t)bytes, "kept", (json_int_t)kept, "seconds", secs,
+				      "mb_per_s", (bytes - kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6));
 		char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(4));
 		printf("%s\n", text);
 		free(text);
 		json_decref(j);
 	}
 out:
-	if (staging) {
+	if (staging && out_dir && rc != MTC_EXIT_OK && rc != MTC_EXIT_INTEGRITY) {
+		mtc_warn("'%s' keeps what was fetched; the same command continues from there",
+			 staging);
+	} else if (staging) {
 		mtc_remove_tree(staging);
-		free(staging);
 	}
+	free(staging);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	free(w);
 	mtc_store_list_free(&l);
 	mtc_store_close(s);
@@ -616,6 +702,7 @@ int main(int argc, const char **argv)
 		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file", "FILE" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
+		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal", NULL },
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "restore this node's local dir (cluster mode)", "DIR" },
 		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "the accepted config (JSON, - for stdin)", "CFG" },
 		{ "backup", 'b', POPT_ARG_STRING, &backup, 0, "the backup location (the job name is added)", "LOCATION" },
@@ -668,8 +755,8 @@ int main(int argc, const char **argv)
 		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
 		goto out;
 	}
-	if (mode != MODE_FROM && (out_dir || archive_path || compress || rank_text)) {
-		mtc_usage_error("--out, --archive, --compress and --rank go with --from");
+	if (mode != MODE_FROM && (out_dir || archive_path || compress || rank_text || no_progress)) {
+		mtc_usage_error("--out, --archive, --compress, --rank and --no-progress go with --from");
 		goto out;
 	}
 	if (mode != MODE_PIN && force) {
@@ -692,6 +779,10 @@ int main(int argc, const char **argv)
 		}
 		if (compress && (!archive_path || strcmp(compress, "zstd"))) {
 			mtc_usage_error("--compress takes 'zstd', with --archive");
+			break;
+		}
+		if (backup_name_of(from, (char[64]){ 0 }, 64) < 0) {
+			mtc_usage_error("--from wants LOCATION/JOB/NAME, NAME a backup (YYYY-MM-DD_HH-MM), not '%s'", from);
 			break;
 		}
 		rc = restore_from((int)rank);

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "fsutil.h"
 #include "store_impl.h"
@@ -157,5 +160,157 @@ int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir,
 	mtc_store_list_free(&l);
 	s->progress_total = t->bytes;
 	rc = mtc_store_get_many(s, t->x, t->n);
+	return rc;
+}
+
+#define GENERATIONS ".mtc-generations"
+#define PARTIAL_DIR ".partial"
+
+void mtc_fetch_add(struct mtc_fetch *f, const char *key, const char *rel, long long size,
+		   long long generation)
+{
+	if ((f->n & (f->n - 1)) == 0)
+		f->v = xrealloc(f->v, (f->n ? 2 * f->n : 1) * sizeof *f->v);
+	f->v[f->n++] = (struct mtc_fetch_item){ .key = xstrdup(key), .rel = xstrdup(rel),
+						.size = size, .generation = generation };
+	f->bytes += size;
+}
+
+int mtc_fetch_add_prefix(struct mtc_store *s, const char *prefix, const char *rel_dir,
+			 struct mtc_fetch *f)
+{
+	struct mtc_store_list l;
+	size_t plen = strlen(prefix);
+	char *root = xasprintf("%s/", rel_dir);
+
+	mtc_fetch_add(f, prefix, root, 0, 0);
+	free(root);
+	if (mtc_store_list(s, prefix, NULL, &l) < 0) {
+		mtc_store_list_free(&l);
+		return -1;
+	}
+	for (size_t i = 0; i < l.n_objects; i++) {
+		const char *rest = l.objects[i].name + plen;
+		char *rel;
+		if (!*rest)
+			continue;
+		if (!mtc_store_valid_key(rest)) {
+			mtc_store_set_error(s, "refusing object name '%s'", l.objects[i].name);
+			mtc_store_list_free(&l);
+			errno = EINVAL;
+			return -1;
+		}
+		rel = xasprintf("%s/%s", rel_dir, rest);
+		mtc_fetch_add(f, l.objects[i].name, rel, l.objects[i].size, l.objects[i].generation);
+		free(rel);
+	}
+	mtc_store_list_free(&l);
+	return 0;
+}
+
+void mtc_fetch_free(struct mtc_fetch *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		free(f->v[i].key);
+		free(f->v[i].rel);
+	}
+	free(f->v);
+	memset(f, 0, sizeof *f);
+}
+
+static int is_dir_item(const struct mtc_fetch_item *it)
+{
+	return it->rel[strlen(it->rel) - 1] == '/';
+}
+
+/* Keeps dir/<rel> if whole, else removes it; counts a partial worth continuing. */
+static int sort_out(struct mtc_store *s, const char *dir, struct mtc_fetch_item *it,
+		    int same_generation, long long *already)
+{
+	char *path = xasprintf("%s/%s", dir, it->rel);
+	char *part = xasprintf("%s/" PARTIAL_DIR "/%s", dir, it->rel);
+	struct stat st;
+	int rc = 0;
+
+	if (lstat(path, &st) == 0) {
+		if (same_generation && S_ISREG(st.st_mode) && st.st_size == it->size) {
+			it->kept = 1;
+			*already += it->size;
+		} else if (mtc_remove_tree(path) < 0) {
+			mtc_store_set_error(s, "cannot remove '%s': %s", path, strerror(errno));
+			rc = -1;
+		}
+	}
+	if (rc == 0 && !it->kept && lstat(part, &st) == 0) {
+		if (same_generation && S_ISREG(st.st_mode) && st.st_size <= it->size) {
+			*already += st.st_size;
+		} else if (mtc_remove_tree(part) < 0) {
+			mtc_store_set_error(s, "cannot remove '%s': %s", part, strerror(errno));
+			rc = -1;
+		}
+	}
+	free(path);
+	free(part);
+	return rc;
+}
+
+int mtc_fetch_prepare(struct mtc_store *s, const char *dir, struct mtc_fetch *f,
+		      long long *already)
+{
+	char *state = xasprintf("%s/" GENERATIONS, dir), *text;
+	json_t *old = json_load_file(state, 0, NULL), *now = json_object();
+	int rc = 0;
+
+	*already = 0;
+	for (size_t i = 0; i < f->n && rc == 0; i++) {
+		struct mtc_fetch_item *it = &f->v[i];
+		json_t *g = old ? json_object_get(old, it->key) : NULL;
+		it->kept = 0;
+		if (!is_dir_item(it))
+			rc = sort_out(s, dir, it, json_is_integer(g) &&
+					  json_integer_value(g) == it->generation, already);
+		json_object_set_new(now, it->key, json_integer(it->generation));
+	}
+	text = json_dumps(now, JSON_COMPACT | JSON_SORT_KEYS);
+	if (rc == 0 && mtc_write_atomic(state, text, strlen(text)) < 0) {
+		mtc_store_set_error(s, "cannot write '%s': %s", state, strerror(errno));
+		rc = -1;
+	}
+	free(text);
+	json_decref(old);
+	json_decref(now);
+	free(state);
+	return rc;
+}
+
+int mtc_fetch_run(struct mtc_store *s, const char *dir, struct mtc_fetch *f)
+{
+	struct mtc_store_xfer *x = xcalloc(f->n + 1, sizeof *x);
+	size_t n = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < f->n && rc == 0; i++) {
+		struct mtc_fetch_item *it = &f->v[i];
+		char *path, *part = NULL;
+		if (it->kept)
+			continue;
+		path = xasprintf("%s/%s", dir, it->rel);
+		if (!is_dir_item(it))
+			part = xasprintf("%s/" PARTIAL_DIR "/%s", dir, it->rel);
+		if (make_parent(path) < 0 || (part && make_parent(part) < 0)) {
+			mtc_store_set_error(s, "cannot create the parent of '%s': %s", part ? part : path,
+					    strerror(errno));
+			rc = -1;
+		}
+		x[n++] = (struct mtc_store_xfer){ .key = it->key, .path = path, .partial = part,
+						  .generation = it->generation };
+	}
+	if (rc == 0)
+		rc = mtc_store_get_many(s, x, n);
+	for (size_t i = 0; i < n; i++) {
+		free((char *)x[i].path);
+		free((char *)x[i].partial);
+	}
+	free(x);
 	return rc;
 }

@@ -29,4 +29,43 @@ void mtc_tree_free(struct mtc_tree *t);
 int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir,
 		      struct mtc_tree *done);
 
+/*
+ * A resumable fetch of objects into a staging dir that outlives the process
+ * (a killed run continues where it stopped). Invariant: every file under dir
+ * holds bytes of the generation that dir/.mtc-generations records for its
+ * key; an item's file at dir/<rel> is whole once its size is the listed one;
+ * dir/.partial/<rel> holds the first bytes of an interrupted get. Nothing here
+ * checks content: the caller verifies the whole tree afterwards.
+ */
+struct mtc_fetch_item {
+	char *key;		    /* the object */
+	char *rel;		    /* its path under dir ("<hash>.data/a/b"); ends in '/' for a directory */
+	long long size, generation; /* as listed */
+	int kept;		    /* out: already whole in dir */
+};
+
+struct mtc_fetch {
+	struct mtc_fetch_item *v;
+	size_t n;
+	long long bytes; /* the sum of the listed sizes */
+};
+
+void mtc_fetch_add(struct mtc_fetch *f, const char *key, const char *rel, long long size,
+		   long long generation);
+/* Adds the directory rel_dir/ and every object under prefix (ending in '/') as rel_dir/<rest>. */
+int mtc_fetch_add_prefix(struct mtc_store *s, const char *prefix, const char *rel_dir,
+			 struct mtc_fetch *f);
+void mtc_fetch_free(struct mtc_fetch *f);
+
+/*
+ * Decides what dir already holds: whole files of the listed size and
+ * generation are kept, partial ones of the same generation continued, the
+ * rest removed; then records the generations. *already: bytes kept or
+ * continued (for a progress line).
+ */
+int mtc_fetch_prepare(struct mtc_store *s, const char *dir, struct mtc_fetch *f,
+		      long long *already);
+/* Gets every item not kept, in parallel, each continued from its partial file. */
+int mtc_fetch_run(struct mtc_store *s, const char *dir, struct mtc_fetch *f);
+
 #endif

@@ -13,6 +13,7 @@ setup() {
 }
 
 teardown() {
+	[ -z "${BG_PID:-}" ] || kill -9 "$BG_PID" 2>/dev/null || true
 	fakegcs_stop
 	rm -rf "$WORK"
 }
@@ -173,4 +174,208 @@ both() { echo "$WORK/bk"; echo gs://bkt/root; }
 	assert_equal "$status" 4
 	run mtc-lkg
 	assert_equal "$status" 2
+}
+
+# --- resuming after a kill, and the progress line
+
+B=2025-06-30_14-30
+staging_of() { echo "$1/.mtc-restore-$B-n0"; }
+
+# wide_step DIR STEP N BYTES: a step of N files of BYTES each, hashed, with its .meta; prints the hash.
+wide_step() {
+	local dir=$1 step=$2 n=$3 bytes=$4 i hash
+	mkdir -p "$dir/$step.tmp"
+	for ((i = 0; i < n; i++)); do make_data "$dir/$step.tmp/f$i" "$bytes" "wide$i"; done
+	hash=$(mtc-replicate digest "$dir/$step.tmp" | awk '{print $1}')
+	mv "$dir/$step.tmp" "$dir/$hash.data"
+	printf %s "$hash" >"$dir/job-s$step-n0-w0.meta"
+	echo "$hash"
+}
+
+# wait_for CMD...: up to 10 s for CMD to succeed.
+wait_for() {
+	local i
+	for ((i = 0; i < 200; i++)); do "$@" && return 0; sleep 0.05; done
+	return 1
+}
+
+size_of() { stat -c %s "$1" 2>/dev/null || echo 0; }
+fired_at_least() { [ "$(fakegcs_stat faults_fired)" -ge "$1" ]; }
+
+# killed_midway: a gs:// restore of rank 0 into $WORK/out that holds 'weights' in part (two
+# answers cut after 1 MiB, then a stalled one) and 'sub/note.txt' whole, killed with -9.
+killed_midway() {
+	fakegcs_fault '[{"kind": "download", "object": "*weights", "action": "drop-response", "after_bytes": 1048576, "times": 2},
+		{"kind": "download", "object": "*weights", "action": "delay", "seconds": 30, "times": -1}]'
+	mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out" 2>"$WORK/killed.err" &
+	BG_PID=$!
+	S=$(staging_of "$WORK/out")
+	PART="$S/.partial/$h.data/weights"
+	wait_for fired_at_least 3
+	wait_for test -s "$S/$h.data/sub/note.txt"
+	kill -9 "$BG_PID"
+	wait "$BG_PID" || true
+	fakegcs_ctl DELETE faults >/dev/null
+	fakegcs_ctl DELETE stats >/dev/null
+	P=$(size_of "$PART")
+	[ "$P" -gt 0 ] && [ "$P" -lt 4194304 ]
+}
+
+@test "gs://: a killed restore continues: the partial file from its size, whole files kept, only the rest sent again" {
+	fakegcs_start
+	config "$WORK/cfg0" job 0 1
+	h=$(saved_step "$WORK/n0" job 100 0 seed 4194304)
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to gs://bkt --name "$B" >/dev/null
+	killed_midway
+	assert_file_not_exists "$WORK/out/job-s100-n0-w0.meta"
+	assert_file_not_exists "$WORK/out/$h.data"
+	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
+	assert_success
+	kept=$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')
+	assert_equal "$kept" $((P + $(size_of "$WORK/n0/$h.data/sub/note.txt")))
+	sent=$(fakegcs_stat bytes_sent)
+	[ "$sent" -ge $((4194304 - P)) ] && [ "$sent" -lt $((4194304 - P + 8192)) ]
+	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+	assert_equal "$(cat "$WORK/out/job-s100-n0-w0.meta")" "$h"
+	run ls -A "$WORK/out"
+	refute_output --partial ".mtc-restore"
+
+	# an object whose generation changed is not kept, even with the same size
+	rm -rf "$WORK/out"
+	killed_midway
+	key="job/$B/$h.data/sub/note.txt"
+	"$STORE" gs://bkt rm "$key" && "$STORE" gs://bkt put "$key" "$WORK/n0/$h.data/sub/note.txt"
+	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
+	assert_success
+	assert_equal "$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')" "$P"
+	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+}
+
+@test "gs://: bytes changed in what a killed restore left are caught: in the partial by crc32c (fetched again), in a whole file by the digest (exit 5)" {
+	fakegcs_start
+	config "$WORK/cfg0" job 0 1
+	h=$(saved_step "$WORK/n0" job 100 0 seed 4194304)
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to gs://bkt --name "$B" >/dev/null
+	killed_midway
+	printf '\xff' | dd of="$PART" bs=1 seek=1000 conv=notrunc 2>/dev/null
+	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
+	assert_success
+	assert_output --partial "crc32c mismatch"
+	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+
+	rm -rf "$WORK/out"
+	killed_midway
+	printf 'X' | dd of="$S/$h.data/sub/note.txt" bs=1 seek=0 conv=notrunc 2>/dev/null
+	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
+	assert_equal "$status" 5
+	assert_output --partial "integrity failure"
+	assert_output --partial "sub/note.txt"
+	run ls -A "$WORK/out"
+	assert_output ""
+}
+
+@test "directory backend: a partial file left in the staging dir is continued; a wrong byte in it is exit 5 naming the file, and the staging dir goes" {
+	config "$WORK/cfg0" job 0 1
+	h=$(saved_step "$WORK/n0" job 100 0 seed 1048576)
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to "$WORK/bk" --name "$B" >/dev/null
+	# what a run killed after 300000 bytes of 'weights' leaves (same layout, generation 0 here)
+	S=$(staging_of "$WORK/out")
+	mkdir -p "$S/.partial/$h.data"
+	printf '{"%s.data/weights": 0}' "$h" >"$S/.mtc-generations"
+	head -c 300000 "$WORK/n0/$h.data/weights" >"$S/.partial/$h.data/weights"
+	run mtc-restore --from "$WORK/bk/job/$B" --rank 0 --out "$WORK/out"
+	assert_success
+	assert_equal "$(echo "$output" | fakegcs_json 'd["kept"]')" 300000
+	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+	run ls -A "$WORK/out"
+	refute_output --partial ".mtc-restore"
+
+	rm -rf "$WORK/out"
+	mkdir -p "$S/.partial/$h.data"
+	printf '{"%s.data/weights": 0}' "$h" >"$S/.mtc-generations"
+	head -c 300000 "$WORK/n0/$h.data/weights" >"$S/.partial/$h.data/weights"
+	printf '\xff' | dd of="$S/.partial/$h.data/weights" bs=1 seek=1000 conv=notrunc 2>/dev/null
+	run mtc-restore --from "$WORK/bk/job/$B" --rank 0 --out "$WORK/out"
+	assert_equal "$status" 5
+	assert_output --partial "'weights'"
+	run ls -A "$WORK/out"
+	assert_output ""
+}
+
+@test "kill -9 at a random point, then the same command completes the restore, on both backends" {
+	fakegcs_start
+	h=$(wide_step "$WORK/n0" 7 12 262144)
+	config "$WORK/cfg0" job 0 1
+	for loc in "$WORK/bk" gs://bkt; do
+		mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 7 --to "$loc" --name "$B" >/dev/null
+		rm -rf "$WORK/out"
+		if [ "$loc" = gs://bkt ]; then
+			fakegcs_fault '{"kind": "download", "action": "delay", "seconds": 0.15, "times": -1}'
+			pause=$(printf '0.%03d' $((RANDOM % 900 + 100)))
+		else
+			pause=$(printf '0.%03d' $((RANDOM % 30)))
+		fi
+		mtc-restore --from "$loc/job/$B" --rank 0 --out "$WORK/out" --parallel 2 >/dev/null 2>&1 &
+		BG_PID=$!
+		sleep "$pause"
+		kill -9 "$BG_PID" 2>/dev/null || true
+		wait "$BG_PID" || true
+		fakegcs_ctl DELETE faults >/dev/null
+		fakegcs_ctl DELETE stats >/dev/null
+		run mtc-restore --from "$loc/job/$B" --rank 0 --out "$WORK/out"
+		assert_success
+		kept=$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')
+		if [ "$loc" = gs://bkt ]; then
+			[ "$(fakegcs_stat bytes_sent)" -lt $((12 * 262144 - kept + 16384)) ]
+		fi
+		diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+		assert_equal "$(cat "$WORK/out/job-s7-n0-w0.meta")" "$h"
+		run ls -A "$WORK/out"
+		refute_output --partial ".mtc-restore"
+	done
+}
+
+@test "a second restore of the same backup and rank into the same DIR is refused while the first runs" {
+	fakegcs_start
+	config "$WORK/cfg0" job 0 1
+	h=$(saved_step "$WORK/n0" job 100 0 seed)
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to gs://bkt --name "$B" >/dev/null
+	fakegcs_fault '{"kind": "download", "object": "*weights", "action": "delay", "seconds": 2, "times": 1}'
+	mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out" >/dev/null 2>&1 &
+	BG_PID=$!
+	wait_for fired_at_least 1
+	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
+	assert_equal "$status" 1
+	assert_output --partial "another mtc-restore"
+	wait "$BG_PID"
+	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+}
+
+@test "a progress line on a terminal for a transfer longer than a second; none with --no-progress, for a short one, or off a terminal" {
+	fakegcs_start
+	config "$WORK/cfg0" job 0 1
+	h=$(saved_step "$WORK/n0" job 100 0 seed 2097152)
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to gs://bkt --name "$B" >/dev/null
+	restore_on_tty() {
+		rm -rf "$WORK/out"
+		script -qec "mtc-restore --from gs://bkt/job/$B --rank 0 --out '$WORK/out' $*" /dev/null
+	}
+	fakegcs_fault '{"kind": "download", "object": "*weights", "action": "delay", "seconds": 1.3}'
+	run restore_on_tty
+	assert_success
+	assert_output --regexp $'\rmtc-restore: [0-9.]+ MiB / 2\\.0 MiB \\([0-9]+%\\)  [0-9.]+ MiB/s  ETA [0-9:-]+'
+	assert_output --partial '2.0 MiB / 2.0 MiB (100%)'
+	fakegcs_fault '{"kind": "download", "object": "*weights", "action": "delay", "seconds": 1.3}'
+	run restore_on_tty --no-progress
+	assert_success
+	refute_output --partial 'ETA'
+	run restore_on_tty
+	assert_success
+	refute_output --partial 'ETA'
+	fakegcs_fault '{"kind": "download", "object": "*weights", "action": "delay", "seconds": 1.3}'
+	rm -rf "$WORK/out"
+	mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out" 2>"$WORK/err" >"$WORK/stdout"
+	[ ! -s "$WORK/err" ]
+	run grep -c $'\r' "$WORK/stdout"
+	assert_output 0
 }
