@@ -2,7 +2,8 @@
  * mtc-restore: bring a checkpoint back.
  *   --from LOCATION/<job>/<name> --rank R --out DIR | --archive FILE|-
  *       1. list the backup; pick rank R's .meta files (of its newest step)
- *       2. download each <hash>.data in parallel into a staging dir
+ *       2. download each <hash>.data in parallel into a staging dir that a
+ *          killed run left for this backup and rank, keeping what it holds
  *       3. verify it against its name and its manifest (exit 5 if not)
  *       4. make it visible: DIR/<hash>.data by rename, then the .meta files;
  *          or write all of it as one tar stream (libarchive, zstd optional)

@@ -18,7 +18,7 @@ _mtc_restore()
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--from --rank --out --archive --compress --pin --unpin
-			--force --token-file --parallel --threads --verbose --quiet --log-format
+			--force --token-file --parallel --threads --no-progress --verbose --quiet --log-format
 			--version --help --usage' -- "$cur"))
 	fi
 }
