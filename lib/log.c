@@ -14,6 +14,7 @@
 static const char *prog = "mtc";
 static int level = MTC_LOG_WARN;
 static int format = MTC_LOG_TEXT;
+static int progress_drawn;
 static char status_dir[4096];
 static char status_context[512] = "init";
 
@@ -40,6 +41,8 @@ int mtc_log_set_format(const char *name)
 
 static const char *level_names[] = { "critical", "error", "warning", "info", "debug" };
 #define level_name (level_names + 1)
+
+void mtc_log_progress_drawn(int drawn) { progress_drawn = drawn; }
 
 void mtc_log_status_dir(const char *dir, const char *context)
 {
@@ -102,6 +105,10 @@ void mtc_vlog(int l, const char *fmt, va_list ap)
 		write_status(l, msg);
 	if (l > level)
 		return;
+	if (progress_drawn) {
+		fputs("\r\033[K", stderr);
+		progress_drawn = 0;
+	}
 
 	if (format == MTC_LOG_JSON) {
 		struct timespec ts;

@@ -22,6 +22,9 @@ void mtc_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_vlog(int level, const char *fmt, va_list ap);
 
+/* A progress line is drawn on stderr: the next log line first erases it. */
+void mtc_log_progress_drawn(int drawn);
+
 /*
  * The status files of the local volume (DESIGN.md §3.2): once a program knows
  * its local dir, every error is also appended to <dir>/replicator.errors, and

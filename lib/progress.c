@@ -65,6 +65,7 @@ static void draw(struct mtc_progress *p, double now)
 		fprintf(stderr, "\r%s: %s  %s/s\033[K", mtc_prog(), got, speed);
 	}
 	fflush(stderr);
+	mtc_log_progress_drawn(1);
 	p->drawn = 1;
 	p->last_draw = now;
 }
@@ -100,6 +101,7 @@ void mtc_progress_end(struct mtc_progress *p)
 	if (p->drawn) {
 		draw(p, mtc_now());
 		fputc('\n', stderr);
+		mtc_log_progress_drawn(0);
 	}
 	free(p);
 }
