@@ -30,7 +30,7 @@
 #include "xalloc.h"
 
 static char *dir, *config_file, *step_text, *location, *name_opt, *token_file;
-static int parallel, threads, no_verify;
+static int parallel, threads, no_verify, no_progress;
 
 struct meta {
 	char *file;
@@ -250,7 +250,7 @@ fail_one:
 		free(key);
 		goto out;
 	}
-	bar = mtc_progress_new(t.bytes, 0, mtc_log_level() >= MTC_LOG_WARN);
+	bar = mtc_progress_new(t.bytes, 0, !no_progress && mtc_log_level() >= MTC_LOG_WARN);
 	mtc_store_set_progress(s, mtc_progress_store, bar);
 	put_failed = mtc_store_put_many(s, t.x, t.n, 0) < 0;
 	mtc_store_set_progress(s, NULL, NULL);
@@ -299,6 +299,7 @@ int main(int argc, const char **argv)
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
 		{ "no-verify", '\0', POPT_ARG_NONE, &no_verify, 0, "do not check the data against its name, and upload no manifest", NULL },
+		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	struct mtc_config cfg;
