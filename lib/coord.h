@@ -14,11 +14,15 @@
  *   restore-done  report: {"rank", "session", "ok", "error"?}
  *                 answer: {"ok"} (false when a rank failed: "error" says which)
  *   sync          report: {"rank", "session", "replicated-step", "backup-running",
- *                          "backup-requested"?, "config"}
+ *                          "backup-requested"?, "last-backup": {"name", "step"}?,
+ *                          "config"}
  *                 answer: {"agreed-step", "backup": {"name", "step"}?}
+ *                 (a request counts once the agreed step is the requester's;
+ *                 a newer last-backup than the coordinator's own is adopted)
  * and heartbeat: {"rank", "session"}, answered at once.
  *
- * Every answer carries "status": "done" | "waiting" | "failed". A report
+ * Every answer carries "status": "done" | "waiting" | "failed" (HTTP 503
+ * with "failed" while shutting down: report to the next coordinator). A report
  * waits at most poll_s (its "wait" when shorter) for its round; "waiting" asks the rank to report
  * again (a rank that reports twice replaces its earlier report). "failed"
  * comes with "error": the round timed out, or a rank that had been heard

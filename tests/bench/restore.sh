@@ -1,7 +1,8 @@
 #!/bin/bash
 # Restore benchmarks (make bench):
 #  1. one node's 2 GiB restored from its peer by mtc-restore (2-node cluster on
-#     loopback: node 1's RAM is empty, node 0 holds both nodes' data)
+#     loopback: node 1's RAM is empty, node 0 holds both nodes' data), as one
+#     object and as 8 workers' objects
 #  2. a coordinator restore round with 1024 simulated ranks, each reporting
 #     several steps; the coordinator's CPU seconds for the round
 # MTC_BENCH_GIB changes the size of 1.
@@ -10,7 +11,7 @@ base=/dev/shm
 [ -d "$base" ] && [ -w "$base" ] || base=${TMPDIR:-/tmp}
 W=$(mktemp -d "$base/mtc-bench-restore.XXXXXX")
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"' EXIT
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$W"' EXIT
 trap 'exit 130' INT TERM
 gib=${MTC_BENCH_GIB:-2}
 ports=($(python3 -c '
@@ -19,39 +20,48 @@ s = [socket.socket() for _ in range(3)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(" ".join(str(x.getsockname()[1]) for x in s))'))
 
-# --- 1. 2 GiB from a peer
-mkdir -p "$W/n0" "$W/n1"
-for r in 0 1; do
-	echo "{\"job-name\":\"b\",\"framework\":\"orbax\",\"node-rank\":$r,\"nodes\":2,\"peer-ranks\":[$((1 - r))],\"backup-interval-minutes\":30}" >"$W/c$r.json"
-done
-for r in 0 1; do
-	if [ "$r" = 1 ]; then size=$((gib << 30)); else size=$((1 << 20)); fi
-	head -c "$size" /dev/urandom >"$W/f$r"
-	h=$(mtc-replicate digest "$W/f$r" | cut -d' ' -f1)
-	mv "$W/f$r" "$W/n0/$h.data"
-	printf %s "$h" >"$W/n0/b-s1-n$r-w0.meta"
-done
-# node 1's data (the big one) lives only on node 0: node 1 must fetch it
-mtc-replicate serve --dir "$W/n0" --listen "127.0.0.1:${ports[0]}" --coordinator --nodes 2 >/dev/null &
-pids+=($!)
-mtc-replicate serve --dir "$W/n1" --listen "127.0.0.1:${ports[1]}" >/dev/null &
-pids+=($!)
-sleep 0.5
-coord=http://127.0.0.1:${ports[0]}
-mtc-restore --dir "$W/n0" --config "$W/c0.json" --coordinator-url "$coord" --address "$coord" >/dev/null &
-p0=$!
-t0=$(date +%s.%N)
-mtc-restore --dir "$W/n1" --config "$W/c1.json" --coordinator-url "$coord" \
-	--address "http://127.0.0.1:${ports[1]}" >"$W/r1.json"
-t1=$(date +%s.%N)
-wait $p0 || true
-bytes=$(sed -n 's/.*"bytes":\([0-9]*\).*/\1/p' "$W/r1.json")
-python3 -c "
+# --- 1. 2 GiB from a peer, as one object and as 8 workers' objects (fetched 4 at a time)
+# peer_restore WORKERS: node 1's GiB in WORKERS objects live only on node 0; node 1 fetches them
+peer_restore() {
+	local w=$1 r k size h
+	mkdir -p "$W/n0" "$W/n1"
+	for r in 0 1; do
+		echo "{\"job-name\":\"b\",\"framework\":\"orbax\",\"node-rank\":$r,\"nodes\":2,\"peer-ranks\":[$((1 - r))],\"backup-interval-minutes\":30,\"workers-per-node\":$w}" >"$W/c$r.json"
+	done
+	for r in 0 1; do
+		for ((k = 0; k < w; k++)); do
+			if [ "$r" = 1 ]; then size=$(((gib << 30) / w)); else size=$((1 << 20)); fi
+			head -c "$size" /dev/urandom >"$W/f"
+			h=$(mtc-replicate digest "$W/f" | cut -d' ' -f1)
+			mv "$W/f" "$W/n0/$h.data"
+			printf %s "$h" >"$W/n0/b-s1-n$r-w$k.meta"
+		done
+	done
+	mtc-replicate serve --dir "$W/n0" --listen "127.0.0.1:${ports[0]}" --coordinator --nodes 2 >/dev/null &
+	local s0=$!
+	mtc-replicate serve --dir "$W/n1" --listen "127.0.0.1:${ports[1]}" >/dev/null &
+	local s1=$!
+	pids+=($s0 $s1)
+	sleep 0.5
+	local coord=http://127.0.0.1:${ports[0]}
+	mtc-restore --dir "$W/n0" --config "$W/c0.json" --coordinator-url "$coord" --address "$coord" >/dev/null &
+	local p0=$!
+	local t0 t1 bytes
+	t0=$(date +%s.%N)
+	mtc-restore --dir "$W/n1" --config "$W/c1.json" --coordinator-url "$coord" \
+		--address "http://127.0.0.1:${ports[1]}" >"$W/r1.json"
+	t1=$(date +%s.%N)
+	wait $p0 || true
+	bytes=$(sed -n 's/.*"bytes":\([0-9]*\).*/\1/p' "$W/r1.json")
+	python3 -c "
 b=$bytes; s=$t1-$t0
-print(f'restore from a peer: {b/2**30:.2f} GiB in {s:.2f} s = {b/2**20/s:.0f} MiB/s (fetch, verify, barrier, markers)')"
-kill "${pids[0]}" 2>/dev/null || true
-wait "${pids[0]}" 2>/dev/null || true
-rm -rf "$W/n0" "$W/n1"
+print(f'restore from a peer, $w object(s): {b/2**30:.2f} GiB in {s:.2f} s = {b/2**20/s:.0f} MiB/s (fetch, verify, barrier, markers)')"
+	kill $s0 $s1 2>/dev/null || true
+	wait $s0 $s1 2>/dev/null || true
+	rm -rf "$W/n0" "$W/n1"
+}
+peer_restore 1
+peer_restore 8
 
 # --- 2. a coordinator round with 1024 ranks
 mkdir -p "$W/c"
