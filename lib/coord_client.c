@@ -118,6 +118,12 @@ static int post_once(struct mtc_coord_client *cc, const char *kind, const char *
 	}
 	rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
+	if (rc != CURLE_OK && atomic_load(&cc->last_ok) == 0) {
+		long sent = 0;
+		/* A report that reached the coordinator before the connection broke is a first contact. */
+		if (curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &sent) == CURLE_OK && sent > 0)
+			atomic_store(&cc->last_ok, mtc_now());
+	}
 	curl_easy_cleanup(h);
 	curl_slist_free_all(hdr);
 	free(auth);
