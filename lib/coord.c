@@ -42,6 +42,7 @@ struct mtc_coord {
 	int stopping;
 	long long last_backup_time, last_backup_step, last_agreed;
 	char last_backup_name[17];
+	int scheduled; /* the last backup was named by this coordinator */
 };
 
 void mtc_coord_defaults(struct mtc_coord_opts *o)
@@ -325,6 +326,7 @@ static void complete_sync(struct mtc_coord *c, struct round *rd)
 			c->last_backup_time = (long long)when;
 			c->last_backup_step = cfg_int(last, "step", -1);
 			snprintf(c->last_backup_name, sizeof c->last_backup_name, "%s", lname);
+			c->scheduled = 0;
 		}
 	}
 	/* A request is for the step its rank reported: it counts once every rank is there. */
@@ -339,10 +341,16 @@ static void complete_sync(struct mtc_coord *c, struct round *rd)
 		c->last_backup_time = (long long)time(NULL);
 		c->last_backup_step = agreed;
 		memcpy(c->last_backup_name, name, sizeof name);
+		c->scheduled = 1;
 		backup = json_pack("{s:s, s:I}", "name", name, "step", (json_int_t)agreed);
 		mtc_info("sync: agreed step %lld; backup '%s' due", agreed, name);
-	} else if (agreed != c->last_agreed) {
-		mtc_info("sync: agreed step %lld", agreed);
+	} else {
+		if (agreed != c->last_agreed)
+			mtc_info("sync: agreed step %lld", agreed);
+		/* Named again while its step is agreed: a rank restarted since can still do its part. */
+		if (c->scheduled && agreed == c->last_backup_step)
+			backup = json_pack("{s:s, s:I}", "name", c->last_backup_name, "step",
+					   (json_int_t)agreed);
 	}
 	c->last_agreed = agreed;
 	for (int r = 0; r < c->o.nodes; r++) {

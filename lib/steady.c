@@ -43,20 +43,45 @@ struct loop {
 	long long last_backup_time, last_backup_step;
 	char last_backup_name[17];
 	double sync_failing_since, sync_error_logged;
+	char attempted[17]; /* the last backup this process started or found done */
 };
 
 /*
- * Fault injection for the cluster tests: MTC_FAULT_KILL=PHASE:FILE makes the
- * loop kill itself with SIGKILL after PHASE (commit, push, sync, backup) once:
- * FILE is created first and the fault does not fire while it exists.
+ * Fault injection for the cluster tests: MTC_FAULT_KILL=PHASE:FILE[,PHASE:FILE...]
+ * makes the loop kill itself with SIGKILL after PHASE (commit, push, sync,
+ * backup) once: FILE is created first and the fault is off while it exists.
+ * PHASE commit-POINT arms the commit's own crash point (MTC_TEST_CRASH_AT:
+ * hashed, tmp-written, data-renamed, meta-renamed) for this run only.
  */
+static int fault_armed(const char *phase, int prefix)
+{
+	const char *f = getenv("MTC_FAULT_KILL");
+	size_t n = strlen(phase);
+
+	while (f && *f) {
+		const char *colon = strchr(f, ':'), *end;
+		if (!colon)
+			return 0;
+		end = strchrnul(colon, ',');
+		if (!strncmp(f, phase, n) && (prefix || (size_t)(colon - f) == n)) {
+			char *file = xasprintf("%.*s", (int)(end - colon - 1), colon + 1),
+			     *what = xasprintf("%.*s", (int)(colon - f), f);
+			int armed = access(file, F_OK) < 0 && mtc_write_atomic(file, what, strlen(what)) == 0;
+			if (armed && prefix)
+				setenv("MTC_TEST_CRASH_AT", what + n, 1);
+			free(file);
+			free(what);
+			if (armed)
+				return 1;
+		}
+		f = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
 static void fault_point(const char *phase)
 {
-	const char *f = getenv("MTC_FAULT_KILL"), *colon;
-	size_t n = strlen(phase);
-	if (!f || !(colon = strchr(f, ':')) || (size_t)(colon - f) != n || strncmp(f, phase, n))
-		return;
-	if (access(colon + 1, F_OK) == 0 || mtc_write_atomic(colon + 1, phase, n) < 0)
+	if (!fault_armed(phase, 0))
 		return;
 	mtc_info("fault injection: killed after %s", phase);
 	raise(SIGKILL);
@@ -270,8 +295,9 @@ static void start_backup(struct loop *l, const char *name, long long step)
 	int n = 0;
 	pid_t p;
 
-	if (!o->backup || l->child > 0)
+	if (!o->backup || l->child > 0 || !strcmp(name, l->attempted))
 		return;
+	snprintf(l->attempted, sizeof l->attempted, "%s", name);
 	if (mtc_parse_backup_name(name, NULL) == 0 &&
 	    (l->last_backup_time < 0 || strcmp(name, l->last_backup_name) > 0)) {
 		time_t when;
@@ -465,10 +491,11 @@ static int sync_once(struct loop *l)
 			 mtc_now() - l->sync_failing_since);
 		l->sync_failing_since = l->sync_error_logged = 0;
 	}
-	fault_point("sync");
 	agreed = json_is_integer(json_object_get(a, "agreed-step"))
 			 ? json_integer_value(json_object_get(a, "agreed-step"))
 			 : -1;
+	if (agreed >= 0)
+		fault_point("sync");
 	gc_to(l, agreed);
 	if ((b = json_object_get(a, "backup")) && json_is_string(json_object_get(b, "name")))
 		start_backup(l, json_string_value(json_object_get(b, "name")),
@@ -487,6 +514,7 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	       end = o->timeout_s >= 0 ? mtc_now() + o->timeout_s : -1;
 
 	signal(SIGPIPE, SIG_IGN);
+	fault_armed("commit-", 1); /* before any thread: it may setenv */
 	mtc_peer_client_defaults(&l.pc);
 	l.pc.token = o->token;
 	l.last_backup_time = l.last_backup_step = -1;
@@ -502,8 +530,10 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	}
 	if (!l.coordinated || o->cfg->node_rank == 0)
 		seed_last_backup(&l);
-	l.committed = l.pushed = l.replicated = newest_own_step(&l);
-	mtc_info("steady state from step %lld", l.replicated);
+	/* The newest step is pushed again at the start: a kill may have cut its push. */
+	l.committed = newest_own_step(&l);
+	l.pushed = l.replicated = -1;
+	mtc_info("steady state from step %lld", l.committed);
 	while (!*o->stop && (end < 0 || mtc_now() < end)) {
 		double wait_until;
 		if (mtc_commit_scan(&co) < 0)

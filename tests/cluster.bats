@@ -216,26 +216,18 @@ no_markers() {
 	[ "$(backups_count)" = 2 ]
 }
 
-@test "cluster: mtc-replicate run killed -9 after commit, push, sync, during a backup and a commit converges" {
-	CL_ENV[0]="MTC_FAULT_KILL=sync:$CL_ROOT/fault0"
-	CL_ENV[1]="MTC_FAULT_KILL=commit:$CL_ROOT/fault1"
-	CL_ENV[2]="MTC_FAULT_KILL=push:$CL_ROOT/fault2"
-	CL_ENV[3]="MTC_FAULT_KILL=backup:$CL_ROOT/fault3"
+@test "cluster: mtc-replicate run killed -9 in the commit, after push, sync and during a backup converges" {
+	local f=$CL_ROOT/fault
+	CL_ENV[0]="MTC_FAULT_KILL=sync:${f}0a,commit-meta-renamed:${f}0b"
+	CL_ENV[1]="MTC_FAULT_KILL=commit:${f}1a,commit-hashed:${f}1b"
+	CL_ENV[2]="MTC_FAULT_KILL=push:${f}2a,commit-data-renamed:${f}2b"
+	CL_ENV[3]="MTC_FAULT_KILL=backup:${f}3a,commit-tmp-written:${f}3b"
 	first_run orbax
 	for r in 0 1 2 3; do
-		[ -e "$CL_ROOT/fault$r" ]
-		grep -q "'mtc-replicate run' exited (137); restarting it" "$CL_ROOT/node$r.log"
+		[ -e "${f}${r}a" ]
+		[ "$(grep -c "'mtc-replicate run' exited (137); restarting it" "$CL_ROOT/node$r.log")" -ge 2 ]
 	done
-	# a commit cut after the step became a .save, before its .meta: the next run finishes it
-	supervised_kill 1 run
-	mkdir "$CL_ROOT/scratch"
-	mtc-trainer --dir "$CL_ROOT/scratch" --rank 1 --nodes "$N" --resume 3 --steps 1 --save-every 0 \
-		--shard-bytes 65536
-	mv "$CL_ROOT/scratch/4" "$CL_ROOT/node1/$CL_JOB-s4-n1-w0.save"
-	CL_RANKS=$(ranks_but 1) run trainers orbax --resume 3 --steps 1
-	assert_success
-	wait_for "step 4 replicated" 30 replicated 4
 	run trainers orbax --steps 0
 	assert_success
-	[ "$(restored_steps)" = 4 ]
+	[ "$(restored_steps)" = 3 ]
 }
