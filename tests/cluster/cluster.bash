@@ -9,8 +9,13 @@
 #   trainers STYLE ARGS...    runs one trainer per node in the background, waits for all
 #   wait_for DESC SEC CMD...  polls CMD every 0.2 s until it succeeds
 #   node_kill RANK            stops one node's service (SIGTERM, then SIGKILL)
+#   nodes_kill                stops every node's service, rank 0 last
 #   node_lost RANK            SIGKILL to the service and everything it runs: a lost pod
+#   supervised_kill RANK P    SIGKILL to serve or run; the service restarts it
+#   flip_bit PATH             one bit flipped in a file (a tree's largest file)
 #   cluster_stop              stops every node and removes CL_ROOT
+# CL_ENV[RANK] adds environment (fault injection) to a node's service;
+# CL_RANKS limits trainers to some ranks; MTC_CLUSTER_NODES / MTC_LONG set N.
 
 CL_JOB=${CL_JOB:-job}
 
