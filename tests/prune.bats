@@ -310,7 +310,8 @@ for b in sorted(os.listdir(root)):
         continue
     n = max(metas) + 1
     reads_valid = all(r in metas and os.path.isdir(os.path.join(d, metas[r] + ".data")) for r in range(n))
-    whole = n == 8 and all(len(os.listdir(os.path.join(d, metas[r] + ".data"))) == 3 for r in range(n))
+    # only a backup that reads as valid has every rank's meta to look at
+    whole = reads_valid and n == 8 and all(len(os.listdir(os.path.join(d, metas[r] + ".data"))) == 3 for r in range(n))
     if reads_valid and not whole:
         print(b)
 EOF
