@@ -402,7 +402,7 @@ static int backups_into(json_t *inv, json_t *plan_without, int nodes, int worker
 		if (pin == 1 ? strcmp(list[i].name, pinned) != 0
 			     : json_is_integer(json_object_get(plan_without, "step")))
 			continue;
-		if (!(b = mtc_lkg_backup_entry(s, list[i].name, nodes, workers))) {
+		if (!(b = mtc_lkg_backup_entry(s, list[i].name, nodes, workers, NULL))) {
 			mtc_error("cannot read backup '%s/%s': %s", backups_root, list[i].name,
 				  mtc_store_error(s));
 			rc = -1;

@@ -25,6 +25,7 @@
 #include "handshake.h"
 #include "inventory.h"
 #include "lkg.h"
+#include "lkg_inventory.h"
 #include "log.h"
 #include "naming.h"
 #include "peer_client.h"
@@ -71,28 +72,12 @@ static json_t *local_inventory(struct ctx *x)
 
 static json_t *backup_entry(struct ctx *x, const char *name, int *valid)
 {
-	struct mtc_backup_info info;
-	json_t *metas, *data;
-
-	if (mtc_backup_inspect(x->store, name, x->cfg->nodes, x->cfg->workers_per_node, &info) < 0) {
+	json_t *e = mtc_lkg_backup_entry(x->store, name, x->cfg->nodes, x->cfg->workers_per_node,
+					 valid);
+	if (!e)
 		mtc_warn("cannot read backup '%s/%s': %s", mtc_store_url(x->store), name,
 			 mtc_store_error(x->store));
-		return NULL;
-	}
-	*valid = info.state == MTC_BACKUP_VALID;
-	metas = json_array();
-	data = json_array();
-	for (size_t i = 0; i < info.n_metas; i++) {
-		const struct mtc_backup_meta *m = &info.metas[i];
-		if (!m->hash[0])
-			continue;
-		json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)m->step, m->rank,
-						       m->worker, m->hash));
-		if (m->has_data)
-			json_array_append_new(data, json_string(m->hash));
-	}
-	mtc_backup_info_free(&info);
-	return json_pack("{s:s, s:o, s:o}", "name", name, "meta-files", metas, "data-files", data);
+	return e;
 }
 
 /* The backups the LKG may need: restore.version's, else the newest down to the first valid one. */

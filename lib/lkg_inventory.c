@@ -22,13 +22,16 @@ json_t *mtc_lkg_rank_entry(const struct mtc_inventory *inv, int rank, const char
 			 "meta-files", metas, "data-files", data);
 }
 
-json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, int workers)
+json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, int workers,
+			     int *valid)
 {
 	struct mtc_backup_info info;
 	json_t *metas, *data;
 
 	if (mtc_backup_inspect(s, name, nodes, workers, &info) < 0)
 		return NULL;
+	if (valid)
+		*valid = info.state == MTC_BACKUP_VALID;
 	metas = json_array();
 	data = json_array();
 	for (size_t i = 0; i < info.n_metas; i++) {

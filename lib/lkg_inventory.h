@@ -23,9 +23,10 @@ json_t *mtc_lkg_rank_entry(const struct mtc_inventory *inv, int rank, const char
 /*
  * {"name", "meta-files", "data-files"} for one backup: the metas of its
  * newest step, and the hashes of those whose data the backup holds.
- * nodes/workers <= 0: inferred. NULL only when storage fails (the reason is
- * mtc_store_error(s)).
+ * nodes/workers <= 0: inferred. valid (may be NULL) says whether the backup
+ * is valid. NULL only when storage fails (the reason is mtc_store_error(s)).
  */
-json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, int workers);
+json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, int workers,
+			     int *valid);
 
 #endif
