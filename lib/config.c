@@ -12,6 +12,7 @@
 
 #include "fsutil.h"
 #include "naming.h"
+#include "log.h"
 #include "xalloc.h"
 
 #define MAX_DEPTH 8
@@ -20,17 +21,6 @@
 static const char *framework_names[] = { "orbax", "pytorch.distributed", "pytorch" };
 
 const char *mtc_framework_name(enum mtc_framework fw) { return framework_names[fw]; }
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* $VAR and ${VAR} from the environment; unknown variables stay as written (Python's expandvars). */
 static char *expand_env(const char *s)
@@ -146,7 +136,7 @@ static int next_event(struct yaml_reader *r, yaml_event_t *ev)
 {
 	if (yaml_parser_parse(&r->parser, ev))
 		return 0;
-	return fail(r->err, r->errlen, "not valid YAML: %s at line %zu column %zu",
+	return mtc_fail(r->err, r->errlen, "not valid YAML: %s at line %zu column %zu",
 		    r->parser.problem ? r->parser.problem : "syntax error",
 		    r->parser.problem_mark.line + 1, r->parser.problem_mark.column + 1);
 }
@@ -159,7 +149,7 @@ static json_t *read_collection(struct yaml_reader *r, int mapping, int depth)
 	yaml_event_t ev;
 
 	if (depth > MAX_DEPTH) {
-		fail(r->err, r->errlen, "not a replicator config: nested deeper than %d levels",
+		mtc_fail(r->err, r->errlen, "not a replicator config: nested deeper than %d levels",
 		     MAX_DEPTH);
 		goto bad;
 	}
@@ -179,13 +169,13 @@ static json_t *read_collection(struct yaml_reader *r, int mapping, int depth)
 		}
 		if (ev.type != YAML_SCALAR_EVENT) {
 			yaml_event_delete(&ev);
-			fail(r->err, r->errlen, "not a replicator config: a key is not a plain value");
+			mtc_fail(r->err, r->errlen, "not a replicator config: a key is not a plain value");
 			goto bad;
 		}
 		char *key = xstrdup((const char *)ev.data.scalar.value);
 		yaml_event_delete(&ev);
 		if (json_object_get(coll, key)) {
-			fail(r->err, r->errlen, "key '%s' appears twice", key);
+			mtc_fail(r->err, r->errlen, "key '%s' appears twice", key);
 			free(key);
 			goto bad;
 		}
@@ -229,10 +219,10 @@ static json_t *read_node(struct yaml_reader *r, yaml_event_t *ev, int depth)
 		break;
 	case YAML_ALIAS_EVENT:
 	anchor:
-		fail(r->err, r->errlen, "not a replicator config: YAML anchors and aliases are not allowed");
+		mtc_fail(r->err, r->errlen, "not a replicator config: YAML anchors and aliases are not allowed");
 		break;
 	default:
-		fail(r->err, r->errlen, "not a replicator config: unexpected YAML structure");
+		mtc_fail(r->err, r->errlen, "not a replicator config: unexpected YAML structure");
 		break;
 	}
 	yaml_event_delete(ev);
@@ -262,7 +252,7 @@ static json_t *yaml_to_json(const char *text, size_t len, char *err, size_t errl
 		if (ev.type == YAML_DOCUMENT_START_EVENT) {
 			yaml_event_delete(&ev);
 			if (++docs > 1) {
-				fail(err, errlen, "not a replicator config: more than one YAML document");
+				mtc_fail(err, errlen, "not a replicator config: more than one YAML document");
 				goto bad;
 			}
 			continue;
@@ -275,12 +265,12 @@ static json_t *yaml_to_json(const char *text, size_t len, char *err, size_t errl
 	yaml_parser_delete(&r.parser);
 	if (!doc || json_is_null(doc)) {
 		json_decref(doc);
-		fail(err, errlen, "file is empty");
+		mtc_fail(err, errlen, "file is empty");
 		return NULL;
 	}
 	if (!json_is_object(doc)) {
 		json_decref(doc);
-		fail(err, errlen, "not a replicator config: the top level is not a YAML mapping");
+		mtc_fail(err, errlen, "not a replicator config: the top level is not a YAML mapping");
 		return NULL;
 	}
 	return doc;
@@ -297,11 +287,11 @@ int mtc_config_parse_yaml(const char *text, size_t len, struct mtc_config *cfg, 
 	int rc;
 
 	if (len == 0)
-		return fail(err, errlen, "file is empty");
+		return mtc_fail(err, errlen, "file is empty");
 	if (len > MTC_CONFIG_MAX_BYTES)
-		return fail(err, errlen, "file is larger than %d bytes", MTC_CONFIG_MAX_BYTES);
+		return mtc_fail(err, errlen, "file is larger than %d bytes", MTC_CONFIG_MAX_BYTES);
 	if (memchr(text, '\0', len))
-		return fail(err, errlen, "not a replicator config: the file holds a NUL byte");
+		return mtc_fail(err, errlen, "not a replicator config: the file holds a NUL byte");
 	doc = yaml_to_json(text, len, err, errlen);
 	if (!doc)
 		return -1;
@@ -317,20 +307,20 @@ static int get_int(json_t *obj, const char *key, long long min, long long max, i
 	json_t *v = json_object_get(obj, key);
 	if (!v || json_is_null(v)) {
 		if (required)
-			return fail(err, errlen, "missing required key '%s'", key);
+			return mtc_fail(err, errlen, "missing required key '%s'", key);
 		return 0;
 	}
 	if (!json_is_integer(v)) {
 		if (json_is_string(v))
-			return fail(err, errlen, "'%s' must be an integer, not '%s'", key,
+			return mtc_fail(err, errlen, "'%s' must be an integer, not '%s'", key,
 				    json_string_value(v));
-		return fail(err, errlen, "'%s' must be an integer", key);
+		return mtc_fail(err, errlen, "'%s' must be an integer", key);
 	}
 	long long x = json_integer_value(v);
 	if (x < min)
-		return fail(err, errlen, "'%s' must be at least %lld, not %lld", key, min, x);
+		return mtc_fail(err, errlen, "'%s' must be at least %lld, not %lld", key, min, x);
 	if (x > max)
-		return fail(err, errlen, "'%s' must be at most %lld, not %lld", key, max, x);
+		return mtc_fail(err, errlen, "'%s' must be at most %lld, not %lld", key, max, x);
 	*out = x;
 	return 0;
 }
@@ -343,11 +333,11 @@ int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t 
 	memset(cfg, 0, sizeof *cfg);
 	cfg->peers_per_node_ignored = -1;
 	if (!json_is_object(obj))
-		return fail(err, errlen, "not a replicator config: not a mapping");
+		return mtc_fail(err, errlen, "not a replicator config: not a mapping");
 
 	v = json_object_get(obj, "job-name");
 	if (!v || json_is_null(v))
-		return fail(err, errlen, "missing required key 'job-name'");
+		return mtc_fail(err, errlen, "missing required key 'job-name'");
 	char num[32];
 	const char *job = json_is_string(v) ? json_string_value(v) : NULL;
 	if (json_is_integer(v)) {
@@ -355,20 +345,20 @@ int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t 
 		job = num;
 	}
 	if (!job)
-		return fail(err, errlen, "'job-name' must be a string");
+		return mtc_fail(err, errlen, "'job-name' must be a string");
 	if (!mtc_valid_job_name(job))
-		return fail(err, errlen, "'job-name' '%s' cannot be used in file names", job);
+		return mtc_fail(err, errlen, "'job-name' '%s' cannot be used in file names", job);
 
 	v = json_object_get(obj, "framework");
 	if (!v || json_is_null(v))
-		return fail(err, errlen, "missing required key 'framework'");
+		return mtc_fail(err, errlen, "missing required key 'framework'");
 	const char *fw = json_is_string(v) ? json_string_value(v) : "";
 	int fwi;
 	for (fwi = 0; fwi < 3; fwi++)
 		if (!strcmp(fw, framework_names[fwi]))
 			break;
 	if (fwi == 3)
-		return fail(err, errlen,
+		return mtc_fail(err, errlen,
 			    "'framework' must be orbax, pytorch.distributed or pytorch, not '%s'", fw);
 
 	if (get_int(obj, "nodes", 1, 1 << 20, 1, &nodes, err, errlen) ||
@@ -380,20 +370,20 @@ int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t 
 	    get_int(obj, "workers-per-node", 1, 1 << 16, 0, &wpn, err, errlen))
 		return -1;
 	if (rank >= nodes)
-		return fail(err, errlen, "'node-rank' %lld is out of range for %lld nodes", rank,
+		return mtc_fail(err, errlen, "'node-rank' %lld is out of range for %lld nodes", rank,
 			    nodes);
 	if (mins < 0 && steps < 0)
-		return fail(err, errlen,
+		return mtc_fail(err, errlen,
 			    "missing required key 'backup-interval-minutes' (or 'backup-interval-steps')");
 
 	v = json_object_get(obj, "peer-ranks");
 	if (v && !json_is_null(v)) {
 		size_t i, n;
 		if (!json_is_array(v))
-			return fail(err, errlen, "'peer-ranks' must be a list like [1, 2]");
+			return mtc_fail(err, errlen, "'peer-ranks' must be a list like [1, 2]");
 		n = json_array_size(v);
 		if (n > MAX_PEERS)
-			return fail(err, errlen, "'peer-ranks' has more than %d entries", MAX_PEERS);
+			return mtc_fail(err, errlen, "'peer-ranks' has more than %d entries", MAX_PEERS);
 		cfg->peer_ranks = xcalloc(n, sizeof *cfg->peer_ranks);
 		cfg->n_peer_ranks = (int)n;
 		for (i = 0; i < n; i++) {
@@ -401,33 +391,33 @@ int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t 
 			long long r;
 			if (!json_is_integer(p)) {
 				mtc_config_free(cfg);
-				return fail(err, errlen, "'peer-ranks' entry %zu is not an integer", i + 1);
+				return mtc_fail(err, errlen, "'peer-ranks' entry %zu is not an integer", i + 1);
 			}
 			r = json_integer_value(p);
 			if (r < 0 || r >= nodes) {
 				mtc_config_free(cfg);
-				return fail(err, errlen, "'peer-ranks' names rank %lld, out of range for %lld nodes",
+				return mtc_fail(err, errlen, "'peer-ranks' names rank %lld, out of range for %lld nodes",
 					    r, nodes);
 			}
 			if (r == rank) {
 				mtc_config_free(cfg);
-				return fail(err, errlen, "'peer-ranks' names this node's own rank %lld", r);
+				return mtc_fail(err, errlen, "'peer-ranks' names this node's own rank %lld", r);
 			}
 			for (size_t k = 0; k < i; k++)
 				if (cfg->peer_ranks[k] == r) {
 					mtc_config_free(cfg);
-					return fail(err, errlen, "'peer-ranks' names rank %lld twice", r);
+					return mtc_fail(err, errlen, "'peer-ranks' names rank %lld twice", r);
 				}
 			cfg->peer_ranks[i] = (int)r;
 		}
 		cfg->peers_per_node_ignored = ppn >= 0 && ppn != (long long)n ? (int)ppn : -1;
 		ppn = (long long)n;
 	} else if (ppn < 0) {
-		return fail(err, errlen, "missing required key 'peer-ranks' (or 'peers-per-node')");
+		return mtc_fail(err, errlen, "missing required key 'peer-ranks' (or 'peers-per-node')");
 	}
 	if (ppn > nodes - 1) {
 		mtc_config_free(cfg);
-		return fail(err, errlen, "'peers-per-node' %lld is more than the %lld other nodes", ppn,
+		return mtc_fail(err, errlen, "'peers-per-node' %lld is more than the %lld other nodes", ppn,
 			    nodes - 1);
 	}
 
@@ -454,7 +444,7 @@ int mtc_config_load(const char *path, struct mtc_config *cfg, char *err, size_t 
 	else
 		doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	if (!doc)
-		return fail(err, errlen, "not a JSON config: %s at line %d", jerr.text, jerr.line);
+		return mtc_fail(err, errlen, "not a JSON config: %s at line %d", jerr.text, jerr.line);
 	rc = mtc_config_from_json(doc, cfg, err, errlen);
 	json_decref(doc);
 	return rc;

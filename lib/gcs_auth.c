@@ -15,6 +15,7 @@
 #include <openssl/pem.h>
 
 #include "fsutil.h"
+#include "log.h"
 #include "xalloc.h"
 
 #define REFRESH_MARGIN 60
@@ -31,17 +32,6 @@ struct mtc_gcs_auth {
 	char *token;
 	double expires; /* mtc_now() clock; 0: never */
 };
-
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 int mtc_gcs_auth_new(const char *token_file, struct mtc_gcs_auth **out, char *err, size_t errlen)
 {
@@ -163,7 +153,7 @@ static long http(const char *url, const char *post, const char *header, struct b
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	cc = curl_easy_perform(c);
 	if (cc != CURLE_OK)
-		set_err(err, errlen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
+		mtc_fail(err, errlen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
 	else
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(h);
@@ -182,7 +172,7 @@ static int take_token(struct mtc_gcs_auth *a, const struct body *b, const char *
 
 	if (!tok || !*tok) {
 		json_decref(j);
-		return set_err(err, errlen, "no access_token in the answer from '%s'", from);
+		return mtc_fail(err, errlen, "no access_token in the answer from '%s'", from);
 	}
 	free(a->token);
 	a->token = xstrdup(tok);
@@ -201,17 +191,17 @@ static char *rs256(const char *pem, const char *input, char *err, size_t errlen)
 	char *out = NULL;
 
 	if (!key) {
-		set_err(err, errlen, "cannot read the private key");
+		mtc_fail(err, errlen, "cannot read the private key");
 		goto done;
 	}
 	if (EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
 	    EVP_DigestSign(md, NULL, &siglen, (const unsigned char *)input, strlen(input)) != 1) {
-		set_err(err, errlen, "cannot sign the token request");
+		mtc_fail(err, errlen, "cannot sign the token request");
 		goto done;
 	}
 	sig = xmalloc(siglen);
 	if (EVP_DigestSign(md, sig, &siglen, (const unsigned char *)input, strlen(input)) != 1) {
-		set_err(err, errlen, "cannot sign the token request");
+		mtc_fail(err, errlen, "cannot sign the token request");
 		goto done;
 	}
 	out = mtc_base64url(sig, siglen);
@@ -235,7 +225,7 @@ static int service_account_token(struct mtc_gcs_auth *a, char *err, size_t errle
 	time_t now = time(NULL);
 
 	if (!key)
-		return set_err(err, errlen, "cannot read the service-account key '%s': %s",
+		return mtc_fail(err, errlen, "cannot read the service-account key '%s': %s",
 			       a->key_file, je.text);
 	email = json_string_value(json_object_get(key, "client_email"));
 	pem = json_string_value(json_object_get(key, "private_key"));
@@ -243,7 +233,7 @@ static int service_account_token(struct mtc_gcs_auth *a, char *err, size_t errle
 	kid = json_string_value(json_object_get(key, "private_key_id"));
 	if (!email || !pem) {
 		json_decref(key);
-		return set_err(err, errlen,
+		return mtc_fail(err, errlen,
 			       "service-account key '%s' lacks client_email or private_key",
 			       a->key_file);
 	}
@@ -277,7 +267,7 @@ static int service_account_token(struct mtc_gcs_auth *a, char *err, size_t errle
 				break;
 			}
 			if (status)
-				set_err(err, errlen, "token exchange at '%s': HTTP %ld: %.200s", uri,
+				mtc_fail(err, errlen, "token exchange at '%s': HTTP %ld: %.200s", uri,
 					status, b.buf ? b.buf : "");
 			free(b.buf);
 			if (status && status < 500 && status != 429 && status != 408)
@@ -313,7 +303,7 @@ static int metadata_token(struct mtc_gcs_auth *a, char *err, size_t errlen)
 			return rc;
 		}
 		if (status)
-			set_err(err, errlen, "metadata server '%s': HTTP %ld", a->metadata_url,
+			mtc_fail(err, errlen, "metadata server '%s': HTTP %ld", a->metadata_url,
 				status);
 		free(b.buf);
 		if (mtc_now() + delay / 1e6 > until)
@@ -330,13 +320,13 @@ static int token_from_file(struct mtc_gcs_auth *a, char *err, size_t errlen)
 	size_t len;
 
 	if (mtc_read_file(a->token_file, 64 * 1024, &buf, &len) < 0)
-		return set_err(err, errlen, "cannot read token file '%s': %s", a->token_file,
+		return mtc_fail(err, errlen, "cannot read token file '%s': %s", a->token_file,
 			       strerror(errno));
 	while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' '))
 		buf[--len] = '\0';
 	if (!len) {
 		free(buf);
-		return set_err(err, errlen, "token file '%s' is empty", a->token_file);
+		return mtc_fail(err, errlen, "token file '%s' is empty", a->token_file);
 	}
 	free(a->token);
 	a->token = buf;

@@ -145,3 +145,12 @@ DEFINE_LOG(mtc_error, MTC_LOG_ERROR)
 DEFINE_LOG(mtc_warn, MTC_LOG_WARN)
 DEFINE_LOG(mtc_info, MTC_LOG_INFO)
 DEFINE_LOG(mtc_debug, MTC_LOG_DEBUG)
+
+int mtc_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}

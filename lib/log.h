@@ -2,6 +2,7 @@
 #define MTC_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum mtc_log_level { MTC_LOG_CRITICAL = -1, MTC_LOG_ERROR, MTC_LOG_WARN, MTC_LOG_INFO, MTC_LOG_DEBUG };
 enum mtc_log_format { MTC_LOG_TEXT, MTC_LOG_JSON };
@@ -21,6 +22,9 @@ void mtc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_vlog(int level, const char *fmt, va_list ap);
+
+/* Writes a one-line reason into err for a caller to report; returns -1. */
+int mtc_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A progress line is drawn on stderr: the next log line first erases it. */
 void mtc_log_progress_drawn(int drawn);

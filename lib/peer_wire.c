@@ -19,6 +19,7 @@
 
 #include "blake3.h"
 #include "fsutil.h"
+#include "log.h"
 #include "xalloc.h"
 
 #define BLOCK (1 << 20)
@@ -26,44 +27,33 @@
 static const char zero_block[512];
 #define TRAILING_MAX (1 << 20)
 
-static int fail(char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 int mtc_wire_check_path(const char *path, int max_depth, char *why, size_t whylen)
 {
 	const char *p = path, *comp = path;
 	int depth = 1;
 
 	if (!*path)
-		return fail(why, whylen, "empty path");
+		return mtc_fail(why, whylen, "empty path");
 	if (*path == '/')
-		return fail(why, whylen, "'%.200s': absolute path", path);
+		return mtc_fail(why, whylen, "'%.200s': absolute path", path);
 	if (strlen(path) >= MTC_WIRE_PATH_MAX)
-		return fail(why, whylen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
+		return mtc_fail(why, whylen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
 	for (;; p++) {
 		if (*p == '/' || !*p) {
 			size_t len = (size_t)(p - comp);
 			if (len == 0 || (len == 1 && comp[0] == '.') ||
 			    (len == 2 && comp[0] == '.' && comp[1] == '.'))
-				return fail(why, whylen, "'%.200s': path component '%.*s' not allowed",
+				return mtc_fail(why, whylen, "'%.200s': path component '%.*s' not allowed",
 					    path, (int)len, comp);
 			if (len > 255)
-				return fail(why, whylen, "'%.200s': path component too long", path);
+				return mtc_fail(why, whylen, "'%.200s': path component too long", path);
 			if (!*p)
 				break;
 			if (++depth > max_depth)
-				return fail(why, whylen, "'%.200s': deeper than %d", path, max_depth);
+				return mtc_fail(why, whylen, "'%.200s': deeper than %d", path, max_depth);
 			comp = p + 1;
 		} else if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-			return fail(why, whylen, "'%.200s': control character in path", path);
+			return mtc_fail(why, whylen, "'%.200s': control character in path", path);
 		}
 	}
 	return 0;
@@ -107,31 +97,31 @@ static int extract_file(struct archive *a, int rootfd, char *path, long long siz
 	int rc;
 
 	if (dfd < 0)
-		return fail(why, whylen, "'%.200s': cannot create parent: %s", path, strerror(errno));
+		return mtc_fail(why, whylen, "'%.200s': cannot create parent: %s", path, strerror(errno));
 	fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	close(dfd);
 	if (fd < 0)
-		return fail(why, whylen, "'%.200s': %s", path,
+		return mtc_fail(why, whylen, "'%.200s': %s", path,
 			    errno == EEXIST ? "duplicate entry" : strerror(errno));
 	mtc_blake3_init(&h);
 	while ((rc = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
 		if (off != done || done + (long long)len > size) {
 			close(fd);
-			return fail(why, whylen, "'%.200s': data does not match its size", path);
+			return mtc_fail(why, whylen, "'%.200s': data does not match its size", path);
 		}
 		if (mtc_write_all(fd, buf, len) < 0) {
 			int e = errno;
 			close(fd);
-			return fail(why, whylen, "'%.200s': %s", path, strerror(e));
+			return mtc_fail(why, whylen, "'%.200s': %s", path, strerror(e));
 		}
 		mtc_blake3_update(&h, buf, len);
 		done += (long long)len;
 	}
 	close(fd);
 	if (rc != ARCHIVE_EOF)
-		return fail(why, whylen, "'%.200s': %s", path, archive_error_string(a));
+		return mtc_fail(why, whylen, "'%.200s': %s", path, archive_error_string(a));
 	if (done != size)
-		return fail(why, whylen, "'%.200s': %lld of %lld bytes", path, done, size);
+		return mtc_fail(why, whylen, "'%.200s': %lld of %lld bytes", path, done, size);
 	mtc_blake3_final(&h, out, sizeof out);
 	mtc_hex(out, sizeof out, digest);
 	return 0;
@@ -144,13 +134,13 @@ static int extract_dir(int rootfd, char *path, char *why, size_t whylen)
 	struct stat st;
 
 	if (dfd < 0)
-		return fail(why, whylen, "'%.200s': cannot create parent: %s", path, strerror(errno));
+		return mtc_fail(why, whylen, "'%.200s': cannot create parent: %s", path, strerror(errno));
 	if (mkdirat(dfd, leaf, 0755) < 0 &&
 	    (errno != EEXIST || fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	     !S_ISDIR(st.st_mode))) {
 		int e = errno;
 		close(dfd);
-		return fail(why, whylen, "'%.200s': %s", path, strerror(e));
+		return mtc_fail(why, whylen, "'%.200s': %s", path, strerror(e));
 	}
 	close(dfd);
 	return 0;
@@ -165,7 +155,7 @@ static int check_entry(struct archive_entry *e, const struct mtc_wire_limits *li
 	size_t len;
 
 	if (!name)
-		return fail(why, whylen, "entry without a path");
+		return mtc_fail(why, whylen, "entry without a path");
 	while (name[0] == '.' && name[1] == '/')
 		name += 2;
 	if (type == AE_IFDIR && (!strcmp(name, ".") || !*name)) {
@@ -174,23 +164,23 @@ static int check_entry(struct archive_entry *e, const struct mtc_wire_limits *li
 	}
 	len = strlen(name);
 	if (len >= MTC_WIRE_PATH_MAX)
-		return fail(why, whylen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
+		return mtc_fail(why, whylen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
 	memcpy(path, name, len + 1);
 	if (type == AE_IFDIR && len > 1 && path[len - 1] == '/')
 		path[len - 1] = '\0';
 	if (mtc_wire_check_path(path, lim->max_depth, why, whylen) < 0)
 		return -1;
 	if (archive_entry_hardlink(e))
-		return fail(why, whylen, "'%.200s': hard links are not accepted", path);
+		return mtc_fail(why, whylen, "'%.200s': hard links are not accepted", path);
 	if (type == AE_IFLNK || archive_entry_symlink(e))
-		return fail(why, whylen, "'%.200s': symbolic links are not accepted", path);
+		return mtc_fail(why, whylen, "'%.200s': symbolic links are not accepted", path);
 	if (type != AE_IFREG && type != AE_IFDIR)
-		return fail(why, whylen, "'%.200s': only regular files and directories are accepted",
+		return mtc_fail(why, whylen, "'%.200s': only regular files and directories are accepted",
 			    path);
 	if (type == AE_IFREG && (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0))
-		return fail(why, whylen, "'%.200s': no size", path);
+		return mtc_fail(why, whylen, "'%.200s': no size", path);
 	if (archive_entry_sparse_count(e) > 0)
-		return fail(why, whylen, "'%.200s': sparse files are not accepted", path);
+		return mtc_fail(why, whylen, "'%.200s': sparse files are not accepted", path);
 	return 0;
 }
 
@@ -216,12 +206,12 @@ static int drain_trailer(struct source *src, char *why, size_t whylen)
 
 	while ((n = src->next(src->arg, &buf)) != 0) {
 		if (n < 0)
-			return fail(why, whylen, "reading the stream: %s", strerror(errno));
+			return mtc_fail(why, whylen, "reading the stream: %s", strerror(errno));
 		for (ssize_t i = 0; i < n; i++)
 			if (((const char *)buf)[i])
-				return fail(why, whylen, "data after the end of the archive");
+				return mtc_fail(why, whylen, "data after the end of the archive");
 		if ((total += n) > TRAILING_MAX)
-			return fail(why, whylen, "too much padding after the end of the archive");
+			return mtc_fail(why, whylen, "too much padding after the end of the archive");
 	}
 	return 0;
 }
@@ -275,12 +265,12 @@ static int check_expected(const struct mtc_manifest *m, const char *path, int is
 	if (!m)
 		return 0;
 	if (!(*x = expected_entry(m, path)))
-		return fail(why, whylen, "'%.200s' is not in the manifest", path);
+		return mtc_fail(why, whylen, "'%.200s' is not in the manifest", path);
 	if (((*x)->type == MTC_ENTRY_DIR) != is_dir)
-		return fail(why, whylen, "'%.200s' is a %s, the manifest says a %s", path,
+		return mtc_fail(why, whylen, "'%.200s' is a %s, the manifest says a %s", path,
 			    is_dir ? "dir" : "file", is_dir ? "file" : "dir");
 	if (!is_dir && (*x)->size != size)
-		return fail(why, whylen, "'%.200s' has %lld bytes, the manifest says %lld", path, size,
+		return mtc_fail(why, whylen, "'%.200s' has %lld bytes, the manifest says %lld", path, size,
 			    (*x)->size);
 	return 0;
 }
@@ -298,12 +288,12 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 
 	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rootfd < 0) {
-		fail(why, whylen, "'%s': %s", root, strerror(errno));
+		mtc_fail(why, whylen, "'%s': %s", root, strerror(errno));
 		goto out;
 	}
 	archive_read_support_format_tar(a);
 	if (archive_read_open(a, &src, NULL, source_read, NULL) != ARCHIVE_OK) {
-		fail(why, whylen, "not a tar stream: %s", archive_error_string(a));
+		mtc_fail(why, whylen, "not a tar stream: %s", archive_error_string(a));
 		goto out;
 	}
 	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
@@ -316,7 +306,7 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 		if (c > 0)
 			continue; /* the root itself, as "tar -C dir ." writes it */
 		if (++files > lim->max_files) {
-			fail(why, whylen, "more than %lld entries", lim->max_files);
+			mtc_fail(why, whylen, "more than %lld entries", lim->max_files);
 			goto out;
 		}
 		is_dir = archive_entry_filetype(e) == AE_IFDIR;
@@ -331,20 +321,20 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 		}
 		bytes += size;
 		if (bytes > lim->max_bytes) {
-			fail(why, whylen, "more than %lld bytes", lim->max_bytes);
+			mtc_fail(why, whylen, "more than %lld bytes", lim->max_bytes);
 			goto out;
 		}
 		w = mtc_wire_list_add(got, path, 0, size);
 		if (extract_file(a, rootfd, path, size, w->digest, why, whylen) < 0)
 			goto out;
 		if (x && strcmp(x->digest, w->digest)) {
-			rc = fail(why, whylen, "'%.200s' has digest %s, the manifest says %s", path,
+			rc = mtc_fail(why, whylen, "'%.200s' has digest %s, the manifest says %s", path,
 				  w->digest, x->digest) - 1;
 			goto out;
 		}
 	}
 	if (r != ARCHIVE_EOF) {
-		fail(why, whylen, "bad tar stream: %s", archive_error_string(a));
+		mtc_fail(why, whylen, "bad tar stream: %s", archive_error_string(a));
 		goto out;
 	}
 	rc = drain_trailer(&src, why, whylen);
@@ -560,11 +550,11 @@ static int sock_wait(struct sock_in *in, char *why, size_t whylen)
 		if (n > 0)
 			return 0;
 		if (n < 0 && errno != EINTR)
-			return fail(why, whylen, "waiting for the stream: %s", strerror(errno));
+			return mtc_fail(why, whylen, "waiting for the stream: %s", strerror(errno));
 		if (in->stop && __atomic_load_n(in->stop, __ATOMIC_RELAXED))
-			return fail(why, whylen, "shutting down");
+			return mtc_fail(why, whylen, "shutting down");
 		if ((waited += SOCK_POLL_MS) >= in->timeout_s * 1000)
-			return fail(why, whylen, "no data for %d s", in->timeout_s);
+			return mtc_fail(why, whylen, "no data for %d s", in->timeout_s);
 	}
 }
 
@@ -587,9 +577,9 @@ static int sock_read(struct sock_in *in, char *dst, size_t len, char *why, size_
 				continue;
 			}
 			if (n < 0)
-				return fail(why, whylen, "reading the stream: %s", strerror(errno));
+				return mtc_fail(why, whylen, "reading the stream: %s", strerror(errno));
 			if (n == 0)
-				return fail(why, whylen, "the stream ended early");
+				return mtc_fail(why, whylen, "the stream ended early");
 		}
 		dst += n;
 		len -= (size_t)n;
@@ -622,7 +612,7 @@ static int sock_file(struct sock_in *in, int fd, const char *path, long long siz
 	while (off < size && in->pre_len) {
 		size_t k = (long long)in->pre_len < size - off ? in->pre_len : (size_t)(size - off);
 		if (mtc_write_all(fd, in->pre, k) < 0)
-			return fail(why, whylen, "'%.200s': %s", path, strerror(errno));
+			return mtc_fail(why, whylen, "'%.200s': %s", path, strerror(errno));
 		mtc_blake3_update(&h, in->pre, k);
 		in->pre += k;
 		in->pre_len -= k;
@@ -642,15 +632,15 @@ static int sock_file(struct sock_in *in, int fd, const char *path, long long siz
 			continue;
 		}
 		if (n < 0)
-			return fail(why, whylen, "reading the stream: %s", strerror(errno));
+			return mtc_fail(why, whylen, "reading the stream: %s", strerror(errno));
 		if (n == 0)
-			return fail(why, whylen, "the stream ended early");
+			return mtc_fail(why, whylen, "the stream ended early");
 		for (ssize_t w = 0; w < n;) {
 			ssize_t m = splice(in->pipe[0], NULL, fd, NULL, (size_t)(n - w), SPLICE_F_MOVE);
 			if (m < 0 && errno == EINTR)
 				continue;
 			if (m <= 0)
-				return fail(why, whylen, "'%.200s': %s", path,
+				return mtc_fail(why, whylen, "'%.200s': %s", path,
 					    m < 0 ? strerror(errno) : "short write");
 			w += m;
 		}
@@ -665,7 +655,7 @@ static int sock_file(struct sock_in *in, int fd, const char *path, long long siz
 								   : SOCK_HASH_WINDOW;
 			void *m = mmap(NULL, k, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, hashed);
 			if (m == MAP_FAILED)
-				return fail(why, whylen, "'%.200s': reading back: %s", path,
+				return mtc_fail(why, whylen, "'%.200s': reading back: %s", path,
 					    strerror(errno));
 			mtc_blake3_update(&h, m, k);
 			munmap(m, k);
@@ -714,24 +704,24 @@ static int pax_parse(char *p, size_t len, char *path, long long *size, char *why
 		char *end, *key, *eq;
 		unsigned long rl = strtoul(p + off, &end, 10);
 		if (end == p + off || *end != ' ' || rl < 5 || rl > len - off || p[off + rl - 1] != '\n')
-			return fail(why, whylen, "bad pax header");
+			return mtc_fail(why, whylen, "bad pax header");
 		key = end + 1;
 		p[off + rl - 1] = '\0';
 		if (!(eq = strchr(key, '=')))
-			return fail(why, whylen, "bad pax header");
+			return mtc_fail(why, whylen, "bad pax header");
 		*eq = '\0';
 		if (!strcmp(key, "path")) {
 			if (strlen(eq + 1) >= MTC_WIRE_PATH_MAX)
-				return fail(why, whylen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
+				return mtc_fail(why, whylen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
 			strcpy(path, eq + 1);
 		} else if (!strcmp(key, "size")) {
 			char *e;
 			errno = 0;
 			*size = strtoll(eq + 1, &e, 10);
 			if (errno || *e || e == eq + 1 || *size < 0)
-				return fail(why, whylen, "bad pax size");
+				return mtc_fail(why, whylen, "bad pax size");
 		} else if (!strncmp(key, "GNU.sparse", 10)) {
-			return fail(why, whylen, "sparse files are not accepted");
+			return mtc_fail(why, whylen, "sparse files are not accepted");
 		}
 		off += rl;
 	}
@@ -752,11 +742,11 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 	long long pax_size = -1;
 
 	if ((rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		fail(why, whylen, "'%s': %s", root, strerror(errno));
+		mtc_fail(why, whylen, "'%s': %s", root, strerror(errno));
 		goto out;
 	}
 	if (pipe2(in.pipe, O_CLOEXEC) < 0) {
-		fail(why, whylen, "cannot make a pipe: %s", strerror(errno));
+		mtc_fail(why, whylen, "cannot make a pipe: %s", strerror(errno));
 		goto out;
 	}
 	fcntl(in.pipe[1], F_SETPIPE_SZ, SOCK_PIPE);
@@ -772,27 +762,27 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			goto out;
 		if (!memcmp(hdr, zero_block, 512)) {
 			if (have_pax) {
-				fail(why, whylen, "pax header without an entry");
+				mtc_fail(why, whylen, "pax header without an entry");
 				goto out;
 			}
 			if (sock_read(&in, (char *)hdr, 512, why, whylen) < 0)
 				goto out;
 			if (memcmp(hdr, zero_block, 512)) {
-				fail(why, whylen, "data after the end of the archive");
+				mtc_fail(why, whylen, "data after the end of the archive");
 				goto out;
 			}
 			rc = 0;
 			break;
 		}
 		if (!header_ok(hdr)) {
-			fail(why, whylen, "bad tar header (not ustar, or its checksum does not match)");
+			mtc_fail(why, whylen, "bad tar header (not ustar, or its checksum does not match)");
 			goto out;
 		}
 		type = (char)hdr[156];
 		size = octal((const char *)hdr + 124, 12);
 		if (type == 'x') {
 			if (have_pax || size < 0 || size > PAX_MAX) {
-				fail(why, whylen, "bad pax header");
+				mtc_fail(why, whylen, "bad pax header");
 				goto out;
 			}
 			pax = xrealloc(pax, (size_t)size + 1);
@@ -807,15 +797,15 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			continue;
 		}
 		if (type == '1') {
-			fail(why, whylen, "hard links are not accepted");
+			mtc_fail(why, whylen, "hard links are not accepted");
 			goto out;
 		}
 		if (type == '2') {
-			fail(why, whylen, "symbolic links are not accepted");
+			mtc_fail(why, whylen, "symbolic links are not accepted");
 			goto out;
 		}
 		if (type != '0' && type != '\0' && type != '5') {
-			fail(why, whylen, "only regular files and directories are accepted");
+			mtc_fail(why, whylen, "only regular files and directories are accepted");
 			goto out;
 		}
 		if (!have_pax || !path[0]) {
@@ -830,7 +820,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			size = pax_size;
 		have_pax = 0;
 		if (size < 0) {
-			fail(why, whylen, "'%.200s': no size", path);
+			mtc_fail(why, whylen, "'%.200s': no size", path);
 			goto out;
 		}
 		is_dir = type == '5';
@@ -846,7 +836,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 		if (mtc_wire_check_path(path, lim->max_depth, why, whylen) < 0)
 			goto out;
 		if (++files > lim->max_files) {
-			fail(why, whylen, "more than %lld entries", lim->max_files);
+			mtc_fail(why, whylen, "more than %lld entries", lim->max_files);
 			goto out;
 		}
 		if (is_dir)
@@ -860,7 +850,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			continue;
 		}
 		if ((bytes += size) > lim->max_bytes) {
-			fail(why, whylen, "more than %lld bytes", lim->max_bytes);
+			mtc_fail(why, whylen, "more than %lld bytes", lim->max_bytes);
 			goto out;
 		}
 		w = mtc_wire_list_add(got, path, 0, size);
@@ -868,7 +858,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			char *leaf, *copy = xstrdup(path);
 			dfd = open_parent(rootfd, copy, &leaf);
 			if (dfd < 0) {
-				fail(why, whylen, "'%.200s': cannot create parent: %s", path,
+				mtc_fail(why, whylen, "'%.200s': cannot create parent: %s", path,
 				     strerror(errno));
 				free(copy);
 				goto out;
@@ -879,7 +869,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			free(copy);
 		}
 		if (fd < 0) {
-			fail(why, whylen, "'%.200s': %s", path,
+			mtc_fail(why, whylen, "'%.200s': %s", path,
 			     errno == EEXIST ? "duplicate entry" : strerror(errno));
 			goto out;
 		}
@@ -889,7 +879,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 		}
 		close(fd);
 		if (x && strcmp(x->digest, w->digest)) {
-			rc = fail(why, whylen, "'%.200s' has digest %s, the manifest says %s", path,
+			rc = mtc_fail(why, whylen, "'%.200s' has digest %s, the manifest says %s", path,
 				  w->digest, x->digest) - 1;
 			goto out;
 		}
@@ -945,9 +935,9 @@ static int scan(struct mtc_wire_reader *r, const char *abs, const char *rel, int
 	int n, rc = 0;
 
 	if (depth > 256)
-		return fail(why, whylen, "'%s': too deep", abs);
+		return mtc_fail(why, whylen, "'%s': too deep", abs);
 	if ((n = scandir(abs, &names, NULL, by_name)) < 0)
-		return fail(why, whylen, "'%s': %s", abs, strerror(errno));
+		return mtc_fail(why, whylen, "'%s': %s", abs, strerror(errno));
 	for (int i = 0; i < n; i++) {
 		const char *d = names[i]->d_name;
 		struct stat st;
@@ -955,11 +945,11 @@ static int scan(struct mtc_wire_reader *r, const char *abs, const char *rel, int
 			char *cabs = xasprintf("%s/%s", abs, d);
 			char *crel = *rel ? xasprintf("%s/%s", rel, d) : xstrdup(d);
 			if (stat(cabs, &st) < 0)
-				rc = fail(why, whylen, "'%s': %s", cabs, strerror(errno));
+				rc = mtc_fail(why, whylen, "'%s': %s", cabs, strerror(errno));
 			else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-				rc = fail(why, whylen, "'%s': neither a file nor a directory", cabs);
+				rc = mtc_fail(why, whylen, "'%s': neither a file nor a directory", cabs);
 			else if (strlen(crel) >= MTC_WIRE_PATH_MAX)
-				rc = fail(why, whylen, "'%s': path too long", cabs);
+				rc = mtc_fail(why, whylen, "'%s': path too long", cabs);
 			if (rc) {
 				free(cabs);
 				free(crel);
@@ -1005,7 +995,7 @@ struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const 
 		char *abs = xasprintf("%s/%s", root, paths[i]);
 		if (stat(abs, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
 		    strlen(paths[i]) >= MTC_WIRE_PATH_MAX) {
-			fail(why, whylen, "'%s': %s", abs,
+			mtc_fail(why, whylen, "'%s': %s", abs,
 			     errno ? strerror(errno) : "neither a file nor a directory");
 			free(abs);
 			mtc_wire_reader_close(r);
@@ -1026,7 +1016,7 @@ struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *t
 	struct stat st;
 
 	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
-		fail(why, whylen, "'%s': %s", path, errno ? strerror(errno) : "not a file");
+		mtc_fail(why, whylen, "'%s': %s", path, errno ? strerror(errno) : "not a file");
 		return NULL;
 	}
 	r = xcalloc(1, sizeof *r);
@@ -1161,7 +1151,7 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 			}
 			r->fd = open(r->files[r->cur].abs, O_RDONLY | O_CLOEXEC);
 			if (r->fd < 0)
-				return fail(why, whylen, "'%s': %s", r->files[r->cur].abs, strerror(errno));
+				return mtc_fail(why, whylen, "'%s': %s", r->files[r->cur].abs, strerror(errno));
 			r->left = r->files[r->cur].size;
 			r->pad = (512 - r->left % 512) % 512;
 			r->phase = 1;
@@ -1170,7 +1160,7 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 			size_t want = len - done;
 			ssize_t n;
 			if (r->fd < 0 && (r->fd = open(r->files[r->cur].abs, O_RDONLY | O_CLOEXEC)) < 0)
-				return fail(why, whylen, "'%s': %s", r->files[r->cur].abs, strerror(errno));
+				return mtc_fail(why, whylen, "'%s': %s", r->files[r->cur].abs, strerror(errno));
 			if ((long long)want > r->left)
 				want = (size_t)r->left;
 			if (want) {
@@ -1178,7 +1168,7 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 				if (n < 0 && errno == EINTR)
 					continue;
 				if (n <= 0)
-					return fail(why, whylen, "'%s': %s", r->files[r->cur].abs,
+					return mtc_fail(why, whylen, "'%s': %s", r->files[r->cur].abs,
 						    n < 0 ? strerror(errno) : "shrank while being sent");
 				done += (size_t)n;
 				r->left -= n;
@@ -1231,7 +1221,7 @@ ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *f
 		if (r->phase == 1) {
 			const struct wire_file *f = &r->files[r->cur];
 			if (r->fd < 0 && (r->fd = open(f->abs, O_RDONLY | O_CLOEXEC)) < 0)
-				return fail(why, whylen, "'%s': %s", f->abs, strerror(errno));
+				return mtc_fail(why, whylen, "'%s': %s", f->abs, strerror(errno));
 			if (r->left > 0) {
 				*fd = r->fd;
 				*off = (off_t)(f->size - r->left);
