@@ -4,11 +4,11 @@
 # daemon, curl of the same bytes, and mtc-replicate push/fetch (with digest
 # verification on receipt). Also the daemon's peak RSS. Each figure is the best
 # of MTC_BENCH_RUNS runs (default 3): the machine is shared.
-#   tests/bench/peer.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 1024)
+#   tests/bench/peer.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 2048)
 set -eu
 build=${1:-build/release}
 bin=$(cd "$build/bin" && pwd)
-mb=${MTC_BENCH_MB:-1024}
+mb=${MTC_BENCH_MB:-2048}
 root=$(mktemp -d /dev/shm/mtc-bench-peer.XXXXXX)
 pids=""
 cleanup() {
