@@ -223,6 +223,7 @@ static int do_gc(int argc, const char **argv)
 {
 	char *dir = NULL, *config = NULL, *keep = NULL;
 	int own_only = 0, dry_run = 0;
+	double grace = 0;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
 		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (JSON, - for stdin)",
@@ -233,6 +234,8 @@ static int do_gc(int argc, const char **argv)
 		  "keep only this node's own .meta (data parallelism after a restore)", NULL },
 		{ "dry-run", 'n', POPT_ARG_NONE, &dry_run, 0, "print what would go, delete nothing",
 		  NULL },
+		{ "grace", '\0', POPT_ARG_DOUBLE, &grace, 0,
+		  "keep any .data published less than this long ago (default 0)", "SECONDS" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -250,9 +253,13 @@ static int do_gc(int argc, const char **argv)
 		rc = mtc_usage_error("--keep takes steps like 100,200, not '%s'", keep);
 		goto out;
 	}
+	if (grace < 0) {
+		rc = mtc_usage_error("--grace takes seconds, 0 or more");
+		goto out;
+	}
 	if ((rc = load_config(config, &cfg)) >= 0)
 		goto out;
-	struct mtc_gc_opts g = { dir, &cfg, steps, nsteps, own_only, dry_run };
+	struct mtc_gc_opts g = { dir, &cfg, steps, nsteps, own_only, dry_run, grace };
 	struct mtc_gc_stats st;
 	if (mtc_gc(&g, &st) < 0) {
 		rc = MTC_EXIT_FAILURE;

@@ -22,7 +22,7 @@ _mtc_replicate() {
 	case $verb in
 	digest) COMPREPLY=($(compgen -W "--json --manifest --threads $common" -- "$cur") $(compgen -f -- "$cur")) ;;
 	commit) COMPREPLY=($(compgen -W "--dir --config --watch --quiet-time --timeout --threads $common" -- "$cur")) ;;
-	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run $common" -- "$cur")) ;;
+	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run --grace $common" -- "$cur")) ;;
 	serve) COMPREPLY=($(compgen -W "--dir --listen --token-file --insecure --max-body --max-files --max-depth --max-connections --timeout --session-timeout --coordinator --nodes --round-timeout --heartbeat-timeout --poll-timeout $common" -- "$cur")) ;;
 	run) COMPREPLY=($(compgen -W "--dir --config --backup --coordinator-url --peer-url-template --peers-file --peer-token-file --token-file --sync-interval --quiet-time --heartbeat --timeout --threads $common" -- "$cur")) ;;
 	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --token-file --timeout --retries --streams $common" -- "$cur")) ;;

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commit.h"
@@ -57,6 +59,24 @@ static int marker_hash(const char *dir, const char *name, char *hash)
 	target[n] = '\0';
 	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
 	return mtc_parse_data_name(base, hash);
+}
+
+/* 1 when dir/name was published (its ctime: the rename) less than grace_s ago. */
+static int young(const struct mtc_gc_opts *o, const char *name)
+{
+	struct stat sb;
+	char *p;
+	struct timespec now;
+	int rc;
+
+	if (o->grace_s <= 0)
+		return 0;
+	p = xasprintf("%s/%s", o->dir, name);
+	rc = lstat(p, &sb) == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+	     (double)(now.tv_sec - sb.st_ctim.tv_sec) +
+			     (now.tv_nsec - sb.st_ctim.tv_nsec) / 1e9 < o->grace_s;
+	free(p);
+	return rc;
 }
 
 int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
@@ -122,6 +142,9 @@ int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 		char hash[MTC_HASH_MAX + 1];
 		mtc_parse_data_name(datas[i], hash);
 		if (kept(&keep, hash)) {
+			st->kept_data++;
+		} else if (young(o, datas[i])) {
+			keep_hash(&keep, hash); /* and its manifest */
 			st->kept_data++;
 		} else if (rc < 0) {
 			/* A meta we could not delete may still name this data. */

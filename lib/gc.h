@@ -11,6 +11,9 @@
  * .restore marker reference; delete every other .meta, then every other .data.
  * Metas go before data, and data is renamed into the trash before it is
  * deleted, so a crash leaves no .meta naming a missing or partial .data.
+ * A .data published (renamed into place) less than grace_s ago is kept
+ * whatever names it: a peer sends a .meta just after its data, and
+ * deleting the data in between would refuse that .meta.
  */
 struct mtc_gc_opts {
 	const char *dir;
@@ -19,6 +22,7 @@ struct mtc_gc_opts {
 	size_t n_keep;
 	int own_only;
 	int dry_run;
+	double grace_s;
 };
 
 struct mtc_gc_stats {

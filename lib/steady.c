@@ -30,6 +30,9 @@
 #include "store.h"
 #include "xalloc.h"
 
+/* A .data a peer just pushed is safe from gc this long, until its .meta lands (gc.h). */
+#define GC_GRACE_S 10
+
 struct loop {
 	const struct mtc_steady_opts *o;
 	struct mtc_peer_client pc;
@@ -359,7 +362,7 @@ static void gc_to(struct loop *l, long long agreed)
 	long long *steps, *keep;
 	size_t nk = 0;
 	int n = steps_in_dir(l, 1, &steps, NULL, -1);
-	struct mtc_gc_opts g = { l->o->dir, l->o->cfg, NULL, 0, 0, 0 };
+	struct mtc_gc_opts g = { l->o->dir, l->o->cfg, NULL, 0, 0, 0, GC_GRACE_S };
 	struct mtc_gc_stats st;
 
 	if (n < 0 || agreed < 0) {

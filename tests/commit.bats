@@ -249,6 +249,31 @@ assert_consistent() {
 	assert_file_not_exists "$L/job-s5-n1-w0.meta"
 }
 
+@test "gc --grace keeps data just published until its .meta lands, then deletes it when unnamed" {
+	make_step "$L/5" kept
+	commit > /dev/null
+	# A peer's data whose .meta has not arrived yet, and an old orphan.
+	mkdir -p "$T/up/x" && echo pushed > "$T/up/x/f"
+	h=$(mtc-replicate digest "$T/up/x" | cut -d" " -f1)
+	mv "$T/up/x" "$L/$h.data"
+	echo '{}' > "$L/$h.manifest"
+	mkdir -p "$T/up/y" && echo old > "$T/up/y/f"
+	o=$(mtc-replicate digest "$T/up/y" | cut -d" " -f1)
+	mv "$T/up/y" "$L/$o.data"
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 5 --grace 600
+	assert_success
+	assert_dir_exists "$L/$h.data"
+	assert_file_exists "$L/$h.manifest"
+	assert_dir_exists "$L/$o.data" # just renamed too: within the grace
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 5
+	assert_success
+	assert_dir_not_exists "$L/$h.data"
+	assert_file_not_exists "$L/$h.manifest"
+	assert_dir_not_exists "$L/$o.data"
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 5 --grace -1
+	[ "$status" -eq 2 ]
+}
+
 @test "kill -9 during gc: the re-run finishes and no .meta names missing data" {
 	for s in 1 2; do make_step "$L/$s" k$s; done
 	commit > /dev/null
