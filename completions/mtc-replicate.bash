@@ -26,7 +26,7 @@ _mtc_replicate() {
 	serve) COMPREPLY=($(compgen -W "--dir --listen --token-file --insecure --max-body --max-files --max-depth --max-connections --timeout --session-timeout --coordinator --nodes --round-timeout --heartbeat-timeout --poll-timeout $common" -- "$cur")) ;;
 	run) COMPREPLY=($(compgen -W "--dir --config --backup --coordinator-url --peer-url-template --peers-file --peer-token-file --token-file --sync-interval --quiet-time --heartbeat --timeout --threads $common" -- "$cur")) ;;
 	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --token-file --timeout --retries --streams $common" -- "$cur")) ;;
-	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --token-file --timeout --retries $common" -- "$cur")) ;;
+	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --token-file --timeout --retries --streams $common" -- "$cur")) ;;
 	*) COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
 	esac
 }

@@ -54,7 +54,9 @@ struct call {
 	const char *down_path; /* a file to create, or an empty dir to extract into */
 	int down_tree;
 	const struct mtc_manifest *expected; /* what the tree must hold */
-	int raw; /* an upload by sendfile (peer_http.h), not through libcurl */
+	int pieces;	 /* a tree's GET: over this many connections at once (with expected) */
+	int down_shared; /* a piece: down_path is prepared, other pieces extract into it too */
+	int raw; /* a PUT or a tree's GET over a plain socket (peer_http.h), not through libcurl */
 
 	long code;
 	char *body; /* small bodies (meta, inventory, errors) */
@@ -219,9 +221,10 @@ static int prepare(struct call *c)
 	    (c->down_fd = open(c->down_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		return -1;
 	if (c->down_path && c->down_tree) {
-		if (mtc_remove_tree(c->down_path) < 0 || mkdir(c->down_path, 0755) < 0)
+		if (!c->down_shared &&
+		    (mtc_remove_tree(c->down_path) < 0 || mkdir(c->down_path, 0755) < 0))
 			return -1;
-		if (start_extractor(c, c->down_path) < 0)
+		if (!c->raw && start_extractor(c, c->down_path) < 0)
 			return -1;
 	}
 	return 0;
@@ -274,7 +277,9 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		snprintf(err, errlen, "cannot start curl");
 		return MTC_EXIT_FAILURE;
 	}
-	c->raw = !strcmp(c->method, "PUT") && c->up_path && mtc_http_usable(c->url);
+	c->raw = ((!strcmp(c->method, "PUT") && c->up_path) ||
+		  (!strcmp(c->method, "GET") && c->down_tree)) &&
+		 mtc_http_usable(c->url);
 	if (prepare(c) < 0) {
 		if (c->thread_rc < 0)
 			snprintf(err, errlen, "cannot send '%s': %s", c->up_path, c->thread_why);
@@ -326,14 +331,17 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	if (c->raw) {
-		struct mtc_http_put hp = { .url = c->url, .token = pc->token,
-					   .content_type = c->up_tree ? "application/x-tar"
-								      : "application/octet-stream",
-					   .body = c->reader, .length = c->up_total,
-					   .deadline = deadline, .stall_s = 60,
-					   .upgrade = c->up_tree };
-		int hr = mtc_http_put(&hp, errbuf, sizeof errbuf);
-		c->bytes = hp.sent;
+		struct mtc_http_call hp = { .url = c->url, .token = pc->token,
+					    .content_type = c->up_tree ? "application/x-tar"
+								       : "application/octet-stream",
+					    .body = c->reader, .length = c->up_total,
+					    .deadline = deadline, .stall_s = 60,
+					    .upgrade = c->up_tree, .root = c->down_path,
+					    .limits = c->limits, .expected = c->expected,
+					    .got = &c->got_list };
+		int hr = c->up_path ? mtc_http_put(&hp, errbuf, sizeof errbuf)
+				    : mtc_http_get_tree(&hp, errbuf, sizeof errbuf);
+		c->bytes = c->up_path ? hp.sent : hp.received;
 		c->code = hp.code;
 		free(c->body);
 		c->body = hp.answer;
@@ -342,6 +350,7 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		if (hr == -3) {
 			c->thread_rc = -1;
 			snprintf(c->thread_why, sizeof c->thread_why, "%s", errbuf);
+			cc = CURLE_OK;
 		}
 	} else {
 		cc = curl_easy_perform(h);
@@ -382,6 +391,90 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 	return rc;
 }
 
+static void free_call(struct call *c)
+{
+	free(c->url);
+	free(c->body);
+	mtc_wire_list_free(&c->got_list);
+	memset(c, 0, sizeof *c);
+}
+
+struct piece {
+	const struct mtc_peer_client *pc;
+	struct call c;
+	double deadline;
+	int rc;
+	char err[1024];
+};
+
+static void *piece_main(void *arg)
+{
+	struct piece *p = arg;
+	p->rc = attempt(p->pc, &p->c, p->deadline, p->err, sizeof p->err);
+	return NULL;
+}
+
+/*
+ * One try of a tree's GET as c->pieces pieces over as many connections,
+ * extracted side by side into c->down_path: the daemon splits the
+ * manifest into the same pieces (peer_manifest.h).
+ */
+static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double deadline,
+		      char *err, size_t errlen)
+{
+	int k = c->pieces, n, rc = 0;
+	char ***bins = xcalloc((size_t)k, sizeof *bins);
+	size_t *counts = xcalloc((size_t)k, sizeof *counts);
+	struct piece *pieces = xcalloc((size_t)k, sizeof *pieces);
+	pthread_t *th = xcalloc((size_t)k, sizeof *th);
+
+	c->bytes = 0;
+	c->code = 0;
+	mtc_wire_list_free(&c->got_list);
+	n = mtc_manifest_split(c->expected, k, bins, counts);
+	if (mtc_remove_tree(c->down_path) < 0 || mkdir(c->down_path, 0755) < 0) {
+		snprintf(err, errlen, "'%s': %s", c->down_path, strerror(errno));
+		n = 0;
+		rc = MTC_EXIT_FAILURE;
+	}
+	for (int i = 0; i < n; i++) {
+		pieces[i] = (struct piece){ .pc = pc, .deadline = deadline };
+		pieces[i].c = (struct call){ .method = "GET",
+					     .url = xasprintf("%s?piece=%d&pieces=%d", c->url, i, k),
+					     .down_path = c->down_path, .down_tree = 1,
+					     .down_shared = 1, .expected = c->expected,
+					     .limits = c->limits };
+		if (pthread_create(&th[i], NULL, piece_main, &pieces[i]))
+			piece_main(&pieces[i]), th[i] = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct call *p = &pieces[i].c;
+		if (th[i])
+			pthread_join(th[i], NULL);
+		c->bytes += p->bytes;
+		for (size_t j = 0; j < p->got_list.n; j++) {
+			const struct mtc_wire_entry *e = &p->got_list.e[j];
+			memcpy(mtc_wire_list_add(&c->got_list, e->path, e->is_dir, e->size)->digest,
+			       e->digest, sizeof e->digest);
+		}
+		if (pieces[i].rc && (!rc || p->code == 422)) {
+			rc = pieces[i].rc;
+			c->code = p->code;
+			snprintf(err, errlen, "%s", pieces[i].err);
+		}
+		free_call(p);
+	}
+	if (!rc)
+		c->code = 200;
+	for (int i = 0; i < k; i++)
+		free(bins[i]);
+	free(bins);
+	free(counts);
+	free(pieces);
+	free(th);
+	return rc;
+}
+
 static void backoff(int n)
 {
 	double s = 0.2 * (1 << (n < 5 ? n : 5));
@@ -401,7 +494,8 @@ static int run(const struct mtc_peer_client *pc, struct call *c,
 	int integrity = 0;
 
 	for (int n = 0;; n++) {
-		int rc = attempt(pc, c, deadline, err, errlen);
+		int rc = c->pieces > 1 ? get_pieces(pc, c, deadline, err, errlen)
+				       : attempt(pc, c, deadline, err, errlen);
 		if (rc == 0 && check)
 			rc = check(pc, c, arg, err, errlen);
 		if (rc != RETRY)
@@ -442,14 +536,6 @@ static char *uploads_url(const char *base, const char *rest)
 	return xasprintf("%.*s/v1/uploads/%s", (int)n, base, rest);
 }
 
-static void free_call(struct call *c)
-{
-	free(c->url);
-	free(c->body);
-	mtc_wire_list_free(&c->got_list);
-	memset(c, 0, sizeof *c);
-}
-
 static int put_manifest(const struct mtc_peer_client *pc, const char *base, const char *hash,
 			const char *text, char *err, size_t errlen)
 {
@@ -460,67 +546,6 @@ static int put_manifest(const struct mtc_peer_client *pc, const char *base, cons
 	free(name);
 	free_call(&c);
 	return rc;
-}
-
-/*
- * The files of a tree dealt into at most k pieces of about equal bytes
- * (largest first, each to the lightest piece); the directories go first
- * in piece 0, so empty ones arrive too. Returns the number of pieces.
- */
-static int split_tree(const struct mtc_manifest *m, int k, char ***bins, size_t *counts)
-{
-	const struct mtc_manifest_entry **files = xcalloc(m->n + 1, sizeof *files);
-	long long *load = xcalloc((size_t)k, sizeof *load);
-	size_t nf = 0;
-	int used = 0;
-
-	for (int i = 0; i < k; i++) {
-		bins[i] = xcalloc(m->n + 1, sizeof **bins);
-		counts[i] = 0;
-	}
-	for (size_t i = 0; i < m->n; i++) {
-		if (!*m->entries[i].path)
-			continue;
-		if (m->entries[i].type == MTC_ENTRY_DIR)
-			bins[0][counts[0]++] = m->entries[i].path;
-		else
-			files[nf++] = &m->entries[i];
-	}
-	for (size_t i = 1; i < nf; i++) /* by size, largest first (insertion: few large files) */
-		for (size_t j = i; j > 0 && files[j]->size > files[j - 1]->size; j--) {
-			const struct mtc_manifest_entry *t = files[j];
-			files[j] = files[j - 1];
-			files[j - 1] = t;
-		}
-	for (size_t i = 0; i < nf; i++) {
-		int best = 0;
-		for (int b = 1; b < k; b++)
-			if (load[b] < load[best])
-				best = b;
-		bins[best][counts[best]++] = files[i]->path;
-		load[best] += files[i]->size + 512;
-	}
-	for (int i = 0; i < k; i++)
-		if (counts[i])
-			used = i + 1;
-	free(files);
-	free(load);
-	return used;
-}
-
-struct piece {
-	const struct mtc_peer_client *pc;
-	struct call c;
-	double deadline;
-	int rc;
-	char err[1024];
-};
-
-static void *piece_main(void *arg)
-{
-	struct piece *p = arg;
-	p->rc = attempt(p->pc, &p->c, p->deadline, p->err, sizeof p->err);
-	return NULL;
 }
 
 /*
@@ -557,7 +582,7 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
-	n = split_tree(m, k, bins, counts);
+	n = mtc_manifest_split(m, k, bins, counts);
 	for (int i = 0; i < n; i++) {
 		char *r = xasprintf("%s/%d", id, i);
 		pieces[i] = (struct piece){ .pc = pc, .deadline = deadline };
@@ -601,6 +626,14 @@ out:
 	return rc;
 }
 
+static size_t files_in(const struct mtc_manifest *m)
+{
+	size_t files = 0;
+	for (size_t i = 0; i < m->n; i++)
+		files += m->entries[i].type == MTC_ENTRY_FILE;
+	return files;
+}
+
 /*
  * A tree goes with its manifest first (kept in dir, computed once), then
  * as pieces over pc->streams connections, or as one tar stream; a peer
@@ -612,7 +645,6 @@ static int put_tree(const struct mtc_peer_client *pc, const char *base, const ch
 	struct mtc_manifest m;
 	char why[1024], *text, *path = xasprintf("%s/%s.data", dir, hash), *name;
 	double deadline = mtc_now() + (pc->deadline_s > 0 ? pc->deadline_s : 1e9);
-	size_t files = 0;
 	int rc, resent = 0, rejected = 0;
 
 	*sent = 0;
@@ -622,11 +654,9 @@ static int put_tree(const struct mtc_peer_client *pc, const char *base, const ch
 		free(path);
 		return rc > 0 ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
 	}
-	for (size_t i = 0; i < m.n; i++)
-		files += m.entries[i].type == MTC_ENTRY_FILE;
 	rc = put_manifest(pc, base, hash, text, err, errlen);
 	for (int n = 0; !rc;) {
-		if (pc->streams > 1 && files > 1) {
+		if (pc->streams > 1 && files_in(&m) > 1) {
 			rc = put_tree_once(pc, base, path, hash, &m, deadline, sent, &rejected, err,
 					   errlen);
 		} else {
@@ -820,6 +850,8 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 		}
 		c.expected = &m;
 		p.manifest_text = text;
+		if (pc->streams > 1 && mtc_http_usable(c.url) && files_in(&m) > 1)
+			c.pieces = pc->streams;
 	}
 	if (!mkdtemp(staging)) {
 		snprintf(err, errlen, "cannot stage in '%s': %s", dir, strerror(errno));

@@ -28,7 +28,9 @@
 #define PUSH_USAGE                                                                             \
 	"push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] "        \
 	"[--token-file FILE] [--streams N]"
-#define FETCH_USAGE "fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--token-file FILE]"
+#define FETCH_USAGE                                                                            \
+	"fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--token-file FILE] "       \
+	"[--streams N]"
 
 static int parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
 		 poptContext *ctx)
@@ -306,7 +308,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 	char *dir = NULL, *from = NULL, *token_file = NULL, *token = NULL, **hashes = NULL,
 	     **metas = NULL;
 	double timeout = 0;
-	int retries = -1, rc, worst = 0;
+	int retries = -1, streams = 0, rc, worst = 0;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
 		{ "from", 'f', POPT_ARG_STRING, &from, 0, "the peer to fetch from", "URL" },
@@ -318,6 +320,8 @@ int mtc_replicate_fetch(int argc, const char **argv)
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
 		  "seconds per object, retries included (default 3600)", "SEC" },
 		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
+		{ "streams", '\0', POPT_ARG_INT, &streams, 0,
+		  "connections per tree (default 4; 1: one tar stream)", "N" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -346,6 +350,8 @@ int mtc_replicate_fetch(int argc, const char **argv)
 	}
 	if ((rc = client_setup(&pc, token_file, timeout, retries, &token)) >= 0)
 		goto out;
+	if (streams > 0)
+		pc.streams = streams > 64 ? 64 : streams;
 	list = json_array();
 	for (int pass = 0; pass < 2; pass++)
 		for (char **v = pass ? metas : hashes; v && *v; v++) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "log.h"
 #include "xalloc.h"
 
 #define CONNECT_TIMEOUT_S 10
@@ -85,7 +86,7 @@ int mtc_http_usable(const char *url)
 }
 
 /* Milliseconds to wait: the stall limit, within the deadline; 0 when the deadline passed. */
-static int wait_ms(const struct mtc_http_put *p)
+static int wait_ms(const struct mtc_http_call *p)
 {
 	double left = p->deadline - mtc_now();
 	double ms = left < p->stall_s ? left * 1000 : p->stall_s * 1000.0;
@@ -93,7 +94,7 @@ static int wait_ms(const struct mtc_http_put *p)
 }
 
 /* Waits for events on fd: 1 ready (revents), 0 the wait ran out (-2 deadline, -1 stall in *rc). */
-static int wait_for(const struct mtc_http_put *p, int fd, short events, short *revents, int *rc,
+static int wait_for(const struct mtc_http_call *p, int fd, short events, short *revents, int *rc,
 		    char *err, size_t errlen)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
@@ -121,7 +122,7 @@ static int wait_for(const struct mtc_http_put *p, int fd, short events, short *r
 	return 1;
 }
 
-static int connect_to(const struct mtc_http_put *p, const struct target *t, char *err,
+static int connect_to(const struct mtc_http_call *p, const struct target *t, char *err,
 		      size_t errlen)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res, *ai;
@@ -161,7 +162,7 @@ static int connect_to(const struct mtc_http_put *p, const struct target *t, char
 }
 
 /* Sends all of buf (MSG_MORE: the body follows). 0, -1/-2 with err, 1 when the peer answered or closed. */
-static int send_all(struct mtc_http_put *p, int fd, const char *buf, size_t len, char *err,
+static int send_all(struct mtc_http_call *p, int fd, const char *buf, size_t len, char *err,
 		    size_t errlen)
 {
 	while (len) {
@@ -186,7 +187,7 @@ static int send_all(struct mtc_http_put *p, int fd, const char *buf, size_t len,
 }
 
 /* The body: 0 sent, 1 the peer answered or closed first, -1/-2/-3 with err. */
-static int send_body(struct mtc_http_put *p, int fd, char *err, size_t errlen)
+static int send_body(struct mtc_http_call *p, int fd, char *err, size_t errlen)
 {
 	char why[512];
 
@@ -241,8 +242,13 @@ static long long content_length(const char *head)
 	return -1;
 }
 
-/* Reads the answer: 0 with code and body, or -1/-2 with err. */
-static int read_answer(struct mtc_http_put *p, int fd, char *err, size_t errlen)
+/*
+ * Reads the answer: 0 with code and body, or -1/-2 with err. With
+ * head_only a 200 stops after its headers: answer holds the body's first
+ * bytes, *length its Content-Length.
+ */
+static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long *length,
+		       char *err, size_t errlen)
 {
 	char *buf = xmalloc(HEAD_MAX + 1), *end = NULL;
 	size_t len = 0;
@@ -296,7 +302,11 @@ static int read_answer(struct mtc_http_put *p, int fd, char *err, size_t errlen)
 			return -1;
 		}
 		end[2] = '\0';
-		want = p->code == 101 ? 0 : content_length(buf);
+		want = content_length(buf);
+		if (length)
+			*length = want;
+		if (p->code == 101 || (head_only && p->code == 200))
+			want = 0;
 		end += 4;
 		p->answer_len = len - (size_t)(end - buf);
 		p->answer = xmalloc(p->answer_len + 1);
@@ -312,7 +322,7 @@ static int read_answer(struct mtc_http_put *p, int fd, char *err, size_t errlen)
 	return 0;
 }
 
-int mtc_http_put(struct mtc_http_put *p, char *err, size_t errlen)
+int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
 {
 	struct target t;
 	char *head;
@@ -338,7 +348,7 @@ int mtc_http_put(struct mtc_http_put *p, char *err, size_t errlen)
 	if (rc == 0 && p->upgrade) {
 		/* the body goes only once the daemon has switched to the stream */
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-		rc = read_answer(p, fd, err, errlen);
+		rc = read_answer(p, fd, 0, NULL, err, errlen);
 		if (rc < 0 || p->code != 101) {
 			close(fd);
 			return rc;
@@ -356,7 +366,53 @@ int mtc_http_put(struct mtc_http_put *p, char *err, size_t errlen)
 	if (rc >= 0) {
 		/* pushes out what MSG_MORE held back */
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-		rc = read_answer(p, fd, err, errlen);
+		rc = read_answer(p, fd, 0, NULL, err, errlen);
+	}
+	close(fd);
+	return rc;
+}
+
+int mtc_http_get_tree(struct mtc_http_call *p, char *err, size_t errlen)
+{
+	struct target t;
+	char *head;
+	long long length = -1;
+	int fd, rc;
+
+	p->code = 0;
+	p->received = 0;
+	if (parse_url(p->url, &t) < 0) {
+		snprintf(err, errlen, "not an http:// URL");
+		return -1;
+	}
+	if ((fd = connect_to(p, &t, err, errlen)) < 0)
+		return -1;
+	head = xasprintf("GET %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%sConnection: close\r\n\r\n",
+			 t.path, strchr(t.host, ':') ? "[" : "", t.host,
+			 strchr(t.host, ':') ? "]" : "", t.port, p->token ? "Authorization: Bearer " : "",
+			 p->token ? p->token : "", p->token ? "\r\n" : "");
+	rc = send_all(p, fd, head, strlen(head), err, errlen);
+	free(head);
+	if (rc >= 0) {
+		int one = 1; /* pushes out what MSG_MORE held back */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		rc = read_answer(p, fd, 1, &length, err, errlen);
+	}
+	if (rc == 0 && p->code == 200) {
+		char why[512];
+		int x = mtc_wire_extract_sock(fd, p->answer, p->answer_len, p->stall_s, NULL, p->root,
+					      p->limits, p->expected, p->got, &p->received, why,
+					      sizeof why);
+		if (x == 0 && p->received != length)
+			x = mtc_fail(why, sizeof why, "the stream is %lld bytes, the answer said %lld",
+				     p->received, length);
+		if (x < 0) {
+			snprintf(err, errlen, "%s", why);
+			rc = -3;
+		}
+		free(p->answer);
+		p->answer = NULL;
+		p->answer_len = 0;
 	}
 	close(fd);
 	return rc;

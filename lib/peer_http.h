@@ -6,11 +6,14 @@
 #include "peer_wire.h"
 
 /*
- * An HTTP/1.1 PUT over a plain socket whose body is a wire reader's
- * stream (peer_wire.h): headers and padding from memory, file contents
- * by sendfile, so they never pass through user space (libcurl reads each
- * byte into its buffer and copies it again into the socket). For the
- * uploads of the peer tier; everything else goes through libcurl.
+ * The bulk transfers of the peer tier over plain sockets; everything else
+ * goes through libcurl. A PUT's body is a wire reader's stream
+ * (peer_wire.h): headers and padding from memory, file contents by
+ * sendfile, so they never pass through user space (libcurl reads each
+ * byte into its buffer and copies it again into the socket). A GET of a
+ * tree hands the socket to mtc_wire_extract_sock once the answer's
+ * headers are in, instead of copying the stream through libcurl's buffer
+ * and a ring to an extractor thread.
  */
 /*
  * With upgrade, the request has no body: it asks for "Upgrade: mtc-tar",
@@ -20,7 +23,7 @@
  */
 #define MTC_HTTP_UPGRADE "mtc-tar"
 
-struct mtc_http_put {
+struct mtc_http_call {
 	const char *url;
 	const char *token; /* NULL: no Authorization header */
 	const char *content_type;
@@ -34,6 +37,13 @@ struct mtc_http_put {
 	char *answer; /* its body, malloc'd (at most 64 MiB kept) */
 	size_t answer_len;
 	long long sent; /* body bytes */
+
+	/* mtc_http_get_tree: where a 200's stream goes, as mtc_wire_extract_sock takes it */
+	const char *root;
+	const struct mtc_wire_limits *limits;
+	const struct mtc_manifest *expected;
+	struct mtc_wire_list *got;
+	long long received; /* stream bytes */
 };
 
 /* 1 when url can go this way: http://host[:port][/path], no proxy in the environment. */
@@ -44,6 +54,15 @@ int mtc_http_usable(const char *url);
  * connection failed, -2 when the deadline passed, -3 when the body could
  * not be read (a file vanished or shrank); err says why.
  */
-int mtc_http_put(struct mtc_http_put *p, char *err, size_t errlen);
+int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen);
+
+/*
+ * GET url; a 200's body, which must be exactly one tar stream, is
+ * extracted into root (an empty directory). 0 when an answer arrived (any
+ * other answer's body is in answer); -1 when the connection failed, -2
+ * when the deadline passed, -3 when the stream was rejected (not a clean
+ * tree within the limits, or not what expected lists); err says why.
+ */
+int mtc_http_get_tree(struct mtc_http_call *p, char *err, size_t errlen);
 
 #endif

@@ -136,3 +136,48 @@ int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manife
 	free(path);
 	return rc;
 }
+
+static int by_size_then_path(const void *a, const void *b)
+{
+	const struct mtc_manifest_entry *x = *(const struct mtc_manifest_entry *const *)a;
+	const struct mtc_manifest_entry *y = *(const struct mtc_manifest_entry *const *)b;
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+int mtc_manifest_split(const struct mtc_manifest *m, int k, char ***bins, size_t *counts)
+{
+	const struct mtc_manifest_entry **files = xcalloc(m->n + 1, sizeof *files);
+	long long *load = xcalloc((size_t)k, sizeof *load);
+	size_t nf = 0;
+	int used = 0;
+
+	for (int i = 0; i < k; i++) {
+		bins[i] = xcalloc(m->n + 1, sizeof **bins);
+		counts[i] = 0;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		if (!*m->entries[i].path)
+			continue;
+		if (m->entries[i].type == MTC_ENTRY_DIR)
+			bins[0][counts[0]++] = m->entries[i].path;
+		else
+			files[nf++] = &m->entries[i];
+	}
+	qsort(files, nf, sizeof *files, by_size_then_path);
+	for (size_t i = 0; i < nf; i++) {
+		int best = 0;
+		for (int b = 1; b < k; b++)
+			if (load[b] < load[best])
+				best = b;
+		bins[best][counts[best]++] = files[i]->path;
+		load[best] += files[i]->size + 512;
+	}
+	for (int i = 0; i < k; i++)
+		if (counts[i])
+			used = i + 1;
+	free(files);
+	free(load);
+	return used;
+}

@@ -41,4 +41,14 @@ char *mtc_peer_manifest_text(const struct mtc_manifest *m);
 int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manifest *m,
 			    char **text, char *why, size_t whylen);
 
+/*
+ * The files of m dealt into at most k pieces of about equal bytes (largest
+ * first, equal sizes by path, each to the lightest piece); the directories
+ * go first in piece 0, so empty ones travel too. The same manifest always
+ * gives the same pieces, so both ends of a transfer can compute them.
+ * bins: k arrays the caller frees, pointing into m's paths. Returns the
+ * number of pieces used.
+ */
+int mtc_manifest_split(const struct mtc_manifest *m, int k, char ***bins, size_t *counts);
+
 #endif

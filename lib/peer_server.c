@@ -38,6 +38,7 @@
 #define OBJECTS "/v1/objects/"
 #define UPLOADS "/v1/uploads/"
 #define PENDING_MANIFEST STAGING_PREFIX "manifest-"
+#define MAX_PIECES 64
 #define META_BODY_MAX 128
 #define STREAM_BLOCK (256 * 1024)
 #define CONN_MEMORY (2 << 20)
@@ -473,6 +474,57 @@ static void tree_free(void *cls)
 	free(t);
 }
 
+/*
+ * ?piece=I&pieces=K of a tree's GET: *k is 0 without them; else 0, or the
+ * HTTP code of a bad request with why.
+ */
+static int tree_piece(struct req *r, struct MHD_Connection *c, int *k, int *i, char *why,
+		      size_t whylen)
+{
+	const char *pi = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "piece");
+	const char *pk = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pieces");
+	char *e1 = NULL, *e2 = NULL;
+	long vi, vk;
+
+	*k = 0;
+	if (!pi && !pk)
+		return 0;
+	vi = pi ? strtol(pi, &e1, 10) : -1;
+	vk = pk ? strtol(pk, &e2, 10) : -1;
+	if (!pi || !pk || *e1 || *e2 || vk < 1 || vk > MAX_PIECES || vi < 0 || vi >= vk) {
+		snprintf(why, whylen, "piece=I&pieces=K takes 0 <= I < K <= %d", MAX_PIECES);
+		return MHD_HTTP_BAD_REQUEST;
+	}
+	*k = (int)vk;
+	*i = (int)vi;
+	return 0;
+}
+
+/* Piece i of k of the tree at path (peer_manifest.h: both ends split its manifest alike). */
+static struct mtc_wire_reader *piece_reader(struct mtc_peer_server *s, const char *hash,
+					    const char *path, int k, int i, long long *total,
+					    char *why, size_t whylen)
+{
+	struct mtc_manifest m;
+	struct mtc_wire_reader *reader = NULL;
+	char ***bins, *text = NULL;
+	size_t *counts;
+
+	if (mtc_peer_manifest_local(s->dir, hash, &m, &text, why, whylen))
+		return NULL;
+	bins = xcalloc((size_t)k, sizeof *bins);
+	counts = xcalloc((size_t)k, sizeof *counts);
+	mtc_manifest_split(&m, k, bins, counts);
+	reader = mtc_wire_reader_open_list(path, bins[i], counts[i], total, why, whylen);
+	for (int b = 0; b < k; b++)
+		free(bins[b]);
+	free(bins);
+	free(counts);
+	free(text);
+	mtc_manifest_free(&m);
+	return reader;
+}
+
 static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const char *path,
 				int head)
 {
@@ -495,9 +547,16 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 		struct tree_stream *t = xcalloc(1, sizeof *t);
 		long long total;
 		char why[512];
+		int k = 0, i = 0, rc = tree_piece(r, c, &k, &i, why, sizeof why);
+		if (rc) {
+			free(t);
+			return respond(r, c, (unsigned)rc, TEXT, "%s\n", why);
+		}
 		t->s = r->s;
 		t->root = xstrdup(path);
-		if (!(t->reader = mtc_wire_reader_open(path, &total, why, sizeof why))) {
+		t->reader = k ? piece_reader(r->s, r->hash, path, k, i, &total, why, sizeof why)
+			      : mtc_wire_reader_open(path, &total, why, sizeof why);
+		if (!t->reader) {
 			tree_free(t);
 			return respond(r, c, 500, TEXT, "cannot send '%s': %s\n", r->name, why);
 		}
@@ -903,7 +962,7 @@ static void drain(int sock)
 
 /*
  * After the 101: the tree (or piece) arrives on the socket itself and is
- * spliced into its files (mtc_wire_extract_sock); the answer is written
+ * extracted from it (mtc_wire_extract_sock); the answer is written
  * on the socket as an HTTP response, then the connection is closed.
  * Runs in the connection's own thread; r stays owned by MHD's request
  * (completed() frees it once the connection is closed).

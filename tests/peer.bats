@@ -285,9 +285,14 @@ only_staging_free() { # nothing in DIR but the given names
 	mv "$T/p/$H.data/sub/b" "$T/p/$H.data/sub/a"
 	mv "$T/p/$H.data/sub/tmp" "$T/p/$H.data/sub/b"
 	mkdir "$T/back"
-	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$H" --retries 1
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$H" --retries 1 --streams 1
 	assert_failure 5
 	assert_output --partial "'sub/a' has digest"
+	only_staging_free "$T/back"
+	# In pieces the first piece to see a swapped file reports it.
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$H" --retries 1
+	assert_failure 5
+	assert_output --regexp "'sub/[ab]' has digest"
 	only_staging_free "$T/back"
 }
 
@@ -502,6 +507,32 @@ only_staging_free() { # nothing in DIR but the given names
 	assert_output --partial "HTTP 422"
 	[ "$(metric "$URL" 'mtc_peer_uploads_total{result="rejected"}')" -ge 3 ]
 	only_staging_free "$T/q" ".mtc-upload-manifest-$HASH"
+}
+
+@test "a tree's GET in pieces: every entry exactly once; bad piece arguments are 400" {
+	make_step "$T/src" 14
+	start_daemon p
+	cp -r "$T/src/$HASH.data" "$T/p/"
+	mkdir "$T/union"
+	for i in 0 1 2; do
+		curl -sf -o "$T/piece-$i.tar" "$URL/v1/objects/$HASH.data?piece=$i&pieces=3"
+		tar -tf "$T/piece-$i.tar" >>"$T/listed"
+		tar -xf "$T/piece-$i.tar" -C "$T/union"
+	done
+	[ "$(sort "$T/listed" | uniq -d | wc -l)" -eq 0 ]
+	diff -r "$T/src/$HASH.data" "$T/union"
+	[ "$(tar -tvf "$T/piece-0.tar" | grep -c '^d')" -eq "$(find "$T/src/$HASH.data" -mindepth 1 -type d | wc -l)" ]
+	for q in "piece=3&pieces=3" "piece=0&pieces=0" "piece=0&pieces=65" "piece=x&pieces=2" "piece=1" "pieces=2" "piece=-1&pieces=2"; do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/objects/$HASH.data?$q")" = 400 ]
+	done
+	mkdir "$T/back1" "$T/back4"
+	run mtc-replicate fetch --dir "$T/back1" --from "$URL" --hash "$HASH" --streams 1
+	assert_success
+	run mtc-replicate fetch --dir "$T/back4" --from "$URL" --hash "$HASH" --streams 4
+	assert_success
+	diff -r "$T/src/$HASH.data" "$T/back1/$HASH.data"
+	diff -r "$T/src/$HASH.data" "$T/back4/$HASH.data"
+	only_staging_free "$T/back4" "$HASH.data" "$HASH.manifest"
 }
 
 @test "fetch retries a download corrupted in transit and verifies the retry" {

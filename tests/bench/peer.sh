@@ -98,9 +98,11 @@ diff -r "$root/src/$hash.data" "$root/dst/$hash.data" >/dev/null || echo "PUSH C
 best "push --streams 1 (one tar stream)" "$step_bytes" "$clean_dst" \
 	'"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$url" --streams 1 >/dev/null'
 
-best "fetch (verified)" "$step_bytes" 'rm -rf "$root/back"; mkdir -p "$root/back"' \
+best "fetch (4 streams, verified)" "$step_bytes" 'rm -rf "$root/back"; mkdir -p "$root/back"' \
 	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash" >/dev/null'
 diff -r "$root/src/$hash.data" "$root/back/$hash.data" >/dev/null || echo "FETCH COPY DIFFERS"
+best "fetch --streams 1 (one tar stream)" "$step_bytes" 'rm -rf "$root/back"; mkdir -p "$root/back"' \
+	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash" --streams 1 >/dev/null'
 rm -rf "$root/back"
 best "curl GET of the tar stream" "$step_bytes" : 'curl -sf -o /dev/null "$url/v1/objects/$hash.data"'
 
