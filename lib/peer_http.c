@@ -21,6 +21,7 @@
 #define CONNECT_TIMEOUT_S 10
 #define HEAD_MAX (64 << 10)
 #define ANSWER_MAX (64LL << 20)
+#define STOP_POLL_MS 250
 
 struct target {
 	char host[256], port[8];
@@ -105,9 +106,16 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 		*rc = -2;
 		return 0;
 	}
-	do
-		n = poll(&pfd, 1, ms);
-	while (n < 0 && errno == EINTR);
+	for (double end = mtc_now() + ms / 1000.0;;) {
+		int slice = p->stop ? (ms < STOP_POLL_MS ? ms : STOP_POLL_MS) : ms;
+		n = poll(&pfd, 1, slice);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != 0 || (p->stop && __atomic_load_n(p->stop, __ATOMIC_RELAXED)))
+			break;
+		if ((ms = (int)((end - mtc_now()) * 1000)) <= 0)
+			break;
+	}
 	if (n <= 0) {
 		if (mtc_now() >= p->deadline) {
 			snprintf(err, errlen, "deadline passed");
@@ -186,8 +194,7 @@ static int send_all(struct mtc_http_call *p, int fd, const char *buf, size_t len
 	return 0;
 }
 
-/* The body: 0 sent, 1 the peer answered or closed first, -1/-2/-3 with err. */
-static int send_body(struct mtc_http_call *p, int fd, char *err, size_t errlen)
+int mtc_http_send_body(struct mtc_http_call *p, int fd, char *err, size_t errlen)
 {
 	char why[512];
 
@@ -306,7 +313,7 @@ static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long
 		if (length)
 			*length = want;
 		if (p->code == 101 || (head_only && p->code == 200))
-			want = 0;
+			want = 0; /* the stream follows */
 		end += 4;
 		p->answer_len = len - (size_t)(end - buf);
 		p->answer = xmalloc(p->answer_len + 1);
@@ -362,7 +369,7 @@ int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
 		one = 1;
 	}
 	if (rc == 0)
-		rc = send_body(p, fd, err, errlen);
+		rc = mtc_http_send_body(p, fd, err, errlen);
 	if (rc >= 0) {
 		/* pushes out what MSG_MORE held back */
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -387,7 +394,8 @@ int mtc_http_get_tree(struct mtc_http_call *p, char *err, size_t errlen)
 	}
 	if ((fd = connect_to(p, &t, err, errlen)) < 0)
 		return -1;
-	head = xasprintf("GET %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%sConnection: close\r\n\r\n",
+	head = xasprintf("GET %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%s"
+			 "Connection: Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE "\r\n\r\n",
 			 t.path, strchr(t.host, ':') ? "[" : "", t.host,
 			 strchr(t.host, ':') ? "]" : "", t.port, p->token ? "Authorization: Bearer " : "",
 			 p->token ? p->token : "", p->token ? "\r\n" : "");
@@ -398,17 +406,19 @@ int mtc_http_get_tree(struct mtc_http_call *p, char *err, size_t errlen)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 		rc = read_answer(p, fd, 1, &length, err, errlen);
 	}
-	if (rc == 0 && p->code == 200) {
+	if (rc == 0 && (p->code == 101 || p->code == 200)) {
 		char why[512];
-		int x = mtc_wire_extract_sock(fd, p->answer, p->answer_len, p->stall_s, NULL, p->root,
-					      p->limits, p->expected, p->got, &p->received, why,
-					      sizeof why);
-		if (x == 0 && p->received != length)
+		int x = mtc_wire_extract_sock(fd, p->answer, p->answer_len, p->stall_s, p->stop,
+					      p->root, p->limits, p->expected, p->got, &p->received,
+					      why, sizeof why);
+		if (x == 0 && p->code == 200 && p->received != length)
 			x = mtc_fail(why, sizeof why, "the stream is %lld bytes, the answer said %lld",
 				     p->received, length);
 		if (x < 0) {
 			snprintf(err, errlen, "%s", why);
 			rc = -3;
+		} else {
+			p->code = 200;
 		}
 		free(p->answer);
 		p->answer = NULL;

@@ -16,10 +16,11 @@
  * and a ring to an extractor thread.
  */
 /*
- * With upgrade, the request has no body: it asks for "Upgrade: mtc-tar",
- * and once the daemon answers 101 the tar stream follows on the
- * connection, ended by its end-of-archive blocks; the daemon then writes
- * the final answer. Any other answer is final.
+ * With upgrade, a PUT has no body: it asks for "Upgrade: mtc-tar", and
+ * once the daemon answers 101 the tar stream follows on the connection,
+ * ended by its end-of-archive blocks; the daemon then writes the final
+ * answer. A tree's GET asks for the same, and after the 101 the daemon
+ * sends the stream (by sendfile) and closes. Any other answer is final.
  */
 #define MTC_HTTP_UPGRADE "mtc-tar"
 
@@ -32,6 +33,7 @@ struct mtc_http_call {
 	double deadline; /* mtc_now() clock */
 	int stall_s;	 /* this long without progress is an error */
 	int upgrade;	 /* a tree: asks the daemon to switch the connection to the raw stream */
+	const int *stop; /* when set, every wait ends (-1) */
 
 	long code; /* the answer's status, 0 when none arrived */
 	char *answer; /* its body, malloc'd (at most 64 MiB kept) */
@@ -57,8 +59,17 @@ int mtc_http_usable(const char *url);
 int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen);
 
 /*
- * GET url; a 200's body, which must be exactly one tar stream, is
- * extracted into root (an empty directory). 0 when an answer arrived (any
+ * Sends p->body on fd, a connected nonblocking socket, counting p->sent:
+ * 0 all sent, 1 the other side sent something or closed first, -1 the
+ * connection failed or stalled for stall_s (or *stop was set), -2 the
+ * deadline passed, -3 a file vanished or shrank; err says why.
+ */
+int mtc_http_send_body(struct mtc_http_call *p, int fd, char *err, size_t errlen);
+
+/*
+ * GET url with upgrade; the tar stream after a 101 (or a 200's body,
+ * which must be exactly one stream) is extracted into root (an empty
+ * directory). 0 when an answer arrived (any
  * other answer's body is in answer); -1 when the connection failed, -2
  * when the deadline passed, -3 when the stream was rejected (not a clean
  * tree within the limits, or not what expected lists); err says why.

@@ -29,6 +29,7 @@
 #include "metrics.h"
 #include "naming.h"
 #include "peer_http.h"
+#include "peer_http.h"
 #include "peer_manifest.h"
 #include "peer_ring.h"
 #include "peer_wire.h"
@@ -89,6 +90,7 @@ enum req_kind {
 	REQ_PUT_FILE,
 	REQ_PUT_TREE,
 	REQ_PUT_TREE_SOCK, /* the tar comes over the socket after a 101 (UPGRADE) */
+	REQ_GET_TREE_SOCK, /* the tar goes over the socket after a 101 (UPGRADE) */
 	REQ_PUT_META,
 	REQ_PUT_MANIFEST,
 	REQ_ROUTE
@@ -120,6 +122,7 @@ struct req {
 	struct session *sess; /* REQ_PUT_TREE */
 	int piece;	      /* sess is listed: this request is one piece of it */
 	struct mtc_wire_list got;
+	struct mtc_wire_reader *send; /* REQ_GET_TREE_SOCK */
 };
 
 void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
@@ -446,6 +449,8 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 
 /* ---- reads ---- */
 
+static enum MHD_Result start_upgrade(struct req *r, struct MHD_Connection *c);
+
 struct tree_stream {
 	struct mtc_peer_server *s;
 	struct mtc_wire_reader *reader;
@@ -552,6 +557,8 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 			free(t);
 			return respond(r, c, (unsigned)rc, TEXT, "%s\n", why);
 		}
+		const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_UPGRADE);
 		t->s = r->s;
 		t->root = xstrdup(path);
 		t->reader = k ? piece_reader(r->s, r->hash, path, k, i, &total, why, sizeof why)
@@ -559,6 +566,13 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 		if (!t->reader) {
 			tree_free(t);
 			return respond(r, c, 500, TEXT, "cannot send '%s': %s\n", r->name, why);
+		}
+		if (up && !strcasecmp(up, UPGRADE)) {
+			r->kind = REQ_GET_TREE_SOCK;
+			r->send = t->reader;
+			t->reader = NULL;
+			tree_free(t);
+			return start_upgrade(r, c);
 		}
 		resp = MHD_create_response_from_callback((uint64_t)total, STREAM_BLOCK, tree_read, t,
 							 tree_free);
@@ -960,6 +974,22 @@ static void drain(int sock)
 	}
 }
 
+/* After a GET's 101: the stream by sendfile, then the connection closes. */
+static void send_tree(struct req *r, int sock)
+{
+	struct mtc_http_call p = { .body = r->send, .deadline = mtc_now() + 1e9,
+				   .stall_s = r->s->o.timeout_s,
+				   .stop = (const int *)&r->s->stopping };
+	char why[512];
+	int rc = mtc_http_send_body(&p, sock, why, sizeof why);
+
+	r->bytes = p.sent;
+	atomic_fetch_add(&r->s->bytes_out, p.sent);
+	if (rc)
+		mtc_warn("sending '%s': %s", r->name,
+			 rc == 1 ? "the client went away" : why);
+}
+
 /*
  * After the 101: the tree (or piece) arrives on the socket itself and is
  * extracted from it (mtc_wire_extract_sock); the answer is written
@@ -978,6 +1008,11 @@ static void upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const c
 	unsigned code;
 	int rc;
 
+	if (r->kind == REQ_GET_TREE_SOCK) {
+		send_tree(r, sock);
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		return;
+	}
 	rc = mtc_wire_extract_sock(sock, extra_in, extra_in_size, s->o.timeout_s,
 				   (const int *)&s->stopping, r->sess->obj, &lim, &r->sess->expected,
 				   &r->got, &consumed, xwhy, sizeof xwhy);
@@ -1305,6 +1340,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 : why == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown"
 									 : "connection lost");
 	remove_staging(r);
+	mtc_wire_reader_close(r->send);
 	free(r->body);
 	free(r->url);
 	free(r->method);

@@ -10,3 +10,11 @@ export MTC_TESTS="$BATS_TEST_DIRNAME"
 
 # True when the programs run under ASan/UBSan (slower; big inputs are scaled down).
 sanitized() { case "${MTC_BUILD:-}" in *asan*) return 0 ;; esac; return 1; }
+
+# flip_byte FILE OFFSET: inverts one byte in place (writing a fixed value
+# would change nothing when the byte already held it).
+flip_byte() {
+	python3 -c 'import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0xff]))' "$1" "$2"
+}

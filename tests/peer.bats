@@ -191,7 +191,7 @@ only_staging_free() { # nothing in DIR but the given names
 	make_step "$T/src" 2
 	start_daemon p
 	cp -r "$T/src/$HASH.data" "$T/bad"
-	printf '\xff' | dd of="$T/bad/shard-0" bs=1 seek=1000 conv=notrunc status=none
+	flip_byte "$T/bad/shard-0" 1000
 	(cd "$T/bad" && tar --format=pax -cf "$T/bad.tar" .)
 	run put_code "$URL" "$HASH.data" "$T/bad.tar"
 	assert_output 428

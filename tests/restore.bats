@@ -65,7 +65,7 @@ both() { echo "$WORK/bk"; echo gs://bkt/root; }
 	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
 	h=$(cat "$WORK/n0/job-s100-n0-w0.meta")
 	f="$WORK/bk/job/2025-06-30_14-30/$h.data/weights"
-	printf '\x01' | dd of="$f" bs=1 seek=1000 conv=notrunc 2>/dev/null
+	flip_byte "$f" 1000
 	run mtc-restore --from "$WORK/bk/job/2025-06-30_14-30" --rank 0 --out "$WORK/out"
 	assert_equal "$status" 5
 	assert_output --partial "integrity failure"
@@ -257,7 +257,7 @@ killed_midway() {
 	h=$(saved_step "$WORK/n0" job 100 0 seed 4194304)
 	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to gs://bkt --name "$B" >/dev/null
 	killed_midway
-	printf '\xff' | dd of="$PART" bs=1 seek=1000 conv=notrunc 2>/dev/null
+	flip_byte "$PART" 1000
 	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
 	assert_success
 	assert_output --partial "crc32c mismatch"
@@ -294,7 +294,7 @@ killed_midway() {
 	mkdir -p "$S/.partial/$h.data"
 	printf '{"%s.data/weights": 0}' "$h" >"$S/.mtc-generations"
 	head -c 300000 "$WORK/n0/$h.data/weights" >"$S/.partial/$h.data/weights"
-	printf '\xff' | dd of="$S/.partial/$h.data/weights" bs=1 seek=1000 conv=notrunc 2>/dev/null
+	flip_byte "$S/.partial/$h.data/weights" 1000
 	run mtc-restore --from "$WORK/bk/job/$B" --rank 0 --out "$WORK/out"
 	assert_equal "$status" 5
 	assert_output --partial "'weights'"
