@@ -166,6 +166,28 @@ no_markers() {
 	[ "$(restored_steps)" = 3 ]
 }
 
+@test "cluster: only the coordinator's daemon killed during a restore round: the round re-forms, the restore succeeds" {
+	first_run orbax
+	nodes_kill
+	cluster_start
+	last=$((N - 1))
+	CL_RANKS=$(ranks_but "$last") trainers orbax --steps 0 &
+	bg=$!
+	wait_for "$last ranks in the restore round" 30 coord_reported restore "$last"
+	old=$(cat "$CL_ROOT/state0/serve.pid")
+	supervised_kill 0 serve
+	wait_for "the daemon restarted" 10 sh -c "[ -s '$CL_ROOT/state0/serve.pid' ] && [ \"\$(cat '$CL_ROOT/state0/serve.pid')\" != $old ]"
+	wait_for "$last ranks back in the round" 30 coord_reported restore "$last"
+	CL_RANKS=$last run trainers orbax --steps 0
+	assert_success
+	wait "$bg"
+	[ "$(restored_steps)" = 3 ]
+	for ((r = 0; r < N; r++)); do
+		run grep -q "lost the coordinator" "$CL_ROOT/node$r/replicator.failed"
+		assert_failure
+	done
+}
+
 @test "cluster: a bit flipped in a peer's copy is rejected and the backup serves instead" {
 	FIRST_STEPS=1 first_run orbax
 	node_kill 2
