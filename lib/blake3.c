@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -184,11 +185,11 @@ static void hash_many(const uint8_t *in, size_t stride, size_t n, size_t blocks,
 	}
 }
 
-/* Reduces n (a power of two) adjacent CVs to one, in place. */
-static void reduce_cvs(uint8_t *cvs, size_t n, const uint32_t key[8])
+/* Reduces n (a power of two) adjacent CVs to keep (1 or 2, at most n), in place. */
+static void reduce_cvs(uint8_t *cvs, size_t n, size_t keep, const uint32_t key[8])
 {
 	uint8_t tmp[LEAF_CHUNKS / 2 * MTC_BLAKE3_OUT_LEN];
-	while (n > 1) {
+	while (n > keep) {
 		size_t half = n / 2;
 		for (size_t i = 0; i < half; i += LEAF_CHUNKS / 2) {
 			size_t k = half - i < LEAF_CHUNKS / 2 ? half - i : LEAF_CHUNKS / 2;
@@ -199,9 +200,12 @@ static void reduce_cvs(uint8_t *cvs, size_t n, const uint32_t key[8])
 	}
 }
 
-/* The chaining value of a subtree of n chunks (a power of two), never the root. */
-static void subtree_cv(const uint8_t *in, size_t n, uint64_t counter, const uint32_t key[8],
-		       uint8_t out[32])
+/*
+ * The chaining value of a subtree of n chunks (a power of two), never the
+ * root; with keep 2 (n >= 2) the CVs of its two halves instead, 64 bytes.
+ */
+static void subtree_cvs(const uint8_t *in, size_t n, uint64_t counter, const uint32_t key[8],
+			size_t keep, uint8_t *out)
 {
 	uint8_t cvs[LEAF_CHUNKS * MTC_BLAKE3_OUT_LEN];
 	if (n <= LEAF_CHUNKS) {
@@ -211,11 +215,12 @@ static void subtree_cv(const uint8_t *in, size_t n, uint64_t counter, const uint
 		size_t parts = n / LEAF_CHUNKS < LEAF_CHUNKS ? n / LEAF_CHUNKS : LEAF_CHUNKS;
 		size_t each = n / parts;
 		for (size_t p = 0; p < parts; p++)
-			subtree_cv(in + p * each * CHUNK, each, counter + p * each, key, cvs + 32 * p);
+			subtree_cvs(in + p * each * CHUNK, each, counter + p * each, key, 1,
+				    cvs + 32 * p);
 		n = parts;
 	}
-	reduce_cvs(cvs, n, key);
-	memcpy(out, cvs, 32);
+	reduce_cvs(cvs, n, keep, key);
+	memcpy(out, cvs, 32 * keep);
 }
 
 struct split {
@@ -233,20 +238,20 @@ static void *split_worker(void *arg)
 	struct split *s = arg;
 	size_t p;
 	while ((p = atomic_fetch_add(&s->next, 1)) < s->parts)
-		subtree_cv(s->in + p * s->each * CHUNK, s->each, s->counter + p * s->each, s->key,
-			   s->cvs + 32 * p);
+		subtree_cvs(s->in + p * s->each * CHUNK, s->each, s->counter + p * s->each, s->key,
+			    1, s->cvs + 32 * p);
 	return NULL;
 }
 
-/* subtree_cv over several threads; falls back to the calling thread alone. */
-static void subtree_cv_parallel(const uint8_t *in, size_t n, uint64_t counter,
-				const uint32_t key[8], int threads, uint8_t out[32])
+/* subtree_cvs over several threads; falls back to the calling thread alone. */
+static void subtree_cvs_parallel(const uint8_t *in, size_t n, uint64_t counter,
+				 const uint32_t key[8], int threads, size_t keep, uint8_t *out)
 {
 	size_t parts = 1;
 	while (parts < (size_t)threads * 4 && parts < LEAF_CHUNKS && n / parts >= 2 * LEAF_CHUNKS)
 		parts *= 2;
 	if (threads < 2 || parts < 2) {
-		subtree_cv(in, n, counter, key, out);
+		subtree_cvs(in, n, counter, key, keep, out);
 		return;
 	}
 	uint8_t cvs[LEAF_CHUNKS * MTC_BLAKE3_OUT_LEN];
@@ -259,8 +264,8 @@ static void subtree_cv_parallel(const uint8_t *in, size_t n, uint64_t counter,
 	split_worker(&s);
 	for (int t = 0; t < started; t++)
 		pthread_join(tid[t], NULL);
-	reduce_cvs(cvs, parts, key);
-	memcpy(out, cvs, 32);
+	reduce_cvs(cvs, parts, keep, key);
+	memcpy(out, cvs, 32 * keep);
 }
 
 int mtc_cpu_count(void)
@@ -271,7 +276,7 @@ int mtc_cpu_count(void)
 
 void mtc_blake3_init(struct mtc_blake3 *h)
 {
-	memset(h, 0, sizeof *h);
+	memset(h, 0, offsetof(struct mtc_blake3, stage)); /* the stage is written before it is read */
 	memcpy(h->key, mtc_blake3_iv, sizeof h->key);
 	memcpy(h->cv, mtc_blake3_iv, sizeof h->cv);
 	h->threads = 1;
@@ -349,7 +354,7 @@ static size_t chunk_update(struct mtc_blake3 *h, const uint8_t *p, size_t len)
 	return used;
 }
 
-void mtc_blake3_update(struct mtc_blake3 *h, const void *data, size_t len)
+static void update_staged(struct mtc_blake3 *h, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 	while (len > 0) {
@@ -363,30 +368,77 @@ void mtc_blake3_update(struct mtc_blake3 *h, const void *data, size_t len)
 			len -= take;
 			continue;
 		}
-		size_t n = 1;
-		while (2 * n * CHUNK < len && (h->chunk_counter & (2 * n - 1)) == 0)
+		/*
+		 * The largest aligned subtree that fits, as the reference does:
+		 * it may be all that is left, so it goes on the stack as its two
+		 * halves and is never compressed as the root here.
+		 */
+		size_t n = 1, keep;
+		while (2 * n * CHUNK <= len && (h->chunk_counter & (2 * n - 1)) == 0)
 			n *= 2;
-		uint8_t cv[32];
+		keep = n > 1 ? 2 : 1;
+		uint8_t cvs[64];
 		if (n * CHUNK >= PARALLEL_MIN && h->threads > 1)
-			subtree_cv_parallel(p, n, h->chunk_counter, h->key, h->threads, cv);
+			subtree_cvs_parallel(p, n, h->chunk_counter, h->key, h->threads, keep, cvs);
 		else
-			subtree_cv(p, n, h->chunk_counter, h->key, cv);
-		push_cv(h, cv, h->chunk_counter);
-		h->chunk_counter += n;
+			subtree_cvs(p, n, h->chunk_counter, h->key, keep, cvs);
+		for (size_t k = 0; k < keep; k++) {
+			push_cv(h, cvs + 32 * k, h->chunk_counter);
+			h->chunk_counter += n / keep;
+		}
 		p += n * CHUNK;
 		len -= n * CHUNK;
 	}
 }
 
+/*
+ * The input reaches update_staged only in whole stages (and once, at the
+ * end, the rest): the tree then advances in aligned subtrees of at least a
+ * stage, hashed on the widest SIMD path, whatever sizes the caller's pieces
+ * have (a socket or libcurl hands over odd sizes). Large pieces that start
+ * on a stage boundary are hashed in place.
+ */
+void mtc_blake3_update(struct mtc_blake3 *h, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	while (len > 0) {
+		if (h->stage_len == 0 && len >= MTC_BLAKE3_STAGE_LEN) {
+			size_t whole = len - len % MTC_BLAKE3_STAGE_LEN;
+			update_staged(h, p, whole);
+			p += whole;
+			len -= whole;
+			continue;
+		}
+		size_t take = MTC_BLAKE3_STAGE_LEN - h->stage_len < len
+				      ? MTC_BLAKE3_STAGE_LEN - h->stage_len
+				      : len;
+		memcpy(h->stage + h->stage_len, p, take);
+		h->stage_len += take;
+		p += take;
+		len -= take;
+		if (h->stage_len == MTC_BLAKE3_STAGE_LEN) {
+			update_staged(h, h->stage, h->stage_len);
+			h->stage_len = 0;
+		}
+	}
+}
+
+static void flush_stage(struct mtc_blake3 *h)
+{
+	update_staged(h, h->stage, h->stage_len);
+	h->stage_len = 0;
+}
+
 void mtc_blake3_subtree(const void *in, size_t chunks, uint64_t counter,
 			uint8_t cv[MTC_BLAKE3_OUT_LEN])
 {
-	subtree_cv(in, chunks, counter, mtc_blake3_iv, cv);
+	subtree_cvs(in, chunks, counter, mtc_blake3_iv, 1, cv);
 }
 
 void mtc_blake3_push_subtree(struct mtc_blake3 *h, const uint8_t cv[MTC_BLAKE3_OUT_LEN],
 			     size_t chunks)
 {
+	flush_stage(h);
 	push_cv(h, cv, h->chunk_counter);
 	h->chunk_counter += chunks;
 }
@@ -399,16 +451,34 @@ struct output {
 	uint8_t flags;
 };
 
-void mtc_blake3_final(const struct mtc_blake3 *h, uint8_t *out, size_t out_len)
+void mtc_blake3_final(const struct mtc_blake3 *in, uint8_t *out, size_t out_len)
 {
+	struct mtc_blake3 copy;
+	const struct mtc_blake3 *h = in;
 	struct output o;
-	memcpy(o.cv, h->cv, sizeof o.cv);
-	memset(o.block, 0, sizeof o.block);
-	memcpy(o.block, h->buf, h->buf_len);
-	o.block_len = h->buf_len;
-	o.counter = h->chunk_counter;
-	o.flags = chunk_start_flag(h) | B3_CHUNK_END;
-	for (int i = h->cv_stack_len - 1; i >= 0; i--) {
+	if (in->stage_len) {
+		copy = *in;
+		flush_stage(&copy);
+		h = &copy;
+	}
+	int top = h->cv_stack_len - 1;
+	if (chunk_len(h) == 0 && top >= 1) {
+		/* the input ended on a subtree: its two halves are the last parent */
+		memcpy(o.cv, h->key, sizeof o.cv);
+		memcpy(o.block, h->cv_stack + 32 * (top - 1), 64);
+		o.block_len = 64;
+		o.counter = 0;
+		o.flags = B3_PARENT;
+		top -= 2;
+	} else {
+		memcpy(o.cv, h->cv, sizeof o.cv);
+		memset(o.block, 0, sizeof o.block);
+		memcpy(o.block, h->buf, h->buf_len);
+		o.block_len = h->buf_len;
+		o.counter = h->chunk_counter;
+		o.flags = chunk_start_flag(h) | B3_CHUNK_END;
+	}
+	for (int i = top; i >= 0; i--) {
 		uint8_t right[32];
 		compress_cv(o.cv, o.block, o.block_len, o.counter, o.flags);
 		for (int k = 0; k < 8; k++)

@@ -15,6 +15,8 @@
 #define MTC_BLAKE3_BLOCK_LEN 64
 #define MTC_BLAKE3_CHUNK_LEN 1024
 #define MTC_BLAKE3_MAX_DEPTH 54
+/* Input that comes in small or uneven pieces gathers here into whole SIMD batches. */
+#define MTC_BLAKE3_STAGE_LEN (16 * MTC_BLAKE3_CHUNK_LEN)
 
 struct mtc_blake3 {
 	uint32_t key[8];
@@ -26,6 +28,8 @@ struct mtc_blake3 {
 	uint8_t cv_stack_len;
 	int threads;
 	uint8_t cv_stack[MTC_BLAKE3_MAX_DEPTH * MTC_BLAKE3_OUT_LEN];
+	size_t stage_len;
+	uint8_t stage[MTC_BLAKE3_STAGE_LEN];
 };
 
 void mtc_blake3_init(struct mtc_blake3 *h);
