@@ -80,12 +80,13 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 
 /*
  * The same from a socket (the rest of the connection is the stream; pre:
- * its first bytes, already read), for the daemon: accepts only what
- * mtc_wire_reader writes (ustar, and pax 'x' headers for long paths and
- * sizes) up to its end-of-archive blocks. File contents are spliced from
- * the socket into their files and hashed from the page cache just after,
- * never copied through user space. timeout_s without data, or *stop set,
- * ends it (-1). consumed: the stream bytes read.
+ * its first bytes, already read), for the daemon's uploads and the
+ * client's fetches: accepts only what mtc_wire_reader writes (ustar, and
+ * pax 'x' headers for long paths and sizes) up to its end-of-archive
+ * blocks. File contents are read into a
+ * large buffer (a few are shared by all callers), hashed there and written
+ * out. timeout_s without data, or *stop set, ends it (-1). consumed: the
+ * stream bytes read.
  */
 int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout_s,
 			  const int *stop, const char *root, const struct mtc_wire_limits *lim,
