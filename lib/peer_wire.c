@@ -528,7 +528,7 @@ void mtc_wire_manifest(struct mtc_wire_list *l, struct mtc_manifest *m, char dig
  * none free uses a small one.
  */
 #define RECV_BIG (4 << 20)
-#define RECV_SMALL (256 << 10)
+#define RECV_SMALL (128 << 10)
 #define RECV_POOL 6
 #define SOCK_POLL_MS 250
 #define PAX_MAX (64 << 10)

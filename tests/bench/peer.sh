@@ -2,8 +2,9 @@
 # Peer transfer throughput on loopback, tmpfs to tmpfs, against the tools of the
 # same run: the local copy limit (dd bs=4M per file), cp -r, rsync to an rsync
 # daemon, curl of the same bytes, and mtc-replicate push/fetch (with digest
-# verification on receipt). Also the daemon's peak RSS. Each figure is the best
-# of MTC_BENCH_RUNS runs (default 3): the machine is shared.
+# verification on receipt). Each figure is the best of MTC_BENCH_RUNS runs
+# (default 5): the machine is shared. Then the daemon's peak RSS with 8 nodes
+# pushing to it at once.
 #   tests/bench/peer.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 2048)
 set -eu
 build=${1:-build/release}
@@ -35,7 +36,7 @@ hash=$("$bin/mtc-replicate" commit --dir "$root/src" --config "$root/cfg.json" |
 echo "# peer bench: $mb MiB step (3 shards of $((shard >> 20)) MiB, $small files of 64 KiB), $(nproc) CPUs"
 
 fresh() { rm -rf "$root/dst" && mkdir -p "$root/dst"; }
-runs=${MTC_BENCH_RUNS:-3}
+runs=${MTC_BENCH_RUNS:-5}
 
 # best NAME BYTES SETUP CMD: the fastest of $runs runs of CMD, each after SETUP; sets BEST (s).
 best() {
@@ -134,7 +135,26 @@ awk -v s="$s" -v e="$e" -v b="$shard" \
 	'BEGIN { printf "%-38s %7.2f s %8.0f MiB/s\n", "curl GET of one shard (sendfile)", e - s, b / 1048576 / (e - s) }'
 rm -f "$root/one"
 
-echo "# daemon peak RSS (VmHWM): $(awk '/VmHWM/ { print $2, $3 }' /proc/$dpid/status)"
+echo "# daemon peak RSS (VmHWM) after the runs above: $(awk '/VmHWM/ { print $2, $3 }' /proc/$dpid/status)"
+
+# Memory under load: 8 nodes push distinct steps at once (32 connections).
+rm -rf "$root/dst/"* "$root/back" "$root/src"
+for n in 1 2 3 4 5 6 7 8; do
+	mkdir -p "$root/n$n/1/small"
+	for i in 0 1; do head -c $((64 << 20)) /dev/urandom >"$root/n$n/1/shard-$i"; done
+	head -c $((256 * 65536)) /dev/urandom | split -b 65536 -a 3 - "$root/n$n/1/small/f-"
+	: >"$root/n$n/1/commit_success.txt"
+	"$bin/mtc-replicate" commit --dir "$root/n$n" --config "$root/cfg.json" >/dev/null
+done
+pushes=""
+for n in 1 2 3 4 5 6 7 8; do
+	"$bin/mtc-replicate" push --dir "$root/n$n" --config "$root/cfg.json" --step 1 --peer "$url" >"$root/push$n.out" &
+	pushes="$pushes $!"
+done
+failed=0
+for p in $pushes; do wait "$p" || failed=$((failed + 1)); done
+[ "$failed" -eq 0 ] || echo "CONCURRENT PUSHES FAILED: $failed"
+echo "# daemon peak RSS (VmHWM) after 8 concurrent pushes: $(awk '/VmHWM/ { print $2, $3 }' /proc/$dpid/status) (limit 64 MiB)"
 awk -v p="$push_s" -v l="$local_rate" -v r="$rsync_s" -v b="$step_bytes" 'BEGIN {
 	printf "# push vs local copy limit: %.2fx", b / 1048576 / p / l
 	if (r != "") printf ", push vs rsync: %.2fx", r / p
