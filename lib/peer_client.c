@@ -414,6 +414,58 @@ static void *piece_main(void *arg)
 	return NULL;
 }
 
+/* A tree's manifest dealt into pieces (mtc_manifest_split), one call each. */
+struct piece_set {
+	int k, n;
+	char ***bins;
+	size_t *counts;
+	struct piece *p;
+};
+
+static void pieces_split(struct piece_set *ps, const struct mtc_manifest *m, int k,
+			 const struct mtc_peer_client *pc, double deadline)
+{
+	ps->k = k;
+	ps->bins = xcalloc((size_t)k, sizeof *ps->bins);
+	ps->counts = xcalloc((size_t)k, sizeof *ps->counts);
+	ps->p = xcalloc((size_t)k, sizeof *ps->p);
+	ps->n = mtc_manifest_split(m, k, ps->bins, ps->counts);
+	for (int i = 0; i < k; i++)
+		ps->p[i] = (struct piece){ .pc = pc, .deadline = deadline };
+}
+
+/* Runs the first n calls at once; 0, or the first failure (a 422 first) with err. */
+static int pieces_run(struct piece_set *ps, int n, char *err, size_t errlen)
+{
+	pthread_t *th = xcalloc((size_t)n + 1, sizeof *th);
+	int rc = 0;
+
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&th[i], NULL, piece_main, &ps->p[i]))
+			piece_main(&ps->p[i]), th[i] = 0;
+	for (int i = 0; i < n; i++) {
+		if (th[i])
+			pthread_join(th[i], NULL);
+		if (ps->p[i].rc && (!rc || ps->p[i].c.code == 422)) {
+			rc = ps->p[i].rc;
+			snprintf(err, errlen, "%s", ps->p[i].err);
+		}
+	}
+	free(th);
+	return rc;
+}
+
+static void pieces_free(struct piece_set *ps)
+{
+	for (int i = 0; i < ps->k; i++) {
+		free(ps->bins[i]);
+		free_call(&ps->p[i].c);
+	}
+	free(ps->bins);
+	free(ps->counts);
+	free(ps->p);
+}
+
 /*
  * One try of a tree's GET as c->pieces pieces over as many connections,
  * extracted side by side into c->down_path: the daemon splits the
@@ -422,56 +474,38 @@ static void *piece_main(void *arg)
 static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double deadline,
 		      char *err, size_t errlen)
 {
-	int k = c->pieces, n, rc = 0;
-	char ***bins = xcalloc((size_t)k, sizeof *bins);
-	size_t *counts = xcalloc((size_t)k, sizeof *counts);
-	struct piece *pieces = xcalloc((size_t)k, sizeof *pieces);
-	pthread_t *th = xcalloc((size_t)k, sizeof *th);
+	struct piece_set ps;
+	int rc, n;
 
 	c->bytes = 0;
 	c->code = 0;
 	mtc_wire_list_free(&c->got_list);
-	n = mtc_manifest_split(c->expected, k, bins, counts);
+	pieces_split(&ps, c->expected, c->pieces, pc, deadline);
 	if (mtc_remove_tree(c->down_path) < 0 || mkdir(c->down_path, 0755) < 0) {
 		snprintf(err, errlen, "'%s': %s", c->down_path, strerror(errno));
-		n = 0;
-		rc = MTC_EXIT_FAILURE;
+		pieces_free(&ps);
+		return MTC_EXIT_FAILURE;
 	}
+	n = ps.n;
+	for (int i = 0; i < n; i++)
+		ps.p[i].c = (struct call){ .method = "GET",
+					   .url = xasprintf("%s?piece=%d&pieces=%d", c->url, i, ps.k),
+					   .down_path = c->down_path, .down_tree = 1, .down_shared = 1,
+					   .expected = c->expected, .limits = c->limits };
+	rc = pieces_run(&ps, n, err, errlen);
 	for (int i = 0; i < n; i++) {
-		pieces[i] = (struct piece){ .pc = pc, .deadline = deadline };
-		pieces[i].c = (struct call){ .method = "GET",
-					     .url = xasprintf("%s?piece=%d&pieces=%d", c->url, i, k),
-					     .down_path = c->down_path, .down_tree = 1,
-					     .down_shared = 1, .expected = c->expected,
-					     .limits = c->limits };
-		if (pthread_create(&th[i], NULL, piece_main, &pieces[i]))
-			piece_main(&pieces[i]), th[i] = 0;
-	}
-	for (int i = 0; i < n; i++) {
-		struct call *p = &pieces[i].c;
-		if (th[i])
-			pthread_join(th[i], NULL);
+		const struct call *p = &ps.p[i].c;
 		c->bytes += p->bytes;
+		c->code = rc && p->code == 422 ? 422 : c->code;
 		for (size_t j = 0; j < p->got_list.n; j++) {
 			const struct mtc_wire_entry *e = &p->got_list.e[j];
 			memcpy(mtc_wire_list_add(&c->got_list, e->path, e->is_dir, e->size)->digest,
 			       e->digest, sizeof e->digest);
 		}
-		if (pieces[i].rc && (!rc || p->code == 422)) {
-			rc = pieces[i].rc;
-			c->code = p->code;
-			snprintf(err, errlen, "%s", pieces[i].err);
-		}
-		free_call(p);
 	}
 	if (!rc)
 		c->code = 200;
-	for (int i = 0; i < k; i++)
-		free(bins[i]);
-	free(bins);
-	free(counts);
-	free(pieces);
-	free(th);
+	pieces_free(&ps);
 	return rc;
 }
 
@@ -557,20 +591,20 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 			 const char *hash, const struct mtc_manifest *m, double deadline,
 			 long long *sent, int *rejected, char *err, size_t errlen)
 {
-	int k = pc->streams > 0 ? pc->streams : 1, n, rc;
-	char ***bins = xcalloc((size_t)k, sizeof *bins), *rest = xasprintf("%s.data", hash), *id;
-	size_t *counts = xcalloc((size_t)k, sizeof *counts);
-	struct piece *pieces = xcalloc((size_t)k, sizeof *pieces);
-	pthread_t *th = xcalloc((size_t)k, sizeof *th);
+	char *rest = xasprintf("%s.data", hash), *id;
 	struct call c = { .method = "POST", .url = uploads_url(base, rest) };
+	struct piece_set ps;
 	json_t *j;
+	int rc;
 
 	free(rest);
 	*sent = 0;
 	rc = attempt(pc, &c, deadline, err, errlen);
 	*rejected = c.code == 422;
-	if (rc || c.code == 200)
-		goto out;
+	if (rc || c.code == 200) {
+		free_call(&c);
+		return rc;
+	}
 	j = json_loadb(c.body ? c.body : "", c.body_len, 0, NULL);
 	id = j && json_is_string(json_object_get(j, "session"))
 		     ? xstrdup(json_string_value(json_object_get(j, "session")))
@@ -579,31 +613,22 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 	free_call(&c);
 	if (!id) {
 		snprintf(err, errlen, "'%s': no upload session in the answer", base);
-		rc = MTC_EXIT_FAILURE;
-		goto out;
+		return MTC_EXIT_FAILURE;
 	}
-	n = mtc_manifest_split(m, k, bins, counts);
-	for (int i = 0; i < n; i++) {
+	pieces_split(&ps, m, pc->streams > 0 ? pc->streams : 1, pc, deadline);
+	for (int i = 0; i < ps.n; i++) {
 		char *r = xasprintf("%s/%d", id, i);
-		pieces[i] = (struct piece){ .pc = pc, .deadline = deadline };
-		pieces[i].c = (struct call){ .method = "PUT", .url = uploads_url(base, r),
-					     .up_path = path, .up_tree = 1, .up_list = bins[i],
-					     .up_n = counts[i] };
+		ps.p[i].c = (struct call){ .method = "PUT", .url = uploads_url(base, r),
+					   .up_path = path, .up_tree = 1, .up_list = ps.bins[i],
+					   .up_n = ps.counts[i] };
 		free(r);
-		if (pthread_create(&th[i], NULL, piece_main, &pieces[i]))
-			piece_main(&pieces[i]), th[i] = 0;
 	}
-	for (int i = 0; i < n; i++) {
-		if (th[i])
-			pthread_join(th[i], NULL);
-		*sent += pieces[i].c.bytes;
-		*rejected |= pieces[i].c.code == 422;
-		if (pieces[i].rc && (!rc || pieces[i].c.code == 422)) {
-			rc = pieces[i].rc;
-			snprintf(err, errlen, "%s", pieces[i].err);
-		}
-		free_call(&pieces[i].c);
+	rc = pieces_run(&ps, ps.n, err, errlen);
+	for (int i = 0; i < ps.n; i++) {
+		*sent += ps.p[i].c.bytes;
+		*rejected |= ps.p[i].c.code == 422;
 	}
+	pieces_free(&ps);
 	rest = xasprintf("%s%s", id, rc ? "" : "/commit");
 	c = (struct call){ .method = rc ? "DELETE" : "POST", .url = uploads_url(base, rest) };
 	free(rest);
@@ -615,14 +640,7 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 		attempt(pc, &c, deadline, ignored, sizeof ignored);
 	}
 	free(id);
-out:
 	free_call(&c);
-	for (int i = 0; i < k; i++)
-		free(bins[i]);
-	free(bins);
-	free(counts);
-	free(pieces);
-	free(th);
 	return rc;
 }
 

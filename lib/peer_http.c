@@ -329,29 +329,48 @@ static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long
 	return 0;
 }
 
-int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
+/*
+ * Connects to p->url and sends the request's head: method, path, Host,
+ * the token, then extra (header lines, each ending in CRLF). 0 or 1 as
+ * send_all with the socket in *fd, or -1/-2 with err (*fd is -1 when no
+ * connection was made).
+ */
+static int send_head(struct mtc_http_call *p, const char *method, const char *extra, int *fd,
+		     char *err, size_t errlen)
 {
 	struct target t;
 	char *head;
-	int fd, rc, one = 1;
+	int rc;
 
-	p->code = 0;
-	p->sent = 0;
+	*fd = -1;
 	if (parse_url(p->url, &t) < 0) {
 		snprintf(err, errlen, "not an http:// URL");
 		return -1;
 	}
-	if ((fd = connect_to(p, &t, err, errlen)) < 0)
+	if ((*fd = connect_to(p, &t, err, errlen)) < 0)
 		return -1;
-	head = xasprintf("PUT %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%sContent-Type: %s\r\n"
-			 "Content-Length: %lld\r\nConnection: %s\r\n\r\n",
-			 t.path, strchr(t.host, ':') ? "[" : "", t.host,
-			 strchr(t.host, ':') ? "]" : "", t.port, p->token ? "Authorization: Bearer " : "",
-			 p->token ? p->token : "", p->token ? "\r\n" : "", p->content_type,
-			 p->upgrade ? 0 : p->length,
-			 p->upgrade ? "Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE : "close");
-	rc = send_all(p, fd, head, strlen(head), err, errlen);
+	head = xasprintf("%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%s%s\r\n", method, t.path,
+			 strchr(t.host, ':') ? "[" : "", t.host, strchr(t.host, ':') ? "]" : "",
+			 t.port, p->token ? "Authorization: Bearer " : "", p->token ? p->token : "",
+			 p->token ? "\r\n" : "", extra);
+	rc = send_all(p, *fd, head, strlen(head), err, errlen);
 	free(head);
+	return rc;
+}
+
+int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
+{
+	char *extra = xasprintf("Content-Type: %s\r\nContent-Length: %lld\r\nConnection: %s\r\n",
+				p->content_type, p->upgrade ? 0 : p->length,
+				p->upgrade ? "Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE : "close");
+	int fd, rc, one = 1;
+
+	p->code = 0;
+	p->sent = 0;
+	rc = send_head(p, "PUT", extra, &fd, err, errlen);
+	free(extra);
+	if (fd < 0)
+		return rc;
 	if (rc == 0 && p->upgrade) {
 		/* the body goes only once the daemon has switched to the stream */
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -381,26 +400,15 @@ int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
 
 int mtc_http_get_tree(struct mtc_http_call *p, char *err, size_t errlen)
 {
-	struct target t;
-	char *head;
 	long long length = -1;
 	int fd, rc;
 
 	p->code = 0;
 	p->received = 0;
-	if (parse_url(p->url, &t) < 0) {
-		snprintf(err, errlen, "not an http:// URL");
-		return -1;
-	}
-	if ((fd = connect_to(p, &t, err, errlen)) < 0)
-		return -1;
-	head = xasprintf("GET %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%s"
-			 "Connection: Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE "\r\n\r\n",
-			 t.path, strchr(t.host, ':') ? "[" : "", t.host,
-			 strchr(t.host, ':') ? "]" : "", t.port, p->token ? "Authorization: Bearer " : "",
-			 p->token ? p->token : "", p->token ? "\r\n" : "");
-	rc = send_all(p, fd, head, strlen(head), err, errlen);
-	free(head);
+	rc = send_head(p, "GET", "Connection: Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE "\r\n", &fd,
+		       err, errlen);
+	if (fd < 0)
+		return rc;
 	if (rc >= 0) {
 		int one = 1; /* pushes out what MSG_MORE held back */
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

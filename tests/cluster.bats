@@ -24,6 +24,18 @@ first_run() {
 
 ranks_but() { seq 0 $((N - 1)) | grep -vx "$1" | tr '\n' ' '; }
 
+# After a first run, a restart where every rank but the last is in the
+# restore round, waiting for it: sets last and bg (the trainers' job).
+round_waiting_for_last() {
+	first_run orbax
+	nodes_kill
+	cluster_start
+	last=$((N - 1))
+	CL_RANKS=$(ranks_but "$last") trainers orbax --steps 0 &
+	bg=$!
+	wait_for "$last ranks in the restore round" 30 coord_reported restore "$last"
+}
+
 no_markers() {
 	run ls "$CL_ROOT/node$1"
 	refute_output --partial .restore # no marker: the training job is not woken
@@ -145,13 +157,7 @@ no_markers() {
 }
 
 @test "cluster: the coordinator lost during a restore round: the others fail clearly, then recover" {
-	first_run orbax
-	nodes_kill
-	cluster_start
-	last=$((N - 1))
-	CL_RANKS=$(ranks_but "$last") trainers orbax --steps 0 &
-	bg=$!
-	wait_for "$last ranks in the restore round" 30 coord_reported restore "$last"
+	round_waiting_for_last
 	node_lost 0
 	for ((r = 1; r < last; r++)); do
 		wait_for "rank $r fails" 20 grep -q "lost the coordinator" "$CL_ROOT/node$r/replicator.failed"
@@ -167,13 +173,7 @@ no_markers() {
 }
 
 @test "cluster: only the coordinator's daemon killed during a restore round: the round re-forms, the restore succeeds" {
-	first_run orbax
-	nodes_kill
-	cluster_start
-	last=$((N - 1))
-	CL_RANKS=$(ranks_but "$last") trainers orbax --steps 0 &
-	bg=$!
-	wait_for "$last ranks in the restore round" 30 coord_reported restore "$last"
+	round_waiting_for_last
 	old=$(cat "$CL_ROOT/state0/serve.pid")
 	supervised_kill 0 serve
 	wait_for "the daemon restarted" 10 sh -c "[ -s '$CL_ROOT/state0/serve.pid' ] && [ \"\$(cat '$CL_ROOT/state0/serve.pid')\" != $old ]"
