@@ -426,6 +426,39 @@ only_staging_free() { # nothing in DIR but the given names
 	only_staging_free "$T/p"
 }
 
+@test "SIGTERM ends a tree's upgraded GET to a client that stopped reading, and exits 0" {
+	start_daemon p
+	mkdir -p "$T/big"
+	head -c $((64 << 20)) /dev/urandom >"$T/big/f"
+	H=$(mtc-replicate digest "$T/big" | cut -d' ' -f1)
+	mv "$T/big" "$T/p/$H.data"
+	python3 - "${URL#http://}" "$H" >"$T/reader.out" <<'PY' &
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+s.sendall(("GET /v1/objects/%s.data HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+           "Upgrade: mtc-tar\r\n\r\n" % sys.argv[2]).encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+print(head.split(b"\r\n")[0].decode(), flush=True)
+time.sleep(30)  # reads nothing more: the daemon's sends stall
+PY
+	PIDS+=($!)
+	for _ in $(seq 100); do
+		grep -q 101 "$T/reader.out" && break
+		sleep 0.05
+	done
+	grep -q "HTTP/1.1 101" "$T/reader.out"
+	sleep 0.5
+	start=$SECONDS
+	kill -TERM "$PID"
+	rc=0
+	wait "$PID" || rc=$?
+	[ "$rc" = 0 ]
+	[ $((SECONDS - start)) -le 5 ]
+}
+
 @test "a stalled or short upload times out and leaves nothing" {
 	start_daemon p --timeout 1
 	H=$(printf 'e%.0s' $(seq 64))
