@@ -29,7 +29,6 @@
 #include "metrics.h"
 #include "naming.h"
 #include "peer_http.h"
-#include "peer_http.h"
 #include "peer_manifest.h"
 #include "peer_ring.h"
 #include "peer_wire.h"
@@ -483,8 +482,7 @@ static void tree_free(void *cls)
  * ?piece=I&pieces=K of a tree's GET: *k is 0 without them; else 0, or the
  * HTTP code of a bad request with why.
  */
-static int tree_piece(struct req *r, struct MHD_Connection *c, int *k, int *i, char *why,
-		      size_t whylen)
+static int tree_piece(struct MHD_Connection *c, int *k, int *i, char *why, size_t whylen)
 {
 	const char *pi = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "piece");
 	const char *pk = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pieces");
@@ -549,31 +547,28 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 		return queue(r, c, MHD_HTTP_OK, resp);
 	}
 	if (S_ISDIR(st.st_mode) && !head) {
-		struct tree_stream *t = xcalloc(1, sizeof *t);
-		long long total;
-		char why[512];
-		int k = 0, i = 0, rc = tree_piece(r, c, &k, &i, why, sizeof why);
-		if (rc) {
-			free(t);
-			return respond(r, c, (unsigned)rc, TEXT, "%s\n", why);
-		}
 		const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_UPGRADE);
-		t->s = r->s;
-		t->root = xstrdup(path);
-		t->reader = k ? piece_reader(r->s, r->hash, path, k, i, &total, why, sizeof why)
-			      : mtc_wire_reader_open(path, &total, why, sizeof why);
-		if (!t->reader) {
-			tree_free(t);
+		struct mtc_wire_reader *reader;
+		struct tree_stream *t;
+		long long total;
+		char why[512];
+		int k, i, bad = tree_piece(c, &k, &i, why, sizeof why);
+		if (bad)
+			return respond(r, c, (unsigned)bad, TEXT, "%s\n", why);
+		reader = k ? piece_reader(r->s, r->hash, path, k, i, &total, why, sizeof why)
+			   : mtc_wire_reader_open(path, &total, why, sizeof why);
+		if (!reader)
 			return respond(r, c, 500, TEXT, "cannot send '%s': %s\n", r->name, why);
-		}
 		if (up && !strcasecmp(up, UPGRADE)) {
 			r->kind = REQ_GET_TREE_SOCK;
-			r->send = t->reader;
-			t->reader = NULL;
-			tree_free(t);
+			r->send = reader;
 			return start_upgrade(r, c);
 		}
+		t = xcalloc(1, sizeof *t);
+		t->s = r->s;
+		t->root = xstrdup(path);
+		t->reader = reader;
 		resp = MHD_create_response_from_callback((uint64_t)total, STREAM_BLOCK, tree_read, t,
 							 tree_free);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-tar");
