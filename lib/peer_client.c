@@ -434,11 +434,11 @@ static void pieces_split(struct piece_set *ps, const struct mtc_manifest *m, int
 		ps->p[i] = (struct piece){ .pc = pc, .deadline = deadline };
 }
 
-/* Runs the first n calls at once; 0, or the first failure (a 422 first) with err. */
-static int pieces_run(struct piece_set *ps, int n, char *err, size_t errlen)
+/* Runs the calls of the pieces at once; 0, or the first failure (a 422 first) with err. */
+static int pieces_run(struct piece_set *ps, char *err, size_t errlen)
 {
+	int n = ps->n, rc = 0;
 	pthread_t *th = xcalloc((size_t)n + 1, sizeof *th);
-	int rc = 0;
 
 	for (int i = 0; i < n; i++)
 		if (pthread_create(&th[i], NULL, piece_main, &ps->p[i]))
@@ -475,7 +475,7 @@ static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double d
 		      char *err, size_t errlen)
 {
 	struct piece_set ps;
-	int rc, n;
+	int rc;
 
 	c->bytes = 0;
 	c->code = 0;
@@ -486,14 +486,13 @@ static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double d
 		pieces_free(&ps);
 		return MTC_EXIT_FAILURE;
 	}
-	n = ps.n;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < ps.n; i++)
 		ps.p[i].c = (struct call){ .method = "GET",
 					   .url = xasprintf("%s?piece=%d&pieces=%d", c->url, i, ps.k),
 					   .down_path = c->down_path, .down_tree = 1, .down_shared = 1,
 					   .expected = c->expected, .limits = c->limits };
-	rc = pieces_run(&ps, n, err, errlen);
-	for (int i = 0; i < n; i++) {
+	rc = pieces_run(&ps, err, errlen);
+	for (int i = 0; i < ps.n; i++) {
 		const struct call *p = &ps.p[i].c;
 		c->bytes += p->bytes;
 		c->code = rc && p->code == 422 ? 422 : c->code;
@@ -623,7 +622,7 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 					   .up_n = ps.counts[i] };
 		free(r);
 	}
-	rc = pieces_run(&ps, ps.n, err, errlen);
+	rc = pieces_run(&ps, err, errlen);
 	for (int i = 0; i < ps.n; i++) {
 		*sent += ps.p[i].c.bytes;
 		*rejected |= ps.p[i].c.code == 422;
