@@ -235,8 +235,10 @@ static int finish_fds(struct call *c)
 	int rc = 0;
 	if (c->down_fd >= 0 && !c->down_tree) {
 		uint8_t h[MTC_BLAKE3_OUT_LEN];
-		mtc_blake3_final(&c->file_hash, h, sizeof h);
-		mtc_hex(h, sizeof h, c->got);
+		if (!c->raw) { /* else the socket reader hashed it */
+			mtc_blake3_final(&c->file_hash, h, sizeof h);
+			mtc_hex(h, sizeof h, c->got);
+		}
 		if (fsync(c->down_fd) < 0)
 			rc = -1;
 	}
@@ -278,7 +280,7 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		return MTC_EXIT_FAILURE;
 	}
 	c->raw = ((!strcmp(c->method, "PUT") && c->up_path) ||
-		  (!strcmp(c->method, "GET") && c->down_tree)) &&
+		  (!strcmp(c->method, "GET") && c->down_path)) &&
 		 mtc_http_usable(c->url);
 	if (prepare(c) < 0) {
 		if (c->thread_rc < 0)
@@ -336,12 +338,15 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 								       : "application/octet-stream",
 					    .body = c->reader, .length = c->up_total,
 					    .deadline = deadline, .stall_s = 60,
-					    .upgrade = c->up_tree, .root = c->down_path,
+					    .upgrade = c->up_tree, .fd = c->down_fd,
+					    .root = c->down_tree ? c->down_path : NULL,
 					    .limits = c->limits, .expected = c->expected,
 					    .got = &c->got_list };
 		int hr = c->up_path ? mtc_http_put(&hp, errbuf, sizeof errbuf)
-				    : mtc_http_get_tree(&hp, errbuf, sizeof errbuf);
+				    : mtc_http_get(&hp, errbuf, sizeof errbuf);
 		c->bytes = c->up_path ? hp.sent : hp.received;
+		if (c->down_path && !c->down_tree)
+			memcpy(c->got, hp.digest, sizeof c->got);
 		c->code = hp.code;
 		free(c->body);
 		c->body = hp.answer;

@@ -398,15 +398,17 @@ int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
 	return rc;
 }
 
-int mtc_http_get_tree(struct mtc_http_call *p, char *err, size_t errlen)
+int mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen)
 {
 	long long length = -1;
 	int fd, rc;
 
 	p->code = 0;
 	p->received = 0;
-	rc = send_head(p, "GET", "Connection: Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE "\r\n", &fd,
-		       err, errlen);
+	rc = send_head(p, "GET",
+		       p->root ? "Connection: Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE "\r\n"
+			       : "Connection: close\r\n",
+		       &fd, err, errlen);
 	if (fd < 0)
 		return rc;
 	if (rc >= 0) {
@@ -416,10 +418,14 @@ int mtc_http_get_tree(struct mtc_http_call *p, char *err, size_t errlen)
 	}
 	if (rc == 0 && (p->code == 101 || p->code == 200)) {
 		char why[512];
-		int x = mtc_wire_extract_sock(fd, p->answer, p->answer_len, p->stall_s, p->stop,
-					      p->root, p->limits, p->expected, p->got, &p->received,
-					      why, sizeof why);
-		if (x == 0 && p->code == 200 && p->received != length)
+		int x = p->root ? mtc_wire_extract_sock(fd, p->answer, p->answer_len, p->stall_s,
+							p->stop, p->root, p->limits, p->expected,
+							p->got, &p->received, why, sizeof why)
+			: length < 0 ? mtc_fail(why, sizeof why, "no Content-Length")
+				     : mtc_wire_receive_file(fd, p->answer, p->answer_len, p->stall_s,
+							     p->stop, p->fd, length, p->digest,
+							     &p->received, why, sizeof why);
+		if (x == 0 && p->root && p->code == 200 && p->received != length)
 			x = mtc_fail(why, sizeof why, "the stream is %lld bytes, the answer said %lld",
 				     p->received, length);
 		if (x < 0) {

@@ -40,7 +40,9 @@ struct mtc_http_call {
 	size_t answer_len;
 	long long sent; /* body bytes */
 
-	/* mtc_http_get_tree: where a 200's stream goes, as mtc_wire_extract_sock takes it */
+	/* mtc_http_get: where a 200's body goes, a file (fd, digest) or a tree (root...) */
+	int fd;
+	char digest[66];
 	const char *root;
 	const struct mtc_wire_limits *limits;
 	const struct mtc_manifest *expected;
@@ -67,13 +69,14 @@ int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen);
 int mtc_http_send_body(struct mtc_http_call *p, int fd, char *err, size_t errlen);
 
 /*
- * GET url with upgrade; the tar stream after a 101 (or a 200's body,
- * which must be exactly one stream) is extracted into root (an empty
- * directory). 0 when an answer arrived (any
- * other answer's body is in answer); -1 when the connection failed, -2
- * when the deadline passed, -3 when the stream was rejected (not a clean
- * tree within the limits, or not what expected lists); err says why.
+ * GET url. With root (a tree), it asks for the upgrade, and the tar stream
+ * after the 101 (or a 200's body, which must be exactly one stream) is
+ * extracted into root, an empty directory. Else a 200's body goes into fd
+ * and digest gets its hash. 0 when an answer arrived (any other answer's
+ * body is in answer); -1 when the connection failed, -2 when the deadline
+ * passed, -3 when the body was short or the stream was rejected (not a
+ * clean tree within the limits, or not what expected lists); err says why.
  */
-int mtc_http_get_tree(struct mtc_http_call *p, char *err, size_t errlen);
+int mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen);
 
 #endif

@@ -717,6 +717,22 @@ static int pax_parse(char *p, size_t len, char *path, long long *size, char *why
 	return 0;
 }
 
+int mtc_wire_receive_file(int sock, const void *pre, size_t pre_len, int timeout_s,
+			  const int *stop, int fd, long long size, char digest[66],
+			  long long *consumed, char *why, size_t whylen)
+{
+	struct sock_in in = { .fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s,
+			      .stop = stop };
+	int rc;
+
+	in.buf = recv_buffer(&in.buf_len);
+	rc = sock_file(&in, fd, "the body", size, digest, why, whylen);
+	recv_buffer_done(in.buf, in.buf_len);
+	if (consumed)
+		*consumed = in.consumed;
+	return rc;
+}
+
 int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout_s,
 			  const int *stop, const char *root, const struct mtc_wire_limits *lim,
 			  const struct mtc_manifest *expected, struct mtc_wire_list *got,

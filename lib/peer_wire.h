@@ -94,6 +94,16 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			  long long *consumed, char *why, size_t whylen);
 
 /*
+ * size bytes of a socket (pre: its first bytes, already read) into fd, the
+ * same way: through a large buffer, hashed there; digest gets their BLAKE3
+ * hash. 0, or -1 with why (timeout_s without data, *stop, a short stream,
+ * a failed write). consumed: the bytes read.
+ */
+int mtc_wire_receive_file(int sock, const void *pre, size_t pre_len, int timeout_s,
+			  const int *stop, int fd, long long size, char digest[66],
+			  long long *consumed, char *why, size_t whylen);
+
+/*
  * The tree below root as a tar stream, produced as it is read: open scans
  * the tree (total: the exact stream length), read fills buf and returns the
  * bytes written, 0 at the end, -1 with why (a file vanished or shrank).

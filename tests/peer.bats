@@ -138,6 +138,16 @@ only_staging_free() { # nothing in DIR but the given names
 	cmp "$T/f" "$T/back/$H.data"
 	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$(printf 'a%.0s' $(seq 64))"
 	assert_failure 4
+	# A byte flipped on the way is caught by the hash and fetched again.
+	rm "$T/back/$H.data"
+	flip_relay "$URL" GET 1 5000
+	run mtc-replicate fetch --dir "$T/back" --from "$RELAY" --hash "$H" --retries 0
+	assert_failure 5
+	flip_relay "$URL" GET 1 5000
+	run mtc-replicate fetch --dir "$T/back" --from "$RELAY" --hash "$H" --retries 1
+	assert_success
+	cmp "$T/f" "$T/back/$H.data"
+	only_staging_free "$T/back" "$H.data"
 }
 
 @test "re-push is idempotent and skips data the peer has" {
