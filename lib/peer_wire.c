@@ -863,7 +863,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 				free(copy);
 				goto out;
 			}
-			fd = openat(dfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 				    0644);
 			close(dfd);
 			free(copy);
