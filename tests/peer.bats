@@ -317,7 +317,9 @@ only_staging_free() { # nothing in DIR but the given names
 	only_staging_free "$T/back"
 }
 
-@test "hostile tar streams are rejected and leave nothing behind" {
+# hostile_streams SEND: every hostile tar stream sent by SEND URL FILE (which
+# prints the HTTP code) is refused and leaves nothing but the kept manifest.
+hostile_streams() {
 	start_daemon p --max-files 10 --max-depth 4 --max-body 150000
 	mkdir "$T/ok" && echo fine >"$T/ok/ok.txt"
 	H=$(mtc-replicate digest "$T/ok" | cut -d' ' -f1)
@@ -327,30 +329,23 @@ only_staging_free() { # nothing in DIR but the given names
 	for kind in traversal traversal-inner absolute symlink hardlink device fifo duplicate \
 		many deep big control truncated; do
 		python3 "$HOSTILE" tar "$kind" >"$T/h.tar"
-		code=$(put_code "$URL" "$H.data" "$T/h.tar" || true)
+		code=$("$@" "$URL/v1/objects/$H.data" "$T/h.tar" || true)
 		case "$code" in 422|413|000) ;; *) echo "$kind: HTTP $code"; false ;; esac
 		only_staging_free "$T/p" ".mtc-upload-manifest-$H" # kept for a retry
 	done
 	[ ! -e "$T/escaped.txt" ] && [ ! -e /tmp/mtc-peer-absolute.txt ]
+}
+
+put_body() { put_code "${1%/v1/objects/*}" "${1##*/}" "$2"; }
+
+@test "hostile tar streams are rejected and leave nothing behind" {
+	hostile_streams put_body
 	run curl -sf "$URL/healthz"
 	assert_output ok
 }
 
 @test "hostile tar streams after an upgrade to the raw stream are rejected too" {
-	start_daemon p --max-files 10 --max-depth 4 --max-body 150000
-	mkdir "$T/ok" && echo fine >"$T/ok/ok.txt"
-	H=$(mtc-replicate digest "$T/ok" | cut -d' ' -f1)
-	manifest_of "$T/ok" >"$T/m.json"
-	run put_code "$URL" "$H.manifest" "$T/m.json"
-	assert_output 201
-	for kind in traversal traversal-inner absolute symlink hardlink device fifo duplicate \
-		many deep big control truncated; do
-		python3 "$HOSTILE" tar "$kind" >"$T/h.tar"
-		code=$(python3 "$HOSTILE" upgrade "$URL/v1/objects/$H.data" "$T/h.tar")
-		case "$code" in 422|413|000) ;; *) echo "$kind: HTTP $code"; false ;; esac
-		only_staging_free "$T/p" ".mtc-upload-manifest-$H"
-	done
-	[ ! -e "$T/escaped.txt" ] && [ ! -e /tmp/mtc-peer-absolute.txt ]
+	hostile_streams python3 "$HOSTILE" upgrade
 	(cd "$T/ok" && tar --format=ustar -cf "$T/good.tar" .)
 	run python3 "$HOSTILE" upgrade "$URL/v1/objects/$H.data" "$T/good.tar"
 	assert_output 201
