@@ -110,8 +110,7 @@ no_markers() {
 	wait_for "rank 3 stalls after the plan" 30 test -s "$CL_ROOT/stalled.pid"
 	kill -KILL "$(cat "$CL_ROOT/stalled.pid")"
 	for r in 0 1 2; do
-		wait_for "rank $r fails" 20 test -e "$CL_ROOT/node$r/replicator.failed"
-		grep -q "rank 3 vanished" "$CL_ROOT/node$r/replicator.failed"
+		wait_for "rank $r fails" 20 critical_seen "$r" "rank 3 vanished"
 		grep -q "rank 3 vanished" "$CL_ROOT/node$r/replicator.errors"
 		run ls "$CL_ROOT/node$r"
 		refute_output --partial .restore # no marker: the training job is not woken
@@ -214,9 +213,9 @@ no_markers() {
 	trainers nemo --steps 0 &
 	bg=$!
 	wait_for "rank 1's restore exits 5" 30 grep -q "mtc-restore failed (exit 5)" "$CL_ROOT/node1.log"
-	grep -q "\[CRI\].*is not what its name says" "$CL_ROOT/node1/replicator.failed"
+	critical_seen 1 "is not what its name says"
 	for ((r = 0; r < N; r++)); do
-		wait_for "rank $r fails" 20 grep -q "\[CRI\].*rank 1 could not restore" "$CL_ROOT/node$r/replicator.failed"
+		wait_for "rank $r fails" 20 critical_seen "$r" "rank 1 could not restore"
 		no_markers "$r"
 	done
 	kill -KILL $(cat "$CL_ROOT"/trainer*.pid) 2>/dev/null || true

@@ -13,6 +13,7 @@
 #   node_lost RANK            SIGKILL to the service and everything it runs: a lost pod
 #   supervised_kill RANK P    SIGKILL to serve or run; the service restarts it
 #   flip_bit PATH             one bit flipped in a file (a tree's largest file)
+#   critical_seen RANK PAT    a CRITICAL line matching PAT reached rank RANK's training job
 #   cluster_stop              stops every node and removes CL_ROOT
 # CL_ENV[RANK] adds environment (fault injection) to a node's service;
 # CL_RANKS limits trainers to some ranks; MTC_CLUSTER_NODES / MTC_LONG set N.
@@ -191,6 +192,14 @@ backup_of() {
 backups_count() { ls -d "$CL_BACKUP/$CL_JOB"/20*/ 2>/dev/null | wc -l; }
 
 # The coordinator's count of reports in an open round: coord_reported ROUND N.
+# critical_seen RANK PATTERN: a CRITICAL line matching PATTERN reached rank
+# RANK's training job: still in replicator.failed, or already read and
+# deleted by the NeMo stand-in, which then fails with its text (as NeMo does).
+critical_seen() {
+	grep -q "\[CRI\].*$2" "$CL_ROOT/node$1/replicator.failed" 2>/dev/null ||
+		grep -q "\[CRI\].*$2" "$CL_ROOT/trainer$1.err" 2>/dev/null
+}
+
 coord_reported() {
 	curl -s --max-time 2 "$CL_COORD/v1/coord/status" | grep -q "\"$1\":$2[,}]"
 }
