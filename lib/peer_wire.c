@@ -83,26 +83,18 @@ static int open_parent(int rootfd, char *path, char **leaf)
 	return fd;
 }
 
-static int extract_file(struct archive *a, int rootfd, char *path, long long size,
+/* The entry's data from the archive into fd (closed here), hashed into digest. */
+static int extract_file(struct archive *a, int fd, const char *path, long long size,
 			char digest[66], char *why, size_t whylen)
 {
 	struct mtc_blake3 h;
 	uint8_t out[MTC_BLAKE3_OUT_LEN];
-	char *leaf;
-	int dfd = open_parent(rootfd, path, &leaf), fd;
 	long long done = 0;
 	const void *buf;
 	size_t len;
 	la_int64_t off;
 	int rc;
 
-	if (dfd < 0)
-		return mtc_fail(why, whylen, "'%.200s': cannot create parent: %s", path, strerror(errno));
-	fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	close(dfd);
-	if (fd < 0)
-		return mtc_fail(why, whylen, "'%.200s': %s", path,
-			    errno == EEXIST ? "duplicate entry" : strerror(errno));
 	mtc_blake3_init(&h);
 	while ((rc = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
 		if (off != done || done + (long long)len > size) {
@@ -275,6 +267,68 @@ static int check_expected(const struct mtc_manifest *m, const char *path, int is
 	return 0;
 }
 
+/* Both extractors' state while they admit a stream's entries. */
+struct admission {
+	int rootfd;
+	const struct mtc_wire_limits *lim;
+	const struct mtc_manifest *expected;
+	struct mtc_wire_list *got;
+	long long files, bytes;
+};
+
+/*
+ * An entry whose clean path, type and size are known, against the limits
+ * and the expected manifest: a directory is created and listed (1); a
+ * file is listed and created, *fd open for writing, *w its list entry and
+ * *x its manifest entry (NULL without one) (0); -1 with why.
+ */
+static int admit(struct admission *ad, char *path, int is_dir, long long size, int *fd,
+		 struct mtc_wire_entry **w, const struct mtc_manifest_entry **x, char *why,
+		 size_t whylen)
+{
+	char *leaf, *copy;
+	int dfd;
+
+	*x = NULL;
+	if (++ad->files > ad->lim->max_files)
+		return mtc_fail(why, whylen, "more than %lld entries", ad->lim->max_files);
+	if (check_expected(ad->expected, path, is_dir, size, x, why, whylen) < 0)
+		return -1;
+	if (is_dir) {
+		if (extract_dir(ad->rootfd, path, why, whylen) < 0)
+			return -1;
+		mtc_wire_list_add(ad->got, path, 1, 0);
+		return 1;
+	}
+	if ((ad->bytes += size) > ad->lim->max_bytes)
+		return mtc_fail(why, whylen, "more than %lld bytes", ad->lim->max_bytes);
+	*w = mtc_wire_list_add(ad->got, path, 0, size);
+	copy = xstrdup(path);
+	dfd = open_parent(ad->rootfd, copy, &leaf);
+	if (dfd < 0) {
+		free(copy);
+		return mtc_fail(why, whylen, "'%.200s': cannot create parent: %s", path,
+				strerror(errno));
+	}
+	*fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	close(dfd);
+	free(copy);
+	if (*fd < 0)
+		return mtc_fail(why, whylen, "'%.200s': %s", path,
+				errno == EEXIST ? "duplicate entry" : strerror(errno));
+	return 0;
+}
+
+/* A file that arrived against its manifest entry: 0, or -1 with why. */
+static int digest_matches(const struct mtc_manifest_entry *x, const struct mtc_wire_entry *w,
+			  char *why, size_t whylen)
+{
+	if (!x || !strcmp(x->digest, w->digest))
+		return 0;
+	return mtc_fail(why, whylen, "'%.200s' has digest %s, the manifest says %s", w->path,
+			w->digest, x->digest);
+}
+
 int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 			  const struct mtc_wire_limits *lim, const struct mtc_manifest *expected,
 			  struct mtc_wire_list *got, char *why, size_t whylen)
@@ -283,10 +337,10 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
 	char *path = xmalloc(MTC_WIRE_PATH_MAX);
-	long long files = 0, bytes = 0;
+	struct admission ad = { .lim = lim, .expected = expected, .got = got };
 	int rootfd, rc = -1, r;
 
-	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	rootfd = ad.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rootfd < 0) {
 		mtc_fail(why, whylen, "'%s': %s", root, strerror(errno));
 		goto out;
@@ -297,39 +351,24 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 		goto out;
 	}
 	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		const struct mtc_manifest_entry *x = NULL;
+		const struct mtc_manifest_entry *x;
 		struct mtc_wire_entry *w;
-		int c = check_entry(e, lim, path, why, whylen), is_dir;
+		int c = check_entry(e, lim, path, why, whylen), is_dir, fd;
 		long long size;
 		if (c < 0)
 			goto out;
 		if (c > 0)
 			continue; /* the root itself, as "tar -C dir ." writes it */
-		if (++files > lim->max_files) {
-			mtc_fail(why, whylen, "more than %lld entries", lim->max_files);
-			goto out;
-		}
 		is_dir = archive_entry_filetype(e) == AE_IFDIR;
 		size = is_dir ? 0 : archive_entry_size(e);
-		if (check_expected(expected, path, is_dir, size, &x, why, whylen) < 0)
+		if ((c = admit(&ad, path, is_dir, size, &fd, &w, &x, why, whylen)) < 0)
 			goto out;
-		if (is_dir) {
-			if (extract_dir(rootfd, path, why, whylen) < 0)
-				goto out;
-			mtc_wire_list_add(got, path, 1, 0);
+		if (c > 0)
 			continue;
-		}
-		bytes += size;
-		if (bytes > lim->max_bytes) {
-			mtc_fail(why, whylen, "more than %lld bytes", lim->max_bytes);
+		if (extract_file(a, fd, path, size, w->digest, why, whylen) < 0)
 			goto out;
-		}
-		w = mtc_wire_list_add(got, path, 0, size);
-		if (extract_file(a, rootfd, path, size, w->digest, why, whylen) < 0)
-			goto out;
-		if (x && strcmp(x->digest, w->digest)) {
-			rc = mtc_fail(why, whylen, "'%.200s' has digest %s, the manifest says %s", path,
-				  w->digest, x->digest) - 1;
+		if (digest_matches(x, w, why, whylen) < 0) {
+			rc = -2;
 			goto out;
 		}
 	}
@@ -742,21 +781,21 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			      .stop = stop };
 	unsigned char hdr[512];
 	char *path = xmalloc(MTC_WIRE_PATH_MAX), *pax = NULL;
-	long long files = 0, bytes = 0;
+	struct admission ad = { .lim = lim, .expected = expected, .got = got };
 	int rootfd = -1, rc = -1, have_pax = 0;
 	long long pax_size = -1;
 
-	if ((rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+	if ((rootfd = ad.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		mtc_fail(why, whylen, "'%s': %s", root, strerror(errno));
 		goto out;
 	}
 	in.buf = recv_buffer(&in.buf_len);
 	for (;;) {
-		const struct mtc_manifest_entry *x = NULL;
+		const struct mtc_manifest_entry *x;
 		struct mtc_wire_entry *w;
 		long long size;
 		char type, *name;
-		int is_dir, fd, dfd;
+		int is_dir, fd, c;
 
 		if (sock_read(&in, (char *)hdr, 512, why, whylen) < 0)
 			goto out;
@@ -835,52 +874,19 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			path[strlen(path) - 1] = '\0';
 		if (mtc_wire_check_path(path, lim->max_depth, why, whylen) < 0)
 			goto out;
-		if (++files > lim->max_files) {
-			mtc_fail(why, whylen, "more than %lld entries", lim->max_files);
-			goto out;
-		}
 		if (is_dir)
 			size = 0;
-		if (check_expected(expected, path, is_dir, size, &x, why, whylen) < 0)
+		if ((c = admit(&ad, path, is_dir, size, &fd, &w, &x, why, whylen)) < 0)
 			goto out;
-		if (is_dir) {
-			if (extract_dir(rootfd, path, why, whylen) < 0)
-				goto out;
-			mtc_wire_list_add(got, path, 1, 0);
+		if (c > 0)
 			continue;
-		}
-		if ((bytes += size) > lim->max_bytes) {
-			mtc_fail(why, whylen, "more than %lld bytes", lim->max_bytes);
-			goto out;
-		}
-		w = mtc_wire_list_add(got, path, 0, size);
-		{
-			char *leaf, *copy = xstrdup(path);
-			dfd = open_parent(rootfd, copy, &leaf);
-			if (dfd < 0) {
-				mtc_fail(why, whylen, "'%.200s': cannot create parent: %s", path,
-				     strerror(errno));
-				free(copy);
-				goto out;
-			}
-			fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				    0644);
-			close(dfd);
-			free(copy);
-		}
-		if (fd < 0) {
-			mtc_fail(why, whylen, "'%.200s': %s", path,
-			     errno == EEXIST ? "duplicate entry" : strerror(errno));
-			goto out;
-		}
 		if (sock_file(&in, fd, path, size, w->digest, why, whylen) < 0) {
 			close(fd);
 			goto out;
 		}
 		close(fd);
-		if (x && strcmp(x->digest, w->digest)) {
-			rc = mtc_fail(why, whylen, "'%.200s' has digest %s, the manifest says %s", path,
-				  w->digest, x->digest) - 1;
+		if (digest_matches(x, w, why, whylen) < 0) {
+			rc = -2;
 			goto out;
 		}
 		if (sock_skip(&in, (size_t)((512 - size % 512) % 512), why, whylen) < 0)
