@@ -71,6 +71,16 @@ manifest_of() { # manifest_of DIR: the manifest of a tree as peers send it
 }
 
 # flip_relay UPSTREAM_URL METHOD N OFFSET: a relay corrupting the first N data bodies; sets RELAY.
+# swappable_step STEP: a step in $T/src whose sub/a and sub/b have the same
+# size, so that swapping them keeps the directory digest; sets H, its hash.
+swappable_step() {
+	make_step "$T/src" "$1"
+	head -c 4096 /dev/urandom >"$T/src/$HASH.data/sub/a"
+	head -c 4096 /dev/urandom >"$T/src/$HASH.data/sub/b"
+	H=$(mtc-replicate digest "$T/src/$HASH.data" | cut -d' ' -f1)
+	mv "$T/src/$HASH.data" "$T/src/$H.data"
+}
+
 flip_relay() {
 	python3 "$HOSTILE" flip "${1#http://}" "$2" "$3" "$4" >"$T/relay.port" &
 	PIDS+=($!)
@@ -250,11 +260,7 @@ only_staging_free() { # nothing in DIR but the given names
 }
 
 @test "two same-size files swapped in transit are rejected, whole or in pieces" {
-	make_step "$T/src" 3
-	head -c 4096 /dev/urandom >"$T/src/$HASH.data/sub/a"
-	head -c 4096 /dev/urandom >"$T/src/$HASH.data/sub/b"
-	H=$(mtc-replicate digest "$T/src/$HASH.data" | cut -d' ' -f1)
-	mv "$T/src/$HASH.data" "$T/src/$H.data"
+	swappable_step 3
 	python3 "$HOSTILE" swap "$T/src/$H.data" sub/a sub/b >"$T/swapped.tar"
 	mkdir "$T/x" && tar -xf "$T/swapped.tar" -C "$T/x"
 	[ "$(mtc-replicate digest "$T/x" | cut -d' ' -f1)" = "$H" ] # the digest alone cannot tell
@@ -283,11 +289,7 @@ only_staging_free() { # nothing in DIR but the given names
 }
 
 @test "fetch refuses a peer copy with two files swapped" {
-	make_step "$T/src" 4
-	head -c 4096 /dev/urandom >"$T/src/$HASH.data/sub/a"
-	head -c 4096 /dev/urandom >"$T/src/$HASH.data/sub/b"
-	H=$(mtc-replicate digest "$T/src/$HASH.data" | cut -d' ' -f1)
-	mv "$T/src/$HASH.data" "$T/src/$H.data"
+	swappable_step 4
 	start_daemon p
 	manifest_of "$T/src/$H.data" >"$T/p/$H.manifest"
 	cp -r "$T/src/$H.data" "$T/p/"
