@@ -30,6 +30,15 @@ backup_of() {
 
 both() { echo "$WORK/bk"; echo gs://bkt/root; }
 
+# gs_backup_of_step [BYTES]: node 0's step 100 (a tree with a weights file of BYTES)
+# backed up to gs://bkt as $B on a fresh fake GCS server; sets h, its hash.
+gs_backup_of_step() {
+	fakegcs_start
+	config "$WORK/cfg0" job 0 1
+	h=$(saved_step "$WORK/n0" job 100 0 seed "$@")
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to gs://bkt --name "$B" >/dev/null
+}
+
 @test "restores a node's data into a dir, verified, the same bytes and .meta" {
 	fakegcs_start
 	for loc in $(both); do
@@ -222,10 +231,7 @@ killed_midway() {
 }
 
 @test "gs://: a killed restore continues: the partial file from its size, whole files kept, only the rest sent again" {
-	fakegcs_start
-	config "$WORK/cfg0" job 0 1
-	h=$(saved_step "$WORK/n0" job 100 0 seed 4194304)
-	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to gs://bkt --name "$B" >/dev/null
+	gs_backup_of_step 4194304
 	killed_midway
 	assert_file_not_exists "$WORK/out/job-s100-n0-w0.meta"
 	assert_file_not_exists "$WORK/out/$h.data"
@@ -252,10 +258,7 @@ killed_midway() {
 }
 
 @test "gs://: bytes changed in what a killed restore left are caught: in the partial by crc32c (fetched again), in a whole file by the digest (exit 5)" {
-	fakegcs_start
-	config "$WORK/cfg0" job 0 1
-	h=$(saved_step "$WORK/n0" job 100 0 seed 4194304)
-	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to gs://bkt --name "$B" >/dev/null
+	gs_backup_of_step 4194304
 	killed_midway
 	flip_byte "$PART" 1000
 	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
@@ -336,10 +339,7 @@ killed_midway() {
 }
 
 @test "a second restore of the same backup and rank into the same DIR is refused while the first runs" {
-	fakegcs_start
-	config "$WORK/cfg0" job 0 1
-	h=$(saved_step "$WORK/n0" job 100 0 seed)
-	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to gs://bkt --name "$B" >/dev/null
+	gs_backup_of_step
 	fakegcs_fault '{"kind": "download", "object": "*weights", "action": "delay", "seconds": 2, "times": 1}'
 	mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out" >/dev/null 2>&1 &
 	BG_PID=$!
@@ -352,10 +352,7 @@ killed_midway() {
 }
 
 @test "a progress line on a terminal for a transfer longer than a second; none with --no-progress, for a short one, or off a terminal" {
-	fakegcs_start
-	config "$WORK/cfg0" job 0 1
-	h=$(saved_step "$WORK/n0" job 100 0 seed 2097152)
-	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to gs://bkt --name "$B" >/dev/null
+	gs_backup_of_step 2097152
 	restore_on_tty() {
 		rm -rf "$WORK/out"
 		script -qec "mtc-restore --from gs://bkt/job/$B --rank 0 --out '$WORK/out' $*" /dev/null
