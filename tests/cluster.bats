@@ -22,6 +22,14 @@ first_run() {
 	wait_for "a backup" 60 has_backup
 }
 
+# A NeMo first run backed up, then every node lost with its RAM: sets step, the backed-up one.
+all_lost_after_a_backup() {
+	first_run nemo
+	step=$(backup_step)
+	nodes_kill
+	for ((r = 0; r < N; r++)); do wipe_node "$r"; done
+}
+
 ranks_but() { seq 0 $((N - 1)) | grep -vx "$1" | tr '\n' ' '; }
 
 # After a first run, a restart where every rank but the last is in the
@@ -66,10 +74,7 @@ no_markers() {
 }
 
 @test "cluster: with all RAM wiped the job restores from the backup" {
-	first_run nemo
-	step=$(backup_step)
-	nodes_kill
-	for ((r = 0; r < N; r++)); do wipe_node "$r"; done
+	all_lost_after_a_backup
 	cluster_start
 	run trainers nemo --steps 0
 	assert_success
@@ -202,10 +207,7 @@ no_markers() {
 }
 
 @test "cluster: a bit flipped in the only copy, the backup's: exit 5, CRITICAL, no markers" {
-	first_run nemo
-	step=$(backup_step)
-	nodes_kill
-	for ((r = 0; r < N; r++)); do wipe_node "$r"; done
+	all_lost_after_a_backup
 	b=$(ls -d "$CL_BACKUP/$CL_JOB"/20*/ | head -1)
 	hash=$(cat "$b/$CL_JOB-s$step-n1-w0.meta")
 	flip_bit "$b/$hash.data"
