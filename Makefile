@@ -3,9 +3,9 @@
 
 PREFIX   ?= /usr/local
 CC       ?= cc
-PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libcrypto
+PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libcrypto libzstd
 DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchive-dev \
-            libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev \
+            libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev libzstd-dev \
             bats bats-support bats-assert bats-file b3sum rclone python3 \
             python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps rsync
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
@@ -36,7 +36,7 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 LIBMTC   := $(B)/lib/libmtc.a
 
-.PHONY: all have-deps check check-long asan fuzz bench demo deps install clean
+.PHONY: all have-deps check check-long asan fuzz bench demo deps install clean venv
 all: $(PROGS) $(UNITS)
 	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
 
@@ -66,10 +66,21 @@ have-deps:
 	    && command -v clang >/dev/null && command -v inotifywait >/dev/null || $(MAKE) --no-print-directory deps
 
 check: have-deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all venv
 	@$(MAKE) --no-print-directory SANITIZE=1 all
 	@$(MAKE) --no-print-directory fuzz
 	@tests/run build/release build/asan
+
+# The real frameworks, for tests only (oracles and the Orbax stand-in): a venv
+# under the build dir. Where PyPI cannot be reached the tests that need it say
+# so and are skipped; the programs never need Python.
+VENV     := build/venv
+PY_PKGS   = orbax-checkpoint jax jaxlib tensorstore blake3
+venv:
+	@[ -e $(VENV)/.complete ] || { rm -rf $(VENV) && python3 -m venv $(VENV) \
+	    && $(VENV)/bin/pip install -q --disable-pip-version-check $(PY_PKGS) >$(VENV).log 2>&1 \
+	    && touch $(VENV)/.complete \
+	    || echo "# venv: cannot install $(PY_PKGS) (see $(VENV).log): tests of the real frameworks are skipped"; }
 
 # Fuzz targets link a copy of the library built by clang with libFuzzer and the sanitizers.
 # The cluster scenarios at N = 16 (make check runs them at N = 4).

@@ -539,7 +539,7 @@ static int open_backup(struct ctx *x)
 static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 {
 	const struct mtc_cluster_restore_opts *o = x->o;
-	json_t *report = NULL, *view = NULL, *step, *done = NULL, *v;
+	json_t *report = NULL, *view = NULL, *step, *done = NULL, *v, *w;
 	char err[1024] = "";
 	long long s = -1;
 	int rc = MTC_EXIT_FAILURE, own_rc = 0;
@@ -566,7 +566,19 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 		goto out;
 	}
 	json_array_foreach(json_object_get(view, "errors"), i, v)
-		mtc_warn("restore plan: %s", json_string_value(v));
+		mtc_error("restore plan: %s", json_string_value(v));
+	json_array_foreach(json_object_get(view, "metas"), i, v)
+		if ((w = json_object_get(v, "substituted-from"))) {
+			char mate[64];
+			if (json_is_string(w))
+				snprintf(mate, sizeof mate, "%s", json_string_value(w));
+			else
+				snprintf(mate, sizeof mate, "rank %lld", (long long)json_integer_value(w));
+			mtc_info("worker %lld: its own data exists nowhere; restoring column-mate %s's "
+				 "data '%s.data' (assume-data-parallelism)",
+				 (long long)json_integer_value(json_object_get(v, "worker")), mate,
+				 json_string_value(json_object_get(v, "hash")));
+		}
 	step = json_object_get(view, "step");
 	source = json_string_value(json_object_get(view, "source")) ?: "none";
 	if (json_is_integer(step))

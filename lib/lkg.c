@@ -1,9 +1,9 @@
 /*
- * The last known good step (DESIGN.md §7); the rule and both JSON shapes
- * are in lkg.h. Invariant: a plan names a step only when every node x
- * worker of it has a hash that the chosen source holds, and no two metas
- * for one node x worker (or, with data parallelism, one column x worker)
- * disagree.
+ * The last known good step (mtc(7), LAST KNOWN GOOD); the rule and both JSON
+ * shapes are in lkg.h. Invariant: a plan names a step only when every node x
+ * worker of it has a hash that the chosen source holds. Disagreeing metas are
+ * reported and never make a step invalid: refusing a restorable step is data
+ * loss, not safety.
  */
 #include "lkg.h"
 
@@ -18,7 +18,6 @@
 #include "xalloc.h"
 
 #define NO_HASH (-1)
-#define CONFLICT (-2)
 
 struct meta {
 	long long step;
@@ -56,8 +55,9 @@ struct lkg {
 	struct backup *backups;
 	size_t n_backups;
 
-	int *cell;
+	int *cell, *subst; /* subst: the column-mate whose data a cell takes, or -1 */
 	unsigned char *inferred;
+	int conflicts; /* of the step judged last */
 	unsigned char *avail_buf, *avail; /* avail: NULL while judging the cluster */
 	json_t *errors, *rejected;
 	char *err;
@@ -367,75 +367,130 @@ static const char *holder_name(int reporter, char *buf, size_t len)
 	return buf;
 }
 
-/* Fills the cells of one step (copies merged, columns inferred); 1 when it is valid. */
+static int available(const struct lkg *L, int h)
+{
+	return L->avail ? L->avail[h] : n_holders(L, h) > 0;
+}
+
+static void conflict(struct lkg *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void conflict(struct lkg *L, const char *fmt, ...)
+{
+	va_list ap;
+	char line[768];
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	json_array_append_new(L->errors, json_string(line));
+	L->conflicts++;
+}
+
+/*
+ * A node x worker's hash from its group of metas m[i..j) (own copy first):
+ * the node's own meta stands; without one, the first copy whose data is
+ * available (copies that disagree are reported, never fatal).
+ */
+static int cell_of_copies(struct lkg *L, const struct meta *m, size_t i, size_t j,
+			  const char *where)
+{
+	size_t pick = i;
+	char a[32], b[32];
+
+	if (m[i].reporter == m[i].node || m[i].hash == m[j - 1].hash)
+		return m[i].hash;
+	for (size_t k = i; k < j; k++)
+		if (available(L, m[k].hash)) {
+			pick = k;
+			break;
+		}
+	conflict(L, "%s: node %d worker %d: its copies disagree: %s on %s, %s on %s; using %s",
+		 where, m[i].node, m[i].worker, L->hash_str[m[i].hash],
+		 holder_name(m[i].reporter, a, sizeof a), L->hash_str[m[j - 1].hash],
+		 holder_name(m[j - 1].reporter, b, sizeof b), L->hash_str[m[pick].hash]);
+	return m[pick].hash;
+}
+
+/*
+ * With data parallelism, a column x worker: its replicas that disagree are
+ * reported once; a node with no meta takes the column's first hash whose
+ * data is available (else its first hash).
+ */
+static void infer_column(struct lkg *L, int col, int w, const char *where)
+{
+	int P = L->nodes / L->dp, W = L->workers, first = NO_HASH, fnode = -1, fill = NO_HASH;
+	int reported = 0;
+
+	for (int r = 0; r < L->dp; r++) {
+		int node = r * P + col, x = L->cell[node * W + w];
+		if (x == NO_HASH)
+			continue;
+		if (first == NO_HASH) {
+			first = x;
+			fnode = node;
+		} else if (x != first && !reported) {
+			reported = 1;
+			conflict(L,
+				 "%s: column %d worker %d: replicas disagree: node %d has %s, "
+				 "node %d has %s",
+				 where, col, w, fnode, L->hash_str[first], node, L->hash_str[x]);
+		}
+		if (fill == NO_HASH && available(L, x))
+			fill = x;
+	}
+	if (fill == NO_HASH)
+		fill = first;
+	for (int r = 0; fill != NO_HASH && r < L->dp; r++) {
+		int c = (r * P + col) * W + w;
+		if (L->cell[c] == NO_HASH) {
+			L->cell[c] = fill;
+			L->inferred[c] = 1;
+		}
+	}
+}
+
+/*
+ * With data parallelism, a cell whose data exists nowhere takes the data of
+ * a column-mate of the same step (its own meta first); 0 when none has any.
+ */
+static int substitute(struct lkg *L, int node, int w)
+{
+	int P = L->nodes / L->dp, W = L->workers, col = node % P, best = -1;
+
+	for (int r = 0; r < L->dp; r++) {
+		int mate = r * P + col, c = mate * W + w, x = L->cell[c];
+		if (mate == node || x == NO_HASH || !available(L, x))
+			continue;
+		if (best < 0 || (L->inferred[best * W + w] && !L->inferred[c]))
+			best = mate;
+	}
+	if (best < 0)
+		return 0;
+	L->cell[node * W + w] = L->cell[best * W + w];
+	L->subst[node * W + w] = best;
+	return 1;
+}
+
+/* Fills the cells of one step (copies merged, columns inferred, data substituted); 1 when it is valid. */
 static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char *where,
 		      char *why, size_t len)
 {
 	size_t cells = (size_t)L->nodes * (size_t)L->workers;
-	int W = L->workers, conflicts = 0;
+	int W = L->workers;
 
-	for (size_t c = 0; c < cells; c++)
+	L->conflicts = 0;
+	for (size_t c = 0; c < cells; c++) {
 		L->cell[c] = NO_HASH;
+		L->subst[c] = -1;
+	}
 	memset(L->inferred, 0, cells);
 	for (size_t i = 0, j; i < n; i = j) {
-		int c = m[i].node * W + m[i].worker;
 		for (j = i + 1; j < n && m[j].node == m[i].node && m[j].worker == m[i].worker; j++)
 			;
-		if (m[i].reporter == m[i].node || m[i].hash == m[j - 1].hash) {
-			L->cell[c] = m[i].hash;
-			continue;
-		}
-		char a[32], b[32];
-		L->cell[c] = CONFLICT;
-		conflicts++;
-		json_array_append_new(
-			L->errors,
-			json_sprintf("%s: node %d worker %d: its copies disagree: %s on %s, %s on %s",
-				     where, m[i].node, m[i].worker, L->hash_str[m[i].hash],
-				     holder_name(m[i].reporter, a, sizeof a),
-				     L->hash_str[m[j - 1].hash],
-				     holder_name(m[j - 1].reporter, b, sizeof b)));
+		L->cell[m[i].node * W + m[i].worker] = cell_of_copies(L, m, i, j, where);
 	}
-	if (L->dp > 1) {
-		int P = L->nodes / L->dp;
-		for (int col = 0; col < P; col++)
-			for (int w = 0; w < W; w++) {
-				int v = NO_HASH, vnode = -1, bad = 0;
-				for (int r = 0; r < L->dp && !bad; r++) {
-					int node = r * P + col, x = L->cell[node * W + w];
-					if (x == CONFLICT)
-						bad = 1;
-					else if (x == NO_HASH)
-						continue;
-					else if (v == NO_HASH) {
-						v = x;
-						vnode = node;
-					} else if (x != v) {
-						bad = 1;
-						conflicts++;
-						json_array_append_new(
-							L->errors,
-							json_sprintf("%s: column %d worker %d: conflicting "
-								     "metas: node %d has %s, node %d has %s",
-								     where, col, w, vnode, L->hash_str[v],
-								     node, L->hash_str[x]));
-					}
-				}
-				if (bad || v == NO_HASH)
-					continue;
-				for (int r = 0; r < L->dp; r++) {
-					int c = (r * P + col) * W + w;
-					if (L->cell[c] == NO_HASH) {
-						L->cell[c] = v;
-						L->inferred[c] = 1;
-					}
-				}
-			}
-	}
-	if (conflicts) {
-		snprintf(why, len, "conflicting metas");
-		return 0;
-	}
+	if (L->dp > 1)
+		for (int col = 0; col < L->nodes / L->dp; col++)
+			for (int w = 0; w < W; w++)
+				infer_column(L, col, w, where);
 	for (int node = 0; node < L->nodes; node++)
 		for (int w = 0; w < W; w++) {
 			int x = L->cell[node * W + w];
@@ -443,7 +498,7 @@ static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char 
 				snprintf(why, len, "node %d worker %d: no meta", node, w);
 				return 0;
 			}
-			if (L->avail ? !L->avail[x] : n_holders(L, x) == 0) {
+			if (!available(L, x) && !(L->dp > 1 && substitute(L, node, w))) {
 				snprintf(why, len, "node %d worker %d: %s.data is %s", node, w,
 					 L->hash_str[x],
 					 L->avail ? "not in the backup" : "held by no rank");
@@ -573,9 +628,11 @@ static json_t *rank_plan(struct lkg *L, int rank, long long step, int *load, int
 		json_object_set_new(r, "replication-peers", peers);
 	for (int w = 0; step >= 0 && w < W; w++) {
 		int c = rank * W + w, h = L->cell[c], dup = 0;
-		json_array_append_new(metas, json_pack("{s:i, s:s, s:b}", "worker", w, "hash",
-						       L->hash_str[h], "inferred",
-						       L->inferred[c]));
+		json_t *meta = json_pack("{s:i, s:s, s:b}", "worker", w, "hash", L->hash_str[h],
+					 "inferred", L->inferred[c]);
+		if (L->subst[c] >= 0)
+			json_object_set_new(meta, "substituted-from", json_integer(L->subst[c]));
+		json_array_append_new(metas, meta);
 		for (int v = 0; v < w && !dup; v++)
 			dup = L->cell[rank * W + v] == h;
 		if (dup || rank_holds(L, rank, h))
@@ -607,6 +664,7 @@ static json_t *build_plan(struct lkg *L, long long step, const char *source,
 		json_object_set_new(plan, "restore-version", json_string(L->restore_version));
 	if (reason)
 		json_object_set_new(plan, "reason", json_string(reason));
+	json_object_set_new(plan, "conflicts", json_integer(step >= 0 ? L->conflicts : 0));
 	json_object_set(plan, "errors", L->errors);
 	json_object_set(plan, "rejected", L->rejected);
 	for (int r = 0; r < L->nodes; r++)
@@ -708,6 +766,7 @@ json_t *mtc_lkg_plan(json_t *inventory, char *err, size_t errlen)
 	index_holdings(&L);
 	cells = (size_t)L.nodes * (size_t)L.workers;
 	L.cell = xmalloc(cells * sizeof *L.cell);
+	L.subst = xmalloc(cells * sizeof *L.subst);
 	L.inferred = xcalloc(cells, 1);
 	L.avail_buf = xcalloc((size_t)L.n_hash + 1, 1);
 	plan = choose(&L);
@@ -727,6 +786,7 @@ out:
 	}
 	free(L.backups);
 	free(L.cell);
+	free(L.subst);
 	free(L.inferred);
 	free(L.avail_buf);
 	return plan;
@@ -769,9 +829,13 @@ json_t *mtc_lkg_rank_view(json_t *plan, int rank)
 	metas = json_array();
 	json_array_foreach(json_object_get(r, "metas"), i, m)
 	{
-		json_array_append_new(metas, json_pack("{s:O, s:O}", "worker",
-						       json_object_get(m, "worker"), "hash",
-						       json_object_get(m, "hash")));
+		json_t *v = json_pack("{s:O, s:O}", "worker", json_object_get(m, "worker"), "hash",
+				      json_object_get(m, "hash"));
+		json_t *from = json_object_get(m, "substituted-from");
+		json_t *addr = from ? address_of(ranks, json_integer_value(from)) : NULL;
+		if (from)
+			json_object_set(v, "substituted-from", json_is_string(addr) ? addr : from);
+		json_array_append_new(metas, v);
 	}
 	json_object_set_new(view, "metas", metas);
 	fetch = json_array();

@@ -24,26 +24,31 @@
  * metas may still be known from the copies its peers hold.
  *
  * The rule: walk the cluster's steps newest first; a step is valid when
- * every node x worker has a meta whose hash some rank holds. With D > 1
- * dividing N, nodes form D rows of P = N/D columns and a node x worker with
- * no meta takes its column's; two different hashes in one column (or two
- * copies of one node's meta that disagree, when the node itself does not
- * report one) are a conflict: an error in the plan, and the step is not
- * valid. First valid step wins; if none, the backups newest first by name,
- * each judged on its own metas and data only. With "restore-version" only
- * that backup is considered, and if it is missing or not valid the plan is
- * empty: no fallback.
+ * every node x worker has a meta whose hash some rank holds. A node's own
+ * meta stands for it; without one, its copies on other ranks do (the first
+ * whose data is held, when they disagree). With D > 1 dividing N, nodes form
+ * D rows of P = N/D columns: a node x worker with no meta takes its column's
+ * (one whose data is held first), and a node x worker whose data nobody
+ * holds takes a column-mate's data of the same step ("substituted-from"):
+ * the user declared the replicas interchangeable. Disagreements (copies of
+ * one meta, or replicas of one column) are errors in the plan and counted in
+ * "conflicts"; they never make a step invalid. First valid step wins; if
+ * none, the backups newest first by name, each judged on its own metas and
+ * data only. With "restore-version" only that backup is considered, and if
+ * it is missing or not valid the plan is empty: no fallback.
  *
  * Plan:
  *   {"job-name", "nodes", "workers-per-node",
  *    "step": S | null, "source": "cluster" | "backup" | "none",
  *    "backup": NAME (source backup only), "restore-version": NAME (if given),
  *    "reason": why nothing is valid (source none only),
- *    "errors": ["step 9: conflicting metas …", …],   always present
+ *    "errors": ["step 9: column 0 worker 0: replicas disagree …", …],   always present
+ *    "conflicts": disagreements in the chosen step (0 when none),
  *    "rejected": [{"source": "cluster"|"backup", "backup"?, "step", "reason"}, …],
  *    "ranks": [{"node-rank", "node-address" (null when unknown), "reported",
  *               "replication-peers": [rank, …] (when peers are known),
- *               "metas": [{"worker", "hash", "inferred"}, …],  (empty when step null)
+ *               "metas": [{"worker", "hash", "inferred", "substituted-from"?}, …],
+ *                                                     (empty when step null)
  *               "fetch": [{"hash", "from": [rank, …], "holders", "backup"}, …]}
  *              … one per rank 0 … N-1]}
  * "fetch" lists the hashes a rank needs and does not hold; "from" names up
@@ -68,7 +73,7 @@ json_t *mtc_lkg_plan(json_t *inventory, char *err, size_t errlen);
  * What one rank acts on, in the shape of the reference's restore answer:
  *   {"step": S | null, "source", "backup"?, "errors",
  *    "replication-peers": [address, …],
- *    "metas": [{"worker", "hash"}, …],
+ *    "metas": [{"worker", "hash", "substituted-from"?: address or rank}, …],
  *    "fetch": [{"hash", "peers": [address, …], "backup": bool}, …]}
  * with ranks turned into their node-address (ranks with no address are
  * left out of "peers"). NULL when rank is not in the plan.

@@ -8,6 +8,14 @@ bats_load_library bats-file
 export PATH="$MTC_BIN:$BATS_TEST_DIRNAME/standin:$PATH"
 export MTC_TESTS="$BATS_TEST_DIRNAME"
 
+# need_frameworks: skips the test, saying why, unless `make venv` installed
+# the real Orbax, JAX and tensorstore; sets MTC_PY to that venv's python.
+need_frameworks() {
+	local venv=${MTC_VENV:-$BATS_TEST_DIRNAME/../build/venv}
+	[ -e "$venv/.complete" ] || skip "the real frameworks are not installed: make venv (needs PyPI)"
+	MTC_PY=$venv/bin/python
+}
+
 # True when the programs run under ASan/UBSan (slower; big inputs are scaled down).
 sanitized() { case "${MTC_BUILD:-}" in *asan*) return 0 ;; esac; return 1; }
 
