@@ -2,9 +2,12 @@
  * mtc-backup: upload this node's part of step S to LOCATION/<job>/<name>/.
  *   1. read the accepted config and this node's .meta files of S
  *   2. check the local data against its name (digest + manifest)
- *   3. upload the data objects not already there (another node of the same
- *      replica column may have), then <hash>.manifest
- *   4. upload the .meta files last: a .meta that exists means its data is whole
+ *   3. claim <hash>.manifest (create-only), then upload the data objects not
+ *      already there; with data parallelism one copy of each hash: the last
+ *      partition's, or the first claimer's (see owns_data)
+ *   4. wait until the data this node's .meta names is whole in the backup,
+ *      then upload the .meta files last: a .meta that exists means its data
+ *      is whole
  *   5. print a JSON summary line
  */
 #include <errno.h>
@@ -19,22 +22,25 @@
 
 #include "cli.h"
 #include "config.h"
+#include "data_name.h"
 #include "digest.h"
 #include "exitcode.h"
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
+#include "peer_manifest.h"
 #include "progress.h"
 #include "store.h"
 #include "store_tree.h"
 #include "xalloc.h"
 
 static char *dir, *config_file, *step_text, *location, *name_opt, *token_file;
-static int parallel, threads, no_verify, no_progress;
+static int parallel, threads, no_verify, no_progress, stall_s = 300;
 
 struct meta {
 	char *file;
 	char hash[MTC_HASH_MAX + 1];
+	int wait; /* another node uploads its data: wait until it is whole */
 };
 
 static int read_metas(const struct mtc_config *cfg, long long step, struct meta *metas)
@@ -158,6 +164,146 @@ static int put_meta_last(struct mtc_store *s, const char *prefix, struct meta *m
 	return 0;
 }
 
+/*
+ * Whether this node uploads the data of its worker w. Without data
+ * parallelism, or in the last partition (rank >= N - N/D), it does. Above
+ * it, a node leaves its data to its last-partition column-mate when it holds
+ * that mate's meta of the step and it names the same hash (the reference's
+ * rule: one copy per column); otherwise (replicas that disagree, or a mate
+ * whose meta it has not seen) it uploads its own, and the manifest claim
+ * keeps it to one copy per hash.
+ */
+static int owns_data(const struct mtc_config *cfg, long long step, int w, const char *hash)
+{
+	int D = cfg->data_parallelism, N = cfg->nodes, P, mate;
+	char *name, *path, *text = NULL;
+	size_t len;
+	int same;
+
+	if (D <= 1 || N % D || cfg->node_rank >= N - N / D)
+		return 1;
+	P = N / D;
+	mate = N - P + cfg->node_rank % P;
+	name = mtc_ckpt_name(cfg->job_name, step, mate, w, MTC_EXT_META);
+	path = xasprintf("%s/%s", dir, name);
+	same = mtc_read_file(path, MTC_HASH_MAX + 16, &text, &len) == 0 && !strcmp(text, hash);
+	free(text);
+	free(path);
+	free(name);
+	return !same;
+}
+
+/*
+ * Claims prefix/<hash>.data for this node's bytes by creating its manifest.
+ * 1 when this node uploads the data (its claim, or an identical one); 0 when
+ * another replica of the same logical content holds the claim (its bytes
+ * differ, so mixing the two trees would make a tree that is neither); -1 on
+ * error.
+ */
+static int claim(struct mtc_store *s, const char *prefix, const char *hash, const char *text)
+{
+	char *key = xasprintf("%s%s.manifest", prefix, hash), *theirs = NULL;
+	size_t len;
+	int rc = 1;
+
+	if (mtc_store_put_buf(s, key, text, strlen(text), 0) < 0) {
+		if (errno != EEXIST) {
+			mtc_error("cannot upload '%s/%s': %s", mtc_store_url(s), key, mtc_store_error(s));
+			rc = -1;
+		} else if (mtc_store_get_buf(s, key, MTC_MANIFEST_BODY_MAX, &theirs, &len) < 0) {
+			mtc_error("cannot read '%s/%s': %s", mtc_store_url(s), key, mtc_store_error(s));
+			rc = -1;
+		} else if (len != strlen(text) || memcmp(theirs, text, len)) {
+			mtc_info("'%s%s.data' is claimed by another replica of the same content: "
+				 "not uploading this node's copy", prefix, hash);
+			rc = 0;
+		}
+	}
+	free(theirs);
+	free(key);
+	return rc;
+}
+
+/* Bytes of prefix/<hash>.data present in the store, and whether it is whole. */
+static long long present(struct mtc_store *s, const char *prefix, const char *hash, int *whole)
+{
+	char *key = xasprintf("%s%s.manifest", prefix, hash), *text = NULL, *data;
+	struct mtc_manifest m;
+	struct mtc_store_list l = { 0 };
+	struct mtc_store_object st;
+	json_t *j = NULL;
+	char err[256];
+	size_t len;
+	long long bytes = 0;
+
+	*whole = 0;
+	mtc_manifest_init(&m);
+	if (!mtc_is_dir_hash(hash)) {
+		data = xasprintf("%s%s.data", prefix, hash);
+		*whole = mtc_store_stat(s, data, &st) == 0;
+		free(data);
+		free(key);
+		return *whole ? st.size : 0;
+	}
+	data = xasprintf("%s%s.data/", prefix, hash);
+	if (mtc_store_get_buf(s, key, MTC_MANIFEST_BODY_MAX, &text, &len) == 0 &&
+	    (j = json_loadb(text, len, 0, NULL)) &&
+	    mtc_manifest_from_json(j, &m, err, sizeof err) == 0 &&
+	    mtc_store_list(s, data, NULL, &l) == 0) {
+		/* both sorted by strcmp of the path (store.h, digest.h): one merge walk */
+		size_t k = 0, missing = 0;
+		for (size_t i = 0; i < m.n; i++) {
+			const struct mtc_manifest_entry *e = &m.entries[i];
+			int c = 1;
+			if (e->type != MTC_ENTRY_FILE)
+				continue;
+			while (k < l.n_objects &&
+			       (c = strcmp(l.objects[k].name + strlen(data), e->path)) < 0)
+				k++;
+			if (k < l.n_objects && c == 0 && l.objects[k].size == e->size)
+				bytes += e->size;
+			else
+				missing++;
+		}
+		*whole = !missing;
+	}
+	mtc_store_list_free(&l);
+	json_decref(j);
+	mtc_manifest_free(&m);
+	free(text);
+	free(data);
+	free(key);
+	return bytes;
+}
+
+/*
+ * Waits until prefix/<hash>.data, which another node uploads, is whole. Every
+ * wait has a bound: exit 3 when no byte arrived for stall_s seconds.
+ */
+static int wait_whole(struct mtc_store *s, const char *prefix, const char *hash)
+{
+	long long last = -1;
+	double since = mtc_now(), pause = 0.1;
+	int whole;
+
+	for (;;) {
+		long long got = present(s, prefix, hash, &whole);
+		if (whole)
+			return MTC_EXIT_OK;
+		if (got > last) {
+			last = got;
+			since = mtc_now();
+		} else if (mtc_now() - since > stall_s) {
+			mtc_error("'%s/%s%s.data', uploaded by another node, has not grown for %d s: "
+				  "not uploading this node's .meta", mtc_store_url(s), prefix, hash,
+				  stall_s);
+			return MTC_EXIT_TIMEOUT;
+		}
+		usleep((useconds_t)(pause * 1e6));
+		pause = pause < 2 ? pause * 2 : 2;
+	}
+}
+
 static int run(const struct mtc_config *cfg, long long step)
 {
 	struct meta *metas = xcalloc((size_t)cfg->workers_per_node, sizeof *metas);
@@ -167,7 +313,7 @@ static int run(const struct mtc_config *cfg, long long step)
 	char name[17], err[512], *prefix = NULL;
 	struct mtc_progress *bar;
 	double start = mtc_now();
-	int rc, upload_data, put_failed, nw = cfg->workers_per_node;
+	int rc, put_failed, nw = cfg->workers_per_node;
 	size_t skipped = 0, manifests = 0;
 
 	if (mtc_store_open(location, &opt, &s, err, sizeof err) < 0) {
@@ -184,10 +330,8 @@ static int run(const struct mtc_config *cfg, long long step)
 		mtc_backup_name(time(NULL), name);
 	}
 	prefix = xasprintf("%s/%s/", cfg->job_name, name);
-	upload_data = cfg->data_parallelism <= 0 ||
-		      cfg->node_rank >= cfg->nodes - cfg->nodes / cfg->data_parallelism;
 	rc = MTC_EXIT_FAILURE;
-	for (int w = 0; upload_data && w < nw; w++) {
+	for (int w = 0; w < nw; w++) {
 		char *data = xasprintf("%s/%s.data", dir, metas[w].hash);
 		char *key = xasprintf("%s%s.data", prefix, metas[w].hash);
 		char digest[MTC_DIGEST_LEN];
@@ -197,7 +341,8 @@ static int run(const struct mtc_config *cfg, long long step)
 
 		for (int v = 0; v < w; v++)
 			dup |= !strcmp(metas[v].hash, metas[w].hash);
-		if (dup) {
+		metas[w].wait = !owns_data(cfg, step, w, metas[w].hash);
+		if (dup || metas[w].wait) {
 			free(data);
 			free(key);
 			continue;
@@ -208,24 +353,25 @@ static int run(const struct mtc_config *cfg, long long step)
 				mtc_error("cannot read '%s':", data);
 				goto fail_one;
 			}
-			if (strcmp(digest, metas[w].hash)) {
-				mtc_error("cannot back up '%s': its digest is %s", data, digest);
+			if (mtc_data_name_check(data, metas[w].hash, digest, threads, err,
+						sizeof err)) {
+				mtc_error("cannot back up '%s': %s", data, err);
 				rc = MTC_EXIT_INTEGRITY;
 				goto fail_one;
 			}
-			json_t *j = mtc_manifest_to_json(&m);
-			char *text = json_dumps(j, JSON_COMPACT), *mkey;
-			json_decref(j);
-			mkey = xasprintf("%s%s.manifest", prefix, metas[w].hash);
-			if (mtc_store_put_buf(s, mkey, text, strlen(text), 0) < 0 && errno != EEXIST) {
-				mtc_error("cannot upload '%s/%s': %s", location, mkey, mtc_store_error(s));
-				free(mkey);
-				free(text);
-				goto fail_one;
-			}
-			manifests++;
-			free(mkey);
+			char *text = mtc_peer_manifest_text(&m);
+			int mine = claim(s, prefix, metas[w].hash, text);
 			free(text);
+			if (mine < 0)
+				goto fail_one;
+			manifests += mine;
+			if (!mine) {
+				metas[w].wait = 1;
+				mtc_manifest_free(&m);
+				free(data);
+				free(key);
+				continue;
+			}
 		}
 		if (mtc_tree_collect(data, key, &one, err, sizeof err) < 0) {
 			mtc_error("%s", err);
@@ -261,6 +407,10 @@ fail_one:
 				rc = MTC_EXIT_TIMEOUT;
 		goto out;
 	}
+	for (int w = 0; w < nw; w++)
+		if (metas[w].wait && (rc = wait_whole(s, prefix, metas[w].hash)) != MTC_EXIT_OK)
+			goto out;
+	rc = MTC_EXIT_FAILURE;
 	if (put_meta_last(s, prefix, metas, nw) < 0)
 		goto out;
 	{
@@ -300,6 +450,7 @@ int main(int argc, const char **argv)
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
 		{ "no-verify", '\0', POPT_ARG_NONE, &no_verify, 0, "do not check the data against its name, and upload no manifest", NULL },
 		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal", NULL },
+		{ "stall-timeout", '\0', POPT_ARG_INT, &stall_s, 0, "give up waiting for data another node uploads after it has not grown this long (default 300)", "SECONDS" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	struct mtc_config cfg;
@@ -330,8 +481,8 @@ int main(int argc, const char **argv)
 		mtc_usage_error("invalid backup name '%s': want YYYY-MM-DD_HH-MM", name_opt);
 		goto out;
 	}
-	if (parallel < 0 || threads < 0) {
-		mtc_usage_error("--parallel and --threads take a positive number");
+	if (parallel < 0 || threads < 0 || stall_s <= 0) {
+		mtc_usage_error("--parallel, --threads and --stall-timeout take a positive number");
 		goto out;
 	}
 	if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {

@@ -23,6 +23,7 @@
 #include "fsutil.h"
 #include "gc.h"
 #include "log.h"
+#include "orbax_digest.h"
 #include "coord_client.h"
 #include "peer_cmd.h"
 #include "peer_server.h"
@@ -41,7 +42,7 @@ static const struct {
 	verb_fn *fn; /* NULL: not in this build yet */
 	const char *usage;
 } verbs[NVERBS] = {
-	[DIGEST] = { "digest", do_digest, "digest [--json] [--threads N] PATH..." },
+	[DIGEST] = { "digest", do_digest, "digest [--json] [--threads N] [--framework F] PATH..." },
 	[COMMIT] = { "commit", do_commit, "commit --dir DIR --config CFG [--watch] [--quiet-time SEC]" },
 	[GC] = { "gc", do_gc, "gc --dir DIR --config CFG --keep STEP[,STEP...]" },
 	[SERVE] = { "serve", mtc_replicate_serve, "serve --dir DIR --listen HOST:PORT [--token-file FILE] [--insecure]" },
@@ -71,15 +72,41 @@ static void print_b3sum_line(const char *digest, const char *path)
 	putchar('\n');
 }
 
+/*
+ * The digest of one path: with --framework orbax the logical digest of its
+ * OCDBT store (orbax_digest.h), else, or when it has none, the merkle digest.
+ * Returns an exit code; m is filled only for a merkle digest.
+ */
+static int digest_one(const char *path, int threads, int orbax, char d[MTC_DIGEST_LEN],
+		      struct mtc_manifest *m)
+{
+	char err[1024];
+	int r = orbax ? mtc_orbax_digest(path, threads, d, err, sizeof err) : 0;
+	if (r < 0) {
+		mtc_error("integrity failure: %s", err);
+		return MTC_EXIT_INTEGRITY;
+	}
+	if (r == 0 && mtc_digest_path(path, threads, d, m) < 0) {
+		int rc = errno == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
+		mtc_error("cannot digest '%s':", path);
+		return rc;
+	}
+	return MTC_EXIT_OK;
+}
+
 static int do_digest(int argc, const char **argv)
 {
 	int json = 0, threads = 0, manifest = 0;
+	const char *framework = NULL;
 	struct poptOption opts[] = {
 		{ "json", '\0', POPT_ARG_NONE, &json, 0, "one JSON object per line", NULL },
 		{ "threads", 't', POPT_ARG_INT, &threads, 0,
 		  "hashing threads (default: one per CPU)", "N" },
 		{ "manifest", 'm', POPT_ARG_NONE, &manifest, 0,
 		  "with --json, add the manifest (path, type, size, digest of every entry)", NULL },
+		{ "framework", 'f', POPT_ARG_STRING, &framework, 0,
+		  "orbax: the logical digest of the step's OCDBT store (default and pytorch: merkle)",
+		  "orbax|pytorch|pytorch.distributed" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -88,6 +115,12 @@ static int do_digest(int argc, const char **argv)
 		goto out;
 	if (threads < 0) {
 		rc = mtc_usage_error("--threads must be 0 or more");
+		goto out;
+	}
+	int orbax = framework && !strcmp(framework, "orbax");
+	if (framework && !orbax && strcmp(framework, "pytorch") &&
+	    strcmp(framework, "pytorch.distributed")) {
+		rc = mtc_usage_error("--framework must be orbax, pytorch or pytorch.distributed");
 		goto out;
 	}
 	const char **paths = poptGetArgs(ctx);
@@ -101,9 +134,9 @@ static int do_digest(int argc, const char **argv)
 		struct mtc_manifest m;
 		mtc_manifest_init(&m);
 		double t0 = mtc_now();
-		if (mtc_digest_path(*paths, threads, d, &m) < 0) {
-			rc = errno == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
-			mtc_error("cannot digest '%s':", *paths);
+		int r = digest_one(*paths, threads, orbax, d, &m);
+		if (r != MTC_EXIT_OK) {
+			rc = r;
 			mtc_manifest_free(&m);
 			continue;
 		}

@@ -34,6 +34,7 @@
 #include "config.h"
 #include "coord_client.h"
 #include "peer_server.h"
+#include "data_name.h"
 #include "digest.h"
 #include "exitcode.h"
 #include "fsutil.h"
@@ -201,10 +202,8 @@ static int verify(const char *path, const char *hash, const struct mtc_manifest 
 	if (expected && (first_file_difference(expected, &got, why, whylen) ||
 			 mtc_manifest_compare(expected, &got, why, whylen)))
 		rc = 1;
-	else if (strcmp(d, hash)) {
-		snprintf(why, whylen, "digest is %s, expected %s", d, hash);
-		rc = 1;
-	}
+	else
+		rc = mtc_data_name_check(path, hash, d, threads, why, whylen);
 	mtc_manifest_free(&got);
 	return rc;
 }

@@ -18,6 +18,7 @@
 
 #include "backups.h"
 #include "coord_client.h"
+#include "data_name.h"
 #include "digest.h"
 #include "exitcode.h"
 #include "fsutil.h"
@@ -257,7 +258,7 @@ static int fetch_from_backup(struct ctx *x, struct mtc_store *store, const char 
 		have_manifest = j && mtc_manifest_from_json(j, &m, why, sizeof why) == 0;
 		json_decref(j);
 	}
-	v = mtc_digest_verify(dst, hash, have_manifest ? &m : NULL, x->o->threads, why, sizeof why);
+	v = mtc_data_verify(dst, hash, have_manifest ? &m : NULL, x->o->threads, why, sizeof why);
 	if (v != 0) {
 		snprintf(err, errlen, "'%s/%s' is not what its name says: %s", mtc_store_url(store),
 			 key, v < 0 ? strerror(errno) : why);

@@ -29,6 +29,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
+#include "orbax_digest.h"
 #include "peer_manifest.h"
 #include "xalloc.h"
 
@@ -114,6 +115,25 @@ static void keep_manifest(const struct mtc_commit_opts *o, const char *hash,
 	free(path);
 }
 
+/*
+ * framework: orbax names a step by its logical digest (orbax_digest.h), which
+ * data-parallel replicas share although their bytes differ; a step without an
+ * OCDBT store keeps its merkle name. A store that cannot be read also keeps
+ * the merkle name, with an error: the step is kept, only not deduplicated.
+ */
+static void logical_name(const struct mtc_commit_opts *o, const char *save,
+			 char hash[MTC_DIGEST_LEN])
+{
+	char logical[MTC_DIGEST_LEN], err[512];
+	int rc = mtc_orbax_digest(save, o->threads, logical, err, sizeof err);
+
+	if (rc > 0)
+		memcpy(hash, logical, MTC_DIGEST_LEN);
+	else if (rc < 0)
+		mtc_error("cannot compute the logical digest of '%s': %s; naming it by its merkle "
+			  "digest %s", save, err, hash);
+}
+
 /* Commits <job>-s<step>-n<rank>-w<worker>.save, which must be complete. */
 static int commit_save(const struct mtc_commit_opts *o, long long step, int worker)
 {
@@ -132,6 +152,8 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 		goto out;
 	}
 	r.bytes = mtc_manifest_bytes(&m);
+	if (o->cfg->framework == MTC_FW_ORBAX)
+		logical_name(o, save, r.hash);
 	data = xasprintf("%s/%s.data", o->dir, r.hash);
 	crash_point("hashed");
 	if (write_synced(tmp, r.hash) < 0) {

@@ -577,29 +577,6 @@ int mtc_manifest_compare(const struct mtc_manifest *a, const struct mtc_manifest
 	return 0;
 }
 
-int mtc_digest_verify(const char *path, const char *digest, const struct mtc_manifest *expected,
-		      int threads, char *why, size_t whylen)
-{
-	struct mtc_manifest got;
-	char d[MTC_DIGEST_LEN];
-	mtc_manifest_init(&got);
-	if (mtc_digest_path(path, threads, d, expected ? &got : NULL) < 0) {
-		int e = errno;
-		mtc_manifest_free(&got);
-		errno = e;
-		return -1;
-	}
-	int rc = 0;
-	if (strcmp(d, digest)) {
-		snprintf(why, whylen, "digest is %s, expected %s", d, digest);
-		rc = 1;
-	} else if (expected) {
-		rc = mtc_manifest_compare(expected, &got, why, whylen);
-	}
-	mtc_manifest_free(&got);
-	return rc;
-}
-
 json_t *mtc_manifest_to_json(const struct mtc_manifest *m)
 {
 	json_t *a = json_array();

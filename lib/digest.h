@@ -60,13 +60,6 @@ long long mtc_manifest_bytes(const struct mtc_manifest *m);
 int mtc_manifest_compare(const struct mtc_manifest *a, const struct mtc_manifest *b, char *why,
 			 size_t whylen);
 
-/*
- * Checks path against an expected digest and, when expected is not NULL,
- * its manifest. 0 ok, 1 mismatch (why says what), -1 I/O error (errno).
- */
-int mtc_digest_verify(const char *path, const char *digest, const struct mtc_manifest *expected,
-		      int threads, char *why, size_t whylen);
-
 /* [{"path":…, "type":"file"|"dir", "size":…, "digest":…}, …] */
 json_t *mtc_manifest_to_json(const struct mtc_manifest *m);
 int mtc_manifest_from_json(json_t *arr, struct mtc_manifest *m, char *err, size_t errlen);

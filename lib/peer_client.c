@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 
 #include "blake3.h"
+#include "data_name.h"
 #include "exitcode.h"
 #include "fsutil.h"
 #include "inventory.h"
@@ -782,16 +783,20 @@ static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, 
 		int bad;
 		mtc_manifest_init(&got);
 		mtc_wire_manifest(&c->got_list, &got, c->got);
-		bad = strcmp(c->got, p->hash) == 0 &&
-		      mtc_manifest_compare(p->expected, &got, diff, sizeof diff);
+		bad = mtc_manifest_compare(p->expected, &got, diff, sizeof diff);
 		mtc_manifest_free(&got);
 		if (bad) {
 			snprintf(err, errlen, "'%s': not what its manifest says: %s", c->url, diff);
 			c->code = 422;
 			return RETRY;
 		}
-	}
-	if (strcmp(c->got, p->hash)) {
+		if (mtc_data_name_check(p->obj, p->hash, c->got, 0, diff, sizeof diff)) {
+			snprintf(err, errlen, "'%s': content does not match its name: %s", c->url,
+				 diff);
+			c->code = 422;
+			return RETRY;
+		}
+	} else if (strcmp(c->got, p->hash)) {
 		snprintf(err, errlen, "'%s': content does not match its name: digest is %s", c->url,
 			 c->got);
 		c->code = 422;

@@ -11,16 +11,18 @@
  * manifest, the compact JSON of digest.h's mtc_manifest_to_json, the same
  * bytes mtc-backup stores as <hash>.manifest. Peers keep it beside the data
  * as <dir>/<hash>.manifest. A manifest is accepted only when it is
- * consistent with its name: clean relative paths within the limits, every
- * directory's size and digest composed from what is below it, and the root
- * composing to the hash. So the manifest is checked by the name alone, and
- * a tree checked against the manifest cannot swap, rename or resize files
- * the way the digest alone allows.
+ * consistent: clean relative paths within the limits, every directory's
+ * size and digest composed from what is below it. Its root composes to the
+ * hash, or, for a logical name (data_name.h: a tree with a DIR/manifest.ocdbt
+ * file), to the tree's merkle digest: then the name is checked on the tree
+ * itself once it has arrived. So a tree
+ * checked against its manifest and its name cannot swap, rename or resize
+ * files the way the digest alone allows.
  */
 
 #define MTC_MANIFEST_BODY_MAX (16 << 20)
 
-/* 0 when m is the manifest of a tree named hash (a "D" hash); else -1 and why. */
+/* 0 when m may be the manifest of a tree named hash (a "D" hash); else -1 and why. */
 int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
 			    const struct mtc_wire_limits *lim, char *why, size_t whylen);
 
@@ -34,7 +36,7 @@ char *mtc_peer_manifest_text(const struct mtc_manifest *m);
 
 /*
  * The manifest of dir/<hash>.data: dir/<hash>.manifest when it is there and
- * valid, else computed from the data, which must hash to its name, and kept
+ * valid, else computed from the data, which must match its name, and kept
  * there for the next time. text (may be NULL) gets its text. 0; 1 when the
  * data does not match its name (why); -1 on I/O error (why).
  */

@@ -23,6 +23,7 @@
 #include <openssl/evp.h>
 
 #include "blake3.h"
+#include "data_name.h"
 #include "fsutil.h"
 #include "inventory.h"
 #include "log.h"
@@ -392,13 +393,13 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 	}
 	mtc_manifest_init(&got);
 	mtc_wire_manifest(&x->got, &got, digest);
-	rc = strcmp(digest, x->hash) ? 1 : mtc_manifest_compare(&x->expected, &got, diff, sizeof diff) ? 2 : 0;
+	rc = mtc_manifest_compare(&x->expected, &got, diff, sizeof diff) ? 2
+	     : mtc_data_name_check(x->obj, x->hash, digest, 0, diff, sizeof diff) ? 1 : 0;
 	mtc_manifest_free(&got);
 	if (rc) {
 		atomic_fetch_add(&s->digest_failures, 1);
 		if (rc == 1)
-			snprintf(why, whylen, "'%s.data' rejected: digest is %s, expected %s", x->hash,
-				 digest, x->hash);
+			snprintf(why, whylen, "'%s.data' rejected: %s", x->hash, diff);
 		else
 			snprintf(why, whylen, "'%s.data' rejected: not what its manifest says: %s",
 				 x->hash, diff);

@@ -62,20 +62,58 @@ teardown() {
 	assert_line "job/2025-01-01_00-00/$h.data/"
 }
 
-@test "gs://: with D replicas only the last partition uploads data" {
+@test "gs://: with D replicas that agree, only the last partition uploads data" {
 	fakegcs_start
 	config "$WORK/cfg1" job 1 4 2
 	config "$WORK/cfg3" job 3 4 2
-	saved_step "$WORK/n1" job 9 1 r1 >/dev/null
-	h=$(saved_step "$WORK/n3" job 9 3 r3)
+	saved_step "$WORK/n1" job 9 1 same >/dev/null
+	h=$(saved_step "$WORK/n3" job 9 3 same)
+	cp "$WORK/n3/job-s9-n3-w0.meta" "$WORK/n1/" # the mate's meta, as replication leaves it
+	run mtc-backup --dir "$WORK/n3" --config "$WORK/cfg3" --step 9 --to gs://bkt --name 2025-01-01_00-00
+	assert_success
 	run mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 9 --to gs://bkt --name 2025-01-01_00-00
 	assert_success
 	echo "$output" | fakegcs_json 'd["bytes"] == 0' | grep -qx true
-	run mtc-backup --dir "$WORK/n3" --config "$WORK/cfg3" --step 9 --to gs://bkt --name 2025-01-01_00-00
-	assert_success
 	run "$STORE" gs://bkt list job/2025-01-01_00-00/ /
 	assert_equal "$(echo "$output" | grep -c '\.data/$')" 1
 	assert_line "job/2025-01-01_00-00/$h.data/"
+}
+
+@test "gs://: with D replicas that disagree, each node of the column uploads its own data" {
+	fakegcs_start
+	config "$WORK/cfg1" job 1 4 2
+	config "$WORK/cfg3" job 3 4 2
+	h1=$(saved_step "$WORK/n1" job 9 1 r1)
+	h3=$(saved_step "$WORK/n3" job 9 3 r3)
+	cp "$WORK/n3/job-s9-n3-w0.meta" "$WORK/n1/"
+	run mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 9 --to gs://bkt --name 2025-01-01_00-00
+	assert_success
+	echo "$output" | fakegcs_json 'd["bytes"] > 300000' | grep -qx true
+	run mtc-backup --dir "$WORK/n3" --config "$WORK/cfg3" --step 9 --to gs://bkt --name 2025-01-01_00-00
+	assert_success
+	run "$STORE" gs://bkt list job/2025-01-01_00-00/ /
+	assert_line "job/2025-01-01_00-00/$h1.data/"
+	assert_line "job/2025-01-01_00-00/$h3.data/"
+}
+
+@test "a node that leaves its data to its column-mate uploads its .meta only once that data is whole, and gives up after --stall-timeout" {
+	config "$WORK/cfg1" job 1 4 2
+	config "$WORK/cfg3" job 3 4 2
+	saved_step "$WORK/n1" job 9 1 same >/dev/null
+	h=$(saved_step "$WORK/n3" job 9 3 same)
+	cp "$WORK/n3/job-s9-n3-w0.meta" "$WORK/n1/"
+	run -3 mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 9 --to "$WORK/bk" --name 2025-01-01_00-00 --stall-timeout 1
+	assert_output --partial "has not grown for 1 s"
+	assert_not_exist "$WORK/bk/job/2025-01-01_00-00/job-s9-n1-w0.meta"
+	mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 9 --to "$WORK/bk" --name 2025-01-01_00-00 >"$WORK/n1.out" 2>&1 &
+	pid=$!
+	sleep 0.5
+	assert_not_exist "$WORK/bk/job/2025-01-01_00-00/job-s9-n1-w0.meta" # still waiting
+	run mtc-backup --dir "$WORK/n3" --config "$WORK/cfg3" --step 9 --to "$WORK/bk" --name 2025-01-01_00-00
+	assert_success
+	wait "$pid"
+	assert_file_exist "$WORK/bk/job/2025-01-01_00-00/job-s9-n1-w0.meta"
+	[ "$(ls "$WORK/bk/job/2025-01-01_00-00" | grep -c '\.data$')" -eq 1 ]
 }
 
 @test "gs://: survives 503 bursts and a dropped connection" {

@@ -1,0 +1,55 @@
+#include "data_name.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "digest.h"
+#include "naming.h"
+#include "orbax_digest.h"
+
+int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads,
+			char *why, size_t whylen)
+{
+	char logical[MTC_DIGEST_LEN], err[512];
+	int rc;
+
+	if (!strcmp(name, merkle))
+		return 0;
+	if (!mtc_is_dir_hash(name) || !mtc_is_dir_hash(merkle)) {
+		snprintf(why, whylen, "its digest is %s", merkle);
+		return 1;
+	}
+	rc = mtc_orbax_digest(path, threads, logical, err, sizeof err);
+	if (rc < 0)
+		snprintf(why, whylen, "its digest is %s, and its OCDBT store cannot be read: %s",
+			 merkle, err);
+	else if (rc == 0)
+		snprintf(why, whylen, "its digest is %s (it holds no OCDBT store)", merkle);
+	else if (strcmp(logical, name))
+		snprintf(why, whylen, "its digest is %s, its logical digest %s", merkle, logical);
+	else
+		return 0;
+	return 1;
+}
+
+int mtc_data_verify(const char *path, const char *name, const struct mtc_manifest *expected,
+		    int threads, char *why, size_t whylen)
+{
+	struct mtc_manifest got;
+	char d[MTC_DIGEST_LEN];
+	int rc;
+
+	mtc_manifest_init(&got);
+	if (mtc_digest_path(path, threads, d, expected ? &got : NULL) < 0) {
+		int e = errno;
+		mtc_manifest_free(&got);
+		errno = e;
+		return -1;
+	}
+	rc = expected ? mtc_manifest_compare(expected, &got, why, whylen) : 0;
+	if (!rc)
+		rc = mtc_data_name_check(path, name, d, threads, why, whylen);
+	mtc_manifest_free(&got);
+	return rc;
+}

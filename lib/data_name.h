@@ -1,0 +1,31 @@
+#ifndef MTC_DATA_NAME_H
+#define MTC_DATA_NAME_H
+
+#include <stddef.h>
+
+#include "digest.h"
+
+/*
+ * Whether the data at path may go by `name` (mtc(7), NAMES): name is its
+ * merkle digest (digest.h), or name is the Orbax logical digest of the tree
+ * (orbax_digest.h), which replicas that wrote different bytes share. merkle
+ * is the merkle digest of what is at path, already computed by the caller
+ * (while checking it against its manifest). The logical digest binds the
+ * name to the OCDBT key/values; the manifest binds every file's bytes, so
+ * callers check both.
+ *
+ * 0 it may; 1 it may not (why says what, including a store that cannot be
+ * read: the caller has just read the same tree whole).
+ */
+int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads,
+			char *why, size_t whylen);
+
+/*
+ * Reads path whole and checks it against its manifest (when expected is not
+ * NULL) and its name, as above. 0 ok, 1 mismatch (why says what), -1 I/O
+ * error (errno).
+ */
+int mtc_data_verify(const char *path, const char *name, const struct mtc_manifest *expected,
+		    int threads, char *why, size_t whylen);
+
+#endif
