@@ -97,14 +97,14 @@ static int digest_one(const char *path, int threads, int orbax, char d[MTC_DIGES
 static int do_digest(int argc, const char **argv)
 {
 	int json = 0, threads = 0, manifest = 0;
-	const char *framework = NULL;
+	char *framework = NULL;
 	struct poptOption opts[] = {
 		{ "json", '\0', POPT_ARG_NONE, &json, 0, "one JSON object per line", NULL },
 		{ "threads", 't', POPT_ARG_INT, &threads, 0,
 		  "hashing threads (default: one per CPU)", "N" },
 		{ "manifest", 'm', POPT_ARG_NONE, &manifest, 0,
 		  "with --json, add the manifest (path, type, size, digest of every entry)", NULL },
-		{ "framework", 'f', POPT_ARG_STRING, &framework, 0,
+		{ "framework", '\0', POPT_ARG_STRING, &framework, 0,
 		  "orbax: the logical digest of the step's OCDBT store (default and pytorch: merkle)",
 		  "orbax|pytorch|pytorch.distributed" },
 		MTC_POPT_COMMON POPT_TABLEEND
@@ -158,6 +158,7 @@ static int do_digest(int argc, const char **argv)
 	if (fflush(stdout) != 0)
 		rc = MTC_EXIT_FAILURE;
 out:
+	free(framework);
 	poptFreeContext(ctx);
 	return rc;
 }

@@ -15,12 +15,13 @@ _mtc_replicate() {
 	--log-format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return ;;
 	--threads|-t|--keep|-k|--quiet-time|--timeout) return ;;
 	--token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--framework) COMPREPLY=($(compgen -W "orbax pytorch pytorch.distributed" -- "$cur")); return ;;
 	--backup|-b|--peers-file|--peer-token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--coordinator-url|--nodes|-n|--session-timeout|--streams|--round-timeout|--heartbeat-timeout|--poll-timeout|--sync-interval|--heartbeat) return ;;
 	--listen|-l|--peer|-p|--peer-url-template|--from|-f|--hash|-H|--meta|-m|--step|-s|--retries|--max-*) return ;;
 	esac
 	case $verb in
-	digest) COMPREPLY=($(compgen -W "--json --manifest --threads $common" -- "$cur") $(compgen -f -- "$cur")) ;;
+	digest) COMPREPLY=($(compgen -W "--json --manifest --threads --framework $common" -- "$cur") $(compgen -f -- "$cur")) ;;
 	commit) COMPREPLY=($(compgen -W "--dir --config --watch --quiet-time --timeout --threads $common" -- "$cur")) ;;
 	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run --grace $common" -- "$cur")) ;;
 	serve) COMPREPLY=($(compgen -W "--dir --listen --token-file --insecure --max-body --max-files --max-depth --max-connections --timeout --session-timeout --coordinator --nodes --round-timeout --heartbeat-timeout --poll-timeout $common" -- "$cur")) ;;

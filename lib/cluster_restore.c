@@ -362,6 +362,38 @@ struct fetch_queue {
 	char err[1024];
 };
 
+/*
+ * Every copy of f's hash failed (rc, err): with data parallelism, the
+ * column's other data in the plan's order; the one fetched and verified is
+ * noted in f as "used", and the node's meta and marker then name it.
+ */
+static int fetch_alternative(struct ctx *x, struct mtc_store *store, json_t *f,
+			     const char *plan_backup, int rc, char *err, size_t errlen)
+{
+	const char *hash = json_string_value(json_object_get(f, "hash"));
+	json_t *a;
+	size_t i;
+
+	json_array_foreach(json_object_get(f, "alternatives"), i, a) {
+		const char *alt = json_string_value(json_object_get(a, "hash"));
+		char why[1024];
+		if (!alt || !mtc_is_hash(alt))
+			continue;
+		mtc_warn("%s; trying the data of a column-mate, '%s.data'", err, alt);
+		if (has_local(x->o->dir, alt) ||
+		    fetch_hash(x, store, a, plan_backup, why, sizeof why) == 0) {
+			mtc_info("restoring '%s.data' for '%s.data' (assume-data-parallelism)", alt,
+				 hash);
+			pthread_mutex_lock(&x->mu);
+			json_object_set_new(f, "used", json_string(alt));
+			pthread_mutex_unlock(&x->mu);
+			return 0;
+		}
+		snprintf(err, errlen, "%s", why);
+	}
+	return rc;
+}
+
 static void *fetch_worker(void *arg)
 {
 	struct fetch_queue *q = arg;
@@ -389,8 +421,8 @@ static void *fetch_worker(void *arg)
 		if (mtc_now() > x->deadline) {
 			rc = MTC_EXIT_TIMEOUT;
 			snprintf(err, sizeof err, "restore timed out while fetching");
-		} else {
-			rc = fetch_hash(x, store, f, q->backup, err, sizeof err);
+		} else if ((rc = fetch_hash(x, store, f, q->backup, err, sizeof err)) != 0) {
+			rc = fetch_alternative(x, store, f, q->backup, rc, err, sizeof err);
 		}
 		pthread_mutex_lock(&x->mu);
 		if (rc && !q->rc) {
@@ -434,6 +466,13 @@ static int fetch_all(struct ctx *x, json_t *view, char *err, size_t errlen)
 		fetch_worker(&q);
 	for (int k = 0; k < started; k++)
 		pthread_join(th[k], NULL);
+	json_array_foreach(fetch, i, f) {
+		json_t *used = json_object_get(f, "used"), *m;
+		size_t k;
+		json_array_foreach(json_object_get(view, "metas"), k, m)
+			if (used && json_equal(json_object_get(m, "hash"), json_object_get(f, "hash")))
+				json_object_set(m, "hash", used);
+	}
 	free(q.items);
 	if (q.rc)
 		snprintf(err, errlen, "%s", q.err);

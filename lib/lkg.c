@@ -615,6 +615,41 @@ static json_t *replication_peers(const struct lkg *L, int rank)
 	return arr;
 }
 
+/* Up to MTC_LKG_MAX_SOURCES ranks holding h, the first after rank on the ring first. */
+static json_t *holders(const struct lkg *L, int rank, int h)
+{
+	json_t *from = json_array();
+	for (int d = 1; d <= L->nodes && json_array_size(from) < MTC_LKG_MAX_SOURCES; d++) {
+		int x = (rank + d) % L->nodes;
+		if (rank_holds(L, x, h))
+			json_array_append_new(from, json_integer(x));
+	}
+	return from;
+}
+
+/*
+ * With data parallelism, the other data of rank's column for worker w that
+ * the source holds, in row order: what a restore falls back to when every
+ * copy of its own fails verification.
+ */
+static json_t *alternatives(const struct lkg *L, int rank, int w)
+{
+	int P = L->nodes / L->dp, W = L->workers, own = L->cell[rank * W + w];
+	json_t *alts = json_array();
+
+	for (int r = 0; r < L->dp; r++) {
+		int x = L->cell[(r * P + rank % P) * W + w], dup = x == own;
+		for (int q = 0; q < r && !dup; q++)
+			dup = L->cell[(q * P + rank % P) * W + w] == x;
+		if (dup || x < 0 || !available(L, x))
+			continue;
+		json_array_append_new(alts, json_pack("{s:s, s:o, s:b}", "hash", L->hash_str[x],
+						      "from", holders(L, rank, x), "backup",
+						      L->avail && L->avail[x]));
+	}
+	return alts;
+}
+
 static json_t *rank_plan(struct lkg *L, int rank, long long step, int *load, int *picked)
 {
 	json_t *obj = L->rank_obj[rank];
@@ -637,11 +672,12 @@ static json_t *rank_plan(struct lkg *L, int rank, long long step, int *load, int
 			dup = L->cell[rank * W + v] == h;
 		if (dup || rank_holds(L, rank, h))
 			continue;
-		json_array_append_new(fetch,
-				      json_pack("{s:s, s:o, s:i, s:b}", "hash", L->hash_str[h],
-						"from", sources(L, rank, h, load, picked),
-						"holders", n_holders(L, h), "backup",
-						L->avail && L->avail[h]));
+		json_t *f = json_pack("{s:s, s:o, s:i, s:b}", "hash", L->hash_str[h], "from",
+				      sources(L, rank, h, load, picked), "holders", n_holders(L, h),
+				      "backup", L->avail && L->avail[h]);
+		if (L->dp > 1)
+			json_object_set_new(f, "alternatives", alternatives(L, rank, w));
+		json_array_append_new(fetch, f);
 	}
 	json_object_set_new(r, "metas", metas);
 	json_object_set_new(r, "fetch", fetch);
@@ -841,10 +877,22 @@ json_t *mtc_lkg_rank_view(json_t *plan, int rank)
 	fetch = json_array();
 	json_array_foreach(json_object_get(r, "fetch"), i, m)
 	{
-		json_array_append_new(fetch, json_pack("{s:O, s:o, s:O}", "hash",
-						       json_object_get(m, "hash"), "peers",
-						       addresses(ranks, json_object_get(m, "from")),
-						       "backup", json_object_get(m, "backup")));
+		json_t *f = json_pack("{s:O, s:o, s:O}", "hash", json_object_get(m, "hash"), "peers",
+				      addresses(ranks, json_object_get(m, "from")), "backup",
+				      json_object_get(m, "backup"));
+		json_t *alts = json_object_get(m, "alternatives"), *a, *va;
+		size_t k;
+		if (alts) {
+			va = json_array();
+			json_array_foreach(alts, k, a) {
+				json_array_append_new(
+					va, json_pack("{s:O, s:o, s:O}", "hash", json_object_get(a, "hash"),
+						      "peers", addresses(ranks, json_object_get(a, "from")),
+						      "backup", json_object_get(a, "backup")));
+			}
+			json_object_set_new(f, "alternatives", va);
+		}
+		json_array_append_new(fetch, f);
 	}
 	json_object_set_new(view, "fetch", fetch);
 	return view;

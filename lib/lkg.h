@@ -49,14 +49,18 @@
  *               "replication-peers": [rank, …] (when peers are known),
  *               "metas": [{"worker", "hash", "inferred", "substituted-from"?}, …],
  *                                                     (empty when step null)
- *               "fetch": [{"hash", "from": [rank, …], "holders", "backup"}, …]}
+ *               "fetch": [{"hash", "from": [rank, …], "holders", "backup",
+ *                          "alternatives"?: [{"hash", "from", "backup"}, …]}, …]}
  *              … one per rank 0 … N-1]}
  * "fetch" lists the hashes a rank needs and does not hold; "from" names up
  * to MTC_LKG_MAX_SOURCES ranks that hold it, the first one preferred, the
  * preferred sources spread so that each holder serves about as many fetches
  * as the others; "holders" counts every rank that has it; "backup" is true
  * when the plan's backup holds it (source backup only). A fetch with an
- * empty "from" comes from the backup only.
+ * empty "from" comes from the backup only. With data parallelism,
+ * "alternatives" lists the column's other data the source holds (row order):
+ * a restore whose every copy of "hash" fails verification takes the first of
+ * those it can fetch and verify instead.
  */
 
 #define MTC_LKG_MAX_SOURCES 8
@@ -74,7 +78,8 @@ json_t *mtc_lkg_plan(json_t *inventory, char *err, size_t errlen);
  *   {"step": S | null, "source", "backup"?, "errors",
  *    "replication-peers": [address, …],
  *    "metas": [{"worker", "hash", "substituted-from"?: address or rank}, …],
- *    "fetch": [{"hash", "peers": [address, …], "backup": bool}, …]}
+ *    "fetch": [{"hash", "peers": [address, …], "backup": bool,
+ *               "alternatives"?: [{"hash", "peers", "backup"}, …]}, …]}
  * with ranks turned into their node-address (ranks with no address are
  * left out of "peers"). NULL when rank is not in the plan.
  */

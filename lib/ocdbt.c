@@ -116,6 +116,17 @@ static int check_range(const struct mtc_ocdbt *s, size_t f, uint64_t off, uint64
 	return 0;
 }
 
+/* prefix + key in a new buffer (prefix may be NULL when plen is 0) */
+static uint8_t *join_key(const uint8_t *prefix, size_t plen, const uint8_t *key, size_t klen)
+{
+	uint8_t *k = xmalloc(plen + klen + 1);
+	if (plen)
+		memcpy(k, prefix, plen);
+	if (klen)
+		memcpy(k + plen, key, klen);
+	return k;
+}
+
 static int add_kv(struct walk *w, const uint8_t *prefix, size_t plen,
 		  const struct mtc_ocdbt_entry *e, const struct mtc_ocdbt_node *node)
 {
@@ -124,7 +135,7 @@ static int add_kv(struct walk *w, const uint8_t *prefix, size_t plen,
 	if (s->n) {
 		const struct mtc_ocdbt_kv *last = &s->kv[s->n - 1];
 		size_t m = last->key_len < klen ? last->key_len : klen;
-		int c = memcmp(last->key, prefix, m < plen ? m : plen);
+		int c = plen ? memcmp(last->key, prefix, m < plen ? m : plen) : 0;
 		if (c == 0 && m > plen)
 			c = memcmp(last->key + plen, e->key, m - plen);
 		if (c > 0 || (c == 0 && last->key_len >= klen))
@@ -137,9 +148,8 @@ static int add_kv(struct walk *w, const uint8_t *prefix, size_t plen,
 		w->cap = w->cap ? 2 * w->cap : 1024;
 		s->kv = xrealloc(s->kv, w->cap * sizeof *s->kv);
 	}
-	struct mtc_ocdbt_kv kv = { xmalloc(klen ? klen : 1), klen, e->len, NULL, 0, 0 };
-	memcpy(kv.key, prefix, plen);
-	memcpy(kv.key + plen, e->key, e->key_len);
+	struct mtc_ocdbt_kv kv = { join_key(prefix, plen, e->key, e->key_len), klen, e->len, NULL,
+				   0, 0 };
 	int rc = 0;
 	if (e->value) {
 		kv.value = xmalloc(e->len ? e->len : 1);
@@ -162,7 +172,7 @@ static int add_kv(struct walk *w, const uint8_t *prefix, size_t plen,
 
 static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-	int c = memcmp(a, b, alen < blen ? alen : blen);
+	int c = alen && blen ? memcmp(a, b, alen < blen ? alen : blen) : 0;
 	return c ? c : (alen > blen) - (alen < blen);
 }
 
@@ -201,9 +211,7 @@ static int visit(struct walk *w, const struct mtc_ocdbt_path *path, const struct
 		return about(w->err, w->errlen, s->root, path->path);
 	}
 	free(buf);
-	uint8_t *first = xmalloc(plen + node.e[0].key_len + 1);
-	memcpy(first, prefix, plen);
-	memcpy(first + plen, node.e[0].key, node.e[0].key_len);
+	uint8_t *first = join_key(prefix, plen, node.e[0].key, node.e[0].key_len);
 	if (node.height != height) {
 		fail(w->err, w->errlen, "'%s/%s': B+tree node of height %u where %u was expected",
 		     s->root, path->path, node.height, height);
@@ -221,9 +229,7 @@ static int visit(struct walk *w, const struct mtc_ocdbt_path *path, const struct
 				goto out;
 			continue;
 		}
-		uint8_t *key = xmalloc(plen + e->key_len + 1);
-		memcpy(key, prefix, plen);
-		memcpy(key + plen, e->key, e->key_len);
+		uint8_t *key = join_key(prefix, plen, e->key, e->key_len);
 		int r = visit(w, &node.table.v[e->ref.file], &e->ref, height - 1, key,
 			      plen + e->subtree_prefix, key, plen + e->key_len);
 		free(key);

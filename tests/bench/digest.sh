@@ -67,6 +67,40 @@ awk -v b="$bytes" -v sb="$shard_bytes" -v m1="$m1" -v b1="$b1" -v ma="$ma" -v ba
 	printf "digest whole step dir:      mtc %.2f GB/s  b3sum per file %.2f GB/s  ratio %.2f\n", gb / md, gb / bd, bd / md
 }'
 
+# The logical digest of an OCDBT store (--framework orbax) against the merkle
+# digest of the same store's files: about size_mb of large values written by
+# the real tensorstore, when `make venv` made it.
+venv=build/venv
+if [ -e "$venv/.complete" ]; then
+	"$venv/bin/python" - "$dir/ocdbt/step/store" "$size_mb" <<'PY'
+import os, sys
+import tensorstore as ts
+path, mb = sys.argv[1], int(sys.argv[2])
+kv = ts.KvStore.open({"driver": "ocdbt", "base": "file://" + os.path.abspath(path),
+                      "config": {"max_inline_value_bytes": 0}}).result()
+txn = ts.Transaction()
+for i in range(mb // 32):
+    kv.with_transaction(txn)[b"param/%04d" % i] = os.urandom(32 << 20)
+for i in range(256):
+    kv.with_transaction(txn)[b"small/%04d" % i] = os.urandom(4096 + i)
+txn.commit_async().result()
+PY
+	ol=999 om=999
+	r=0
+	while [ $r -lt "$runs" ]; do
+		ol=$(min "$ol" "$(t mtc-replicate digest --framework orbax "$dir/ocdbt/step")")
+		om=$(min "$om" "$(t mtc-replicate digest "$dir/ocdbt/step/store")")
+		r=$((r + 1))
+	done
+	obytes=$(du -sb "$dir/ocdbt/step/store" | cut -f1)
+	awk -v b="$obytes" -v ol="$ol" -v om="$om" 'BEGIN {
+		printf "logical digest of an OCDBT store (%d MiB): %.2f GB/s  merkle of its files %.2f GB/s  ratio %.2f (target >= 0.8)\n", b / 1048576, b / 1e9 / ol, b / 1e9 / om, om / ol
+	}'
+	rm -rf "$dir/ocdbt"
+else
+	echo "logical digest of an OCDBT store: skipped (no build/venv with tensorstore: make venv)"
+fi
+
 cfg=$dir/cfg.json
 printf '{"job-name":"bench","framework":"orbax","node-rank":0,"nodes":2,"peer-ranks":[1],"backup-interval-minutes":30}' > "$cfg"
 inode=$(stat -c %i "$step/shards/shard1")

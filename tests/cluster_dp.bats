@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# Data parallelism as multi-slice jobs run it: N nodes (4; 8 with MTC_LONG) in
+# D rows of N/D columns, each trainer's peer its column-mate. With the real
+# Orbax (--real-orbax) replicas write different bytes and share a logical
+# name; with --replicas-differ they share nothing but the declaration. Every
+# restart must restore the newest restorable step, each node's marker naming
+# verified data (read back by Orbax itself where it is real).
+load helpers
+load cluster/cluster
+
+setup() {
+	N=${MTC_CLUSTER_NODES:-4}
+	[ -n "${MTC_LONG:-}" ] && N=8
+	cluster_init "$N"
+}
+
+teardown() { cluster_stop; }
+
+# dp_first_run D [trainer options]: three steps saved, replicated and backed up.
+dp_first_run() {
+	D=$1
+	P=$((N / D))
+	export CL_DP=$D
+	shift
+	cluster_start
+	run trainers orbax --dp "$D" --steps 3 "$@"
+	assert_success
+	[ "$(restored_steps)" = 0 ]
+	wait_for "step 3 replicated" 90 replicated 3
+	wait_for "a backup" 90 has_backup
+}
+
+# restart [trainer options]: every node restarts with what its RAM still holds.
+restart() {
+	nodes_kill
+	cluster_start
+	run trainers orbax --dp "$D" --steps 0 "$@"
+	assert_success
+}
+
+meta_of() { cat "$CL_ROOT/node$1/$CL_JOB-s$2-n$1-w0.meta"; }
+
+# Every trainer read step S back with the real Orbax and found its values.
+all_verified() {
+	for ((r = 0; r < N; r++)); do
+		grep -qx "verified $1" "$CL_ROOT/trainer$r.out" || {
+			echo "# rank $r did not verify step $1" >&3
+			return 1
+		}
+	done
+}
+
+backup_dir() { ls -d "$CL_BACKUP/$CL_JOB"/20*/ | head -1; }
+backup_copies() { ls "$(backup_dir)" | grep -c '\.data$'; }
+
+@test "real Orbax, D=2: replicas share a logical name; the backup holds one copy per column" {
+	need_frameworks
+	export MTC_PY
+	dp_first_run 2 --real-orbax
+	for ((c = 0; c < P; c++)); do
+		[[ $(meta_of "$c" 3) == D* ]]
+		assert_equal "$(meta_of "$c" 3)" "$(meta_of $((c + P)) 3)"
+	done
+	step=$(backup_step)
+	wait_for "every node's meta of step $step in the backup" 30 backup_of "$step"
+	[ "$(backup_copies)" -eq "$P" ]
+}
+
+@test "real Orbax, D=2: a node lost restores its column's data from its peer, read back by Orbax" {
+	need_frameworks
+	export MTC_PY
+	dp_first_run 2 --real-orbax
+	wipe_node 0
+	restart --real-orbax
+	[ "$(restored_steps)" = 3 ]
+	all_verified 3
+}
+
+@test "real Orbax, D=2: a whole replica lost restores from the other" {
+	need_frameworks
+	export MTC_PY
+	dp_first_run 2 --real-orbax
+	for ((r = 0; r < P; r++)); do wipe_node "$r"; done
+	restart --real-orbax
+	[ "$(restored_steps)" = 3 ]
+	all_verified 3
+	grep -q "restoring step 3 from cluster" "$CL_ROOT/node0.log"
+}
+
+@test "real Orbax, D=N: every node lost restores from the backup's single copy" {
+	need_frameworks
+	export MTC_PY
+	dp_first_run "$N" --real-orbax
+	step=$(backup_step)
+	[ "$(backup_copies)" -eq 1 ]
+	nodes_kill
+	for ((r = 0; r < N; r++)); do wipe_node "$r"; done
+	restart --real-orbax
+	[ "$(restored_steps)" = "$step" ]
+	all_verified "$step"
+}
+
+@test "replicas whose bytes differ: disagreement is said, never fatal; every node lost restores from the backup" {
+	dp_first_run 2 --replicas-differ
+	[ "$(meta_of 0 3)" != "$(meta_of "$P" 3)" ]
+	step=$(backup_step)
+	wait_for "every node's meta of step $step in the backup" 30 backup_of "$step"
+	[ "$(backup_copies)" -eq "$N" ] # replicas that disagree each keep their own data
+	nodes_kill
+	for ((r = 0; r < N; r++)); do wipe_node "$r"; done
+	restart
+	[ "$(restored_steps)" = "$step" ]
+	grep -q "replicas disagree" "$CL_ROOT/node0.log"
+	run mtc-lkg --backups "$CL_BACKUP/$CL_JOB" --json
+	assert_success
+}
+
+@test "replicas whose bytes differ: a node whose data exists nowhere restores its column-mate's" {
+	dp_first_run 2 --replicas-differ
+	h0=$(meta_of 0 3)
+	hp=$(meta_of "$P" 3)
+	nodes_kill
+	wipe_node 0
+	rm -rf "$CL_ROOT/node$P/$h0.data" "$CL_ROOT/node$P/$h0.manifest" # its only other copy
+	restart
+	[ "$(restored_steps)" = 3 ]
+	assert_equal "$(readlink "$CL_ROOT/node0/3")" "$hp.data" # Orbax renamed the marker to <step>
+	assert_equal "$(meta_of 0 3)" "$hp"
+	grep -q "column-mate" "$CL_ROOT/node0.log"
+}
+
+@test "replicas whose bytes differ: a corrupt copy in the backup gives way to the next replica's" {
+	dp_first_run 2 --replicas-differ
+	step=$(backup_step)
+	wait_for "every node's meta of step $step in the backup" 30 backup_of "$step"
+	b=$(backup_dir)
+	h0=$(cat "$b/$CL_JOB-s$step-n0-w0.meta")
+	hp=$(cat "$b/$CL_JOB-s$step-n$P-w0.meta")
+	nodes_kill
+	for ((r = 0; r < N; r++)); do wipe_node "$r"; done
+	flip_bit "$b/$h0.data"
+	restart
+	[ "$(restored_steps)" = "$step" ]
+	assert_equal "$(readlink "$CL_ROOT/node0/$step")" "$hp.data"
+}
