@@ -9,6 +9,7 @@ DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchi
             bats bats-support bats-assert bats-file b3sum rclone python3 \
             python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps rsync
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
 OPT      ?= -O2 -g
 CFLAGS   += $(OPT) -std=c11 -D_GNU_SOURCE -pthread -Wall -Wextra -Werror -Wshadow \
@@ -66,9 +67,9 @@ have-deps:
 	    && command -v clang >/dev/null && command -v inotifywait >/dev/null || $(MAKE) --no-print-directory deps
 
 check: have-deps
-	@$(MAKE) --no-print-directory all venv
-	@$(MAKE) --no-print-directory SANITIZE=1 all
-	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory -j$(JOBS) all venv
+	@$(MAKE) --no-print-directory -j$(JOBS) SANITIZE=1 all
+	@$(MAKE) --no-print-directory -j$(JOBS) fuzz
 	@tests/run build/release build/asan
 
 # The real frameworks, for tests only (oracles and the Orbax stand-in): a venv
@@ -83,10 +84,10 @@ venv:
 	    || echo "# venv: cannot install $(PY_PKGS) (see $(VENV).log): tests of the real frameworks are skipped"; }
 
 # Fuzz targets link a copy of the library built by clang with libFuzzer and the sanitizers.
-# The cluster scenarios at N = 16 (make check runs them at N = 4).
+# The cluster scenarios at N = 16 and the data-parallel ones at N = 8 (make check runs them at N = 4).
 check-long: have-deps
-	@$(MAKE) --no-print-directory all
-	MTC_LONG=1 MTC_BIN=$(CURDIR)/build/release/bin MTC_BUILD=build/release bats --tap tests/cluster.bats
+	@$(MAKE) --no-print-directory all venv
+	MTC_LONG=1 MTC_BIN=$(CURDIR)/build/release/bin MTC_BUILD=build/release bats --tap tests/cluster.bats tests/cluster_dp.bats
 
 FUZZ_SRC   := $(wildcard tests/fuzz/*.c)
 FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)

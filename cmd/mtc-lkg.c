@@ -205,6 +205,19 @@ static void print_summary(json_t *plan)
 		return;
 	json_array_foreach(json_object_get(plan, "ranks"), i, r)
 	{
+		json_t *m;
+		size_t k;
+		json_array_foreach(json_object_get(r, "metas"), k, m)
+			if (json_is_integer(json_object_get(m, "substituted-from")))
+				printf("rank %lld worker %lld: its own data exists nowhere; it takes "
+				       "rank %lld's (assume-data-parallelism)\n",
+				       (long long)json_integer_value(json_object_get(r, "node-rank")),
+				       (long long)json_integer_value(json_object_get(m, "worker")),
+				       (long long)json_integer_value(
+					       json_object_get(m, "substituted-from")));
+	}
+	json_array_foreach(json_object_get(plan, "ranks"), i, r)
+	{
 		json_t *fetch = json_object_get(r, "fetch"), *f;
 		size_t k;
 		if (!json_array_size(fetch)) {

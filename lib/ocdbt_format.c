@@ -15,10 +15,9 @@
 #include "ocdbt_format.h"
 #include "xalloc.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#define fail mtc_ocdbt_fail
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int mtc_ocdbt_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

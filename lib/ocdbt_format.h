@@ -125,4 +125,7 @@ int mtc_ocdbt_decode_node(const uint8_t *buf, size_t len, const char *transitive
 			  struct mtc_ocdbt_node *node, char *err, size_t errlen);
 void mtc_ocdbt_node_free(struct mtc_ocdbt_node *node);
 
+/* Writes the reason into err; returns -1 (the decoders' and the reader's error path). */
+int mtc_ocdbt_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

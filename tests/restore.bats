@@ -376,3 +376,48 @@ killed_midway() {
 	run grep -c $'\r' "$WORK/stdout"
 	assert_output 0
 }
+
+# ref_orbax_backup: what the reference replicator leaves for a one-node Orbax
+# job: step 5 saved by the real Orbax, uploaded flat under its logical name
+# with no manifest beside it, in $WORK/bk/job/$B; sets h.
+ref_orbax_backup() {
+	need_frameworks
+	B=2025-07-01_00-00
+	MTC_PY=$MTC_PY mtc-trainer --dir "$WORK/save" --real-orbax --resume 4 --steps 1 --save-every 0 >/dev/null 2>&1
+	h=$(mtc-replicate digest --framework orbax "$WORK/save/5" | cut -d' ' -f1)
+	[[ $h == D* ]]
+	mkdir -p "$WORK/bk/job/$B"
+	cp -r "$WORK/save/5" "$WORK/bk/job/$B/$h.data"
+	printf %s "$h" >"$WORK/bk/job/$B/job-s5-n0-w0.meta"
+}
+
+# The largest file of the store's data, where the values are.
+largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2; }
+
+@test "a reference backup of an Orbax job (logical name, no manifest) restores, verified by its logical digest" {
+	ref_orbax_backup
+	run mtc-restore --from "$WORK/bk/job/$B" --rank 0 --out "$WORK/out"
+	assert_success
+	diff -r "$WORK/save/5" "$WORK/out/$h.data"
+	config "$WORK/cfg" job 0 1
+	mkdir -p "$WORK/local"
+	run mtc-restore --dir "$WORK/local" --config "$WORK/cfg" --backup "$WORK/bk" --standalone
+	assert_success
+	assert_equal "$(readlink "$WORK/local/job-s5-n0-w0.restore")" "$h.data"
+	diff -r "$WORK/save/5" "$WORK/local/$h.data"
+}
+
+@test "a reference backup of an Orbax job with a value byte flipped is refused by both restores (exit 5)" {
+	ref_orbax_backup
+	flip_byte "$(largest_value_file "$WORK/bk/job/$B/$h.data")" 100
+	run -5 mtc-restore --from "$WORK/bk/job/$B" --rank 0 --out "$WORK/out"
+	assert_output --partial "logical digest"
+	run ls -A "$WORK/out"
+	assert_output ""
+	config "$WORK/cfg" job 0 1
+	mkdir -p "$WORK/local"
+	run -5 mtc-restore --dir "$WORK/local" --config "$WORK/cfg" --backup "$WORK/bk" --standalone
+	run ls "$WORK/local"
+	refute_output --partial ".restore"
+	refute_output --partial "$h.data"
+}
