@@ -14,7 +14,11 @@ setup() {
 	cluster_init "$N"
 }
 
-teardown() { cluster_stop; }
+teardown() {
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	cluster_stop
+}
+PIDS=()
 
 # dp_first_run D [trainer options]: three steps saved, replicated and backed up.
 dp_first_run() {
@@ -53,6 +57,26 @@ all_verified() {
 backup_dir() { ls -d "$CL_BACKUP/$CL_JOB"/20*/ | head -1; }
 backup_copies() { ls "$(backup_dir)" | grep -c '\.data$'; }
 
+@test "real Orbax: a replica's push to a column-mate that holds the same logical data sends only the .meta" {
+	need_frameworks
+	for r in 0 1; do
+		d=$CL_ROOT/node$r
+		printf '{"job-name":"%s","framework":"orbax","node-rank":%d,"nodes":2,"peer-ranks":[%d],"assume-data-parallelism":2,"backup-interval-minutes":30}\n' \
+			"$CL_JOB" "$r" $((1 - r)) >"$CL_ROOT/cfg$r"
+		MTC_PY=$MTC_PY mtc-trainer --dir "$d" --real-orbax --rank "$r" --nodes 2 --dp 2 --resume 0 --steps 1 --save-every 0 >/dev/null 2>&1
+		mtc-replicate commit --dir "$d" --config "$CL_ROOT/cfg$r" >/dev/null
+	done
+	h=$(meta_of 0 1)
+	assert_equal "$(meta_of 1 1)" "$h"
+	run mtc-replicate digest "$CL_ROOT/node0/$h.data" "$CL_ROOT/node1/$h.data"
+	[ "$(echo "$output" | cut -d' ' -f1 | sort -u | wc -l)" -eq 2 ] # their bytes differ
+	serve_on "$CL_ROOT/node1"
+	run mtc-replicate push --dir "$CL_ROOT/node0" --config "$CL_ROOT/cfg0" --step 1 --peer "$URL"
+	assert_success
+	echo "$output" | grep -q '"bytes":0[,}]'
+	assert_equal "$(cat "$CL_ROOT/node1/$CL_JOB-s1-n0-w0.meta")" "$h"
+}
+
 @test "real Orbax, D=2: replicas share a logical name; the backup holds one copy per column" {
 	need_frameworks
 	export MTC_PY
@@ -87,12 +111,13 @@ backup_copies() { ls "$(backup_dir)" | grep -c '\.data$'; }
 	grep -q "restoring step 3 from cluster" "$CL_ROOT/node0.log"
 }
 
-@test "real Orbax, D=N: every node lost restores from the backup's single copy" {
+@test "real Orbax, D=4: every node lost restores from the backup's one copy per column" {
 	need_frameworks
 	export MTC_PY
-	dp_first_run "$N" --real-orbax
+	dp_first_run 4 --real-orbax
 	step=$(backup_step)
-	[ "$(backup_copies)" -eq 1 ]
+	wait_for "every node's meta of step $step in the backup" 30 backup_of "$step"
+	[ "$(backup_copies)" -eq "$P" ]
 	nodes_kill
 	for ((r = 0; r < N; r++)); do wipe_node "$r"; done
 	restart --real-orbax

@@ -26,3 +26,20 @@ flip_byte() {
 with open(sys.argv[1], "r+b") as f:
     f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0xff]))' "$1" "$2"
 }
+
+# serve_on DIR [serve options]: a peer daemon on DIR on a free loopback port,
+# its output in DIR.out and DIR.err; sets URL and PID and adds PID to PIDS
+# (the caller's teardown kills them).
+serve_on() {
+	local dir=$1
+	shift
+	mtc-replicate serve --dir "$dir" --listen 127.0.0.1:0 "$@" >"$dir.out" 2>"$dir.err" &
+	PID=$!
+	PIDS+=("$PID")
+	for _ in $(seq 100); do
+		grep -q listen "$dir.out" 2>/dev/null && break
+		sleep 0.05
+	done
+	URL="http://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir.out")"
+	[ "$URL" != "http://" ]
+}

@@ -26,16 +26,7 @@ put() {
 	echo "$4" >"$1/$(h "$4").data"
 }
 
-start_daemon() { # start_daemon DIR: sets URL
-	mtc-replicate serve --dir "$1" --listen 127.0.0.1:0 >"$1.out" 2>"$1.err" &
-	PIDS+=("$!")
-	for _ in $(seq 100); do
-		grep -q listen "$1.out" 2>/dev/null && break
-		sleep 0.05
-	done
-	URL="http://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$1.out")"
-	[ "$URL" != "http://" ]
-}
+start_daemon() { serve_on "$1"; } # start_daemon DIR: sets URL
 
 inventory() { # a 2-node inventory; node 1 wiped, its data on node 0
 	cat <<-JSON

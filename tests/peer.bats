@@ -20,16 +20,7 @@ start_daemon() {
 	local name=$1
 	shift
 	mkdir -p "$T/$name"
-	mtc-replicate serve --dir "$T/$name" --listen 127.0.0.1:0 "$@" \
-		>"$T/$name.out" 2>"$T/$name.err" &
-	PID=$!
-	PIDS+=("$PID")
-	for _ in $(seq 100); do
-		grep -q listen "$T/$name.out" 2>/dev/null && break
-		sleep 0.05
-	done
-	URL="http://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$T/$name.out")"
-	[ "$URL" != "http://" ]
+	serve_on "$T/$name" "$@"
 }
 
 # make_step DIR STEP [RANK]: a small saved step as <hash>.data + .meta; sets HASH.
