@@ -5,10 +5,12 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,9 +141,9 @@ int mtc_read_fd(int fd, size_t max, char **out, size_t *outlen)
 	return 0;
 }
 
-int mtc_read_file(const char *path, size_t max, char **out, size_t *outlen)
+static int read_file(const char *path, int flags, size_t max, char **out, size_t *outlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
 	if (fd < 0)
 		return -1;
 	int rc = mtc_read_fd(fd, max, out, outlen);
@@ -149,6 +151,16 @@ int mtc_read_file(const char *path, size_t max, char **out, size_t *outlen)
 	close(fd);
 	errno = e;
 	return rc;
+}
+
+int mtc_read_file(const char *path, size_t max, char **out, size_t *outlen)
+{
+	return read_file(path, 0, max, out, outlen);
+}
+
+int mtc_read_file_nofollow(const char *path, size_t max, char **out, size_t *outlen)
+{
+	return read_file(path, O_NOFOLLOW, max, out, outlen);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -198,4 +210,48 @@ double mtc_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The walk for kernels without openat2: every component opened without following a symlink. */
+static int open_walk(int dirfd, const char *rel, int flags)
+{
+	char *copy = xstrdup(rel), *save = NULL, *comp = strtok_r(copy, "/", &save);
+	int fd = dup(dirfd), e;
+
+	while (fd >= 0 && comp) {
+		char *next = strtok_r(NULL, "/", &save);
+		int nfd;
+		if (!strcmp(comp, "..")) {
+			close(fd);
+			fd = -1;
+			errno = EXDEV;
+			break;
+		}
+		nfd = openat(fd, comp, (next ? O_RDONLY | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
+		e = errno;
+		close(fd);
+		errno = e;
+		fd = nfd;
+		comp = next;
+	}
+	free(copy);
+	return fd;
+}
+
+int mtc_open_beneath(int dirfd, const char *rel, int flags)
+{
+	struct open_how how = { .flags = (unsigned long long)(flags | O_CLOEXEC),
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
+	long fd;
+
+	if (!*rel)
+		return openat(dirfd, ".", flags | O_CLOEXEC);
+	if (*rel == '/') {
+		errno = EXDEV;
+		return -1;
+	}
+	fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+		return (int)fd;
+	return open_walk(dirfd, rel, flags);
 }

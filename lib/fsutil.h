@@ -18,7 +18,18 @@ int mtc_write_all(int fd, const void *buf, size_t len);
 
 /* Reads a whole file of at most max bytes; EFBIG if larger. buf is NUL-terminated. */
 int mtc_read_file(const char *path, size_t max, char **buf, size_t *len);
+/* The same, refusing (ELOOP) a path that is a symlink: for what the local dir holds. */
+int mtc_read_file_nofollow(const char *path, size_t max, char **buf, size_t *len);
 int mtc_read_fd(int fd, size_t max, char **buf, size_t *len);
+
+/*
+ * Opens rel beneath the directory dirfd and never outside it: rel is
+ * relative, and neither ".." nor a symlink may lead out (openat2 with
+ * RESOLVE_BENEATH where the kernel has it, which follows a symlink that
+ * stays inside; elsewhere a walk that follows no symlink at all). "" is
+ * dirfd itself. EXDEV or ELOOP when the path would leave.
+ */
+int mtc_open_beneath(int dirfd, const char *rel, int flags);
 
 /* rm -rf without following symlinks; a missing path is not an error. */
 int mtc_remove_tree(const char *path);

@@ -9,12 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "xalloc.h"
 
 int mtc_read_meta(const char *path, char hash[MTC_HASH_MAX + 1])
 {
 	char buf[MTC_HASH_MAX + 3];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
@@ -34,27 +35,34 @@ int mtc_read_meta(const char *path, char hash[MTC_HASH_MAX + 1])
 	return 0;
 }
 
-static long long tree_bytes(const char *path, int depth)
+/* Bytes of the files below fd (opened O_PATH or a directory), every entry resolved beneath it. */
+static long long tree_bytes(int fd, int depth)
 {
 	struct stat st;
 	long long total = 0;
 	DIR *d;
 	struct dirent *e;
+	int dfd;
 
-	if (depth > 256 || stat(path, &st) < 0)
+	if (depth > 256 || fstat(fd, &st) < 0)
 		return -1;
 	if (S_ISREG(st.st_mode))
 		return st.st_size;
-	if (!S_ISDIR(st.st_mode) || !(d = opendir(path)))
+	if (!S_ISDIR(st.st_mode) || (dfd = mtc_open_beneath(fd, "", O_RDONLY | O_DIRECTORY)) < 0)
 		return -1;
+	if (!(d = fdopendir(dfd))) {
+		close(dfd);
+		return -1;
+	}
 	while ((e = readdir(d))) {
-		char *child;
-		long long n;
+		long long n = -1;
+		int cfd;
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		child = xasprintf("%s/%s", path, e->d_name);
-		n = tree_bytes(child, depth + 1);
-		free(child);
+		if ((cfd = mtc_open_beneath(dirfd(d), e->d_name, O_PATH)) >= 0) {
+			n = tree_bytes(cfd, depth + 1);
+			close(cfd);
+		}
 		if (n < 0) {
 			closedir(d);
 			return -1;
@@ -65,7 +73,17 @@ static long long tree_bytes(const char *path, int depth)
 	return total;
 }
 
-long long mtc_tree_bytes(const char *path) { return tree_bytes(path, 0); }
+long long mtc_tree_bytes(const char *path)
+{
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	long long n;
+
+	if (fd < 0)
+		return -1;
+	n = tree_bytes(fd, 0);
+	close(fd);
+	return n;
+}
 
 static int by_meta_name(const void *a, const void *b)
 {

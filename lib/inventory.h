@@ -36,10 +36,13 @@ struct mtc_inventory {
 	size_t n_data;
 };
 
-/* Reads a .meta file: its content must be one hash (a trailing newline is tolerated). */
+/* Reads a .meta file, never through a symlink: its content must be one hash (a trailing newline is tolerated). */
 int mtc_read_meta(const char *path, char hash[MTC_HASH_MAX + 1]);
 
-/* Total bytes of the regular files of a file or tree (symlinks followed, as the digest does). */
+/*
+ * Total bytes of the regular files of a file or tree; -1 when path is a
+ * symlink or a symlink below it leads out of its directory (fsutil.h).
+ */
 long long mtc_tree_bytes(const char *path);
 
 /* Scans dir. Metas whose content is not a hash are skipped. 0, or -1 with errno. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -109,12 +110,13 @@ int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manife
 	struct mtc_wire_limits lim = { 1LL << 62, 1LL << 40, 1 << 20 };
 	char *path = xasprintf("%s/%s.manifest", dir, hash), *data, *buf = NULL, d[MTC_DIGEST_LEN];
 	char diff[512];
+	struct stat st;
 	size_t len;
 	int rc;
 
 	if (text)
 		*text = NULL;
-	if (mtc_read_file(path, MTC_MANIFEST_BODY_MAX, &buf, &len) == 0 &&
+	if (mtc_read_file_nofollow(path, MTC_MANIFEST_BODY_MAX, &buf, &len) == 0 &&
 	    mtc_peer_manifest_parse(buf, len, hash, &lim, m, why, whylen) == 0) {
 		if (text)
 			*text = buf;
@@ -126,7 +128,10 @@ int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manife
 	free(buf);
 	mtc_manifest_init(m);
 	data = xasprintf("%s/%s.data", dir, hash);
-	if (mtc_digest_path(data, 0, d, m) < 0) {
+	if (lstat(data, &st) == 0 && S_ISLNK(st.st_mode)) {
+		snprintf(why, whylen, "'%s' is a symlink: refused", data);
+		rc = -1;
+	} else if (mtc_digest_path(data, 0, d, m) < 0) {
 		snprintf(why, whylen, "cannot read '%s': %s", data, strerror(errno));
 		rc = -1;
 	} else if (mtc_data_name_check(data, hash, d, 0, diff, sizeof diff)) {

@@ -322,7 +322,7 @@ static int load_manifest(struct mtc_peer_server *s, const char *hash, struct mtc
 	for (int i = 0; i < 2 && rc < 0; i++) {
 		char *buf;
 		size_t len;
-		if (mtc_read_file(paths[i], MTC_MANIFEST_BODY_MAX, &buf, &len) < 0)
+		if (mtc_read_file_nofollow(paths[i], MTC_MANIFEST_BODY_MAX, &buf, &len) < 0)
 			continue;
 		rc = mtc_peer_manifest_parse(buf, len, hash, &lim, m, why, whylen);
 		free(buf);
@@ -535,13 +535,21 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 	struct MHD_Response *resp;
 	struct stat st;
 	char size[32];
+	long long total;
 
-	if (stat(path, &st) < 0)
+	if (lstat(path, &st) < 0)
 		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
+	if (S_ISLNK(st.st_mode)) {
+		mtc_warn("'%s' is a symlink: not served", path);
+		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
+	}
 	if (S_ISREG(st.st_mode) && !head) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			if (fd >= 0)
+				close(fd);
 			return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
+		}
 		resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
 		atomic_fetch_add(&r->s->bytes_out, st.st_size);
@@ -552,7 +560,6 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 							     MHD_HTTP_HEADER_UPGRADE);
 		struct mtc_wire_reader *reader;
 		struct tree_stream *t;
-		long long total;
 		char why[512];
 		int k, i, bad = tree_piece(c, &k, &i, why, sizeof why);
 		if (bad)
@@ -577,8 +584,10 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
-	snprintf(size, sizeof size, "%lld",
-		 S_ISREG(st.st_mode) ? (long long)st.st_size : mtc_tree_bytes(path));
+	total = S_ISREG(st.st_mode) ? (long long)st.st_size : mtc_tree_bytes(path);
+	if (total < 0)
+		return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
+	snprintf(size, sizeof size, "%lld", total);
 	resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	MHD_add_response_header(resp, "X-Mtc-Size", size);
 	return queue(r, c, MHD_HTTP_OK, resp);

@@ -915,6 +915,7 @@ struct wire_file {
 };
 
 struct mtc_wire_reader {
+	int rootfd; /* the tree's root, every file opened beneath it; -1 for a file object */
 	struct wire_file *files;
 	size_t n, cap, cur;
 	char hdr[3 * 512 + MTC_WIRE_PATH_MAX + 64];
@@ -927,29 +928,77 @@ struct mtc_wire_reader {
 
 static long long stream_total(const struct mtc_wire_reader *r);
 
-static int by_name(const struct dirent **a, const struct dirent **b)
+static int by_name(const void *a, const void *b)
 {
-	return strcmp((*a)->d_name, (*b)->d_name);
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static const char *leave_reason(int e)
+{
+	return e == EXDEV || e == ELOOP ? "a symlink that leads out of the tree: refused"
+					: strerror(e);
+}
+
+/* The type and size of rel, resolved beneath the root (fsutil.h). */
+static int stat_beneath(struct mtc_wire_reader *r, const char *rel, struct stat *st)
+{
+	int fd = mtc_open_beneath(r->rootfd, rel, O_PATH), rc, e;
+	if (fd < 0)
+		return -1;
+	rc = fstat(fd, st);
+	e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+/* The names in directory rel (beneath the root), sorted; -1 with errno. */
+static int list_beneath(struct mtc_wire_reader *r, const char *rel, char ***names, size_t *n)
+{
+	int fd = mtc_open_beneath(r->rootfd, rel, O_RDONLY | O_DIRECTORY);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *e;
+	size_t cap = 0;
+
+	*names = NULL;
+	*n = 0;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (*n == cap)
+			*names = xrealloc(*names, (cap = cap ? 2 * cap : 16) * sizeof **names);
+		(*names)[(*n)++] = xstrdup(e->d_name);
+	}
+	closedir(d);
+	if (*n)
+		qsort(*names, *n, sizeof **names, by_name);
+	return 0;
 }
 
 static int scan(struct mtc_wire_reader *r, const char *abs, const char *rel, int depth, char *why,
 		size_t whylen)
 {
-	struct dirent **names;
-	int n, rc = 0;
+	char **names;
+	size_t n;
+	int rc = 0;
 
 	if (depth > 256)
 		return mtc_fail(why, whylen, "'%s': too deep", abs);
-	if ((n = scandir(abs, &names, NULL, by_name)) < 0)
-		return mtc_fail(why, whylen, "'%s': %s", abs, strerror(errno));
-	for (int i = 0; i < n; i++) {
-		const char *d = names[i]->d_name;
+	if (list_beneath(r, rel, &names, &n) < 0)
+		return mtc_fail(why, whylen, "'%s': %s", abs, leave_reason(errno));
+	for (size_t i = 0; i < n; i++) {
+		const char *d = names[i];
 		struct stat st;
-		if (!rc && strcmp(d, ".") && strcmp(d, "..")) {
+		if (!rc) {
 			char *cabs = xasprintf("%s/%s", abs, d);
 			char *crel = *rel ? xasprintf("%s/%s", rel, d) : xstrdup(d);
-			if (stat(cabs, &st) < 0)
-				rc = mtc_fail(why, whylen, "'%s': %s", cabs, strerror(errno));
+			if (stat_beneath(r, crel, &st) < 0)
+				rc = mtc_fail(why, whylen, "'%s': %s", cabs, leave_reason(errno));
 			else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 				rc = mtc_fail(why, whylen, "'%s': neither a file nor a directory", cabs);
 			else if (strlen(crel) >= MTC_WIRE_PATH_MAX)
@@ -974,11 +1023,35 @@ static int scan(struct mtc_wire_reader *r, const char *abs, const char *rel, int
 	return rc;
 }
 
-struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *why,
-					     size_t whylen)
+/* A reader of the tree at root, which must not itself be a symlink; NULL with why. */
+static struct mtc_wire_reader *reader_at(const char *root, char *why, size_t whylen)
 {
 	struct mtc_wire_reader *r = xcalloc(1, sizeof *r);
 	r->fd = -1;
+	r->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (r->rootfd < 0) {
+		mtc_fail(why, whylen, "'%s': %s", root,
+			 errno == ELOOP ? "a symlink: refused" : strerror(errno));
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Opens the reader's current file f: beneath the root, or the file object itself. */
+static int open_file(struct mtc_wire_reader *r, const struct wire_file *f)
+{
+	if (r->rootfd < 0)
+		return open(f->abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	return mtc_open_beneath(r->rootfd, f->rel, O_RDONLY);
+}
+
+struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *why,
+					     size_t whylen)
+{
+	struct mtc_wire_reader *r = reader_at(root, why, whylen);
+	if (!r)
+		return NULL;
 	if (scan(r, root, "", 0, why, whylen) < 0) {
 		mtc_wire_reader_close(r);
 		return NULL;
@@ -991,16 +1064,18 @@ struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total,
 struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const *paths, size_t n,
 						  long long *total, char *why, size_t whylen)
 {
-	struct mtc_wire_reader *r = xcalloc(1, sizeof *r);
-	r->fd = -1;
+	struct mtc_wire_reader *r = reader_at(root, why, whylen);
+	if (!r)
+		return NULL;
 	r->files = xcalloc(n ? n : 1, sizeof *r->files);
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		char *abs = xasprintf("%s/%s", root, paths[i]);
-		if (stat(abs, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
+		errno = 0;
+		if (stat_beneath(r, paths[i], &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
 		    strlen(paths[i]) >= MTC_WIRE_PATH_MAX) {
 			mtc_fail(why, whylen, "'%s': %s", abs,
-			     errno ? strerror(errno) : "neither a file nor a directory");
+			     errno ? leave_reason(errno) : "neither a file nor a directory");
 			free(abs);
 			mtc_wire_reader_close(r);
 			return NULL;
@@ -1019,12 +1094,15 @@ struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *t
 	struct mtc_wire_reader *r;
 	struct stat st;
 
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
-		mtc_fail(why, whylen, "'%s': %s", path, errno ? strerror(errno) : "not a file");
+	errno = 0;
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+		mtc_fail(why, whylen, "'%s': %s", path,
+			 errno ? strerror(errno) : S_ISLNK(st.st_mode) ? "a symlink: refused" : "not a file");
 		return NULL;
 	}
 	r = xcalloc(1, sizeof *r);
 	r->fd = -1;
+	r->rootfd = -1;
 	r->files = xcalloc(1, sizeof *r->files);
 	r->files[0] = (struct wire_file){ xstrdup(path), xstrdup(""), 0, st.st_size };
 	r->n = 1;
@@ -1042,6 +1120,8 @@ void mtc_wire_reader_close(struct mtc_wire_reader *r)
 		return;
 	if (r->fd >= 0)
 		close(r->fd);
+	if (r->rootfd >= 0)
+		close(r->rootfd);
 	for (size_t i = 0; i < r->n; i++) {
 		free(r->files[i].abs);
 		free(r->files[i].rel);
@@ -1153,9 +1233,10 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 				r->cur++;
 				continue;
 			}
-			r->fd = open(r->files[r->cur].abs, O_RDONLY | O_CLOEXEC);
+			r->fd = open_file(r, &r->files[r->cur]);
 			if (r->fd < 0)
-				return mtc_fail(why, whylen, "'%s': %s", r->files[r->cur].abs, strerror(errno));
+				return mtc_fail(why, whylen, "'%s': %s", r->files[r->cur].abs,
+						leave_reason(errno));
 			r->left = r->files[r->cur].size;
 			r->pad = (512 - r->left % 512) % 512;
 			r->phase = 1;
@@ -1163,8 +1244,9 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 		if (r->phase == 1) {
 			size_t want = len - done;
 			ssize_t n;
-			if (r->fd < 0 && (r->fd = open(r->files[r->cur].abs, O_RDONLY | O_CLOEXEC)) < 0)
-				return mtc_fail(why, whylen, "'%s': %s", r->files[r->cur].abs, strerror(errno));
+			if (r->fd < 0 && (r->fd = open_file(r, &r->files[r->cur])) < 0)
+				return mtc_fail(why, whylen, "'%s': %s", r->files[r->cur].abs,
+						leave_reason(errno));
 			if ((long long)want > r->left)
 				want = (size_t)r->left;
 			if (want) {
@@ -1224,8 +1306,8 @@ ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *f
 		}
 		if (r->phase == 1) {
 			const struct wire_file *f = &r->files[r->cur];
-			if (r->fd < 0 && (r->fd = open(f->abs, O_RDONLY | O_CLOEXEC)) < 0)
-				return mtc_fail(why, whylen, "'%s': %s", f->abs, strerror(errno));
+			if (r->fd < 0 && (r->fd = open_file(r, f)) < 0)
+				return mtc_fail(why, whylen, "'%s': %s", f->abs, leave_reason(errno));
 			if (r->left > 0) {
 				*fd = r->fd;
 				*off = (off_t)(f->size - r->left);

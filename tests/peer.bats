@@ -599,3 +599,67 @@ PY
 	[ "$(ls -d "$T/p"/.mtc-upload-?????? 2>/dev/null | wc -l)" = 0 ]
 	grep -q "abandoned: no activity" "$T/p.err"
 }
+
+get_code() { # get_code URL NAME [curl args]: GET's HTTP code; the body in $T/get.body
+	local url=$1 name=$2
+	shift 2
+	curl -s -o "$T/get.body" -w '%{http_code}' "$@" "$url/v1/objects/$name"
+}
+
+@test "symlinks never lead out of the local dir: data, metas, trees and the inventory" {
+	mkdir -p "$T/p" "$T/outside/dir"
+	echo "secret outside the dir" >"$T/outside/secret"
+	cp "$T/outside/secret" "$T/outside/dir/"
+	F=$(printf 'f%.0s' $(seq 64))
+	ln -s "$T/outside/secret" "$T/p/$F.data"
+	ln -s "$T/outside/dir" "$T/p/D$F.data"
+	printf %s "$F" >"$T/outside/meta"
+	ln -s "$T/outside/meta" "$T/p/job-s1-n0-w0.meta"
+	make_step "$T/p" 2
+	ln -s "$T/outside/secret" "$T/p/$HASH.data/sub/leak"
+	start_daemon p
+	for name in "$F.data" "D$F.data" job-s1-n0-w0.meta; do
+		run get_code "$URL" "$name"
+		assert_output 404
+		refute grep -q secret "$T/get.body"
+		run curl -s -o /dev/null -w '%{http_code}' -I "$URL/v1/objects/$name"
+		assert_output 404
+	done
+	run get_code "$URL" "$HASH.data"
+	refute_output 200
+	refute grep -q "secret outside" "$T/get.body"
+	run curl -s "$URL/v1/inventory"
+	refute_output --partial "$F"
+	refute_output --partial job-s1-n0-w0
+	assert_output --partial job-s2-n0-w0
+	grep -q "symlink" "$T/p.err"
+}
+
+@test "a symlink inside a tree that stays inside is sent as its target's bytes" {
+	make_step "$T/src" 3
+	ln -s deeper/note.txt "$T/src/$HASH.data/sub/alias"
+	HASH2=$(mtc-replicate digest "$T/src/$HASH.data" | cut -d' ' -f1)
+	mv "$T/src/$HASH.data" "$T/src/$HASH2.data"
+	printf %s "$HASH2" >"$T/src/job-s3-n0-w0.meta"
+	write_config "$T/cfg" 0 2 1
+	start_daemon dst
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg" --step 3 --peer "$URL"
+	assert_success
+	[ -f "$T/dst/$HASH2.data/sub/alias" ] && [ ! -L "$T/dst/$HASH2.data/sub/alias" ]
+	assert_equal "$(cat "$T/dst/$HASH2.data/sub/alias")" "step 3"
+}
+
+@test "a push refuses a step holding a symlink that leads out of it" {
+	make_step "$T/src" 4
+	echo "secret outside the dir" >"$T/secret"
+	ln -s "$T/secret" "$T/src/$HASH.data/leak"
+	HASH2=$(mtc-replicate digest "$T/src/$HASH.data" | cut -d' ' -f1)
+	mv "$T/src/$HASH.data" "$T/src/$HASH2.data"
+	printf %s "$HASH2" >"$T/src/job-s4-n0-w0.meta"
+	write_config "$T/cfg" 0 2 1
+	start_daemon dst
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg" --step 4 --peer "$URL"
+	assert_failure
+	assert_output --partial "leads out of the tree"
+	refute [ -e "$T/dst/$HASH2.data" ]
+}
