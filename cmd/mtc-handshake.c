@@ -65,15 +65,20 @@ static int timed_out(const char *what)
 	return MTC_EXIT_FAILURE;
 }
 
-static int read_config_file(const char *path, struct mtc_config *cfg, char *err, size_t errlen)
+/* local: the local dir's replicator.yaml, never read through a symlink. */
+static int read_config_file(const char *path, int local, struct mtc_config *cfg, char *err,
+			    size_t errlen)
 {
 	char *text;
 	size_t len;
 
 	if (!strcmp(path, "-") ? mtc_read_fd(0, MTC_CONFIG_MAX_BYTES, &text, &len)
+	    : local	       ? mtc_read_file_nofollow(path, MTC_CONFIG_MAX_BYTES, &text, &len)
 			       : mtc_read_file(path, MTC_CONFIG_MAX_BYTES, &text, &len)) {
 		if (errno == EFBIG)
 			snprintf(err, errlen, "file is larger than %d bytes", MTC_CONFIG_MAX_BYTES);
+		else if (errno == ELOOP || errno == EISDIR)
+			snprintf(err, errlen, "not a regular file");
 		else
 			snprintf(err, errlen, "%s", strerror(errno));
 		return -1;
@@ -105,17 +110,18 @@ static int do_accept(void)
 	mtc_log_status_dir(dir, "init");
 	path = xasprintf("%s/%s", dir, MTC_CONFIG_FILE);
 	mtc_info("waiting for '%s'", path);
-	if (mtc_wait_config(dir, mtc_deadline(timeout_s)) < 0) {
+	if ((rc = mtc_wait_config(dir, mtc_deadline(timeout_s))) < 0) {
 		char *what = xasprintf("'%s'", path);
 		rc = timed_out(what);
 		free(what);
 		free(path);
 		return rc;
 	}
-	if (read_config_file(path, &cfg, err, sizeof err) < 0) {
+	if (rc == 1 ? (snprintf(err, sizeof err, "not a regular file"), -1)
+		    : read_config_file(path, 1, &cfg, err, sizeof err)) {
 		/* replicator.failed first: the training job reads it once the yaml is gone. */
 		mtc_critical("invalid config '%s': %s", path, err);
-		if (unlink(path) < 0 && errno != ENOENT)
+		if (mtc_remove_tree(path) < 0)
 			mtc_error("cannot delete '%s':", path);
 		mtc_fsync_dir(dir);
 		free(path);
@@ -163,7 +169,7 @@ static int do_check(const char *file)
 
 	if (!file)
 		return mtc_usage_error("check needs a FILE (or - for stdin)");
-	if (read_config_file(file, &cfg, err, sizeof err) < 0) {
+	if (read_config_file(file, 0, &cfg, err, sizeof err) < 0) {
 		mtc_error("invalid config '%s': %s", file, err);
 		return MTC_EXIT_FAILURE;
 	}

@@ -130,6 +130,7 @@ struct yaml_reader {
 	yaml_parser_t parser;
 	char *err;
 	size_t errlen;
+	json_t *raw; /* top-level key -> its value as written, when $VAR expansion changed it */
 };
 
 static int next_event(struct yaml_reader *r, yaml_event_t *ev)
@@ -183,6 +184,10 @@ static json_t *read_collection(struct yaml_reader *r, int mapping, int depth)
 			free(key);
 			goto bad;
 		}
+		if (depth == 0 && ev.type == YAML_SCALAR_EVENT &&
+		    strchr((const char *)ev.data.scalar.value, '$'))
+			json_object_set_new(r->raw, key,
+					    json_string((const char *)ev.data.scalar.value));
 		json_t *val = read_node(r, &ev, depth + 1);
 		if (!val) {
 			free(key);
@@ -229,9 +234,9 @@ static json_t *read_node(struct yaml_reader *r, yaml_event_t *ev, int depth)
 	return j;
 }
 
-static json_t *yaml_to_json(const char *text, size_t len, char *err, size_t errlen)
+static json_t *yaml_to_json(const char *text, size_t len, json_t *raw, char *err, size_t errlen)
 {
-	struct yaml_reader r = { .err = err, .errlen = errlen };
+	struct yaml_reader r = { .err = err, .errlen = errlen, .raw = raw };
 	yaml_event_t ev;
 	json_t *doc = NULL;
 	int docs = 0;
@@ -280,10 +285,12 @@ bad:
 	return NULL;
 }
 
+static int validate(json_t *obj, json_t *raw, struct mtc_config *cfg, char *err, size_t errlen);
+
 int mtc_config_parse_yaml(const char *text, size_t len, struct mtc_config *cfg, char *err,
 			  size_t errlen)
 {
-	json_t *doc;
+	json_t *doc, *raw;
 	int rc;
 
 	if (len == 0)
@@ -292,17 +299,28 @@ int mtc_config_parse_yaml(const char *text, size_t len, struct mtc_config *cfg, 
 		return mtc_fail(err, errlen, "file is larger than %d bytes", MTC_CONFIG_MAX_BYTES);
 	if (memchr(text, '\0', len))
 		return mtc_fail(err, errlen, "not a replicator config: the file holds a NUL byte");
-	doc = yaml_to_json(text, len, err, errlen);
-	if (!doc)
-		return -1;
-	rc = mtc_config_from_json(doc, cfg, err, errlen);
+	raw = json_object();
+	doc = yaml_to_json(text, len, raw, err, errlen);
+	rc = doc ? validate(doc, raw, cfg, err, errlen) : -1;
 	json_decref(doc);
+	json_decref(raw);
 	return rc;
 }
 
 /* An integer key: absent → *out untouched and 0; wrong type or below min → error. */
-static int get_int(json_t *obj, const char *key, long long min, long long max, int required,
-		   long long *out, char *err, size_t errlen)
+/*
+ * What an error message shows of a value: the text as written when $VAR
+ * expansion changed it, so that a message (which may reach the status files)
+ * never carries what a variable held.
+ */
+static const char *shown(json_t *raw, const char *key, const char *value)
+{
+	const char *r = json_string_value(json_object_get(raw, key));
+	return r ? r : value;
+}
+
+static int get_int(json_t *obj, json_t *raw, const char *key, long long min, long long max,
+		   int required, long long *out, char *err, size_t errlen)
 {
 	json_t *v = json_object_get(obj, key);
 	if (!v || json_is_null(v)) {
@@ -313,19 +331,21 @@ static int get_int(json_t *obj, const char *key, long long min, long long max, i
 	if (!json_is_integer(v)) {
 		if (json_is_string(v))
 			return mtc_fail(err, errlen, "'%s' must be an integer, not '%s'", key,
-				    json_string_value(v));
+				    shown(raw, key, json_string_value(v)));
 		return mtc_fail(err, errlen, "'%s' must be an integer", key);
 	}
 	long long x = json_integer_value(v);
-	if (x < min)
-		return mtc_fail(err, errlen, "'%s' must be at least %lld, not %lld", key, min, x);
-	if (x > max)
-		return mtc_fail(err, errlen, "'%s' must be at most %lld, not %lld", key, max, x);
+	if (x < min || x > max) {
+		char num[32];
+		snprintf(num, sizeof num, "%lld", x);
+		return mtc_fail(err, errlen, "'%s' must be at %s %lld, not %s", key,
+				x < min ? "least" : "most", x < min ? min : max, shown(raw, key, num));
+	}
 	*out = x;
 	return 0;
 }
 
-int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t errlen)
+static int validate(json_t *obj, json_t *raw, struct mtc_config *cfg, char *err, size_t errlen)
 {
 	long long nodes = 0, rank = 0, ppn = -1, dp = -1, mins = -1, steps = -1, wpn = 1;
 	json_t *v;
@@ -347,7 +367,8 @@ int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t 
 	if (!job)
 		return mtc_fail(err, errlen, "'job-name' must be a string");
 	if (!mtc_valid_job_name(job))
-		return mtc_fail(err, errlen, "'job-name' '%s' cannot be used in file names", job);
+		return mtc_fail(err, errlen, "'job-name' '%s' cannot be used in file names",
+				shown(raw, "job-name", job));
 
 	v = json_object_get(obj, "framework");
 	if (!v || json_is_null(v))
@@ -359,15 +380,16 @@ int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t 
 			break;
 	if (fwi == 3)
 		return mtc_fail(err, errlen,
-			    "'framework' must be orbax, pytorch.distributed or pytorch, not '%s'", fw);
+			    "'framework' must be orbax, pytorch.distributed or pytorch, not '%s'",
+			    shown(raw, "framework", fw));
 
-	if (get_int(obj, "nodes", 1, 1 << 20, 1, &nodes, err, errlen) ||
-	    get_int(obj, "node-rank", 0, INT_MAX, 1, &rank, err, errlen) ||
-	    get_int(obj, "peers-per-node", 0, INT_MAX, 0, &ppn, err, errlen) ||
-	    get_int(obj, "assume-data-parallelism", 1, INT_MAX, 0, &dp, err, errlen) ||
-	    get_int(obj, "backup-interval-minutes", 0, LLONG_MAX / 60, 0, &mins, err, errlen) ||
-	    get_int(obj, "backup-interval-steps", 0, LLONG_MAX, 0, &steps, err, errlen) ||
-	    get_int(obj, "workers-per-node", 1, 1 << 16, 0, &wpn, err, errlen))
+	if (get_int(obj, raw, "nodes", 1, 1 << 20, 1, &nodes, err, errlen) ||
+	    get_int(obj, raw, "node-rank", 0, INT_MAX, 1, &rank, err, errlen) ||
+	    get_int(obj, raw, "peers-per-node", 0, INT_MAX, 0, &ppn, err, errlen) ||
+	    get_int(obj, raw, "assume-data-parallelism", 1, INT_MAX, 0, &dp, err, errlen) ||
+	    get_int(obj, raw, "backup-interval-minutes", 0, LLONG_MAX / 60, 0, &mins, err, errlen) ||
+	    get_int(obj, raw, "backup-interval-steps", 0, LLONG_MAX, 0, &steps, err, errlen) ||
+	    get_int(obj, raw, "workers-per-node", 1, 1 << 16, 0, &wpn, err, errlen))
 		return -1;
 	if (rank >= nodes)
 		return mtc_fail(err, errlen, "'node-rank' %lld is out of range for %lld nodes", rank,
@@ -431,6 +453,11 @@ int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t 
 	cfg->backup_interval_steps = steps;
 	cfg->workers_per_node = (int)wpn;
 	return 0;
+}
+
+int mtc_config_from_json(json_t *obj, struct mtc_config *cfg, char *err, size_t errlen)
+{
+	return validate(obj, NULL, cfg, err, errlen);
 }
 
 int mtc_config_load(const char *path, struct mtc_config *cfg, char *err, size_t errlen)

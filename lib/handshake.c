@@ -50,7 +50,11 @@ int mtc_wait_config(const char *dir, double deadline)
 	if (mtc_dirwatch_open(&w, dir) < 0)
 		return -1;
 	for (;;) {
-		int present = exists(dir, MTC_CONFIG_FILE, &st) && S_ISREG(st.st_mode);
+		int there = exists(dir, MTC_CONFIG_FILE, &st), present = there && S_ISREG(st.st_mode);
+		if (there && !present) {
+			rc = 1;
+			break;
+		}
 		if (present && ((mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) || settled(&st))) {
 			rc = 0;
 			break;

@@ -91,16 +91,39 @@ static void write_status(int l, const char *msg)
 		append_line("replicator.failed", line, (size_t)n);
 }
 
+/*
+ * A log line is one record: control characters in it (a value from a config
+ * or a peer may hold a newline) are written as \n, \t, \r or \xHH, so no
+ * one can forge a second line in replicator.errors or on a terminal.
+ */
+static void escape_controls(char *dst, size_t len, const char *src)
+{
+	size_t n = 0;
+
+	for (; *src && n + 5 < len; src++) {
+		unsigned char c = (unsigned char)*src;
+		if (c >= 0x20 && c != 0x7f)
+			dst[n++] = (char)c;
+		else if (c == '\n' || c == '\t' || c == '\r')
+			n += (size_t)snprintf(dst + n, len - n, "\\%c",
+					      c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+		else
+			n += (size_t)snprintf(dst + n, len - n, "\\x%02x", c);
+	}
+	dst[n] = '\0';
+}
+
 void mtc_vlog(int l, const char *fmt, va_list ap)
 {
 	int saved = errno;
-	char msg[4096];
+	char raw[4096], msg[4096];
 	size_t n;
 
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	n = strlen(msg);
-	if (n && msg[n - 1] == ':')
-		snprintf(msg + n, sizeof msg - n, " %s", strerror(saved));
+	vsnprintf(raw, sizeof raw, fmt, ap);
+	n = strlen(raw);
+	if (n && raw[n - 1] == ':')
+		snprintf(raw + n, sizeof raw - n, " %s", strerror(saved));
+	escape_controls(msg, sizeof msg, raw);
 	if (l <= MTC_LOG_ERROR && status_dir[0])
 		write_status(l, msg);
 	if (l > level)

@@ -157,6 +157,39 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 	printf '\t\x01\x02binary' | invalid_config "not valid YAML"
 }
 
+@test "a value cannot forge a line in the status files, and a variable's value never reaches them" {
+	printf 'job-name: "a\\n2025-01-01 00:00:00.000 1:1 init [CRI] forged"\nframework: orbax\nnode-rank: 0\nnodes: 1\npeer-ranks: []\nbackup-interval-minutes: 30' |
+		invalid_config "cannot be used in file names"
+	assert_equal "$(wc -l <"$D/replicator.failed")" 1
+	grep -qF 'a\n2025-01-01' "$D/replicator.failed"
+	export MTC_SECRET=hunter2-topsecret
+	printf 'job-name: ${MTC_SECRET}/x\nframework: orbax\nnode-rank: 0\nnodes: 1\npeer-ranks: []\nbackup-interval-minutes: 30' |
+		invalid_config "'\${MTC_SECRET}/x' cannot be used"
+	printf 'job-name: j\nframework: $MTC_SECRET\nnode-rank: 0\nnodes: 1\npeer-ranks: []\nbackup-interval-minutes: 30' |
+		invalid_config "not '\$MTC_SECRET'"
+	printf 'job-name: j\nframework: orbax\nnode-rank: $MTC_SECRET\nnodes: 1\npeer-ranks: []\nbackup-interval-minutes: 30' |
+		invalid_config "'node-rank' must be an integer, not '\$MTC_SECRET'"
+	refute grep -q hunter2 "$D/replicator.errors"
+}
+
+@test "a replicator.yaml that is a directory, a symlink or a FIFO is refused at once through replicator.failed" {
+	echo 'job-name: j' >"$BATS_TEST_TMPDIR/target"
+	for kind in dir link fifo; do
+		rm -rf "$D" && mkdir -p "$D"
+		case $kind in
+		dir) mkdir "$D/replicator.yaml" ;;
+		link) ln -s "$BATS_TEST_TMPDIR/target" "$D/replicator.yaml" ;;
+		fifo) mkfifo "$D/replicator.yaml" ;;
+		esac
+		accept
+		assert_failure 1
+		[[ "$stderr" == *"not a regular file"* ]]
+		grep -q "not a regular file" "$D/replicator.failed"
+		assert_not_exist "$D/replicator.yaml"
+	done
+	assert_file_exists "$BATS_TEST_TMPDIR/target" # a symlink's target is left alone
+}
+
 @test "a data parallelism that does not divide the nodes is accepted with dedup off and an error line" {
 	printf 'job-name: j\nframework: orbax\nnode-rank: 0\nnodes: 1\nassume-data-parallelism: 8\npeer-ranks: []\nbackup-interval-minutes: 1' > "$D/replicator.yaml"
 	accept
