@@ -31,8 +31,8 @@
 #include "peers.h"
 #include "naming.h"
 #include "peer_client.h"
-#include "peer_server.h"
 #include "store.h"
+#include "token_file.h"
 #include "xalloc.h"
 
 enum mode { MODE_NONE, MODE_BACKUPS, MODE_INVENTORY, MODE_GATHER };

@@ -26,9 +26,9 @@
 #include "orbax_digest.h"
 #include "coord_client.h"
 #include "peer_cmd.h"
-#include "peer_server.h"
 #include "peers.h"
 #include "steady.h"
+#include "token_file.h"
 #include "xalloc.h"
 
 enum verb { DIGEST, COMMIT, GC, SERVE, PUSH, FETCH, RUN, NVERBS };

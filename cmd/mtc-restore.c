@@ -33,7 +33,6 @@
 #include "cluster_restore.h"
 #include "config.h"
 #include "coord_client.h"
-#include "peer_server.h"
 #include "data_name.h"
 #include "digest.h"
 #include "exitcode.h"
@@ -43,6 +42,7 @@
 #include "progress.h"
 #include "store.h"
 #include "store_tree.h"
+#include "token_file.h"
 #include "xalloc.h"
 
 enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };

@@ -20,6 +20,7 @@
 #include "peer_client.h"
 #include "peer_server.h"
 #include "peers.h"
+#include "token_file.h"
 #include "xalloc.h"
 
 #define SERVE_USAGE                                                                            \

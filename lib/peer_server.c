@@ -31,6 +31,7 @@
 #include "naming.h"
 #include "peer_http.h"
 #include "peer_manifest.h"
+#include "token_file.h"
 #include "peer_ring.h"
 #include "peer_wire.h"
 #include "xalloc.h"
@@ -135,28 +136,6 @@ void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
 	o->max_connections = 64;
 	o->timeout_s = 120;
 	o->session_timeout_s = 600;
-}
-
-char *mtc_read_token_file(const char *path, char *err, size_t errlen)
-{
-	char *buf, *start, *end;
-
-	if (mtc_read_file(path, 4096, &buf, NULL) < 0) {
-		snprintf(err, errlen, "cannot read token file '%s': %s", path, strerror(errno));
-		return NULL;
-	}
-	start = buf + strspn(buf, " \t\r\n");
-	end = start + strcspn(start, "\r\n");
-	while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
-		end--;
-	*end = '\0';
-	if (!*start) {
-		free(buf);
-		snprintf(err, errlen, "token file '%s' is empty", path);
-		return NULL;
-	}
-	memmove(buf, start, strlen(start) + 1);
-	return buf;
 }
 
 static void sha256(const char *s, size_t len, unsigned char out[32])
@@ -1457,6 +1436,9 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 			 o->listen);
 		return NULL;
 	}
+	if (!o->token_file && !is_loopback(&ss))
+		mtc_warn("listening on '%s' beyond loopback with no token (--insecure): anyone who "
+			 "reaches this address can read and replace this node's checkpoints", o->listen);
 	s = xcalloc(1, sizeof *s);
 	s->o = *o;
 	s->dir = xstrdup(o->dir);

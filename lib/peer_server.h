@@ -55,7 +55,4 @@ const char *mtc_peer_server_address(const struct mtc_peer_server *s);
 /* Closes every connection, discards uploads in flight, frees s. */
 void mtc_peer_server_stop(struct mtc_peer_server *s);
 
-/* Reads a bearer token file: first line, surrounding whitespace stripped; NULL on error. */
-char *mtc_read_token_file(const char *path, char *err, size_t errlen);
-
 #endif

@@ -365,14 +365,14 @@ put_body() { put_code "${1%/v1/objects/*}" "${1##*/}" "$2"; }
 }
 
 @test "bearer token: missing or wrong is 401, the right one works for push and fetch" {
-	echo s3cret >"$T/token"
-	echo wrong >"$T/wrong"
+	echo s3cret-of-the-job-0123 >"$T/token"
+	echo wrong-token-of-another-job >"$T/wrong"
 	start_daemon p --token-file "$T/token"
 	run curl -s -o /dev/null -w '%{http_code}' "$URL/v1/inventory"
 	assert_output 401
 	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong" "$URL/v1/inventory"
 	assert_output 401
-	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer s3cret" "$URL/v1/inventory"
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer s3cret-of-the-job-0123" "$URL/v1/inventory"
 	assert_output 200
 	run curl -sf "$URL/healthz"
 	assert_output ok
@@ -662,4 +662,33 @@ get_code() { # get_code URL NAME [curl args]: GET's HTTP code; the body in $T/ge
 	assert_failure
 	assert_output --partial "leads out of the tree"
 	refute [ -e "$T/dst/$HASH2.data" ]
+}
+
+@test "token files: the whole first line, no NUL, at least 16 bytes; a loose mode and --insecure beyond loopback are warned about" {
+	mkdir -p "$T/p"
+	printf 'a\0long-secret-after-a-nul\n' >"$T/nul"
+	echo short >"$T/short"
+	: >"$T/empty"
+	printf 'a-token-of-the-job-with spaces inside\r\nsecond line\n' >"$T/good"
+	chmod 600 "$T/good"
+	for f in nul short empty; do
+		run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --token-file "$T/$f"
+		assert_failure
+		assert_output --partial "token file '$T/$f'"
+	done
+	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --token-file "$T/nul"
+	assert_output --partial "NUL"
+	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --token-file "$T/short"
+	assert_output --partial "at least 16 bytes"
+	start_daemon p --token-file "$T/good"
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer a-token-of-the-job-with spaces inside" "$URL/v1/inventory"
+	assert_output 200
+	refute grep -q "readable by group" "$T/p.err"
+	kill "$PID"
+	chmod 644 "$T/good"
+	start_daemon p --token-file "$T/good"
+	grep -q "readable by group or others (mode 644)" "$T/p.err"
+	kill "$PID"
+	start_daemon p --insecure --listen 0.0.0.0:0
+	grep -q "beyond loopback with no token" "$T/p.err"
 }
