@@ -408,24 +408,107 @@ static char *collect(struct slot *s)
 	return dump(a);
 }
 
+static int kind_of(const char *kind)
+{
+	int k;
+	for (k = 0; k < NKINDS && strcmp(kind, kind_names[k]); k++)
+		;
+	return k < NKINDS || !strcmp(kind, "heartbeat") ? k : -1;
+}
+
+static int in_range(json_t *v, long long lo, long long hi)
+{
+	return json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi;
+}
+
+/* Why a restore report's meta-files or data-files do not hold together; NULL when they do. */
+static const char *bad_listing(const struct mtc_coord *c, json_t *rep)
+{
+	json_t *metas = json_object_get(rep, "meta-files"), *data = json_object_get(rep, "data-files");
+	json_t *m;
+	size_t i;
+
+	if ((metas && !json_is_array(metas)) || (data && !json_is_array(data)))
+		return "\"meta-files\" and \"data-files\" must be lists";
+	json_array_foreach(metas, i, m) {
+		if (!json_is_array(m) || json_array_size(m) != 4 ||
+		    !in_range(json_array_get(m, 0), 0, MTC_COORD_STEP_MAX) ||
+		    !in_range(json_array_get(m, 1), 0, c->o.nodes - 1) ||
+		    !in_range(json_array_get(m, 2), 0, 1 << 20) ||
+		    !mtc_is_hash(json_string_value(json_array_get(m, 3)) ?: ""))
+			return "a meta is not [step, node in [0, nodes), worker, hash]";
+	}
+	json_array_foreach(data, i, m) {
+		if (!mtc_is_hash(json_string_value(m) ?: ""))
+			return "a data-files entry is not a hash";
+	}
+	return NULL;
+}
+
+/* Why a sync report does not hold together; NULL when it does. */
+static const char *bad_sync(json_t *rep, char *buf, size_t len)
+{
+	json_t *last = json_object_get(rep, "last-backup"), *step = json_object_get(rep, "replicated-step");
+	const char *name = json_string_value(json_object_get(last, "name"));
+	time_t when;
+
+	if (step && !json_is_null(step) && !in_range(step, -1, MTC_COORD_STEP_MAX))
+		return "\"replicated-step\" is not a step";
+	if (!last || json_is_null(last))
+		return NULL;
+	if (!name || mtc_parse_backup_name(name, &when) < 0)
+		return "\"last-backup\" has no backup name";
+	if ((long long)when > (long long)time(NULL) + MTC_COORD_SKEW_S) {
+		snprintf(buf, len, "\"last-backup\" '%s' is later than this coordinator's clock", name);
+		return buf;
+	}
+	if (json_object_get(last, "step") && !in_range(json_object_get(last, "step"), -1, MTC_COORD_STEP_MAX))
+		return "\"last-backup\" has no valid step";
+	return NULL;
+}
+
+/* Why a report of kind k does not hold together, or NULL. */
+static const char *bad_report(const struct mtc_coord *c, int k, json_t *rep, char *buf, size_t len)
+{
+	if (k == K_RESTORE) {
+		json_t *a = json_object_get(rep, "address");
+		json_t *backups = json_object_get(rep, "backups"), *b;
+		const char *why;
+		size_t i;
+		if (a && !json_is_null(a) && (!json_is_string(a) || json_string_length(a) > 1024))
+			return "\"address\" is not a URL";
+		if (backups && !json_is_null(backups) && !json_is_array(backups))
+			return "\"backups\" is not a list";
+		json_array_foreach(backups, i, b) {
+			if (!json_is_string(json_object_get(b, "name")))
+				return "a backup has no name";
+			if ((why = bad_listing(c, b)))
+				return why;
+		}
+		return bad_listing(c, rep);
+	}
+	if (k == K_SYNC)
+		return bad_sync(rep, buf, len);
+	return NULL;
+}
+
 int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len,
 		     char **answer)
 {
 	json_error_t jerr;
-	json_t *rep = json_loadb(body, len, 0, &jerr), *v;
-	const char *session = "";
+	json_t *rep, *v;
+	const char *session = "", *bad;
 	struct round *rd;
 	struct slot *s;
 	double until, wait;
-	int k, rank, code;
+	int k = kind_of(kind), rank, code;
+	char buf[256];
 
-	for (k = 0; k < NKINDS && strcmp(kind, kind_names[k]); k++)
-		;
-	if (k == NKINDS && strcmp(kind, "heartbeat")) {
-		json_decref(rep);
+	if (k < 0) {
 		*answer = failure("no such coordinator endpoint '%s'", kind);
 		return 404;
 	}
+	rep = json_loadb(body, len, 0, &jerr);
 	if (!json_is_object(rep) || !json_is_integer(v = json_object_get(rep, "rank")) ||
 	    json_integer_value(v) < 0 || json_integer_value(v) >= c->o.nodes) {
 		*answer = failure("bad '%s' report: %s", kind,
@@ -434,6 +517,12 @@ int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, si
 		return 400;
 	}
 	rank = (int)json_integer_value(v);
+	if (k < NKINDS && (bad = bad_report(c, k, rep, buf, sizeof buf))) {
+		mtc_warn("refused a '%s' report from rank %d: %s", kind, rank, bad);
+		*answer = failure("bad '%s' report: %s", kind, bad);
+		json_decref(rep);
+		return 400;
+	}
 	if (json_is_string(v = json_object_get(rep, "session")))
 		session = json_string_value(v);
 	wait = c->o.poll_s;
@@ -509,6 +598,29 @@ static char *status_json(struct mtc_coord *c)
 					      (json_int_t)c->last_backup_step));
 	pthread_mutex_unlock(&c->mu);
 	return dump(o);
+}
+
+int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *max_body,
+		    char *why, size_t whylen)
+{
+	const struct mtc_coord *c = coord;
+	const char *kind = path + strlen(MTC_COORD_PREFIX);
+	int k = kind_of(kind);
+
+	if (!strcmp(kind, "status") && !strcmp(method, "GET")) {
+		*max_body = 0;
+		return 0;
+	}
+	if (k < 0) {
+		snprintf(why, whylen, "no such coordinator endpoint");
+		return 404;
+	}
+	if (strcmp(method, "POST")) {
+		snprintf(why, whylen, "method not allowed: use POST");
+		return 405;
+	}
+	*max_body = k == K_RESTORE ? (1u << 20) + (size_t)c->o.nodes * (32u << 10) : 64u << 10;
+	return 0;
 }
 
 int mtc_coord_route(void *coord, const char *method, const char *path, const char *body,

@@ -29,7 +29,14 @@
  * from fell silent for heartbeat_s (it vanished), or a report was invalid.
  * A failed round is over for every rank that had reported to it; the next
  * report opens a new round. The agreed step is the minimum reported.
+ *
+ * A report that does not hold together is refused with 400 and logged, and
+ * never joins a round: steps in [0, MTC_COORD_STEP_MAX], metas naming nodes
+ * in [0, nodes) and hashes in the grammar, a "last-backup" whose name parses
+ * and is not later than the coordinator's clock plus MTC_COORD_SKEW_S.
  */
+#define MTC_COORD_STEP_MAX (1LL << 53)
+#define MTC_COORD_SKEW_S 600
 
 struct mtc_coord_opts {
 	int nodes;
@@ -63,8 +70,16 @@ int mtc_coord_backup_due(long long agreed, int any_running, int requested, long 
 			 long long steps, long long now, long long last_time, long long last_step,
 			 const char *last_name, char name[17]);
 
-/* The route the peer daemon hands to the coordinator (peer_server.h hook). */
+/*
+ * The routes the peer daemon hands to the coordinator (peer_server.h hooks).
+ * mtc_coord_admit judges a request before its body is read: an unknown
+ * endpoint is 404, a wrong method 405, and each endpoint takes a body sized
+ * for its reports (a restore report lists a node's metas and data and the
+ * backups' metas, so its limit grows with nodes; the others are small).
+ */
 #define MTC_COORD_PREFIX "/v1/coord/"
+int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *max_body,
+		    char *why, size_t whylen);
 int mtc_coord_route(void *coord, const char *method, const char *path, const char *body,
 		    size_t len, char **answer);
 

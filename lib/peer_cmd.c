@@ -135,6 +135,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 			co.poll_s = poll_s;
 		coord = mtc_coord_new(&co);
 		o.route_prefix = MTC_COORD_PREFIX;
+		o.route_admit = mtc_coord_admit;
 		o.route = mtc_coord_route;
 		o.route_arg = coord;
 		if (max_conn <= 0)

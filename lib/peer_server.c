@@ -120,6 +120,7 @@ struct req {
 	char got_digest[66];
 	char *body, *url, *method; /* REQ_ROUTE, REQ_PUT_MANIFEST */
 	size_t body_len;
+	size_t route_max; /* REQ_ROUTE: the largest body its endpoint takes */
 	struct session *sess; /* REQ_PUT_TREE */
 	int piece;	      /* sess is listed: this request is one piece of it */
 	struct mtc_wire_list got;
@@ -764,7 +765,7 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 	r->bytes += (long long)len;
 	atomic_fetch_add(&s->bytes_in, (long long)len);
 	if (r->kind == REQ_ROUTE || r->kind == REQ_PUT_MANIFEST) {
-		if (r->body_len + len > (r->kind == REQ_ROUTE ? ROUTE_BODY_MAX : MTC_MANIFEST_BODY_MAX))
+		if (r->body_len + len > (r->kind == REQ_ROUTE ? r->route_max : MTC_MANIFEST_BODY_MAX))
 			return MHD_NO;
 		r->body = xrealloc(r->body, r->body_len + len + 1);
 		memcpy(r->body + r->body_len, data, len);
@@ -1208,6 +1209,36 @@ static enum MHD_Result session_request(struct req *r, struct MHD_Connection *c, 
 
 /* ---- routing ---- */
 
+/* A coordinator request: its endpoint and declared size are judged before any body is read. */
+static enum MHD_Result admit_route(struct req *r, struct MHD_Connection *c, const char *url,
+				   const char *method)
+{
+	struct mtc_peer_server *s = r->s;
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+	size_t max = ROUTE_BODY_MAX;
+	char why[256] = "";
+	int code = s->o.route_admit ? s->o.route_admit(s->o.route_arg, method, url, &max, why,
+						       sizeof why)
+				    : 0;
+
+	if (max > ROUTE_BODY_MAX)
+		max = ROUTE_BODY_MAX;
+	if (!code && cl && strtoull(cl, NULL, 10) > max) {
+		code = MHD_HTTP_CONTENT_TOO_LARGE;
+		snprintf(why, sizeof why, "a body of %s bytes; this endpoint takes at most %zu", cl,
+			 max);
+	}
+	if (code)
+		return respond(r, c, (unsigned)code, "application/json",
+			       "{\"status\":\"error\",\"error\":\"%s\"}\n", why);
+	r->kind = REQ_ROUTE;
+	r->route_max = max;
+	r->url = xstrdup(url);
+	r->method = xstrdup(method);
+	return MHD_YES;
+}
+
 static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char *url,
 			     const char *method)
 {
@@ -1226,12 +1257,8 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 		return respond(r, c, MHD_HTTP_UNAUTHORIZED, TEXT, "missing or wrong bearer token\n");
 	if (!strcmp(url, "/metrics") && get)
 		return get_metrics(r, c);
-	if (s->o.route && !strncmp(url, s->o.route_prefix, strlen(s->o.route_prefix))) {
-		r->kind = REQ_ROUTE;
-		r->url = xstrdup(url);
-		r->method = xstrdup(method);
-		return MHD_YES;
-	}
+	if (s->o.route && !strncmp(url, s->o.route_prefix, strlen(s->o.route_prefix)))
+		return admit_route(r, c, url, method);
 	if (!strcmp(url, "/v1/inventory") && get)
 		return get_inventory(r, c);
 	if (!strncmp(url, UPLOADS, strlen(UPLOADS))) {

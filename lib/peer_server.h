@@ -35,10 +35,15 @@ struct mtc_peer_server_opts {
 	int session_timeout_s; /* an upload session idle this long is discarded */
 	/*
 	 * Extra routes (the coordinator): an authorized request whose URL starts
-	 * with route_prefix goes, body and all (at most 64 MiB), to route, which
-	 * may block; it returns the HTTP status and a malloc'd JSON answer.
+	 * with route_prefix is first shown to route_admit, before any of its body
+	 * is read: 0 and the largest body that endpoint takes (at most 64 MiB),
+	 * or an HTTP status and a one-line reason to answer at once. Then it
+	 * goes, body and all, to route, which may block; it returns the HTTP
+	 * status and a malloc'd JSON answer.
 	 */
 	const char *route_prefix;
+	int (*route_admit)(void *arg, const char *method, const char *url, size_t *max_body,
+			   char *why, size_t whylen);
 	int (*route)(void *arg, const char *method, const char *url, const char *body, size_t len,
 		     char **answer);
 	void *route_arg;

@@ -692,3 +692,39 @@ get_code() { # get_code URL NAME [curl args]: GET's HTTP code; the body in $T/ge
 	start_daemon p --insecure --listen 0.0.0.0:0
 	grep -q "beyond loopback with no token" "$T/p.err"
 }
+
+coord_post() { # coord_post KIND JSON|@FILE: prints the HTTP code; the answer in $T/coord.body
+	curl -s -o "$T/coord.body" -w '%{http_code}' --max-time 10 -H 'Content-Type: application/json' \
+		--data-binary "$2" "$URL/v1/coord/$1"
+}
+
+vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
+
+@test "coordinator: the endpoint and the size are judged before the body; reports that do not hold together are 400" {
+	start_daemon p --coordinator --nodes 2
+	head -c $((16 << 20)) /dev/zero | tr '\0' ' ' >"$T/big"
+	run coord_post nope "@$T/big"
+	assert_output 404
+	run coord_post sync "@$T/big"
+	assert_output 413
+	run curl -s -o /dev/null -w '%{http_code}' "$URL/v1/coord/sync"
+	assert_output 405
+	[ "$(vmhwm_kib "$PID")" -lt $((64 << 10)) ]
+	run coord_post sync '{"rank": 1, "replicated-step": 5, "last-backup": {"name": "9999-12-31_23-59", "step": 5}}'
+	assert_output 400
+	grep -q "later than this coordinator's clock" "$T/coord.body"
+	run coord_post sync '{"rank": 1, "replicated-step": 1152921504606846976}'
+	assert_output 400
+	H=$(printf 'a%.0s' $(seq 64))
+	run coord_post restore '{"rank": 1, "meta-files": [[1, 7, 0, "'"$H"'"]], "data-files": []}'
+	assert_output 400
+	grep -q "node in \[0, nodes)" "$T/coord.body"
+	run coord_post restore '{"rank": 1, "meta-files": [], "data-files": ["../../etc"]}'
+	assert_output 400
+	run coord_post restore '{"rank": 1, "meta-files": [], "data-files": [], "backups": [{"meta-files": []}]}'
+	assert_output 400
+	run curl -s "$URL/v1/coord/status"
+	refute_output --partial 9999
+	refute_output --partial '"restore":1'
+	grep -q "refused a 'sync' report from rank 1" "$T/p.err"
+}
