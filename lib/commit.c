@@ -31,6 +31,7 @@
 #include "naming.h"
 #include "orbax_digest.h"
 #include "peer_manifest.h"
+#include "peer_wire.h"
 #include "xalloc.h"
 
 #define COMMIT_SUCCESS "commit_success.txt"
@@ -134,6 +135,37 @@ static void logical_name(const struct mtc_commit_opts *o, const char *save,
 			  "digest %s", save, err, hash);
 }
 
+/*
+ * A step is committed only when every file of it can be sent: a symlink that
+ * leads out of the step (or a FIFO, a device) would have a peer or a backup
+ * read what is not the step's. A symlink that stays inside is followed, as
+ * the digest follows it. The refusal is logged once per step and worker; the
+ * step stays where it is, not replicated.
+ */
+static int sendable(const char *save, long long step, int worker)
+{
+	static struct refusal { long long step; int worker; } refused[64];
+	static size_t n_refused;
+	struct mtc_wire_reader *rd;
+	struct stat st;
+	char why[1024];
+
+	if (lstat(save, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 1;
+	if ((rd = mtc_wire_reader_open(save, NULL, why, sizeof why))) {
+		mtc_wire_reader_close(rd);
+		return 1;
+	}
+	for (size_t i = 0; i < n_refused; i++)
+		if (refused[i].step == step && refused[i].worker == worker)
+			return 0;
+	if (n_refused < sizeof refused / sizeof *refused)
+		refused[n_refused++] = (struct refusal){ step, worker };
+	mtc_error("cannot commit step %lld worker %d: %s; it stays in '%s', not replicated", step,
+		  worker, why, save);
+	return 0;
+}
+
 /* Commits <job>-s<step>-n<rank>-w<worker>.save, which must be complete. */
 static int commit_save(const struct mtc_commit_opts *o, long long step, int worker)
 {
@@ -147,6 +179,8 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 	double t0 = mtc_now();
 
 	mtc_manifest_init(&m);
+	if (!sendable(save, step, worker))
+		goto out;
 	if (mtc_digest_path(save, o->threads, r.hash, &m) < 0) {
 		mtc_error("cannot digest '%s':", save);
 		goto out;

@@ -59,6 +59,27 @@ assert_consistent() {
 	assert_file_not_exists "$L/job-s100-n0-w0.tmp"
 }
 
+@test "a step holding a symlink that leads out of it is not committed, said once; one that stays inside is followed" {
+	echo "outside the step" >"$T/outside"
+	make_step "$L/100.orbax-checkpoint-tmp" 100
+	ln -s "$T/outside" "$L/100.orbax-checkpoint-tmp/params/leak"
+	mv "$L/100.orbax-checkpoint-tmp" "$L/100"
+	run commit
+	assert_failure
+	assert_output --partial "cannot commit step 100 worker 0"
+	assert_output --partial "leads out of the tree"
+	run ls "$L"
+	refute_output --partial .meta
+	refute_output --partial .data
+	make_step "$L/101.orbax-checkpoint-tmp" 101
+	ln -s layer0/shard0 "$L/101.orbax-checkpoint-tmp/params/alias"
+	mv "$L/101.orbax-checkpoint-tmp" "$L/101"
+	run commit
+	assert_output --partial '"step":101'
+	h=$(cat "$L/job-s101-n0-w0.meta")
+	cmp "$L/$h.data/params/alias" "$L/$h.data/params/layer0/shard0"
+}
+
 @test "a step dir still being written is not taken; commit_success.txt or quiet time releases it" {
 	make_step "$L/7" 7
 	run mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 60
