@@ -27,6 +27,7 @@
 #include "exitcode.h"
 #include "fsutil.h"
 #include "log.h"
+#include "manifest_text.h"
 #include "naming.h"
 #include "peer_manifest.h"
 #include "progress.h"
@@ -231,7 +232,6 @@ static long long present(struct mtc_store *s, const char *prefix, const char *ha
 	struct mtc_manifest m;
 	struct mtc_store_list l = { 0 };
 	struct mtc_store_object st;
-	json_t *j = NULL;
 	char err[256];
 	size_t len;
 	long long bytes = 0;
@@ -247,8 +247,7 @@ static long long present(struct mtc_store *s, const char *prefix, const char *ha
 	}
 	data = xasprintf("%s%s.data/", prefix, hash);
 	if (mtc_store_get_buf(s, key, MTC_MANIFEST_BODY_MAX, &text, &len) == 0 &&
-	    (j = json_loadb(text, len, 0, NULL)) &&
-	    mtc_manifest_from_json(j, &m, err, sizeof err) == 0 &&
+	    mtc_manifest_parse(text, len, &m, err, sizeof err) == 0 &&
 	    mtc_store_list(s, data, NULL, &l) == 0) {
 		/* both sorted by strcmp of the path (store.h, digest.h): one merge walk */
 		size_t k = 0, missing = 0;
@@ -268,7 +267,6 @@ static long long present(struct mtc_store *s, const char *prefix, const char *ha
 		*whole = !missing;
 	}
 	mtc_store_list_free(&l);
-	json_decref(j);
 	mtc_manifest_free(&m);
 	free(text);
 	free(data);

@@ -38,6 +38,7 @@
 #include "exitcode.h"
 #include "fsutil.h"
 #include "log.h"
+#include "manifest_text.h"
 #include "naming.h"
 #include "progress.h"
 #include "store.h"
@@ -127,7 +128,6 @@ static int load_manifest(struct mtc_store *s, const char *hash, struct mtc_manif
 {
 	char *key = xasprintf("%s.manifest", hash), *buf, err[256];
 	size_t len;
-	json_t *j;
 	int rc = MTC_EXIT_OK;
 
 	*have = 0;
@@ -138,14 +138,12 @@ static int load_manifest(struct mtc_store *s, const char *hash, struct mtc_manif
 		mtc_error("cannot read '%s/%s.manifest': %s", from, hash, mtc_store_error(s));
 		return MTC_EXIT_FAILURE;
 	}
-	j = json_loadb(buf, len, 0, NULL);
-	if (!j || mtc_manifest_from_json(j, m, err, sizeof err) < 0) {
-		mtc_error("'%s/%s' is not a manifest: %s", from, key, j ? err : "not JSON");
+	if (mtc_manifest_parse(buf, len, m, err, sizeof err) < 0) {
+		mtc_error("'%s/%s' is not a manifest: %s", from, key, err);
 		rc = MTC_EXIT_INTEGRITY;
 	} else {
 		*have = 1;
 	}
-	json_decref(j);
 	free(buf);
 	free(key);
 	return rc;

@@ -28,6 +28,7 @@
 #include "lkg.h"
 #include "lkg_inventory.h"
 #include "log.h"
+#include "manifest_text.h"
 #include "naming.h"
 #include "peer_client.h"
 #include "store.h"
@@ -254,9 +255,13 @@ static int fetch_from_backup(struct ctx *x, struct mtc_store *store, const char 
 	}
 	mkey = xasprintf("%s/%s.manifest", name, hash);
 	if (mtc_store_get_buf(store, mkey, 256 << 20, &buf, &len) == 0) {
-		json_t *j = json_loadb(buf, len, 0, NULL);
-		have_manifest = j && mtc_manifest_from_json(j, &m, why, sizeof why) == 0;
-		json_decref(j);
+		if (mtc_manifest_parse(buf, len, &m, why, sizeof why) < 0) {
+			snprintf(err, errlen, "'%s/%s' is not a manifest: %s", mtc_store_url(store),
+				 mkey, why);
+			rc = MTC_EXIT_INTEGRITY;
+			goto out;
+		}
+		have_manifest = 1;
 	}
 	v = mtc_data_verify(dst, hash, have_manifest ? &m : NULL, x->o->threads, why, sizeof why);
 	if (v != 0) {

@@ -607,41 +607,28 @@ static int valid_rel_path(const char *p)
 	}
 }
 
-int mtc_manifest_from_json(json_t *arr, struct mtc_manifest *m, char *err, size_t errlen)
+int mtc_manifest_add_entry(struct mtc_manifest *m, const char *path, const char *type,
+			   long long size, const char *digest, size_t i, char *err, size_t errlen)
 {
-	mtc_manifest_init(m);
-	if (!json_is_array(arr)) {
-		snprintf(err, errlen, "manifest is not an array");
+	int dir = !strcmp(type, "dir");
+	if ((!dir && strcmp(type, "file")) || size < 0 || !valid_rel_path(path) ||
+	    !(dir ? mtc_is_dir_hash(digest) : mtc_is_hash(digest) && digest[0] != 'D')) {
+		snprintf(err, errlen, "manifest entry %zu ('%s') is not valid", i, path);
 		return -1;
 	}
-	size_t i;
-	json_t *v;
-	json_array_foreach(arr, i, v)
-	{
-		const char *path, *type, *digest;
-		json_int_t size;
-		if (json_unpack(v, "{s:s, s:s, s:I, s:s}", "path", &path, "type", &type, "size",
-				&size, "digest", &digest) < 0) {
-			snprintf(err, errlen, "manifest entry %zu: needs path, type, size and digest", i);
-			goto bad;
-		}
-		int dir = !strcmp(type, "dir");
-		if ((!dir && strcmp(type, "file")) || size < 0 || !valid_rel_path(path) ||
-		    !(dir ? mtc_is_dir_hash(digest) : mtc_is_hash(digest) && digest[0] != 'D')) {
-			snprintf(err, errlen, "manifest entry %zu ('%s') is not valid", i, path);
-			goto bad;
-		}
-		manifest_add(m, path, dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, size, digest);
-	}
+	manifest_add(m, path, dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, size, digest);
+	return 0;
+}
+
+int mtc_manifest_seal(struct mtc_manifest *m, char *err, size_t errlen)
+{
 	if (m->n)
 		qsort(m->entries, m->n, sizeof *m->entries, by_path);
-	for (i = 1; i < m->n; i++)
+	for (size_t i = 1; i < m->n; i++)
 		if (!strcmp(m->entries[i - 1].path, m->entries[i].path)) {
 			snprintf(err, errlen, "manifest lists '%s' twice", m->entries[i].path);
-			goto bad;
+			return -1;
 		}
 	return 0;
-bad:
-	mtc_manifest_free(m);
-	return -1;
 }
+

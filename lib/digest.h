@@ -62,6 +62,16 @@ int mtc_manifest_compare(const struct mtc_manifest *a, const struct mtc_manifest
 
 /* [{"path":…, "type":"file"|"dir", "size":…, "digest":…}, …] */
 json_t *mtc_manifest_to_json(const struct mtc_manifest *m);
-int mtc_manifest_from_json(json_t *arr, struct mtc_manifest *m, char *err, size_t errlen);
+
+/*
+ * The steps of reading that form (manifest_text.h reads it without building
+ * a JSON tree): entry i is checked (a clean
+ * relative path, "file" or "dir", a size >= 0, a digest of its kind) and
+ * added; the sealed manifest is sorted by path, each path once. 0, or -1
+ * with err.
+ */
+int mtc_manifest_add_entry(struct mtc_manifest *m, const char *path, const char *type,
+			   long long size, const char *digest, size_t i, char *err, size_t errlen);
+int mtc_manifest_seal(struct mtc_manifest *m, char *err, size_t errlen);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "data_name.h"
 #include "fsutil.h"
+#include "manifest_text.h"
 #include "naming.h"
 #include "xalloc.h"
 
@@ -74,21 +75,8 @@ int mtc_peer_manifest_parse(const char *text, size_t len, const char *hash,
 			    const struct mtc_wire_limits *lim, struct mtc_manifest *m, char *why,
 			    size_t whylen)
 {
-	json_error_t je;
-	json_t *j = json_loadb(text, len, 0, &je);
-	char err[256];
-
-	mtc_manifest_init(m);
-	if (!j) {
-		snprintf(why, whylen, "manifest is not JSON: %s", je.text);
+	if (mtc_manifest_parse(text, len, m, why, whylen) < 0)
 		return -1;
-	}
-	if (mtc_manifest_from_json(j, m, err, sizeof err) < 0) {
-		json_decref(j);
-		snprintf(why, whylen, "%s", err);
-		return -1;
-	}
-	json_decref(j);
 	if (mtc_peer_manifest_check(m, hash, lim, why, whylen) < 0) {
 		mtc_manifest_free(m);
 		return -1;

@@ -64,6 +64,12 @@ struct mtc_peer_server {
 	struct mtc_histogram seconds;
 
 	pthread_mutex_t sessions_mu;
+	/* manifests being parsed and checked (each costs about its size again): at most one */
+	pthread_mutex_t manifest_mu;
+	pthread_cond_t manifest_cv;
+	int manifest_busy;
+	/* manifest entries held by open sessions (twice: expected and what arrived) */
+	size_t held_entries;
 	struct session *sessions;
 };
 
@@ -82,6 +88,7 @@ struct session {
 	struct mtc_wire_list got;
 	int pieces; /* in flight */
 	int failed;
+	size_t held; /* entries counted in the server's held_entries */
 	char why[512];
 	double t0, last;
 };
@@ -190,6 +197,8 @@ static enum MHD_Result respond(struct req *r, struct MHD_Connection *c, unsigned
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (code == MHD_HTTP_UNAUTHORIZED)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+	if (code == MHD_HTTP_SERVICE_UNAVAILABLE)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 	atomic_fetch_add(&r->s->bytes_out, n);
 	return queue(r, c, code, resp);
 }
@@ -205,10 +214,13 @@ static void end_extraction(struct req *r)
 	r->extracting = 0;
 }
 
-static void session_free(struct session *x)
+static void session_free(struct mtc_peer_server *s, struct session *x)
 {
 	if (!x)
 		return;
+	pthread_mutex_lock(&s->manifest_mu);
+	s->held_entries -= x->held;
+	pthread_mutex_unlock(&s->manifest_mu);
 	if (x->staging && mtc_remove_tree(x->staging) < 0)
 		mtc_warn("cannot remove '%s':", x->staging);
 	free(x->staging);
@@ -263,7 +275,7 @@ static void remove_staging(struct req *r)
 	r->obj = NULL;
 	if (r->sess && r->piece)
 		piece_done(r, "a piece of the upload was cut off");
-	session_free(r->sess);
+	session_free(r->s, r->sess);
 	r->sess = NULL;
 	mtc_wire_list_free(&r->got);
 	if (r->transfer) {
@@ -287,6 +299,55 @@ static void *extract_main(void *arg)
 static struct mtc_wire_limits server_limits(const struct mtc_peer_server *s)
 {
 	return (struct mtc_wire_limits){ s->o.max_body, s->o.max_files, s->o.max_depth };
+}
+
+
+/*
+ * Memory is bounded by construction: one manifest at a time is parsed and
+ * checked; another waits up to MANIFEST_WAIT_S, then gets 503 and Retry-After.
+ */
+#define MANIFEST_WAIT_S 10
+
+static int manifest_enter(struct mtc_peer_server *s)
+{
+	struct timespec until;
+	int ok = 1;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += MANIFEST_WAIT_S;
+	pthread_mutex_lock(&s->manifest_mu);
+	while (s->manifest_busy && ok)
+		ok = pthread_cond_timedwait(&s->manifest_cv, &s->manifest_mu, &until) == 0;
+	if (!s->manifest_busy)
+		ok = s->manifest_busy = 1;
+	pthread_mutex_unlock(&s->manifest_mu);
+	return ok;
+}
+
+static void manifest_leave(struct mtc_peer_server *s)
+{
+	pthread_mutex_lock(&s->manifest_mu);
+	s->manifest_busy = 0;
+	pthread_cond_signal(&s->manifest_cv);
+	pthread_mutex_unlock(&s->manifest_mu);
+}
+
+/*
+ * Open sessions hold their manifests (and what arrived, as many entries
+ * again) in memory: at most MAX_HELD_ENTRIES in all, though one session may
+ * hold a manifest larger than that alone. 1 when n more may be held.
+ */
+#define MAX_HELD_ENTRIES 150000
+
+static int hold_entries(struct mtc_peer_server *s, size_t n)
+{
+	int ok;
+	pthread_mutex_lock(&s->manifest_mu);
+	ok = !s->held_entries || s->held_entries + n <= MAX_HELD_ENTRIES;
+	if (ok)
+		s->held_entries += n;
+	pthread_mutex_unlock(&s->manifest_mu);
+	return ok;
 }
 
 /* The manifest a tree upload is checked against: the one sent for it, else the one kept. */
@@ -317,13 +378,31 @@ static struct session *session_new(struct mtc_peer_server *s, const char *hash, 
 				   char *why, size_t whylen)
 {
 	struct session *x = xcalloc(1, sizeof *x);
+	int rc;
 
 	snprintf(x->hash, sizeof x->hash, "%s", hash);
-	if (load_manifest(s, hash, &x->expected, why, whylen) < 0) {
+	if (!manifest_enter(s)) {
+		snprintf(why, whylen, "busy checking other manifests; retry");
+		*code = MHD_HTTP_SERVICE_UNAVAILABLE;
+		free(x);
+		return NULL;
+	}
+	rc = load_manifest(s, hash, &x->expected, why, whylen);
+	manifest_leave(s);
+	if (rc < 0) {
 		*code = HTTP_PRECONDITION_REQUIRED;
 		free(x);
 		return NULL;
 	}
+	if (!hold_entries(s, x->expected.n)) {
+		snprintf(why, whylen, "busy with other uploads (%zu entries in flight); retry",
+			 s->held_entries);
+		*code = MHD_HTTP_SERVICE_UNAVAILABLE;
+		mtc_manifest_free(&x->expected);
+		free(x);
+		return NULL;
+	}
+	x->held = x->expected.n;
 	x->staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", s->dir);
 	if (!mkdtemp(x->staging)) {
 		free(x->staging);
@@ -338,7 +417,7 @@ static struct session *session_new(struct mtc_peer_server *s, const char *hash, 
 fail:
 	snprintf(why, whylen, "cannot stage '%s.data': %s", hash, strerror(errno));
 	*code = MHD_HTTP_INSUFFICIENT_STORAGE;
-	session_free(x);
+	session_free(s, x);
 	return NULL;
 }
 
@@ -849,8 +928,13 @@ static enum MHD_Result finish_manifest(struct req *r, struct MHD_Connection *c)
 	char why[1024], *path, *tmp;
 	int rc;
 
-	if (mtc_peer_manifest_parse(r->body ? r->body : "", r->body_len, r->hash, &lim, &m, why,
-				    sizeof why) < 0) {
+	if (!manifest_enter(s))
+		return respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT,
+			       "'%s': busy checking other manifests; retry\n", r->name);
+	rc = mtc_peer_manifest_parse(r->body ? r->body : "", r->body_len, r->hash, &lim, &m, why,
+				     sizeof why);
+	manifest_leave(s);
+	if (rc < 0) {
 		mtc_warn("'%s' rejected: %s", r->name, why);
 		return respond(r, c, HTTP_UNPROCESSABLE, TEXT, "'%s' rejected: %s\n", r->name, why);
 	}
@@ -1098,7 +1182,7 @@ static void reap_sessions(struct mtc_peer_server *s)
 			*p = x->next;
 			mtc_warn("upload of '%s.data' abandoned: no activity for %d s", x->hash,
 				 s->o.session_timeout_s);
-			session_free(x);
+			session_free(s, x);
 		} else {
 			p = &x->next;
 		}
@@ -1118,6 +1202,20 @@ static struct session *find_session(struct mtc_peer_server *s, const char *id, i
 	return NULL;
 }
 
+/* Open upload sessions (each with its staging dir) at most: beyond, 503 and Retry-After. */
+#define MAX_SESSIONS 32
+
+static int count_sessions(struct mtc_peer_server *s)
+{
+	int n = 0;
+	pthread_mutex_lock(&s->sessions_mu);
+	reap_sessions(s);
+	for (struct session *x = s->sessions; x; x = x->next)
+		n++;
+	pthread_mutex_unlock(&s->sessions_mu);
+	return n;
+}
+
 static enum MHD_Result open_session(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
@@ -1133,10 +1231,13 @@ static enum MHD_Result open_session(struct req *r, struct MHD_Connection *c)
 	if (!mtc_is_dir_hash(r->hash))
 		return respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT,
 			       "'%s': upload sessions are for trees; PUT a file whole\n", r->name);
+	if (count_sessions(s) >= MAX_SESSIONS)
+		return respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT,
+			       "'%s': %d uploads open already; retry\n", r->name, MAX_SESSIONS);
 	if (!(x = session_new(s, r->hash, &code, why, sizeof why)))
 		return respond(r, c, code, TEXT, "'%s': %s\n", r->name, why);
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
-		session_free(x);
+		session_free(s, x);
 		return respond(r, c, 500, TEXT, "no randomness for a session id\n");
 	}
 	mtc_hex(rnd, sizeof rnd, x->id);
@@ -1191,7 +1292,7 @@ static enum MHD_Result session_request(struct req *r, struct MHD_Connection *c, 
 		return start_piece(r, c);
 	}
 	if (del) {
-		session_free(x);
+		session_free(s, x);
 		return respond(r, c, MHD_HTTP_OK, TEXT, "upload %s discarded\n", id);
 	}
 	code = publish_tree(s, x, why, sizeof why);
@@ -1203,7 +1304,7 @@ static enum MHD_Result session_request(struct req *r, struct MHD_Connection *c, 
 		mtc_info("received '%s'", r->name);
 	else if (code != MHD_HTTP_OK)
 		mtc_warn("%s", why);
-	session_free(x);
+	session_free(s, x);
 	return respond(r, c, code, TEXT, "%s\n", why);
 }
 
@@ -1470,6 +1571,8 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	s->o = *o;
 	s->dir = xstrdup(o->dir);
 	pthread_mutex_init(&s->sessions_mu, NULL);
+	pthread_mutex_init(&s->manifest_mu, NULL);
+	pthread_cond_init(&s->manifest_cv, NULL);
 	if (o->token_file) {
 		char *tok = mtc_read_token_file(o->token_file, err, errlen);
 		if (!tok) {
@@ -1520,9 +1623,11 @@ void mtc_peer_server_stop(struct mtc_peer_server *s)
 	while (s->sessions) {
 		struct session *x = s->sessions;
 		s->sessions = x->next;
-		session_free(x);
+		session_free(s, x);
 	}
 	pthread_mutex_destroy(&s->sessions_mu);
+	pthread_mutex_destroy(&s->manifest_mu);
+	pthread_cond_destroy(&s->manifest_cv);
 	remove_leftovers(s->dir);
 	free(s->dir);
 	free(s);

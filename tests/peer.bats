@@ -728,3 +728,19 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	refute_output --partial '"restore":1'
 	grep -q "refused a 'sync' report from rank 1" "$T/p.err"
 }
+
+@test "upload sessions are capped: beyond 32 open ones, 503 with Retry-After, and no staging dir" {
+	make_step "$T/src" 1
+	start_daemon p
+	manifest_of "$T/src/$HASH.data" >"$T/m.json"
+	run put_code "$URL" "$HASH.manifest" "$T/m.json"
+	assert_output 201
+	for i in $(seq 32); do
+		run curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$HASH.data"
+		assert_output 201
+	done
+	run curl -s -D "$T/h" -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$HASH.data"
+	assert_output 503
+	grep -qi '^Retry-After: 1' "$T/h"
+	[ "$(find "$T/p" -maxdepth 1 -type d -name '.mtc-upload-*' | wc -l)" -eq 32 ]
+}

@@ -1,0 +1,19 @@
+#ifndef MTC_MANIFEST_TEXT_H
+#define MTC_MANIFEST_TEXT_H
+
+#include <stddef.h>
+
+#include "digest.h"
+
+/*
+ * Reads a manifest's JSON text (digest.h's form: an array of objects with
+ * "path", "type", "size" and "digest"; other keys with plain values are
+ * ignored) straight into m, without building a JSON tree: a peer's manifest
+ * of 100k entries then costs about its own size in memory, not ten times
+ * it. Every entry is checked as mtc_manifest_add_entry checks it. 0, or -1
+ * with a one-line reason in err (m is then empty).
+ */
+int mtc_manifest_parse(const char *text, size_t len, struct mtc_manifest *m, char *err,
+		       size_t errlen);
+
+#endif
