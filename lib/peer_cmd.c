@@ -51,7 +51,7 @@ static void print_json(json_t *j)
 int mtc_replicate_serve(int argc, const char **argv)
 {
 	struct mtc_peer_server_opts o;
-	char *dir = NULL, *listen = NULL, *token = NULL, err[512];
+	char *dir = NULL, *listen = NULL, *token = NULL, *ready_file = NULL, err[512];
 	long long max_body = -1, max_files = -1;
 	int insecure = 0, max_depth = -1, max_conn = -1, timeout = -1, session_timeout = -1, sig, rc;
 	int coordinator = 0, nodes = 0;
@@ -66,6 +66,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "FILE" },
 		{ "insecure", '\0', POPT_ARG_NONE, &insecure, 0,
 		  "allow a non-loopback address without a token", NULL },
+		{ "ready-file", '\0', POPT_ARG_STRING, &ready_file, 0,
+		  "GET /readyz answers 200 while FILE exists, else 503 (the node's service creates "
+		  "it once the handshake and the restore are done)", "FILE" },
 		{ "max-body", '\0', POPT_ARG_LONGLONG, &max_body, 0, "bytes per upload (default 1 TiB)",
 		  "BYTES" },
 		{ "max-files", '\0', POPT_ARG_LONGLONG, &max_files, 0,
@@ -107,6 +110,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 		o.listen = listen;
 	o.token_file = token;
 	o.insecure = insecure;
+	o.ready_file = ready_file;
 	if (max_body >= 0)
 		o.max_body = max_body;
 	if (max_files >= 0)

@@ -1352,12 +1352,18 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 	enum req_kind kind;
 	enum MHD_Result rc;
 
+	/* Probes and metrics are read without the token (kubelet, Prometheus): they say nothing of the data. */
 	if (!strcmp(url, "/healthz") && (get || head))
 		return respond(r, c, MHD_HTTP_OK, TEXT, "ok\n");
-	if (!authorized(s, c))
-		return respond(r, c, MHD_HTTP_UNAUTHORIZED, TEXT, "missing or wrong bearer token\n");
+	if (!strcmp(url, "/readyz") && (get || head))
+		return !s->o.ready_file || access(s->o.ready_file, F_OK) == 0
+			       ? respond(r, c, MHD_HTTP_OK, TEXT, "ready\n")
+			       : respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT,
+					 "not ready: waiting for the training job or the restore\n");
 	if (!strcmp(url, "/metrics") && get)
 		return get_metrics(r, c);
+	if (!authorized(s, c))
+		return respond(r, c, MHD_HTTP_UNAUTHORIZED, TEXT, "missing or wrong bearer token\n");
 	if (s->o.route && !strncmp(url, s->o.route_prefix, strlen(s->o.route_prefix)))
 		return admit_route(r, c, url, method);
 	if (!strcmp(url, "/v1/inventory") && get)

@@ -27,6 +27,7 @@ struct mtc_peer_server_opts {
 	const char *listen;	/* HOST:PORT, :PORT, [V6]:PORT; port 0 picks a free one */
 	const char *token_file; /* NULL: no auth, loopback only unless insecure */
 	int insecure;
+	const char *ready_file; /* /readyz: 200 while it exists, else 503 (NULL: always ready) */
 	long long max_body;  /* bytes per upload */
 	long long max_files; /* entries per tree */
 	int max_depth;

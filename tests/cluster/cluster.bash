@@ -17,7 +17,8 @@
 #   cluster_stop              stops every node and removes CL_ROOT
 # CL_ENV[RANK] adds environment (fault injection) to a node's service;
 # CL_RANKS limits trainers to some ranks; CL_DP=D gives each trainer its column-mate
-# as peer; MTC_CLUSTER_NODES / MTC_LONG set N.
+# as peer; CL_NODE_OF[RANK] puts a rank's trainer on another node's dir (a pod
+# rescheduled); MTC_CLUSTER_NODES / MTC_LONG set N.
 
 CL_JOB=${CL_JOB:-job}
 
@@ -127,7 +128,7 @@ trainers() {
 		[ "$peer" -lt "$CL_N" ] || peer=
 		# CL_DP=D: the peer is the next replica of the same column, as data-parallel peers are
 		[ -n "${CL_DP:-}" ] && peer=$(((r + CL_N / CL_DP) % CL_N))
-		mtc-trainer --dir "$CL_ROOT/node$r" --style "$style" --job "$CL_JOB" --rank "$r" \
+		mtc-trainer --dir "$CL_ROOT/node${CL_NODE_OF[$r]:-$r}" --style "$style" --job "$CL_JOB" --rank "$r" \
 			--nodes "$CL_N" --peer-ranks "$peer" --tick 0.1 --restore-timeout 900 \
 			--shard-bytes 65536 --save-every 0.3 "$@" >"$CL_ROOT/trainer$r.out" \
 			2>"$CL_ROOT/trainer$r.err" &

@@ -1,0 +1,115 @@
+#!/usr/bin/env bats
+# The shipped deployment files, run as they are: the JobSet's sidecar command
+# line (contrib/kubernetes/jobset.yaml, read with a YAML parser) runs as one
+# process per pod, with only what a cluster would provide mapped to this
+# machine: the pods' DNS names to loopback ports, the node's RAM disk to a
+# dir per node, the Secret's file, the bucket to a dir. Pods come up, the
+# training stand-in saves steps, then the whole JobSet restarts (what its
+# failurePolicy does) with the ranks on other nodes: the newest step comes
+# back from RAM, not from the backup.
+load helpers
+load cluster/cluster
+
+JOBSET=$BATS_TEST_DIRNAME/../contrib/kubernetes/jobset.yaml
+
+# What the JobSet says: the pod count, and the sidecar's command and args, one a line.
+jobset() {
+	python3 - "$JOBSET" "$1" <<'PY'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+job = d["spec"]["replicatedJobs"][0]["template"]["spec"]
+pod = job["template"]["spec"]
+side = [c for c in pod["initContainers"] if c.get("restartPolicy") == "Always"][0]
+if sys.argv[2] == "pods":
+    print(job["parallelism"])
+elif sys.argv[2] == "probes":
+    print(side["livenessProbe"]["httpGet"]["path"], side["readinessProbe"]["httpGet"]["path"])
+else:
+    print("\n".join(side["command"] + side["args"]))
+PY
+}
+
+setup() {
+	N=$(jobset pods)
+	cluster_init "$N"
+	echo "a-job-secret-of-the-test-$$" >"$CL_ROOT/token"
+	chmod 600 "$CL_ROOT/token"
+}
+
+teardown() { cluster_stop; }
+
+# pod_start RANK NODE: the sidecar of the pod with completion index RANK, on NODE.
+pod_start() {
+	local r=$1 node=$2 a args=()
+	while IFS= read -r a; do
+		case $a in
+		--dir=*) a=--dir=$CL_ROOT/node$node ;;
+		--listen=*) a=--listen=127.0.0.1:${CL_PORTS[$r]} ;;
+		--coordinator-url=*) a=--coordinator-url=$CL_COORD ;;
+		--peer-url-template=*) a=--peers-file=$CL_ROOT/peers ;;
+		--backup=gs://*) a=--backup=$CL_BACKUP ;;
+		--token-file=*) a=--token-file=$CL_ROOT/token ;;
+		--state-dir=*) a=--state-dir=$CL_ROOT/state$r ;;
+		esac
+		args+=("$a")
+	done < <(jobset command)
+	[ "${args[0]}" = mtc-node ]
+	args[0]=$MTC_TESTS/../contrib/mtc-node
+	# the test's clock: faster heartbeats, syncs and quiet time than a cluster's defaults
+	"${args[@]}" --heartbeat=0.5 --heartbeat-timeout=3 --round-timeout=60 --sync-interval=0.5 \
+		--quiet-time=0.5 --verbose >>"$CL_ROOT/node$r.log" 2>&1 &
+	echo $! >"$CL_ROOT/node$r.pid"
+	CL_NODE_OF[$r]=$node
+}
+
+probe() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:${CL_PORTS[$1]}$2"; }
+
+@test "the JobSet's sidecar command line runs: probes before the handshake, steady state, a JobSet restart with ranks on other nodes restores from RAM" {
+	read -r live ready < <(jobset probes)
+	for ((r = 0; r < N; r++)); do pod_start "$r" "$r"; done
+	wait_for "every daemon answers $live" 20 bash -c "$(declare -f probe); $(declare -p CL_PORTS); for r in \$(seq 0 $((N - 1))); do [ \"\$(probe \$r $live)\" = 200 ] || exit 1; done"
+	[ "$(probe 1 "$ready")" = 503 ] # no training job yet
+	[ "$(probe 1 /metrics)" = 200 ] # scraped without the token
+	run trainers orbax --steps 3
+	assert_success
+	[ "$(restored_steps)" = 0 ]
+	[ "$(probe 1 "$ready")" = 200 ]
+	wait_for "step 3 replicated" 60 replicated 3
+	wait_for "a backup" 60 has_backup
+	# the JobSet restarts: every pod is recreated, rank r now on node r+1
+	nodes_kill
+	for ((r = 0; r < N; r++)); do pod_start "$r" $(((r + 1) % N)); done
+	run trainers orbax --steps 0
+	assert_success
+	[ "$(restored_steps)" = 3 ]
+	for ((r = 0; r < N; r++)); do
+		grep -q '"source":"cluster"' "$CL_ROOT/state$r/restore.json"
+	done
+}
+
+@test "mtc-node takes --option=value and --option value alike, and says its version" {
+	run "$MTC_TESTS/../contrib/mtc-node" --version
+	assert_success
+	assert_output --regexp '^mtc-node \(mtc\) [0-9]+\.[0-9]+\.[0-9]+$'
+	run "$MTC_TESTS/../contrib/mtc-node" --dir="$CL_ROOT/node0" --listen 127.0.0.1:0
+	assert_failure 2
+	assert_output --partial "--coordinator-url are required"
+	run "$MTC_TESTS/../contrib/mtc-node" --log-format=yaml --dir=x --listen=y --coordinator-url=z --peers-file=p
+	assert_failure 2
+	assert_output --partial "--log-format is text or json"
+}
+
+@test "the Containerfile's final stage installs every library the programs link" {
+	command -v dpkg >/dev/null || skip "no dpkg to map libraries to packages"
+	final=$(sed -n '/^FROM .*slim/,$p' "$MTC_TESTS/../contrib/Containerfile")
+	for lib in $(for p in "$MTC_BIN"/mtc-*; do readelf -d "$p" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; done | sort -u); do
+		case $lib in libasan* | libubsan*) continue ;; esac # an ASan build's runtimes
+		path=$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')
+		[ -n "$path" ] || continue
+		pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | cut -d: -f1 | head -1)
+		case $pkg in libc6 | libgcc-s1 | "") continue ;; esac
+		echo "$final" | grep -qw -- "$pkg" || fail "'$lib' ($pkg) is not installed by the Containerfile"
+	done
+	echo "$final" | grep -q '^USER mtc'
+	grep -q 'make deps && make' "$MTC_TESTS/../contrib/Containerfile"
+}
