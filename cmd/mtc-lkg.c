@@ -476,8 +476,9 @@ static int gather(void)
 	mtc_peer_client_defaults(&pc);
 	if (peer_timeout > 0)
 		pc.deadline_s = peer_timeout;
-	if (peer_token_file) {
-		if (!(token = mtc_read_token_file(peer_token_file, err, sizeof err))) {
+	if (mtc_peer_token_path(peer_token_file)) {
+		if (!(token = mtc_read_token_file(mtc_peer_token_path(peer_token_file), err,
+						  sizeof err))) {
 			mtc_error("%s", err);
 			goto out;
 		}
@@ -582,7 +583,7 @@ int main(int argc, const char **argv)
 		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "print JSON", NULL },
 		{ "nodes", '\0', POPT_ARG_INT, &nodes_opt, 0, "judge against N nodes (default: inferred)", "N" },
 		{ "workers", '\0', POPT_ARG_INT, &workers_opt, 0, "judge against W workers per node (default: inferred)", "W" },
-		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file", "FILE" },
+		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "gs:// requests in flight (default 32)", "N" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};

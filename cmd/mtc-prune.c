@@ -493,7 +493,7 @@ int main(int argc, const char **argv)
 		{ "print-kept", '\0', POPT_ARG_NONE, &print_kept, 0, "print only the names kept, one a line", NULL },
 		{ "print-not-deleted", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &print_kept, 0, "same as --print-kept", NULL },
 		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "print the decisions as JSON", NULL },
-		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file", "FILE" },
+		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
 		{ "parallel", '\0', POPT_ARG_INT, &parallel, 0, "transfers in flight: gs:// requests, threads on a directory (default 32)", "N" },
 		{ "silent", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0, NULL, NULL },
 		{ "no-recency-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0, NULL, NULL },

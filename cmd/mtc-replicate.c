@@ -45,7 +45,7 @@ static const struct {
 	[DIGEST] = { "digest", do_digest, "digest [--json] [--threads N] [--framework F] PATH..." },
 	[COMMIT] = { "commit", do_commit, "commit --dir DIR --config CFG [--watch] [--quiet-time SEC]" },
 	[GC] = { "gc", do_gc, "gc --dir DIR --config CFG --keep STEP[,STEP...]" },
-	[SERVE] = { "serve", mtc_replicate_serve, "serve --dir DIR --listen HOST:PORT [--token-file FILE] [--insecure]" },
+	[SERVE] = { "serve", mtc_replicate_serve, "serve --dir DIR --listen HOST:PORT [--peer-token-file FILE] [--insecure]" },
 	[PUSH] = { "push", mtc_replicate_push, "push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T]" },
 	[FETCH] = { "fetch", mtc_replicate_fetch, "fetch --dir DIR --from URL [--hash H]... [--meta NAME]..." },
 	[RUN] = { "run", do_run, "run --dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL] [--peer-url-template T | --peers-file FILE]" },
@@ -397,7 +397,7 @@ static int do_run(int argc, const char **argv)
 		  "one peer URL per line, in rank order", "FILE" },
 		{ "peer-token-file", '\0', POPT_ARG_STRING, &token_file, 0,
 		  "bearer token for the peers and the coordinator", "FILE" },
-		{ "token-file", '\0', POPT_ARG_STRING, &store_token, 0, "gs:// bearer token file", "FILE" },
+		{ "gcs-token-file", '\0', POPT_ARG_STRING, &store_token, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
 		{ "sync-interval", '\0', POPT_ARG_DOUBLE, &sync_s, 0,
 		  "seconds between syncs with the coordinator (default 10)", "SEC" },
 		{ "quiet-time", '\0', POPT_ARG_DOUBLE, &quiet, 0,
@@ -432,7 +432,8 @@ static int do_run(int argc, const char **argv)
 	mtc_log_status_dir(dir, context);
 	free(context);
 	rc = MTC_EXIT_FAILURE;
-	if (token_file && !(token = mtc_read_token_file(token_file, err, sizeof err)))
+	if (mtc_peer_token_path(token_file) &&
+	    !(token = mtc_read_token_file(mtc_peer_token_path(token_file), err, sizeof err)))
 		mtc_error("%s", err);
 	else if ((tmpl || peers_file) && peer_urls(&cfg, tmpl, peers_file, &urls, &n_urls) < 0)
 		;

@@ -652,7 +652,8 @@ static int restore_cluster(void)
 	context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
 	mtc_log_status_dir(dir, context);
 	free(context);
-	if (peer_token_file && !(token = mtc_read_token_file(peer_token_file, err, sizeof err))) {
+	const char *ptf = mtc_peer_token_path(peer_token_file);
+	if (ptf && !(token = mtc_read_token_file(ptf, err, sizeof err))) {
 		mtc_critical("%s", err);
 		mtc_config_free(&cfg);
 		return MTC_EXIT_FAILURE;
@@ -697,7 +698,7 @@ int main(int argc, const char **argv)
 		{ "pin", '\0', POPT_ARG_STRING, &pin_root, 0, "write restore.version naming NAME", "LOCATION/JOB" },
 		{ "unpin", '\0', POPT_ARG_STRING, &unpin_root, 0, "remove restore.version", "LOCATION/JOB" },
 		{ "force", '\0', POPT_ARG_NONE, &force, 0, "pin a backup that is not valid", NULL },
-		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file", "FILE" },
+		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
 		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal", NULL },

@@ -5,7 +5,7 @@ _mtc_backup()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	case $prev in
-	--config|-c|--token-file)
+	--config|-c|--gcs-token-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--dir|-d|--to|-t)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
@@ -17,7 +17,7 @@ _mtc_backup()
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W '--dir --config --step --to --name --token-file --parallel
+		COMPREPLY=($(compgen -W '--dir --config --step --to --name --gcs-token-file --parallel
 			--threads --no-verify --no-progress --stall-timeout --verbose --quiet --log-format --version --help --usage' -- "$cur"))
 	fi
 }

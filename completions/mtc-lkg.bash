@@ -5,7 +5,7 @@ _mtc_lkg()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	case $prev in
-	--inventory|-i|--config|-c|--token-file|--peer-token-file)
+	--inventory|-i|--config|-c|--gcs-token-file|--peer-token-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--dir|-d|--backups|-b)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
@@ -17,7 +17,7 @@ _mtc_lkg()
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--inventory --dir --peer --peer-url-template
 			--peer-token-file --peer-timeout --config --rank --job --backups --nodes
-			--workers --token-file --parallel --json --verbose --quiet --log-format
+			--workers --gcs-token-file --parallel --json --verbose --quiet --log-format
 			--version --help --usage' -- "$cur"))
 	fi
 }

@@ -7,7 +7,7 @@ _mtc_prune()
 	case $prev in
 	--minutely|--hourly|--daily|--weekly|--monthly|--yearly)
 		COMPREPLY=($(compgen -W 'always 0 1 7 24 52' -- "$cur")); return ;;
-	--list|--config|-c|--token-file)
+	--list|--config|-c|--gcs-token-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	-p|--path)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
@@ -20,7 +20,7 @@ _mtc_prune()
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--path --list --config --delete --grace --print-deleted
-			--print-kept --json --token-file --parallel --minutely --hourly --daily --weekly
+			--print-kept --json --gcs-token-file --parallel --minutely --hourly --daily --weekly
 			--monthly --yearly --prefer-recent --relaxed --include --exclude --include-list
 			--exclude-list --timestamp-pattern --utc --verbose --quiet --log-format --version
 			--help --usage' -- "$cur"))

@@ -5,7 +5,7 @@ _mtc_restore()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	case $prev in
-	--archive|-a|--token-file)
+	--archive|-a|--gcs-token-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--from|-f|--out|-o|--pin|--unpin)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
@@ -18,7 +18,7 @@ _mtc_restore()
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--from --rank --out --archive --compress --pin --unpin
-			--force --token-file --parallel --threads --no-progress --verbose --quiet --log-format
+			--force --gcs-token-file --parallel --threads --no-progress --verbose --quiet --log-format
 			--version --help --usage' -- "$cur"))
 	fi
 }

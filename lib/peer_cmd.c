@@ -24,13 +24,13 @@
 #include "xalloc.h"
 
 #define SERVE_USAGE                                                                            \
-	"serve --dir DIR --listen HOST:PORT [--token-file FILE] [--insecure] "                 \
+	"serve --dir DIR --listen HOST:PORT [--peer-token-file FILE] [--insecure] "                 \
 	"[--coordinator --nodes N]"
 #define PUSH_USAGE                                                                             \
 	"push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] "        \
-	"[--token-file FILE] [--streams N]"
+	"[--peer-token-file FILE] [--streams N]"
 #define FETCH_USAGE                                                                            \
-	"fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--token-file FILE] "       \
+	"fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--peer-token-file FILE] "       \
 	"[--streams N]"
 
 static int parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
@@ -62,7 +62,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 		{ "listen", 'l', POPT_ARG_STRING, &listen, 0,
 		  "address to listen on (default 127.0.0.1:7070; port 0 picks a free one)",
 		  "HOST:PORT" },
-		{ "token-file", '\0', POPT_ARG_STRING, &token, 0, "bearer token every request must carry",
+		{ "peer-token-file", '\0', POPT_ARG_STRING, &token, 0, "bearer token every request must carry (else $MTC_PEER_TOKEN_FILE)",
 		  "FILE" },
 		{ "insecure", '\0', POPT_ARG_NONE, &insecure, 0,
 		  "allow a non-loopback address without a token", NULL },
@@ -108,7 +108,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	o.dir = dir;
 	if (listen)
 		o.listen = listen;
-	o.token_file = token;
+	o.token_file = mtc_peer_token_path(token);
 	o.insecure = insecure;
 	o.ready_file = ready_file;
 	if (max_body >= 0)
@@ -187,6 +187,7 @@ static int client_setup(struct mtc_peer_client *pc, const char *token_file, doub
 	if (retries >= 0)
 		pc->retries = retries;
 	*token = NULL;
+	token_file = mtc_peer_token_path(token_file);
 	if (token_file) {
 		if (!(*token = mtc_read_token_file(token_file, err, sizeof err))) {
 			mtc_error("%s", err);
@@ -229,7 +230,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		{ "peer", 'p', POPT_ARG_ARGV, &peers, 0, "push to this peer (repeatable)", "URL" },
 		{ "peer-url-template", '\0', POPT_ARG_STRING, &tmpl, 0,
 		  "turns a peer rank into its URL, e.g. http://job-0-{rank}.svc:7070", "T" },
-		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "bearer token for the peers",
+		{ "peer-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "bearer token for the peers (else $MTC_PEER_TOKEN_FILE)",
 		  "FILE" },
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
 		  "seconds per object, retries included (default 3600)", "SEC" },
@@ -321,7 +322,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 		{ "hash", 'H', POPT_ARG_ARGV, &hashes, 0, "fetch <H>.data (repeatable)", "H" },
 		{ "meta", 'm', POPT_ARG_ARGV, &metas, 0, "fetch this .meta and its data (repeatable)",
 		  "NAME" },
-		{ "token-file", '\0', POPT_ARG_STRING, &token_file, 0, "bearer token for the peer",
+		{ "peer-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "bearer token for the peer (else $MTC_PEER_TOKEN_FILE)",
 		  "FILE" },
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
 		  "seconds per object, retries included (default 3600)", "SEC" },

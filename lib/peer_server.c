@@ -1566,7 +1566,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		return NULL;
 	if (!o->token_file && !o->insecure && !is_loopback(&ss)) {
 		snprintf(err, errlen,
-			 "refusing to listen on '%s' without --token-file (use --insecure to allow)",
+			 "refusing to listen on '%s' without --peer-token-file (use --insecure to allow)",
 			 o->listen);
 		return NULL;
 	}

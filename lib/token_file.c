@@ -41,3 +41,9 @@ char *mtc_read_token_file(const char *path, char *err, size_t errlen)
 			 (unsigned)(st.st_mode & 0777));
 	return buf;
 }
+
+const char *mtc_peer_token_path(const char *given)
+{
+	const char *env = getenv("MTC_PEER_TOKEN_FILE");
+	return given && *given ? given : env && *env ? env : NULL;
+}

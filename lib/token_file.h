@@ -15,4 +15,7 @@
  */
 char *mtc_read_token_file(const char *path, char *err, size_t errlen);
 
+/* The peer token file: --peer-token-file when given, else $MTC_PEER_TOKEN_FILE, else NULL. */
+const char *mtc_peer_token_path(const char *given);
+
 #endif

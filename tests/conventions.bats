@@ -34,6 +34,19 @@ programs() { ls "$MTC_BIN" | grep '^mtc-'; }
 	done
 }
 
+@test "--token-file, which named two different secrets, is refused everywhere, naming both flags" {
+	echo "a-secret-of-at-least-16-bytes" >"$BATS_TEST_TMPDIR/tok"
+	for cmd in "mtc-backup" "mtc-restore" "mtc-lkg" "mtc-prune" "mtc-replicate serve" \
+		"mtc-replicate push" "mtc-replicate fetch" "mtc-replicate run"; do
+		run --separate-stderr $cmd --token-file "$BATS_TEST_TMPDIR/tok"
+		[ "$status" -eq 2 ] || fail "$cmd exited $status"
+		[[ "$stderr" == *"--peer-token-file"*"--gcs-token-file"* ]] || fail "$cmd said: $stderr"
+	done
+	run "$MTC_TESTS/../contrib/mtc-node" --token-file=x
+	assert_failure 2
+	assert_output --partial "--peer-token-file"
+}
+
 @test "every program has a man page with the exit-code table" {
 	for p in $(programs); do
 		local page="$MTC_TESTS/../man/$p.1"

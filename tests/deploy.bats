@@ -48,7 +48,7 @@ pod_start() {
 		--coordinator-url=*) a=--coordinator-url=$CL_COORD ;;
 		--peer-url-template=*) a=--peers-file=$CL_ROOT/peers ;;
 		--backup=gs://*) a=--backup=$CL_BACKUP ;;
-		--token-file=*) a=--token-file=$CL_ROOT/token ;;
+		--peer-token-file=*) a=--peer-token-file=$CL_ROOT/token ;;
 		--state-dir=*) a=--state-dir=$CL_ROOT/state$r ;;
 		esac
 		args+=("$a")

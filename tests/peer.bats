@@ -96,7 +96,7 @@ only_staging_free() { # nothing in DIR but the given names
 	assert_output ok
 	run mtc-replicate serve --dir "$T/p" --listen 0.0.0.0:0
 	assert_failure 1
-	assert_output --partial "without --token-file"
+	assert_output --partial "without --peer-token-file"
 	run mtc-replicate serve --dir "$T/missing" --listen 127.0.0.1:0
 	assert_failure 1
 }
@@ -367,7 +367,7 @@ put_body() { put_code "${1%/v1/objects/*}" "${1##*/}" "$2"; }
 @test "bearer token: missing or wrong is 401, the right one works for push and fetch" {
 	echo s3cret-of-the-job-0123 >"$T/token"
 	echo wrong-token-of-another-job >"$T/wrong"
-	start_daemon p --token-file "$T/token"
+	start_daemon p --peer-token-file "$T/token"
 	run curl -s -o /dev/null -w '%{http_code}' "$URL/v1/inventory"
 	assert_output 401
 	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong" "$URL/v1/inventory"
@@ -378,14 +378,14 @@ put_body() { put_code "${1%/v1/objects/*}" "${1##*/}" "$2"; }
 	assert_output ok
 	make_step "$T/src" 1
 	write_config "$T/cfg.json" 0 2 1
-	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 1 --peer "$URL" --token-file "$T/wrong"
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 1 --peer "$URL" --peer-token-file "$T/wrong"
 	assert_failure 1
 	assert_output --partial "401"
 	only_staging_free "$T/p"
-	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 1 --peer "$URL" --token-file "$T/token"
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 1 --peer "$URL" --peer-token-file "$T/token"
 	assert_success
 	mkdir "$T/back"
-	run mtc-replicate fetch --dir "$T/back" --from "$URL" --meta job-s1-n0-w0.meta --token-file "$T/token"
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --meta job-s1-n0-w0.meta --peer-token-file "$T/token"
 	assert_success
 	diff -r "$T/src/$HASH.data" "$T/back/$HASH.data"
 }
@@ -672,21 +672,21 @@ get_code() { # get_code URL NAME [curl args]: GET's HTTP code; the body in $T/ge
 	printf 'a-token-of-the-job-with spaces inside\r\nsecond line\n' >"$T/good"
 	chmod 600 "$T/good"
 	for f in nul short empty; do
-		run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --token-file "$T/$f"
+		run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --peer-token-file "$T/$f"
 		assert_failure
 		assert_output --partial "token file '$T/$f'"
 	done
-	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --token-file "$T/nul"
+	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --peer-token-file "$T/nul"
 	assert_output --partial "NUL"
-	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --token-file "$T/short"
+	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --peer-token-file "$T/short"
 	assert_output --partial "at least 16 bytes"
-	start_daemon p --token-file "$T/good"
+	start_daemon p --peer-token-file "$T/good"
 	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer a-token-of-the-job-with spaces inside" "$URL/v1/inventory"
 	assert_output 200
 	refute grep -q "readable by group" "$T/p.err"
 	kill "$PID"
 	chmod 644 "$T/good"
-	start_daemon p --token-file "$T/good"
+	start_daemon p --peer-token-file "$T/good"
 	grep -q "readable by group or others (mode 644)" "$T/p.err"
 	kill "$PID"
 	start_daemon p --insecure --listen 0.0.0.0:0
