@@ -116,10 +116,12 @@ deps:
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
+	    $(DESTDIR)$(PREFIX)/share/man/man8 \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 	install -m 755 $(PROGS) $(wildcard contrib/mtc-node) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -m 644 $(wildcard man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 	for f in completions/*.bash; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$(basename $$f .bash); done
 	for f in completions/_*; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/zsh/site-functions/; done
 

@@ -38,28 +38,70 @@ setup() {
 
 teardown() { cluster_stop; }
 
-# pod_start RANK NODE: the sidecar of the pod with completion index RANK, on NODE.
-pod_start() {
-	local r=$1 node=$2 a args=()
+# The VM unit's ExecStart, one word a line, expanded from its env file as systemd does.
+unit() {
+	python3 - "$BATS_TEST_DIRNAME/../contrib/systemd" <<'PY'
+import os, re, shlex, sys
+d = sys.argv[1]
+env = {"RUNTIME_DIRECTORY": "/run/mtc"}
+for line in open(os.path.join(d, "mtc-node.env")):
+    line = line.strip()
+    if line and not line.startswith("#"):
+        k, v = line.split("=", 1)
+        env[k] = v
+cmd = [l.split("=", 1)[1] for l in open(os.path.join(d, "mtc-node.service")) if l.startswith("ExecStart=")][0]
+print("\n".join(re.sub(r"\$\{(\w+)\}", lambda m: env[m.group(1)], w) for w in shlex.split(cmd)))
+PY
+}
+
+# node_start SOURCE RANK NODE: the service of RANK on NODE, its command line
+# from SOURCE (jobset command, or unit), with what a cluster provides mapped
+# to this machine: addresses to loopback ports, the RAM disk to NODE's dir,
+# the token, the bucket and the state dir to the test's.
+node_start() {
+	local source=$1 r=$2 node=$3 a args=()
 	while IFS= read -r a; do
 		case $a in
+		*/mtc-node | mtc-node) a=$MTC_TESTS/../contrib/mtc-node ;;
 		--dir=*) a=--dir=$CL_ROOT/node$node ;;
 		--listen=*) a=--listen=127.0.0.1:${CL_PORTS[$r]} ;;
 		--coordinator-url=*) a=--coordinator-url=$CL_COORD ;;
-		--peer-url-template=*) a=--peers-file=$CL_ROOT/peers ;;
+		--peer-url-template=* | --peers-file=*) a=--peers-file=$CL_ROOT/peers ;;
 		--backup=gs://*) a=--backup=$CL_BACKUP ;;
 		--peer-token-file=*) a=--peer-token-file=$CL_ROOT/token ;;
 		--state-dir=*) a=--state-dir=$CL_ROOT/state$r ;;
+		--*) ;;
+		*) fail "'$a': a word of the command line this test does not map" ;;
 		esac
 		args+=("$a")
-	done < <(jobset command)
-	[ "${args[0]}" = mtc-node ]
-	args[0]=$MTC_TESTS/../contrib/mtc-node
+	done < <($source)
+	[ "${args[0]}" = "$MTC_TESTS/../contrib/mtc-node" ]
 	# the test's clock: faster heartbeats, syncs and quiet time than a cluster's defaults
 	"${args[@]}" --heartbeat=0.5 --heartbeat-timeout=3 --round-timeout=60 --sync-interval=0.5 \
 		--quiet-time=0.5 --verbose >>"$CL_ROOT/node$r.log" 2>&1 &
 	echo $! >"$CL_ROOT/node$r.pid"
 	CL_NODE_OF[$r]=$node
+}
+
+pod_start() { node_start "jobset command" "$@"; }
+
+# Three steps saved, replicated and backed up; every node restarted with its
+# rank on node (rank + shift) mod N; the newest step comes back from RAM.
+save_restart_restore() {
+	local start=$1 shift_by=$2
+	run trainers orbax --steps 3
+	assert_success
+	[ "$(restored_steps)" = 0 ]
+	wait_for "step 3 replicated" 60 replicated 3
+	wait_for "a backup" 60 has_backup
+	nodes_kill
+	for ((r = 0; r < N; r++)); do $start "$r" $(((r + shift_by) % N)); done
+	run trainers orbax --steps 0
+	assert_success
+	[ "$(restored_steps)" = 3 ]
+	for ((r = 0; r < N; r++)); do
+		grep -q '"source":"cluster"' "$CL_ROOT/state$r/restore.json"
+	done
 }
 
 probe() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:${CL_PORTS[$1]}$2"; }
@@ -70,21 +112,14 @@ probe() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:
 	wait_for "every daemon answers $live" 20 bash -c "$(declare -f probe); $(declare -p CL_PORTS); for r in \$(seq 0 $((N - 1))); do [ \"\$(probe \$r $live)\" = 200 ] || exit 1; done"
 	[ "$(probe 1 "$ready")" = 503 ] # no training job yet
 	[ "$(probe 1 /metrics)" = 200 ] # scraped without the token
-	run trainers orbax --steps 3
-	assert_success
-	[ "$(restored_steps)" = 0 ]
+	save_restart_restore pod_start 1
 	[ "$(probe 1 "$ready")" = 200 ]
-	wait_for "step 3 replicated" 60 replicated 3
-	wait_for "a backup" 60 has_backup
-	# the JobSet restarts: every pod is recreated, rank r now on node r+1
-	nodes_kill
-	for ((r = 0; r < N; r++)); do pod_start "$r" $(((r + 1) % N)); done
-	run trainers orbax --steps 0
-	assert_success
-	[ "$(restored_steps)" = 3 ]
-	for ((r = 0; r < N; r++)); do
-		grep -q '"source":"cluster"' "$CL_ROOT/state$r/restore.json"
-	done
+}
+
+@test "the VM unit's ExecStart, with its env file, runs the same service: a restart of every node restores from RAM" {
+	unit_start() { node_start unit "$@"; }
+	for ((r = 0; r < N; r++)); do unit_start "$r" "$r"; done
+	save_restart_restore unit_start 0
 }
 
 @test "mtc-node takes --option=value and --option value alike, and says its version" {
@@ -112,4 +147,13 @@ probe() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:
 	done
 	echo "$final" | grep -q '^USER mtc'
 	grep -q 'make deps && make' "$MTC_TESTS/../contrib/Containerfile"
+}
+
+@test "every option mtc-node --help lists is in mtc-node(8)" {
+	run "$MTC_TESTS/../contrib/mtc-node" --help
+	assert_success
+	page=$(sed 's/\\-/-/g' "$MTC_TESTS/../man/mtc-node.8")
+	for opt in $(echo "$output" | grep -o -- '--[a-z-]*' | sort -u); do
+		[[ "$page" == *"$opt"* ]] || fail "mtc-node(8) lacks $opt"
+	done
 }
