@@ -15,6 +15,7 @@
 #include "fsutil.h"
 #include "lkg.h"
 #include "log.h"
+#include "metrics.h"
 #include "naming.h"
 #include "xalloc.h"
 
@@ -43,6 +44,7 @@ struct mtc_coord {
 	long long last_backup_time, last_backup_step, last_agreed;
 	char last_backup_name[17];
 	int scheduled; /* the last backup was named by this coordinator */
+	long long done[NKINDS], failed[NKINDS]; /* rounds, for the metrics */
 };
 
 void mtc_coord_defaults(struct mtc_coord_opts *o)
@@ -118,6 +120,7 @@ static char *failure(const char *fmt, ...)
 static void fail_round(struct mtc_coord *c, struct round *rd, const char *msg)
 {
 	mtc_error("%s", msg);
+	c->failed[rd - c->rounds]++;
 	for (int r = 0; r < c->o.nodes; r++) {
 		struct slot *s = &rd->s[r];
 		if (!s->report)
@@ -384,6 +387,7 @@ static void complete(struct mtc_coord *c, enum kind k)
 		json_decref(rd->s[r].report);
 		rd->s[r].report = NULL;
 	}
+	c->done[k]++;
 	rd->n_reported = 0;
 	rd->opened = 0;
 	pthread_cond_broadcast(&c->cv);
@@ -598,6 +602,36 @@ static char *status_json(struct mtc_coord *c)
 					      (json_int_t)c->last_backup_step));
 	pthread_mutex_unlock(&c->mu);
 	return dump(o);
+}
+
+void mtc_coord_metrics(void *coord, struct mtc_text *t)
+{
+	struct mtc_coord *c = coord;
+	double now;
+	int silent = 0, heard = 0;
+
+	pthread_mutex_lock(&c->mu);
+	now = mtc_now();
+	for (int r = 0; r < c->o.nodes; r++) {
+		heard += c->last_seen[r] > 0;
+		silent += c->last_seen[r] > 0 && now - c->last_seen[r] > c->o.heartbeat_s;
+	}
+	mtc_metric_header(t, "mtc_coord_ranks", "gauge", "the job's ranks: heard from, and silent for longer than the heartbeat timeout");
+	mtc_metric_value(t, "mtc_coord_ranks", "state=\"heard\"", heard);
+	mtc_metric_value(t, "mtc_coord_ranks", "state=\"silent\"", silent);
+	mtc_metric_value(t, "mtc_coord_ranks", "state=\"expected\"", c->o.nodes);
+	mtc_metric_header(t, "mtc_coord_round_reports", "gauge", "ranks that reported to the open round");
+	mtc_metric_header(t, "mtc_coord_rounds_total", "counter", "rounds by kind and outcome");
+	for (int k = 0; k < NKINDS; k++) {
+		char label[64];
+		snprintf(label, sizeof label, "round=\"%s\"", kind_names[k]);
+		mtc_metric_value(t, "mtc_coord_round_reports", label, c->rounds[k].n_reported);
+		snprintf(label, sizeof label, "round=\"%s\",result=\"done\"", kind_names[k]);
+		mtc_metric_value(t, "mtc_coord_rounds_total", label, (double)c->done[k]);
+		snprintf(label, sizeof label, "round=\"%s\",result=\"failed\"", kind_names[k]);
+		mtc_metric_value(t, "mtc_coord_rounds_total", label, (double)c->failed[k]);
+	}
+	pthread_mutex_unlock(&c->mu);
 }
 
 int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *max_body,

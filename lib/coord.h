@@ -83,4 +83,8 @@ int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *m
 int mtc_coord_route(void *coord, const char *method, const char *path, const char *body,
 		    size_t len, char **answer);
 
+/* The coordinator's figures for GET /metrics: ranks heard and silent, rounds by outcome. */
+struct mtc_text;
+void mtc_coord_metrics(void *coord, struct mtc_text *t);
+
 #endif

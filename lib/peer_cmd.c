@@ -141,6 +141,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 		o.route_prefix = MTC_COORD_PREFIX;
 		o.route_admit = mtc_coord_admit;
 		o.route = mtc_coord_route;
+		o.metrics = mtc_coord_metrics;
 		o.route_arg = coord;
 		if (max_conn <= 0)
 			o.max_connections = 3 * nodes + 64;

@@ -16,6 +16,8 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -29,6 +31,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "naming.h"
+#include "node_status.h"
 #include "peer_http.h"
 #include "peer_manifest.h"
 #include "token_file.h"
@@ -684,6 +687,38 @@ static enum MHD_Result get_inventory(struct req *r, struct MHD_Connection *c)
 	return rc;
 }
 
+/* What an operator pages on: the node's steps, its last backup, its RAM disk's room. */
+static void node_metrics(struct mtc_peer_server *s, struct mtc_text *t)
+{
+	struct mtc_node_status st;
+	struct statvfs fs;
+
+	if (mtc_node_status_read(s->dir, &st) == 0) {
+		mtc_metric_header(t, "mtc_node_committed_step", "gauge", "the newest step this node committed");
+		mtc_metric_value(t, "mtc_node_committed_step", NULL, (double)st.committed);
+		mtc_metric_header(t, "mtc_node_replicated_step", "gauge",
+				  "the newest step this node pushed to every peer");
+		mtc_metric_value(t, "mtc_node_replicated_step", NULL, (double)st.replicated);
+		mtc_metric_header(t, "mtc_node_backup_step", "gauge",
+				  "the step of the last backup this node finished (-1: none)");
+		mtc_metric_value(t, "mtc_node_backup_step", NULL, (double)st.backup_step);
+		if (st.backup_time >= 0) {
+			mtc_metric_header(t, "mtc_node_backup_age_seconds", "gauge",
+					  "seconds since the last backup this node finished");
+			mtc_metric_value(t, "mtc_node_backup_age_seconds", NULL,
+					 (double)(time(NULL) - st.backup_time));
+		}
+		mtc_metric_header(t, "mtc_node_backups_failed_total", "counter", "backups that failed");
+		mtc_metric_value(t, "mtc_node_backups_failed_total", NULL, (double)st.backups_failed);
+	}
+	if (statvfs(s->dir, &fs) == 0) {
+		mtc_metric_header(t, "mtc_local_dir_size_bytes", "gauge", "size of the local dir's filesystem");
+		mtc_metric_value(t, "mtc_local_dir_size_bytes", NULL, (double)fs.f_blocks * fs.f_frsize);
+		mtc_metric_header(t, "mtc_local_dir_free_bytes", "gauge", "free bytes there");
+		mtc_metric_value(t, "mtc_local_dir_free_bytes", NULL, (double)fs.f_bavail * fs.f_frsize);
+	}
+}
+
 static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
@@ -718,6 +753,9 @@ static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 			 (double)atomic_load(&s->digest_failures));
 	mtc_metric_histogram(&t, "mtc_peer_transfer_seconds",
 			     "seconds per data upload, hashed as it arrives", &s->seconds);
+	node_metrics(s, &t);
+	if (s->o.metrics)
+		s->o.metrics(s->o.route_arg, &t);
 	rc = respond(r, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", "%s", t.buf);
 	free(t.buf);
 	return rc;

@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+struct mtc_text;
+
 /*
  * The peer daemon (DESIGN.md §4) over one local dir:
  *   PUT|GET|HEAD /v1/objects/<hash>.data      a file as raw bytes, a tree as tar (peer_wire.h)
@@ -47,6 +49,8 @@ struct mtc_peer_server_opts {
 			   char *why, size_t whylen);
 	int (*route)(void *arg, const char *method, const char *url, const char *body, size_t len,
 		     char **answer);
+	/* More figures for GET /metrics (the coordinator's), or NULL. */
+	void (*metrics)(void *arg, struct mtc_text *t);
 	void *route_arg;
 };
 

@@ -26,6 +26,7 @@
 #include "inventory.h"
 #include "log.h"
 #include "naming.h"
+#include "node_status.h"
 #include "peer_client.h"
 #include "store.h"
 #include "xalloc.h"
@@ -47,6 +48,7 @@ struct loop {
 	char last_backup_name[17];
 	double sync_failing_since, sync_error_logged;
 	char attempted[17]; /* the last backup this process started or found done */
+	struct mtc_node_status status, written; /* for the daemon's metrics (node_status.h) */
 };
 
 /*
@@ -118,6 +120,8 @@ static void seed_last_backup(struct loop *l)
 				continue;
 			valid = info.state == MTC_BACKUP_VALID;
 			if (valid) {
+				l->status.backup_step = info.step;
+				l->status.backup_time = (long long)list[i].when;
 				l->last_backup_time = (long long)list[i].when;
 				l->last_backup_step = info.step;
 				snprintf(l->last_backup_name, sizeof l->last_backup_name, "%s",
@@ -239,16 +243,21 @@ static void reap_backup(struct loop *l, int block)
 	p = waitpid(l->child, &status, block ? 0 : WNOHANG);
 	if (p == 0 || (p < 0 && errno == EINTR))
 		return;
-	if (p > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	if (p > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		mtc_info("backup '%s' of step %lld done", l->child_name, l->child_step);
-	else if (p > 0 && WIFEXITED(status))
+		l->status.backup_step = l->child_step;
+		l->status.backup_time = (long long)time(NULL);
+	} else if (p > 0 && WIFEXITED(status)) {
+		l->status.backups_failed++;
 		mtc_error("backup '%s' of step %lld failed (mtc-backup exit %d); it is retried at "
 			  "the next interval",
 			  l->child_name, l->child_step, WEXITSTATUS(status));
-	else
+	} else {
+		l->status.backups_failed++;
 		mtc_error("backup '%s' of step %lld failed (mtc-backup killed by signal %d); it is "
 			  "retried at the next interval",
 			  l->child_name, l->child_step, p > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	}
 	l->child = 0;
 }
 
@@ -507,6 +516,20 @@ static int sync_once(struct loop *l)
 	return 1;
 }
 
+/* The status file, rewritten when a figure changed (node_status.h). */
+static void write_status(struct loop *l)
+{
+	l->status.committed = l->committed;
+	l->status.replicated = l->replicated;
+	const struct mtc_node_status *a = &l->status, *b = &l->written;
+	if (a->rank == b->rank && a->committed == b->committed && a->replicated == b->replicated &&
+	    a->backup_step == b->backup_step && a->backup_time == b->backup_time &&
+	    a->backups_failed == b->backups_failed)
+		return;
+	if (mtc_node_status_write(l->o->dir, &l->status) == 0)
+		l->written = l->status;
+}
+
 int mtc_steady_run(const struct mtc_steady_opts *o)
 {
 	struct loop l = { .o = o };
@@ -521,6 +544,8 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	mtc_peer_client_defaults(&l.pc);
 	l.pc.token = o->token;
 	l.last_backup_time = l.last_backup_step = -1;
+	l.status = (struct mtc_node_status){ o->cfg->node_rank, -1, -1, -1, -1, 0 };
+	l.written.rank = -1;
 	l.coordinated = o->coordinator && o->cfg->nodes > 1;
 	if (mtc_dirwatch_open(&w, o->dir) < 0) {
 		mtc_critical("cannot watch '%s':", o->dir);
@@ -548,6 +573,7 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 		reap_backup(&l, 0);
 		if (mtc_now() >= next_sync)
 			next_sync = sync_once(&l) ? mtc_now() + sync_s : 0;
+		write_status(&l);
 		wait_until = next_sync > 0 ? next_sync : mtc_now() + 0.2;
 		if (wait_until > mtc_now() + 1)
 			wait_until = mtc_now() + 1;

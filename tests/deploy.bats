@@ -94,6 +94,8 @@ save_restart_restore() {
 	[ "$(restored_steps)" = 0 ]
 	wait_for "step 3 replicated" 60 replicated 3
 	wait_for "a backup" 60 has_backup
+	wait_for "the metrics of a node in steady state" 20 node_metrics_ok 1
+	metric 0 'mtc_coord_rounds_total{round="sync",result="done"}' | awk '{ exit !($1 > 0) }'
 	nodes_kill
 	for ((r = 0; r < N; r++)); do $start "$r" $(((r + shift_by) % N)); done
 	run trainers orbax --steps 0
@@ -102,6 +104,17 @@ save_restart_restore() {
 	for ((r = 0; r < N; r++)); do
 		grep -q '"source":"cluster"' "$CL_ROOT/state$r/restore.json"
 	done
+}
+
+metric() { # metric RANK NAME: its value in the daemon's /metrics, read without the token
+	curl -s --max-time 2 "http://127.0.0.1:${CL_PORTS[$1]}/metrics" | awk -v n="$2" '$1 == n { print $2 }'
+}
+
+node_metrics_ok() {
+	[ "$(metric "$1" mtc_node_committed_step)" = 3 ] && [ "$(metric "$1" mtc_node_replicated_step)" = 3 ] &&
+		[ "$(metric "$1" mtc_node_backup_step)" -ge 1 ] 2>/dev/null &&
+		[ -n "$(metric "$1" mtc_node_backup_age_seconds)" ] &&
+		[ "$(metric "$1" mtc_local_dir_free_bytes)" != "" ]
 }
 
 probe() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:${CL_PORTS[$1]}$2"; }
