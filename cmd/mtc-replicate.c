@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "blake3.h"
 #include "cli.h"
 #include "commit.h"
 #include "config.h"
@@ -77,11 +78,44 @@ static void print_b3sum_line(const char *digest, const char *path)
  * OCDBT store (orbax_digest.h), else, or when it has none, the merkle digest.
  * Returns an exit code; m is filled only for a merkle digest.
  */
+/* "-": the BLAKE3 of standard input, as b3sum gives it. */
+static int digest_stdin(int threads, char d[MTC_DIGEST_LEN], long long *bytes)
+{
+	static struct mtc_blake3 h;
+	size_t cap = 1 << 20;
+	char *buf = xmalloc(cap);
+	uint8_t out[MTC_BLAKE3_OUT_LEN];
+	ssize_t n;
+
+	mtc_blake3_init(&h);
+	mtc_blake3_set_threads(&h, threads > 0 ? threads : 1);
+	*bytes = 0;
+	while ((n = read(STDIN_FILENO, buf, cap)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			mtc_error("cannot read standard input:");
+			free(buf);
+			return MTC_EXIT_FAILURE;
+		}
+		mtc_blake3_update(&h, buf, (size_t)n);
+		*bytes += n;
+	}
+	free(buf);
+	mtc_blake3_final(&h, out, sizeof out);
+	mtc_hex(out, sizeof out, d);
+	return MTC_EXIT_OK;
+}
+
 static int digest_one(const char *path, int threads, int orbax, char d[MTC_DIGEST_LEN],
-		      struct mtc_manifest *m)
+		      struct mtc_manifest *m, long long *bytes)
 {
 	char err[1024];
-	int r = orbax ? mtc_orbax_digest(path, threads, d, err, sizeof err) : 0;
+	int r;
+
+	if (!strcmp(path, "-"))
+		return digest_stdin(threads, d, bytes);
+	r = orbax ? mtc_orbax_digest(path, threads, d, err, sizeof err) : 0;
 	if (r < 0) {
 		mtc_error("integrity failure: %s", err);
 		return MTC_EXIT_INTEGRITY;
@@ -91,6 +125,7 @@ static int digest_one(const char *path, int threads, int orbax, char d[MTC_DIGES
 		mtc_error("cannot digest '%s':", path);
 		return rc;
 	}
+	*bytes = mtc_manifest_bytes(m);
 	return MTC_EXIT_OK;
 }
 
@@ -134,7 +169,8 @@ static int do_digest(int argc, const char **argv)
 		struct mtc_manifest m;
 		mtc_manifest_init(&m);
 		double t0 = mtc_now();
-		int r = digest_one(*paths, threads, orbax, d, &m);
+		long long bytes = 0;
+		int r = digest_one(*paths, threads, orbax, d, &m, &bytes);
 		if (r != MTC_EXIT_OK) {
 			rc = r;
 			mtc_manifest_free(&m);
@@ -142,7 +178,7 @@ static int do_digest(int argc, const char **argv)
 		}
 		if (json) {
 			json_t *o = json_pack("{s:s, s:s, s:I, s:f}", "path", *paths, "digest", d,
-					      "bytes", (json_int_t)mtc_manifest_bytes(&m), "seconds",
+					      "bytes", (json_int_t)bytes, "seconds",
 					      mtc_now() - t0);
 			if (manifest)
 				json_object_set_new(o, "manifest", mtc_manifest_to_json(&m));
@@ -504,6 +540,8 @@ int main(int argc, const char **argv)
 		if (!strcmp(argv[1], verbs[v].name)) {
 			if (!verbs[v].fn)
 				return mtc_usage_error("'%s' is not available in this build", argv[1]);
+			/* popt prints "Usage: ARGV0 USAGE", and each usage starts with its verb */
+			argv[1] = argv[0];
 			return verbs[v].fn(argc - 1, argv + 1);
 		}
 	return mtc_usage_error("unknown verb '%s'", argv[1]);

@@ -9,7 +9,7 @@
 #include "exitcode.h"
 #include "log.h"
 
-enum { OPT_VERBOSE = 0x7601, OPT_QUIET, OPT_VERSION, OPT_LOG_FORMAT, OPT_TOKEN_FILE };
+enum { OPT_VERBOSE = 0x7601, OPT_QUIET, OPT_VERSION, OPT_LOG_FORMAT, OPT_TOKEN_FILE, OPT_HELP };
 
 struct poptOption mtc_common_options[] = {
 	{ "verbose", 'v', POPT_ARG_NONE, NULL, OPT_VERBOSE, "more log output (repeatable)", NULL },
@@ -17,6 +17,7 @@ struct poptOption mtc_common_options[] = {
 	{ "log-format", '\0', POPT_ARG_STRING, NULL, OPT_LOG_FORMAT, "log lines as text or json",
 	  "text|json" },
 	{ "version", '\0', POPT_ARG_NONE, NULL, OPT_VERSION, "print the version and exit", NULL },
+	{ NULL, 'h', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, NULL, OPT_HELP, NULL, NULL },
 	/* named two different secrets once: refused, naming the two flags that replace it */
 	{ "token-file", '\0', POPT_ARG_STRING | POPT_ARGFLAG_DOC_HIDDEN, NULL, OPT_TOKEN_FILE, NULL,
 	  NULL },
@@ -66,6 +67,9 @@ int mtc_cli_parse(poptContext ctx)
 			break;
 		case OPT_VERSION:
 			printf("%s (mtc) %s\n", mtc_prog(), MTC_VERSION);
+			return MTC_EXIT_OK;
+		case OPT_HELP:
+			poptPrintHelp(ctx, stdout, 0);
 			return MTC_EXIT_OK;
 		case OPT_TOKEN_FILE:
 			return mtc_usage_error("'--token-file' is ambiguous: use --peer-token-file for "

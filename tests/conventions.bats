@@ -25,6 +25,19 @@ programs() { ls "$MTC_BIN" | grep '^mtc-'; }
 	done
 }
 
+@test "-h is --help everywhere, and a verb's usage names its program and verb" {
+	for p in $(programs); do
+		run "$p" -h
+		assert_success
+		assert_output --partial "Usage: $p"
+	done
+	for v in digest commit gc serve push fetch run; do
+		run mtc-replicate "$v" --help
+		assert_success
+		assert_line --index 0 --regexp "^Usage: mtc-replicate $v "
+	done
+}
+
 @test "every program refuses an unknown option with exit 2 and one line" {
 	for p in $(programs); do
 		run --separate-stderr "$p" --no-such-option

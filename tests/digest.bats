@@ -131,3 +131,12 @@ file_of() { head -c "$2" /dev/urandom > "$T/$1"; }
 	assert_failure 1
 	assert_output --partial "cannot digest '$T/p'"
 }
+
+@test "digest - hashes standard input, as b3sum - does" {
+	head -c 3000001 /dev/urandom >"$BATS_TEST_TMPDIR/in"
+	run bash -c "mtc-replicate digest - <'$BATS_TEST_TMPDIR/in'"
+	assert_success
+	assert_output "$(b3sum - <"$BATS_TEST_TMPDIR/in")"
+	run bash -c ": | mtc-replicate digest -"
+	assert_output "$(: | b3sum -)"
+}
