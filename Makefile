@@ -84,10 +84,10 @@ venv:
 	    || echo "# venv: cannot install $(PY_PKGS) (see $(VENV).log): tests of the real frameworks are skipped"; }
 
 # Fuzz targets link a copy of the library built by clang with libFuzzer and the sanitizers.
-# The cluster scenarios at N = 16 and the data-parallel ones at N = 8 (make check runs them at N = 4).
+# The cluster scenarios at N = 16, the data-parallel and the multi-host ones at N = 8 (make check runs them at N = 4).
 check-long: have-deps
 	@$(MAKE) --no-print-directory all venv
-	MTC_LONG=1 MTC_BIN=$(CURDIR)/build/release/bin MTC_BUILD=build/release bats --tap tests/cluster.bats tests/cluster_dp.bats
+	MTC_LONG=1 MTC_BIN=$(CURDIR)/build/release/bin MTC_BUILD=build/release bats --tap tests/cluster.bats tests/cluster_dp.bats tests/hosts.bats
 
 FUZZ_SRC   := $(wildcard tests/fuzz/*.c)
 FUZZERS    := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)

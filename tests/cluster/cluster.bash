@@ -16,6 +16,8 @@
 #   critical_seen RANK PAT    a CRITICAL line matching PAT reached rank RANK's training job
 #   cluster_stop              stops every node and removes CL_ROOT
 # CL_ENV[RANK] adds environment (fault injection) to a node's service;
+# CL_NETNS[RANK], CL_LISTEN[RANK] and CL_TOKEN put it on a host of its own
+# (tests/cluster/hosts.bash);
 # CL_RANKS limits trainers to some ranks; CL_DP=D gives each trainer its column-mate
 # as peer; CL_NODE_OF[RANK] puts a rank's trainer on another node's dir (a pod
 # rescheduled); MTC_CLUSTER_NODES / MTC_LONG set N.
@@ -56,10 +58,12 @@ cluster_start() {
 	local ranks=("$@") r
 	[ ${#ranks[@]} -gt 0 ] || ranks=($(seq 0 $((CL_N - 1))))
 	for r in "${ranks[@]}"; do
-		env ${CL_ENV[$r]:-} "$MTC_TESTS/../contrib/mtc-node" --dir "$CL_ROOT/node$r" \
-			--listen "127.0.0.1:${CL_PORTS[$r]}" --coordinator-url "$CL_COORD" \
+		${CL_NETNS[$r]:+ip netns exec "${CL_NETNS[$r]}"} \
+			env ${CL_ENV[$r]:-} "$MTC_TESTS/../contrib/mtc-node" --dir "$CL_ROOT/node$r" \
+			--listen "${CL_LISTEN[$r]:-127.0.0.1:${CL_PORTS[$r]}}" --coordinator-url "$CL_COORD" \
+			${CL_TOKEN:+--peer-token-file "$CL_TOKEN"} \
 			--peers-file "$CL_ROOT/peers" --backup "$CL_BACKUP" --state-dir "$CL_ROOT/state$r" \
-			--heartbeat 0.5 --heartbeat-timeout 3 --round-timeout 60 --sync-interval 0.5 \
+			--heartbeat 0.5 --heartbeat-timeout 3 --round-timeout "${CL_ROUND_TIMEOUT:-60}" --sync-interval 0.5 \
 			--quiet-time 0.5 --verbose >>"$CL_ROOT/node$r.log" 2>&1 &
 		echo $! >"$CL_ROOT/node$r.pid"
 	done
