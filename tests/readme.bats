@@ -1,0 +1,56 @@
+#!/usr/bin/env bats
+# README.md's shell blocks marked runnable, run as they stand with only their
+# paths moved into a temporary dir and the port made free: the one-node
+# service with a training stand-in, a restart that restores, and retention.
+load helpers
+
+setup() {
+	W=$(mktemp -d /dev/shm/mtc-readme.XXXXXX)
+	mkdir -p "$W/local" "$W/backups"
+	PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+}
+
+teardown() {
+	[ -z "${SVC:-}" ] || { kill -TERM "$SVC" 2>/dev/null; wait "$SVC" 2>/dev/null; }
+	pkill -f -- "--dir $W/local" 2>/dev/null || true
+	rm -rf "$W"
+}
+
+# block N: README's Nth runnable block, its paths in $W.
+block() {
+	awk -v n="$1" '/<!-- runnable: tests\/readme.bats -->/ { k++; next }
+		k == n && /^```sh$/ { on = 1; next } on && /^```$/ { exit } on { print }' \
+		"$BATS_TEST_DIRNAME/../README.md" |
+		sed -e "s|/run/mtc|$W/run|g" -e "s|/local|$W/local|g" -e "s|/backups|$W/backups|g" \
+			-e "s|127.0.0.1:7070|127.0.0.1:$PORT|g"
+}
+
+service() {
+	block 1 >"$W/service.sh"
+	[ -s "$W/service.sh" ]
+	bash -e "$W/service.sh" >"$W/service.log" 2>&1 &
+	SVC=$!
+}
+
+has_backup() { ls "$W/backups/job"/20*/job-s*-n0-w0.meta >/dev/null 2>&1; }
+
+@test "README's one-node service runs as written: a first start, a restart that restores, and retention" {
+	service
+	run mtc-trainer --dir "$W/local" --job job --nodes 1 --tick 0.1 --steps 2 --save-every 0.5 --minutes 1
+	assert_success
+	assert_line "restored 0"
+	for _ in $(seq 100); do has_backup && break; sleep 0.2; done
+	has_backup
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/readyz")" = 200 ]
+	kill -TERM "$SVC"
+	wait "$SVC" || true
+	SVC=
+	service
+	run mtc-trainer --dir "$W/local" --job job --nodes 1 --tick 0.1 --steps 0
+	assert_success
+	assert_line "restored 2"
+	block 2 >"$W/prune.sh"
+	run bash -e "$W/prune.sh"
+	assert_success
+	assert_output --partial "kept"
+}
