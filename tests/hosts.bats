@@ -44,6 +44,21 @@ first_run() {
 	wait_for "a backup" 60 has_backup
 }
 
+# heal_and_restart RANK: its link heals; step 6 (saved while it was dark)
+# becomes replicated everywhere, and a restart restores it.
+heal_and_restart() {
+	link_heal "$1"
+	note "link of rank $1 healed"
+	wait_for "step 6 replicated after the heal" 90 replicated 6
+	note "step 6 replicated everywhere"
+	nodes_kill
+	cluster_start
+	run trainers orbax --steps 0
+	assert_success
+	[ "$(restored_steps)" = 6 ]
+	note "restart restored step 6"
+}
+
 errors_of() { cat "$CL_ROOT/node$1/replicator.errors" 2>/dev/null; }
 
 @test "hosts: each node on its own address with the token; a node's RAM wiped is restored from its peer" {
@@ -66,16 +81,7 @@ errors_of() { cat "$CL_ROOT/node$1/replicator.errors" 2>/dev/null; }
 	assert_success # saving never waits for the network
 	wait_for "an error about the silent rank" 30 bash -c "grep -qi 'vanished\|silent\|cannot push\|timed out' '$CL_ROOT/node0/replicator.errors' 2>/dev/null"
 	note "rank 0's replicator.errors: $(errors_of 0 | tail -1 | cut -c1-160)"
-	link_heal "$dark"
-	note "link healed"
-	wait_for "step 6 replicated after the heal" 90 replicated 6
-	note "step 6 replicated everywhere"
-	nodes_kill
-	cluster_start
-	run trainers orbax --steps 0
-	assert_success
-	[ "$(restored_steps)" = 6 ]
-	note "restart restored step 6"
+	heal_and_restart "$dark"
 }
 
 @test "hosts: a node's link dark during the restore round: the others fail clearly within the round timeout; healed, the next restart restores" {
@@ -115,16 +121,8 @@ errors_of() { cat "$CL_ROOT/node$1/replicator.errors" 2>/dev/null; }
 	assert_success
 	wait_for "an error about the coordinator" 30 bash -c "grep -qi 'coordinator\|sync' '$CL_ROOT/node1/replicator.errors' 2>/dev/null"
 	note "rank 1's replicator.errors: $(errors_of 1 | tail -1 | cut -c1-160)"
-	link_heal 0
-	note "link healed"
-	wait_for "step 6 replicated after the heal" 90 replicated 6
-	note "step 6 replicated everywhere"
-	nodes_kill
-	cluster_start
-	run trainers orbax --steps 0
-	assert_success
-	[ "$(restored_steps)" = 6 ]
-	note "restart restored step 6 (backups: $backups before, $(backups_count) after)"
+	heal_and_restart 0
+	note "backups: $backups before the fault, $(backups_count) after"
 }
 
 @test "hosts: shaped links (a 50 Mbit/s cap; 30 ms of delay and 1% loss where the kernel has netem): a first run and a restart complete" {

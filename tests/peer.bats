@@ -635,14 +635,20 @@ get_code() { # get_code URL NAME [curl args]: GET's HTTP code; the body in $T/ge
 	grep -q "symlink" "$T/p.err"
 }
 
-@test "a symlink inside a tree that stays inside is sent as its target's bytes" {
-	make_step "$T/src" 3
-	ln -s deeper/note.txt "$T/src/$HASH.data/sub/alias"
+# step_with_link STEP LINK TARGET: a step whose tree holds the symlink LINK ->
+# TARGET, committed under its digest (HASH2); a daemon dst to push it to.
+step_with_link() {
+	make_step "$T/src" "$1"
+	ln -s "$3" "$T/src/$HASH.data/$2"
 	HASH2=$(mtc-replicate digest "$T/src/$HASH.data" | cut -d' ' -f1)
 	mv "$T/src/$HASH.data" "$T/src/$HASH2.data"
-	printf %s "$HASH2" >"$T/src/job-s3-n0-w0.meta"
+	printf %s "$HASH2" >"$T/src/job-s$1-n0-w0.meta"
 	write_config "$T/cfg" 0 2 1
 	start_daemon dst
+}
+
+@test "a symlink inside a tree that stays inside is sent as its target's bytes" {
+	step_with_link 3 sub/alias deeper/note.txt
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg" --step 3 --peer "$URL"
 	assert_success
 	[ -f "$T/dst/$HASH2.data/sub/alias" ] && [ ! -L "$T/dst/$HASH2.data/sub/alias" ]
@@ -650,14 +656,8 @@ get_code() { # get_code URL NAME [curl args]: GET's HTTP code; the body in $T/ge
 }
 
 @test "a push refuses a step holding a symlink that leads out of it" {
-	make_step "$T/src" 4
 	echo "secret outside the dir" >"$T/secret"
-	ln -s "$T/secret" "$T/src/$HASH.data/leak"
-	HASH2=$(mtc-replicate digest "$T/src/$HASH.data" | cut -d' ' -f1)
-	mv "$T/src/$HASH.data" "$T/src/$HASH2.data"
-	printf %s "$HASH2" >"$T/src/job-s4-n0-w0.meta"
-	write_config "$T/cfg" 0 2 1
-	start_daemon dst
+	step_with_link 4 leak "$T/secret"
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg" --step 4 --peer "$URL"
 	assert_failure
 	assert_output --partial "leads out of the tree"
