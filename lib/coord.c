@@ -113,6 +113,10 @@ static char *failure(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	/* a message may quote what a peer sent: only printable ASCII goes into the answer */
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
 	return dump(json_pack("{s:s, s:s}", "status", "failed", "error", msg));
 }
 
