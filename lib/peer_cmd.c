@@ -52,7 +52,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 {
 	struct mtc_peer_server_opts o;
 	char *dir = NULL, *listen = NULL, *token = NULL, *ready_file = NULL, err[512];
-	long long max_body = -1, max_files = -1;
+	long long max_body = -1, max_files = -1, min_rate = -1;
 	int insecure = 0, max_depth = -1, max_conn = -1, timeout = -1, session_timeout = -1, sig, rc;
 	int coordinator = 0, nodes = 0;
 	double round_s = 0, heartbeat_s = 0, poll_s = 0;
@@ -78,6 +78,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "concurrent connections (default 64)", "N" },
 		{ "timeout", '\0', POPT_ARG_INT, &timeout, 0,
 		  "seconds a connection may stay idle (default 120)", "SEC" },
+		{ "min-rate", '\0', POPT_ARG_LONGLONG, &min_rate, 0,
+		  "a request body slower than this on average is cut, after the idle timeout (at most "
+		  "30 s) (default 65536; 0: never)", "BYTES/S" },
 		{ "session-timeout", '\0', POPT_ARG_INT, &session_timeout, 0,
 		  "seconds an upload session may stay idle before it is discarded (default 600)",
 		  "SEC" },
@@ -113,6 +116,8 @@ int mtc_replicate_serve(int argc, const char **argv)
 	o.ready_file = ready_file;
 	if (max_body >= 0)
 		o.max_body = max_body;
+	if (min_rate >= 0)
+		o.min_rate = min_rate;
 	if (max_files >= 0)
 		o.max_files = max_files;
 	if (max_depth >= 0)

@@ -146,6 +146,7 @@ void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
 	o->max_depth = 64;
 	o->max_connections = 64;
 	o->timeout_s = 120;
+	o->min_rate = 64 << 10;
 	o->session_timeout_s = 600;
 }
 
@@ -875,12 +876,33 @@ static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, enum r
 	return MHD_YES;
 }
 
+/*
+ * A body that trickles in holds a connection (and a staging dir) for as long
+ * as it likes under an idle timeout alone: after a grace (the idle timeout,
+ * at most MIN_RATE_GRACE_S) a body slower on average than min_rate is cut.
+ */
+#define MIN_RATE_GRACE_S 30
+
+static int too_slow(struct req *r)
+{
+	const struct mtc_peer_server_opts *o = &r->s->o;
+	double t = mtc_now() - r->t0, grace = o->timeout_s < MIN_RATE_GRACE_S ? o->timeout_s
+									   : MIN_RATE_GRACE_S;
+	return o->min_rate > 0 && t > grace && (double)r->bytes < (double)o->min_rate * t;
+}
+
 static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 {
 	struct mtc_peer_server *s = r->s;
 
 	r->bytes += (long long)len;
 	atomic_fetch_add(&s->bytes_in, (long long)len);
+	if (too_slow(r)) {
+		mtc_warn("'%s': %lld bytes in %.0f s, slower than %lld bytes/s: connection closed",
+			 r->name[0] ? r->name : "a request body", r->bytes, mtc_now() - r->t0,
+			 s->o.min_rate);
+		return MHD_NO;
+	}
 	if (r->kind == REQ_ROUTE || r->kind == REQ_PUT_MANIFEST) {
 		if (r->body_len + len > (r->kind == REQ_ROUTE ? r->route_max : MTC_MANIFEST_BODY_MAX))
 			return MHD_NO;

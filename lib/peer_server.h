@@ -35,6 +35,7 @@ struct mtc_peer_server_opts {
 	int max_depth;
 	int max_connections;
 	int timeout_s;	       /* idle connection timeout */
+	long long min_rate;    /* a body slower than this (bytes/s, after 30 s) is cut; 0: never */
 	int session_timeout_s; /* an upload session idle this long is discarded */
 	/*
 	 * Extra routes (the coordinator): an authorized request whose URL starts

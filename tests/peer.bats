@@ -744,3 +744,32 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	grep -qi '^Retry-After: 1' "$T/h"
 	[ "$(find "$T/p" -maxdepth 1 -type d -name '.mtc-upload-*' | wc -l)" -eq 32 ]
 }
+
+@test "a body that trickles in is cut once slower than --min-rate, and its staging goes" {
+	start_daemon p --timeout 2 --min-rate 100000
+	run python3 - "${URL#http://}" "$(printf 'e%.0s' $(seq 64)).data" <<'PY'
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+s.sendall(f"PUT /v1/objects/{sys.argv[2]} HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n".encode())
+t0 = time.time()
+try:
+    for _ in range(40):  # at most 20 s
+        s.sendall(b"x")
+        time.sleep(0.5)
+        s.settimeout(0.01)
+        try:
+            if s.recv(1) == b"":
+                break
+        except socket.timeout:
+            pass
+        s.settimeout(None)
+except OSError:
+    pass
+print(f"closed after {time.time() - t0:.0f} s")
+PY
+	assert_output --regexp "closed after [2-5] s"
+	grep -q "slower than 100000 bytes/s: connection closed" "$T/p.err"
+	sleep 0.5
+	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-upload-*' | wc -l)" -eq 0 ]
+}
