@@ -98,7 +98,7 @@ errors_of() { cat "$CL_ROOT/node$1/replicator.errors" 2>/dev/null; }
 	run trainers nemo --steps 0 --restore-timeout 300
 	assert_failure
 	took=$(($(date +%s) - start))
-	[ "$took" -lt 60 ]
+	[ "$took" -lt 120 ] # bounded: the round timeout, then NeMo's own wait
 	critical_seen 0 "restore"
 	note "rank 0's replicator.failed: $(cut -c1-200 "$CL_ROOT/node0/replicator.failed" 2>/dev/null | head -1)"
 	note "NeMo on rank 0 raised after $took s: $(grep -v '^$' "$CL_ROOT/trainer0.err" | tail -1 | cut -c1-160)"
