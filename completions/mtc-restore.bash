@@ -5,20 +5,22 @@ _mtc_restore()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	case $prev in
-	--archive|-a|--gcs-token-file)
+	--archive|-a|--gcs-token-file|--config|-c|--peer-token-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
-	--from|-f|--out|-o|--pin|--unpin)
+	--from|-f|--out|-o|--pin|--unpin|--dir|-d|--backup|-b)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--compress)
 		COMPREPLY=($(compgen -W 'zstd' -- "$cur")); return ;;
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
-	--rank|-r|--parallel|-j|--threads)
+	--rank|-r|--parallel|-j|--threads|--coordinator-url|--address|--timeout|--heartbeat)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--from --rank --out --archive --compress --pin --unpin
-			--force --gcs-token-file --parallel --threads --no-progress --verbose --quiet --log-format
+			--force --gcs-token-file --parallel --threads --no-progress
+			--dir --config --backup --coordinator-url --standalone --address --peer-token-file
+			--timeout --heartbeat --verbose --quiet --log-format
 			--version --help --usage' -- "$cur"))
 	fi
 }

@@ -1,0 +1,25 @@
+# bash completion for mtc-node
+_mtc_node()
+{
+	local cur prev
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev=${COMP_WORDS[COMP_CWORD-1]}
+	case $prev in
+	--peers-file|--peer-token-file|--gcs-token-file)
+		COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--dir|--state-dir|--backup)
+		COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--log-format)
+		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
+	--listen|--coordinator-url|--peer-url-template|--round-timeout|--heartbeat-timeout|\
+	--heartbeat|--sync-interval|--quiet-time)
+		return ;;
+	esac
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W '--dir --listen --coordinator-url --peer-url-template
+			--peers-file --backup --peer-token-file --gcs-token-file --state-dir --insecure
+			--round-timeout --heartbeat-timeout --heartbeat --sync-interval --quiet-time
+			--verbose --log-format --once --version --help' -- "$cur"))
+	fi
+}
+complete -F _mtc_node mtc-node

@@ -1,0 +1,159 @@
+#!/usr/bin/env bats
+# The documents against the programs.
+#
+# Options: every long option a program's --help prints (for mtc-replicate,
+# each verb's --help) is in its man page's OPTIONS section (mtc-replicate's
+# page has one OPTIONS subsection per verb, and a verb's own options must be
+# in its subsection), is offered by its bash completion (the completion
+# function is run for "PROG [VERB] --"), and is named by its zsh completion
+# (in the verb's case branch when the file has one). The lists come from
+# --help at run time, so an option added to a program without its documents
+# fails here. Options --help does not print (refused ones) are not checked.
+#
+# Examples: every command line of every man page's EXAMPLES section runs, in
+# a temporary dir that the fixture below prepares so that the paths and names
+# the examples use exist. The convention the examples follow:
+#   /local          a node's local dir (rank 0 of job "job", one node), holding
+#                   committed step 100 (<hash>.data and .meta)
+#   /local1         an empty second local dir
+#   /backups        a backup location (a directory) holding job/2025-06-30_14-30,
+#                   a valid backup of step 100 of job "job"
+#   /run/mtc        a state dir; /run/mtc/config.json is the accepted config
+#   /tmp            a scratch dir
+#   gs://bucket     the fake GCS server, holding the same backup
+#   host:7070       a peer daemon serving /local (job-0-0.job:7070, :7070 and
+#                   127.0.0.1:7070 alike); 127.0.0.1:7071 is free for a daemon
+#                   an example starts (it is stopped after the example)
+#   step-dir        a saved step directory in the current dir
+# The paths are rewritten into the temporary dir before an example runs; an
+# example's exit status must be 0 unless the page's text says otherwise with a
+# "# exit N" comment at the end of the command line.
+load helpers
+
+MAN=$BATS_TEST_DIRNAME/../man
+COMP=$BATS_TEST_DIRNAME/../completions
+NODE=$BATS_TEST_DIRNAME/../contrib/mtc-node
+
+# help_options PROG [VERB]: one line per long option --help prints, "own NAME"
+# for the program's (or verb's) options and "common NAME" for those under
+# "Common options:" and "Help options:".
+help_options() {
+	"$@" --help | awk '
+		/^(Common|Help) options:/ { common = 1 }
+		match($0, /^ +(-[A-Za-z?], )?--[a-z][a-z0-9-]*/) {
+			s = substr($0, RSTART, RLENGTH)
+			sub(/.*--/, "", s)
+			print (common ? "common " : "own ") s
+		}'
+}
+
+# man_section PAGE [SUBSECTION]: the OPTIONS section of PAGE with roff's \-
+# read as -, or only its subsection .SS SUBSECTION.
+man_section() {
+	awk -v sub_="${2:-}" '
+		/^\.SH / { on = ($0 == ".SH OPTIONS"); next }
+		on && /^\.SS / { in_sub = (substr($0, 5) == sub_); next }
+		on && (sub_ == "" || in_sub) { print }' "$1" | sed 's/\\-/-/g'
+}
+
+# bash_offers PROG [VERB]: what the bash completion offers after "PROG [VERB] --".
+bash_offers() {
+	bash -c '
+		source "$1"
+		shift
+		COMP_WORDS=("$@" --)
+		COMP_CWORD=$(($# ))
+		fn=$(complete -p "$1" | sed "s/.*-F \([^ ]*\) .*/\1/")
+		"$fn"
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/$1.bash" "$@"
+}
+
+# zsh_block FILE [VERB]: the zsh completion, or only its common list and the
+# case branch of VERB (a branch may name several verbs, as accept|watch).
+zsh_block() {
+	awk -v verb="${2:-}" '
+		verb == "" { print; next }
+		/^common=\(/ { c = 1 } c { print } c && /^\)/ { c = 0 }
+		match($0, /^\t?[a-z|]+\)/) {
+			b = substr($0, RSTART, RLENGTH - 1)
+			sub(/^\t/, "", b)
+			n = split(b, vs, "|")
+			on = 0
+			for (i = 1; i <= n; i++) if (vs[i] == verb) on = 1
+		}
+		on { print }
+		on && /;;/ { on = 0 }' "$1"
+}
+
+check_verbs() {
+	local prog=$1 verb
+	shift
+	for verb; do check_options "$prog" "$verb"; done
+}
+
+has_word() { grep -qE -- "(^|[^a-z0-9-])--$1([^a-z0-9-]|\$)"; }
+
+# check_options PROG [VERB]: prints every option of PROG [VERB]'s --help that
+# a document leaves out, as "DOCUMENT: --OPTION".
+check_options() {
+	local prog=$1 verb=${2:-} kind opt sub=
+	[ "$prog" = mtc-replicate ] && sub=$verb
+	local page=$MAN/$prog.1
+	[ "$prog" = mtc-node ] && page=$MAN/$prog.8
+	local cmd=("$prog")
+	[ "$prog" = mtc-node ] && cmd=("$NODE")
+	[ -n "$verb" ] && cmd+=("$verb")
+	local opts
+	opts=$(help_options "${cmd[@]}")
+	[ -n "$opts" ] || { echo "$prog $verb: --help printed no options"; return; }
+	local section own_section offers zsh
+	section=$(man_section "$page")
+	own_section=$(man_section "$page" "$sub")
+	offers=$(bash_offers "$prog" ${verb:+"$verb"})
+	zsh=$(zsh_block "$COMP/_$prog" "$verb")
+	while read -r kind opt; do
+		if [ "$kind" = own ]; then
+			has_word "$opt" <<<"$own_section" || echo "$(basename "$page") OPTIONS${sub:+ $sub}: --$opt"
+		else
+			has_word "$opt" <<<"$section" || echo "$(basename "$page") OPTIONS: --$opt"
+		fi
+		grep -qxF -- "--$opt" <<<"$offers" || echo "$prog.bash${verb:+ $verb}: --$opt"
+		has_word "$opt" <<<"$zsh" || echo "_$prog${verb:+ $verb}: --$opt"
+	done <<<"$opts"
+}
+
+@test "the options --help prints are in the man page and both completions: mtc-backup" {
+	run check_options mtc-backup
+	assert_output ''
+}
+
+@test "the options --help prints are in the man page and both completions: mtc-handshake" {
+	# the bash completion offers a verb's options: ask for each verb's and take the union
+	run check_options mtc-handshake offer
+	assert_output ''
+}
+
+@test "the options --help prints are in the man page and both completions: mtc-lkg" {
+	run check_options mtc-lkg
+	assert_output ''
+}
+
+@test "the options --help prints are in the man page and both completions: mtc-prune" {
+	run check_options mtc-prune
+	assert_output ''
+}
+
+@test "the options --help prints are in the man page and both completions: mtc-restore" {
+	run check_options mtc-restore
+	assert_output ''
+}
+
+@test "the options --help prints are in the man page and both completions: every verb of mtc-replicate" {
+	run check_verbs mtc-replicate digest commit gc serve push fetch run
+	assert_output ''
+}
+
+@test "the options --help prints are in the man page and both completions: mtc-node" {
+	run check_options mtc-node
+	assert_output ''
+}
