@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,24 +20,84 @@
 #include "xalloc.h"
 
 #define REFRESH_MARGIN 60
+#define FAILURE_HOLD 30
 #define SCOPE "https://www.googleapis.com/auth/devstorage.read_write"
+#define TOKEN_URI "https://oauth2.googleapis.com/token"
 #define METADATA_PATH "/computeMetadata/v1/instance/service-accounts/default/token"
+#define ADC_FILE "application_default_credentials.json"
+#define WORKSTATION_HINT                                                                        \
+	"on a workstation run 'gcloud auth application-default login' or set "                  \
+	"MTC_GCS_TOKEN=$(gcloud auth print-access-token)"
 
 struct mtc_gcs_auth {
 	enum mtc_gcs_auth_kind kind;
 	char *token_file;   /* TOKEN from a file */
-	char *key_file;     /* SERVICE_ACCOUNT */
+	char *cred_file;    /* SERVICE_ACCOUNT, AUTHORIZED_USER */
 	char *metadata_url; /* METADATA */
 	double metadata_wait;
+	char *passed_over; /* METADATA: the sources that were not there, for the error */
 	pthread_mutex_t lock;
 	char *token;
 	double expires; /* mtc_now() clock; 0: never */
+	char *failure;  /* the last refresh's error, answered again until failed_until */
+	double failed_until;
 };
+
+/* gcloud's application-default file: $CLOUDSDK_CONFIG/, else ~/.config/gcloud/. */
+static char *well_known_file(void)
+{
+	const char *dir = getenv("CLOUDSDK_CONFIG"), *home = getenv("HOME");
+	struct passwd *pw;
+
+	if (dir && *dir)
+		return xasprintf("%s/%s", dir, ADC_FILE);
+	if ((!home || !*home) && (pw = getpwuid(getuid())))
+		home = pw->pw_dir;
+	if (!home || !*home)
+		return NULL;
+	return xasprintf("%s/.config/gcloud/%s", home, ADC_FILE);
+}
+
+/* The kind a credentials file's "type" names; -1 for a type mtc cannot use. */
+static int credentials_kind(json_t *j, const char *path, enum mtc_gcs_auth_kind *kind, char *err,
+			    size_t errlen)
+{
+	const char *type = json_string_value(json_object_get(j, "type"));
+
+	if (type && !strcmp(type, "service_account"))
+		*kind = MTC_GCS_AUTH_SERVICE_ACCOUNT;
+	else if (type && !strcmp(type, "authorized_user"))
+		*kind = MTC_GCS_AUTH_AUTHORIZED_USER;
+	else if (!type)
+		return mtc_fail(err, errlen, "credentials '%s' have no \"type\"", path);
+	else
+		return mtc_fail(err, errlen,
+			       "credentials '%s' are of type '%s': mtc takes service_account or "
+			       "authorized_user",
+			       path, type);
+	return 0;
+}
+
+/*
+ * A credentials file is read again at every refresh (a rotated key), which
+ * reports a type mtc cannot use; here its type only names the kind.
+ */
+static void use_credentials_file(struct mtc_gcs_auth *a, const char *path)
+{
+	json_t *j = json_load_file(path, 0, NULL);
+	const char *type = json_string_value(json_object_get(j, "type"));
+
+	a->cred_file = xstrdup(path);
+	a->kind = type && !strcmp(type, "authorized_user") ? MTC_GCS_AUTH_AUTHORIZED_USER
+							   : MTC_GCS_AUTH_SERVICE_ACCOUNT;
+	json_decref(j);
+}
 
 int mtc_gcs_auth_new(const char *token_file, struct mtc_gcs_auth **out, char *err, size_t errlen)
 {
 	struct mtc_gcs_auth *a = xcalloc(1, sizeof *a);
-	const char *env;
+	const char *env, *host;
+	char *adc = NULL;
 
 	pthread_mutex_init(&a->lock, NULL);
 	if ((env = getenv("STORAGE_EMULATOR_HOST")) && *env) {
@@ -48,11 +109,16 @@ int mtc_gcs_auth_new(const char *token_file, struct mtc_gcs_auth **out, char *er
 		a->kind = MTC_GCS_AUTH_TOKEN;
 		a->token = xstrdup(env);
 	} else if ((env = getenv("GOOGLE_APPLICATION_CREDENTIALS")) && *env) {
-		a->kind = MTC_GCS_AUTH_SERVICE_ACCOUNT;
-		a->key_file = xstrdup(env);
+		use_credentials_file(a, env);
+	} else if ((adc = well_known_file()) && access(adc, F_OK) == 0) {
+		use_credentials_file(a, adc);
 	} else {
-		const char *host = getenv("GCE_METADATA_HOST");
 		a->kind = MTC_GCS_AUTH_METADATA;
+		a->passed_over = xasprintf("no --gcs-token-file, $MTC_GCS_TOKEN unset, "
+					   "$GOOGLE_APPLICATION_CREDENTIALS unset, %s%s",
+					   adc ? "no gcloud login at " : "$HOME unset",
+					   adc ? adc : "");
+		host = getenv("GCE_METADATA_HOST");
 		a->metadata_wait = host && *host ? 30 : 3;
 		if (!host || !*host)
 			host = "metadata.google.internal";
@@ -61,6 +127,7 @@ int mtc_gcs_auth_new(const char *token_file, struct mtc_gcs_auth **out, char *er
 		if ((env = getenv("MTC_GCS_METADATA_WAIT")) && *env)
 			a->metadata_wait = atof(env);
 	}
+	free(adc);
 	(void)err;
 	(void)errlen;
 	*out = a;
@@ -73,9 +140,11 @@ void mtc_gcs_auth_free(struct mtc_gcs_auth *a)
 		return;
 	pthread_mutex_destroy(&a->lock);
 	free(a->token_file);
-	free(a->key_file);
+	free(a->cred_file);
 	free(a->metadata_url);
+	free(a->passed_over);
 	free(a->token);
+	free(a->failure);
 	free(a);
 }
 
@@ -110,6 +179,7 @@ char *mtc_base64url(const void *buf, size_t len)
 struct body {
 	char *buf;
 	size_t len;
+	CURLcode cc;
 };
 
 static size_t collect(char *ptr, size_t size, size_t n, void *arg)
@@ -125,7 +195,10 @@ static size_t collect(char *ptr, size_t size, size_t n, void *arg)
 	return add;
 }
 
-/* One HTTP exchange; returns the status (0 on a transport error) with the body in b. */
+/*
+ * One HTTP exchange; returns the status (0 on a transport error, with the
+ * reason in err and the curl code in b->cc) with the body in b.
+ */
 static long http(const char *url, const char *post, const char *header, struct body *b,
 		 char *err, size_t errlen)
 {
@@ -133,7 +206,6 @@ static long http(const char *url, const char *post, const char *header, struct b
 	struct curl_slist *h = NULL;
 	char ebuf[CURL_ERROR_SIZE] = "";
 	long status = 0;
-	CURLcode cc;
 
 	b->buf = NULL;
 	b->len = 0;
@@ -151,9 +223,9 @@ static long http(const char *url, const char *post, const char *header, struct b
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, post);
 	}
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	cc = curl_easy_perform(c);
-	if (cc != CURLE_OK)
-		mtc_fail(err, errlen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
+	b->cc = curl_easy_perform(c);
+	if (b->cc != CURLE_OK)
+		mtc_fail(err, errlen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(b->cc));
 	else
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(h);
@@ -179,6 +251,55 @@ static int take_token(struct mtc_gcs_auth *a, const struct body *b, const char *
 	a->expires = mtc_now() + (json_is_integer(exp) ? (double)json_integer_value(exp) : 3600);
 	json_decref(j);
 	return 0;
+}
+
+/*
+ * POSTs a form to a token endpoint and takes the token it answers; retried
+ * on transport errors, 408, 429 and 5xx. A refusal reads as
+ * "WHAT: token request at 'URI': HTTP 400: invalid_grant: why".
+ */
+static int exchange(struct mtc_gcs_auth *a, const char *what, const char *uri, const char *form,
+		    char *err, size_t errlen)
+{
+	struct body b;
+
+	for (int attempt = 0;; attempt++) {
+		char why[256];
+		long status = http(uri, form, NULL, &b, why, sizeof why);
+		if (status == 200) {
+			int rc = take_token(a, &b, uri, err, errlen);
+			free(b.buf);
+			return rc;
+		}
+		if (status) {
+			json_t *j = json_loadb(b.buf ? b.buf : "", b.len, 0, NULL);
+			const char *code = json_string_value(json_object_get(j, "error"));
+			const char *desc = json_string_value(json_object_get(j, "error_description"));
+			if (code)
+				mtc_fail(err, errlen, "%s: token request at '%s': HTTP %ld: %s%s%.200s",
+					what, uri, status, code, desc ? ": " : "", desc ? desc : "");
+			else
+				mtc_fail(err, errlen, "%s: token request at '%s': HTTP %ld: %.200s",
+					what, uri, status, b.buf ? b.buf : "");
+			json_decref(j);
+		} else {
+			mtc_fail(err, errlen, "%s: token request at '%s': %s", what, uri, why);
+		}
+		free(b.buf);
+		if ((status && status < 500 && status != 429 && status != 408) || attempt == 3)
+			return -1;
+		usleep((useconds_t)(200000u << attempt));
+	}
+}
+
+/* Form-encodes s into a malloc'd string. */
+static char *form_value(const char *s)
+{
+	CURL *c = curl_easy_init();
+	char *e = curl_easy_escape(c, s, 0), *out = xstrdup(e);
+	curl_free(e);
+	curl_easy_cleanup(c);
+	return out;
 }
 
 static char *rs256(const char *pem, const char *input, char *err, size_t errlen)
@@ -213,32 +334,26 @@ done:
 	return out;
 }
 
-static int service_account_token(struct mtc_gcs_auth *a, char *err, size_t errlen)
+
+/* An RS256 JWT signed with the key's private key, exchanged at its token_uri. */
+static int service_account_token(struct mtc_gcs_auth *a, json_t *key, char *err, size_t errlen)
 {
-	json_error_t je;
-	json_t *key = json_load_file(a->key_file, 0, &je), *hdr, *claims;
+	json_t *hdr, *claims;
 	const char *email, *pem, *uri, *kid;
-	char *h64, *c64, *input, *sig, *jwt_enc, *post, *s;
-	struct body b;
-	long status;
+	char *h64, *c64, *input, *sig, *what, *s;
 	int rc = -1;
 	time_t now = time(NULL);
 
-	if (!key)
-		return mtc_fail(err, errlen, "cannot read the service-account key '%s': %s",
-			       a->key_file, je.text);
 	email = json_string_value(json_object_get(key, "client_email"));
 	pem = json_string_value(json_object_get(key, "private_key"));
 	uri = json_string_value(json_object_get(key, "token_uri"));
 	kid = json_string_value(json_object_get(key, "private_key_id"));
-	if (!email || !pem) {
-		json_decref(key);
+	if (!email || !pem)
 		return mtc_fail(err, errlen,
 			       "service-account key '%s' lacks client_email or private_key",
-			       a->key_file);
-	}
+			       a->cred_file);
 	if (!uri)
-		uri = "https://oauth2.googleapis.com/token";
+		uri = TOKEN_URI;
 	hdr = json_pack("{s:s, s:s}", "alg", "RS256", "typ", "JWT");
 	if (kid)
 		json_object_set_new(hdr, "kid", json_string(kid));
@@ -253,31 +368,17 @@ static int service_account_token(struct mtc_gcs_auth *a, char *err, size_t errle
 	input = xasprintf("%s.%s", h64, c64);
 	sig = rs256(pem, input, err, errlen);
 	if (sig) {
-		CURL *c = curl_easy_init();
 		char *jwt = xasprintf("%s.%s", input, sig);
-		jwt_enc = curl_easy_escape(c, jwt, 0);
-		post = xasprintf("grant_type=urn%%3Aietf%%3Aparams%%3Aoauth%%3Agrant-type%%3Ajwt-bearer"
-				 "&assertion=%s",
-				 jwt_enc);
-		for (int attempt = 0; attempt < 4; attempt++) {
-			status = http(uri, post, NULL, &b, err, errlen);
-			if (status == 200) {
-				rc = take_token(a, &b, uri, err, errlen);
-				free(b.buf);
-				break;
-			}
-			if (status)
-				mtc_fail(err, errlen, "token exchange at '%s': HTTP %ld: %.200s", uri,
-					status, b.buf ? b.buf : "");
-			free(b.buf);
-			if (status && status < 500 && status != 429 && status != 408)
-				break;
-			usleep((useconds_t)(200000u << attempt));
-		}
-		free(post);
-		curl_free(jwt_enc);
+		char *assertion = form_value(jwt);
+		char *form = xasprintf("grant_type=urn%%3Aietf%%3Aparams%%3Aoauth%%3Agrant-type%%3A"
+				       "jwt-bearer&assertion=%s",
+				       assertion);
+		what = xasprintf("service-account key '%s'", a->cred_file);
+		rc = exchange(a, what, uri, form, err, errlen);
+		free(what);
+		free(form);
+		free(assertion);
 		free(jwt);
-		curl_easy_cleanup(c);
 	}
 	free(sig);
 	free(input);
@@ -285,33 +386,111 @@ static int service_account_token(struct mtc_gcs_auth *a, char *err, size_t errle
 	free(c64);
 	json_decref(hdr);
 	json_decref(claims);
-	json_decref(key);
 	return rc;
 }
 
+/* A user's refresh token (gcloud auth application-default login) exchanged at token_uri. */
+static int authorized_user_token(struct mtc_gcs_auth *a, json_t *cred, char *err, size_t errlen)
+{
+	const char *id = json_string_value(json_object_get(cred, "client_id"));
+	const char *secret = json_string_value(json_object_get(cred, "client_secret"));
+	const char *refresh = json_string_value(json_object_get(cred, "refresh_token"));
+	const char *uri = json_string_value(json_object_get(cred, "token_uri"));
+	char *id_f, *secret_f, *refresh_f, *form, *what;
+	int rc;
+
+	if (!id || !secret || !refresh)
+		return mtc_fail(err, errlen,
+			       "user credentials '%s' lack client_id, client_secret or refresh_token",
+			       a->cred_file);
+	if (!uri)
+		uri = TOKEN_URI;
+	id_f = form_value(id);
+	secret_f = form_value(secret);
+	refresh_f = form_value(refresh);
+	form = xasprintf("grant_type=refresh_token&client_id=%s&client_secret=%s&refresh_token=%s",
+			 id_f, secret_f, refresh_f);
+	what = xasprintf("user credentials '%s'", a->cred_file);
+	rc = exchange(a, what, uri, form, err, errlen);
+	if (rc < 0 && (strstr(err, ": invalid_grant") || strstr(err, ": invalid_client"))) {
+		size_t n = strlen(err);
+		snprintf(err + n, errlen - n, " (log in again: gcloud auth application-default login)");
+	}
+	free(what);
+	free(form);
+	free(refresh_f);
+	free(secret_f);
+	free(id_f);
+	return rc;
+}
+
+/* Reads the credentials file again and refreshes by the kind its "type" names. */
+static int credentials_token(struct mtc_gcs_auth *a, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *j = json_load_file(a->cred_file, 0, &je);
+	int rc;
+
+	if (!j)
+		return mtc_fail(err, errlen, "cannot read credentials '%s': %s", a->cred_file,
+			       je.text);
+	rc = credentials_kind(j, a->cred_file, &a->kind, err, errlen);
+	if (rc == 0 && a->kind == MTC_GCS_AUTH_SERVICE_ACCOUNT)
+		rc = service_account_token(a, j, err, errlen);
+	else if (rc == 0)
+		rc = authorized_user_token(a, j, err, errlen);
+	json_decref(j);
+	return rc;
+}
+
+/* True on a Google Cloud machine (its DMI product name), where the metadata server is. */
+static int on_google_cloud(void)
+{
+	char name[64] = "";
+	FILE *f = fopen("/sys/class/dmi/id/product_name", "r");
+
+	if (!f)
+		return 0;
+	if (!fgets(name, sizeof name, f))
+		name[0] = '\0';
+	fclose(f);
+	return !strncmp(name, "Google", 6);
+}
+
+/*
+ * The metadata server, retried for metadata_wait seconds while a pod starts.
+ * A host name that does not resolve off Google Cloud is a workstation: that
+ * ends the wait at once. Unreachable, the error names every source passed over.
+ */
 static int metadata_token(struct mtc_gcs_auth *a, char *err, size_t errlen)
 {
 	double until = mtc_now() + a->metadata_wait;
 	unsigned delay = 100000;
+	char why[256];
 	struct body b;
+	long status;
 
 	for (;;) {
-		long status = http(a->metadata_url, NULL, "Metadata-Flavor: Google", &b, err, errlen);
+		status = http(a->metadata_url, NULL, "Metadata-Flavor: Google", &b, why, sizeof why);
 		if (status == 200) {
 			int rc = take_token(a, &b, a->metadata_url, err, errlen);
 			free(b.buf);
 			return rc;
 		}
-		if (status)
-			mtc_fail(err, errlen, "metadata server '%s': HTTP %ld", a->metadata_url,
-				status);
 		free(b.buf);
+		if (!status && b.cc == CURLE_COULDNT_RESOLVE_HOST && !on_google_cloud())
+			break;
 		if (mtc_now() + delay / 1e6 > until)
-			return -1;
+			break;
 		usleep(delay);
 		if (delay < 2000000)
 			delay *= 2;
 	}
+	if (status)
+		return mtc_fail(err, errlen, "metadata server '%s': HTTP %ld", a->metadata_url,
+			       status);
+	return mtc_fail(err, errlen, "no gs:// credentials: %s, metadata server unreachable (%s); %s",
+		       a->passed_over, why, WORKSTATION_HINT);
 }
 
 static int token_from_file(struct mtc_gcs_auth *a, char *err, size_t errlen)
@@ -334,29 +513,53 @@ static int token_from_file(struct mtc_gcs_auth *a, char *err, size_t errlen)
 	return 0;
 }
 
+
+static int refresh(struct mtc_gcs_auth *a, char *err, size_t errlen)
+{
+	switch (a->kind) {
+	case MTC_GCS_AUTH_TOKEN:
+		return a->token_file ? token_from_file(a, err, errlen) : 0;
+	case MTC_GCS_AUTH_SERVICE_ACCOUNT:
+	case MTC_GCS_AUTH_AUTHORIZED_USER:
+		return credentials_token(a, err, errlen);
+	case MTC_GCS_AUTH_METADATA:
+		return metadata_token(a, err, errlen);
+	case MTC_GCS_AUTH_NONE:
+		break;
+	}
+	return 0;
+}
+
+/*
+ * A failed refresh is answered again for FAILURE_HOLD seconds without a new
+ * attempt, so that a thousand requests do not each wait out the metadata
+ * server; a token not yet expired is still used when its early refresh fails.
+ */
 int mtc_gcs_auth_header(struct mtc_gcs_auth *a, int force, char **header, char *err,
 			size_t errlen)
 {
 	int rc = 0;
+	double now;
 
 	*header = NULL;
 	if (a->kind == MTC_GCS_AUTH_NONE)
 		return 0;
 	pthread_mutex_lock(&a->lock);
-	if (force || !a->token || (a->expires && mtc_now() > a->expires - REFRESH_MARGIN)) {
-		switch (a->kind) {
-		case MTC_GCS_AUTH_TOKEN:
-			rc = a->token_file ? token_from_file(a, err, errlen) : 0;
-			break;
-		case MTC_GCS_AUTH_SERVICE_ACCOUNT:
-			rc = service_account_token(a, err, errlen);
-			break;
-		case MTC_GCS_AUTH_METADATA:
-			rc = metadata_token(a, err, errlen);
-			break;
-		case MTC_GCS_AUTH_NONE:
-			break;
+	now = mtc_now();
+	if (force || !a->token || (a->expires && now > a->expires - REFRESH_MARGIN)) {
+		if (a->failure && now < a->failed_until) {
+			rc = mtc_fail(err, errlen, "%s", a->failure);
+		} else {
+			free(a->failure);
+			a->failure = NULL;
+			rc = refresh(a, err, errlen);
+			if (rc < 0) {
+				a->failure = xstrdup(err);
+				a->failed_until = mtc_now() + FAILURE_HOLD;
+			}
 		}
+		if (rc < 0 && !force && a->token && a->expires && now < a->expires)
+			rc = 0;
 	}
 	if (rc == 0 && a->token)
 		*header = xasprintf("Authorization: Bearer %s", a->token);

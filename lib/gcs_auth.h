@@ -4,18 +4,27 @@
 #include <stddef.h>
 
 /*
- * Credentials for the GCS JSON API, first match wins (DESIGN.md §6):
+ * Credentials for the GCS JSON API, first match wins (DESIGN.md §6, mtc-backup(1)):
  *   STORAGE_EMULATOR_HOST set          no auth
  *   token_file, or MTC_GCS_TOKEN       a bearer token (the file is re-read on refresh)
- *   GOOGLE_APPLICATION_CREDENTIALS     a service-account key: an RS256 JWT signed with
- *                                      its private key, exchanged at its token_uri
+ *   GOOGLE_APPLICATION_CREDENTIALS     a credentials file, by its "type":
+ *                                      service_account: an RS256 JWT signed with its
+ *                                      private key, exchanged at its token_uri;
+ *                                      authorized_user: its refresh token, exchanged at
+ *                                      its token_uri (default oauth2.googleapis.com)
+ *   gcloud's application-default file  the same, from $CLOUDSDK_CONFIG/ or
+ *                                      ~/.config/gcloud/application_default_credentials.json
+ *                                      (gcloud auth application-default login)
  *   the metadata server                GCE_METADATA_HOST (default metadata.google.internal),
- *                                      Metadata-Flavor: Google, retried while a pod starts
- * Tokens are cached and refreshed a minute before they expire.
+ *                                      Metadata-Flavor: Google, retried while a pod starts;
+ *                                      a name that does not resolve off Google Cloud is not
+ *                                      retried, and the error names every source tried
+ * Tokens are cached and refreshed a minute before they expire; a failed
+ * refresh is answered again for 30 s without a new attempt.
  */
 
 enum mtc_gcs_auth_kind { MTC_GCS_AUTH_NONE, MTC_GCS_AUTH_TOKEN, MTC_GCS_AUTH_SERVICE_ACCOUNT,
-			 MTC_GCS_AUTH_METADATA };
+			 MTC_GCS_AUTH_AUTHORIZED_USER, MTC_GCS_AUTH_METADATA };
 
 struct mtc_gcs_auth;
 

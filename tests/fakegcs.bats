@@ -563,6 +563,36 @@ field() { fakegcs_json "d$1" <"$WORK/out"; }
 	assert_output 400
 }
 
+@test "auth: the refresh-token grant checks the client and the token, and answers as Google does" {
+	fakegcs_start --require-auth --token-lifetime 30 --refresh-token 'cid:sec:1//a:b'
+	refresh() {
+		curl -s -o "$WORK/out" -w '%{http_code}' --data-urlencode "grant_type=${4:-refresh_token}" \
+			--data-urlencode "client_id=$1" --data-urlencode "client_secret=$2" \
+			--data-urlencode "refresh_token=$3" "$FAKEGCS_URL/token"
+	}
+	run refresh cid sec 1//a:b
+	assert_output 200
+	[ "$(field '["expires_in"]')" = 30 ]
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(field '["access_token"]')" "$(api)"
+	assert_output 200
+	run refresh cid sec 1//other
+	assert_output 400
+	[ "$(field '["error"]')" = invalid_grant ]
+	run refresh cid wrong 1//a:b
+	assert_output 401
+	[ "$(field '["error"]')" = invalid_client ]
+	run refresh nobody sec 1//a:b
+	assert_output 401
+	[ "$(field '["error_description"]')" = "The OAuth client was not found." ]
+	run refresh cid sec ""
+	assert_output 400
+	[ "$(field '["error"]')" = invalid_request ]
+	run refresh cid sec 1//a:b password
+	assert_output 400
+	[ "$(field '["error"]')" = unsupported_grant_type ]
+	[ "$(fakegcs_stat tokens_issued)" -eq 1 ]
+}
+
 @test "rclone with a service-account key file authenticates through the token endpoint" {
 	mkdir "$WORK/k"
 	fakegcs_make_key "$WORK/k"

@@ -1,5 +1,6 @@
-"""The OAuth JWT-bearer grant as Google's token endpoint checks it: an RS256 signature
-(verified by `openssl dgst`, the standard library having no RSA) and the claims."""
+"""The OAuth grants as Google's token endpoint checks them: the JWT bearer grant of a service
+account (an RS256 signature, verified by `openssl dgst`, the standard library having no RSA, and
+the claims) and the refresh-token grant of a user's login (its client and refresh token)."""
 import base64
 import json
 import os
@@ -12,7 +13,12 @@ STORAGE_SCOPES = ("https://www.googleapis.com/auth/devstorage.",
 
 
 class Rejected(Exception):
-    pass
+    """A refused grant: Google answers {"error": error, "error_description": str} with status."""
+
+    def __init__(self, description, error="invalid_grant", status=400):
+        super().__init__(description)
+        self.error = error
+        self.status = status
 
 
 def b64url_decode(s):
@@ -65,3 +71,26 @@ def check_assertion(jwt, aud, keys):
     scopes = str(claims.get("scope", "")).split()
     if not any(sc.startswith(STORAGE_SCOPES) for sc in scopes):
         raise Rejected("invalid_scope: no storage scope")
+
+
+def parse_refresh_token(spec):
+    """CLIENT_ID:SECRET:TOKEN (the token may hold colons) -> (client_id, secret, token)."""
+    parts = spec.split(":", 2)
+    if len(parts) != 3 or not all(parts):
+        raise ValueError("--refresh-token wants CLIENT_ID:SECRET:TOKEN, not %r" % spec)
+    return tuple(parts)
+
+
+def check_refresh(form, known):
+    """Raises Rejected unless form's client and refresh token are among known (a list of
+    (client_id, secret, token)), as Google's endpoint words it."""
+    client, secret, token = (form.get(k, "") for k in ("client_id", "client_secret", "refresh_token"))
+    if not token:
+        raise Rejected("Missing required parameter: refresh_token", "invalid_request")
+    clients = [k for k in known if k[0] == client]
+    if not client or not clients:
+        raise Rejected("The OAuth client was not found.", "invalid_client", 401)
+    if not any(k[1] == secret for k in clients):
+        raise Rejected("Unauthorized", "invalid_client", 401)
+    if not any(k[1] == secret and k[2] == token for k in clients):
+        raise Rejected("Bad Request")

@@ -139,6 +139,7 @@ class State:
         self.require_auth = args.require_auth
         self.public_keys = args.public_key or []
         self.static_tokens = set(args.accept_token or [])
+        self.refresh_tokens = args.refresh_token or []
         self.config = {"page_size": args.page_size, "token_lifetime": args.token_lifetime}
         self.last_generation = 0
         self.reset()
@@ -554,12 +555,16 @@ class Handler(BaseHTTPRequestHandler):
     def oauth_token(self, _bucket, _name):
         form = {k: v[-1] for k, v in parse_qs(self.read_body().decode("utf-8", "replace")).items()}
         aud = "http://%s%s" % (self.host(), urlsplit(self.path).path)
+        grant = form.get("grant_type", "")
         try:
-            if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
-                raise auth.Rejected("unsupported grant_type")
-            auth.check_assertion(form.get("assertion", ""), aud, STATE.public_keys)
+            if grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+                auth.check_assertion(form.get("assertion", ""), aud, STATE.public_keys)
+            elif grant == "refresh_token":
+                auth.check_refresh(form, STATE.refresh_tokens)
+            else:
+                raise auth.Rejected("Invalid grant_type: " + grant, "unsupported_grant_type")
         except auth.Rejected as e:
-            self.send_json(400, {"error": "invalid_grant", "error_description": str(e)})
+            self.send_json(e.status, {"error": e.error, "error_description": str(e)})
             return
         self.send_json(200, STATE.issue_token())
 
@@ -1027,6 +1032,9 @@ def main():
     p.add_argument("--public-key", action="append",
                    help="PEM public key that JWT assertions at POST /token must verify with")
     p.add_argument("--accept-token", action="append", help="a static token that never expires")
+    p.add_argument("--refresh-token", action="append", type=auth.parse_refresh_token,
+                   metavar="CLIENT_ID:SECRET:TOKEN",
+                   help="a user's refresh token that POST /token exchanges (grant_type=refresh_token)")
     p.add_argument("--token-lifetime", type=float, default=3600, help="seconds (default 3600)")
     p.add_argument("--page-size", type=int, default=0, help="cap on listing page size")
     p.add_argument("--no-md5", action="store_true",
