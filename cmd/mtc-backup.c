@@ -1,6 +1,8 @@
 /*
  * mtc-backup: upload this node's part of step S to LOCATION/<job>/<name>/.
- *   1. read the accepted config and this node's .meta files of S
+ *   1. read the accepted config and this node's .meta files of S; a name that
+ *      holds a .meta of another step is refused (a backup name is bound to one
+ *      step), checked again before the .meta files go up
  *   2. check the local data against its name (digest + manifest)
  *   3. claim <hash>.manifest (create-only), then upload the data objects not
  *      already there; with data parallelism one copy of each hash: the last
@@ -11,6 +13,7 @@
  *   5. print a JSON summary line
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,7 @@
 #include "digest.h"
 #include "exitcode.h"
 #include "fsutil.h"
+#include "json_out.h"
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"
@@ -36,7 +40,7 @@
 #include "xalloc.h"
 
 static char *dir, *config_file, *step_text, *location, *name_opt, *token_file;
-static int parallel, threads, no_verify, no_progress, stall_s = 300;
+static int parallel, threads, no_verify, no_progress, json, stall_s = 300;
 
 struct meta {
 	char *file;
@@ -140,6 +144,37 @@ static int tolerate_existing(struct mtc_store *s, struct mtc_tree *t)
 							: strerror(t->x[i].err));
 	}
 	return bad ? -1 : 0;
+}
+
+/*
+ * A backup name is bound to one step: the first .meta in prefix of another
+ * step than step refuses it (a restore takes one step from a name, so a
+ * second step would never be restored). Exit 1, like any object the store
+ * refuses to replace; the stored objects are not touched.
+ */
+static int bound_to_other_step(struct mtc_store *s, const char *prefix, long long step)
+{
+	struct mtc_store_list l = { 0 };
+	int rc = MTC_EXIT_OK;
+
+	if (mtc_store_list(s, prefix, "/", &l) < 0) {
+		mtc_error("cannot list '%s/%s': %s", mtc_store_url(s), prefix, mtc_store_error(s));
+		mtc_store_list_free(&l);
+		return MTC_EXIT_FAILURE;
+	}
+	for (size_t i = 0; i < l.n_objects; i++) {
+		const char *base = l.objects[i].name + strlen(prefix);
+		struct mtc_ckpt_name n;
+		if (mtc_parse_ckpt_name(base, &n) || n.ext != MTC_EXT_META || n.step == step)
+			continue;
+		mtc_error("cannot back up step %lld into '%s/%s': it holds step %lld ('%s'), and a "
+			  "backup name is bound to one step; give another --name", step,
+			  mtc_store_url(s), prefix, n.step, base);
+		rc = MTC_EXIT_FAILURE;
+		break;
+	}
+	mtc_store_list_free(&l);
+	return rc;
 }
 
 static int put_meta_last(struct mtc_store *s, const char *prefix, struct meta *metas, int n)
@@ -328,6 +363,10 @@ static int run(const struct mtc_config *cfg, long long step)
 		mtc_backup_name(time(NULL), name);
 	}
 	prefix = xasprintf("%s/%s/", cfg->job_name, name);
+	if ((rc = bound_to_other_step(s, prefix, step)) != MTC_EXIT_OK)
+		goto out;
+	mtc_info("hashing the data of step %lld (%d worker%s) against its name%s", step, nw,
+		 nw == 1 ? "" : "s", no_verify ? ": skipped (--no-verify)" : "");
 	rc = MTC_EXIT_FAILURE;
 	for (int w = 0; w < nw; w++) {
 		char *data = xasprintf("%s/%s.data", dir, metas[w].hash);
@@ -347,10 +386,13 @@ static int run(const struct mtc_config *cfg, long long step)
 		}
 		mtc_manifest_init(&m);
 		if (!no_verify) {
+			double t0 = mtc_now();
 			if (mtc_digest_path(data, threads, digest, &m) < 0) {
 				mtc_error("cannot read '%s':", data);
 				goto fail_one;
 			}
+			mtc_info("hashed '%s' (%lld bytes) in %.3f s", data, mtc_manifest_bytes(&m),
+				 mtc_now() - t0);
 			if (mtc_data_name_check(data, metas[w].hash, digest, threads, err,
 						sizeof err)) {
 				mtc_error("cannot back up '%s': %s", data, err);
@@ -394,6 +436,8 @@ fail_one:
 		free(key);
 		goto out;
 	}
+	mtc_info("uploading %zu objects (%lld bytes) to '%s/%s'; %zu already there", t.n,
+		 t.bytes, mtc_store_url(s), prefix, skipped);
 	bar = mtc_progress_new(t.bytes, 0, !no_progress && mtc_log_level() >= MTC_LOG_WARN);
 	mtc_store_set_progress(s, mtc_progress_store, bar);
 	put_failed = mtc_store_put_many(s, t.x, t.n, 0) < 0;
@@ -406,23 +450,30 @@ fail_one:
 		goto out;
 	}
 	for (int w = 0; w < nw; w++)
-		if (metas[w].wait && (rc = wait_whole(s, prefix, metas[w].hash)) != MTC_EXIT_OK)
-			goto out;
+		if (metas[w].wait) {
+			mtc_info("waiting for '%s%s.data', which another node uploads", prefix,
+				 metas[w].hash);
+			if ((rc = wait_whole(s, prefix, metas[w].hash)) != MTC_EXIT_OK)
+				goto out;
+		}
+	if ((rc = bound_to_other_step(s, prefix, step)) != MTC_EXIT_OK)
+		goto out;
+	mtc_info("uploading %d .meta file%s last", nw, nw == 1 ? "" : "s");
 	rc = MTC_EXIT_FAILURE;
 	if (put_meta_last(s, prefix, metas, nw) < 0)
 		goto out;
 	{
 		double secs = mtc_now() - start;
-		json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:i, s:f, s:f}", "backup", name,
+		double rate = t.bytes / 1e6 / (secs > 1e-6 ? secs : 1e-6);
+		json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:i, s:o, s:f}", "backup", name,
 				      "location", mtc_store_url(s), "step", (json_int_t)step, "rank",
 				      cfg->node_rank, "bytes", (json_int_t)t.bytes, "objects",
 				      (json_int_t)(t.n + (size_t)nw + manifests), "skipped",
-				      (int)skipped, "seconds", secs, "mb_per_s",
-				      t.bytes / 1e6 / (secs > 1e-6 ? secs : 1e-6));
-		char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(4));
-		printf("%s\n", text);
-		free(text);
-		json_decref(j);
+				      (int)skipped, "seconds", mtc_json_seconds(secs), "mb-per-s",
+				      round(rate * 10) / 10);
+		mtc_info("backed up step %lld as '%s' in %.3f s", step, name, secs);
+		if (mtc_json_print(j) < 0)
+			goto out;
 	}
 	rc = MTC_EXIT_OK;
 out:
@@ -449,6 +500,7 @@ int main(int argc, const char **argv)
 		{ "no-verify", '\0', POPT_ARG_NONE, &no_verify, 0, "do not check the data against its name, and upload no manifest", NULL },
 		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal", NULL },
 		{ "stall-timeout", '\0', POPT_ARG_INT, &stall_s, 0, "give up waiting for data another node uploads after it has not grown this long (default 300)", "SECONDS" },
+		{ "json", '\0', POPT_ARG_NONE, &json, 0, "the summary line is JSON (it is without this too)", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	struct mtc_config cfg;

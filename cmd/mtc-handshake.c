@@ -20,23 +20,30 @@
 #include "exitcode.h"
 #include "fsutil.h"
 #include "handshake.h"
+#include "json_out.h"
 #include "log.h"
 #include "xalloc.h"
 
 enum verb { ACCEPT, WATCH, OFFER, CHECK, NVERBS };
-static const char *verb_names[NVERBS] = { "accept", "watch", "offer", "check" };
+static const struct {
+	const char *name, *usage, *help; /* help: the name and usage errors point to */
+} verbs[NVERBS + 1] = {
+	[ACCEPT] = { "accept", "accept --dir DIR [--timeout SEC] [--json]", "mtc-handshake accept" },
+	[WATCH] = { "watch", "watch --dir DIR [--timeout SEC] [--json]", "mtc-handshake watch" },
+	[OFFER] = { "offer", "offer --dir DIR --job-name NAME --node-rank R --nodes N [OPTIONS]",
+		    "mtc-handshake offer" },
+	[CHECK] = { "check", "check [--json] FILE", "mtc-handshake check" },
+	[NVERBS] = { NULL, "accept|watch|offer|check [OPTIONS] [FILE]", "mtc-handshake" },
+};
 
 static char *dir;
 static double timeout_s = -1;
+static int json;
 
+/* The accepted config: one JSON line, with or without --json. */
 static int print_config(const struct mtc_config *cfg)
 {
-	json_t *j = mtc_config_to_json(cfg);
-	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	printf("%s\n", s);
-	free(s);
-	json_decref(j);
-	return fflush(stdout) == 0 ? MTC_EXIT_OK : MTC_EXIT_FAILURE;
+	return mtc_json_print(mtc_config_to_json(cfg)) == 0 ? MTC_EXIT_OK : MTC_EXIT_FAILURE;
 }
 
 static int need_dir(void)
@@ -158,8 +165,10 @@ static int do_watch(void)
 		free(what);
 		return rc;
 	}
-	printf("%s/%s\n", dir, MTC_CONFIG_FILE);
-	return MTC_EXIT_OK;
+	char *path = xasprintf("%s/%s", dir, MTC_CONFIG_FILE);
+	rc = json ? mtc_json_print(json_pack("{s:s}", "config", path)) : printf("%s\n", path);
+	free(path);
+	return rc < 0 || fflush(stdout) != 0 ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
 }
 
 static int do_check(const char *file)
@@ -182,7 +191,7 @@ static int do_check(const char *file)
 static char *o_job, *o_framework = "orbax", *o_peers, *o_style = "orbax";
 static int o_rank = -1, o_nodes = -1, o_ppn = -1, o_dp = -1, o_wpn = -1;
 static int o_minutes = -1, o_steps = -1;
-static int o_wait_restore, o_rename, o_replace, o_json;
+static int o_wait_restore, o_rename, o_replace;
 static double o_restore_timeout = 300;
 
 static int build_offer(struct mtc_config *cfg, enum mtc_yaml_style *style)
@@ -314,10 +323,10 @@ static int wait_restore(const struct mtc_config *cfg, enum mtc_yaml_style style)
 	}
 	if (rc != MTC_EXIT_FAILURE) {
 		const char *where = to ? to : from;
-		if (o_json)
-			printf("{\"step\":%lld,\"path\":\"%s\"}\n", step, where);
-		else
-			printf("%lld %s\n", step, where);
+		if (json ? mtc_json_print(json_pack("{s:I, s:s}", "step", (json_int_t)step, "path",
+						    where))
+			 : printf("%lld %s\n", step, where) < 0 || fflush(stdout) != 0)
+			rc = MTC_EXIT_FAILURE;
 	}
 	(void)cfg;
 	free(from);
@@ -365,6 +374,9 @@ int main(int argc, const char **argv)
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir (a RAM disk)", "DIR" },
 		{ "timeout", 't', POPT_ARG_DOUBLE, &timeout_s, 0,
 		  "give up after SEC seconds with exit 3 (default: wait forever; offer: 300)", "SEC" },
+		{ "json", '\0', POPT_ARG_NONE, &json, 0,
+		  "result lines as JSON: watch's path, offer's restore marker (accept and check print "
+		  "JSON either way)", NULL },
 		POPT_TABLEEND
 	};
 	struct poptOption offer_opts[] = {
@@ -391,7 +403,6 @@ int main(int argc, const char **argv)
 		  "seconds to wait for the marker (default 300)", "SEC" },
 		{ "rename", '\0', POPT_ARG_NONE, &o_rename, 0,
 		  "consume the marker as the framework does (orbax: <step>, nemo: step=<step>)", NULL },
-		{ "json", '\0', POPT_ARG_NONE, &o_json, 0, "print the marker as JSON", NULL },
 		POPT_TABLEEND
 	};
 	struct poptOption opts[] = {
@@ -406,11 +417,12 @@ int main(int argc, const char **argv)
 	mtc_log_init(argv[0]);
 	if (argc > 1)
 		for (int v = 0; v < NVERBS; v++)
-			if (!strcmp(argv[1], verb_names[v]))
+			if (!strcmp(argv[1], verbs[v].name))
 				verb = (enum verb)v;
-	ctx = mtc_cli_context("mtc-handshake", verb == NVERBS ? argc : argc - 1,
-			      verb == NVERBS ? argv : argv + 1, opts,
-			      "accept|watch|offer|check [OPTIONS] [FILE]");
+	if (verb != NVERBS)
+		argv[1] = argv[0]; /* popt prints "Usage: ARGV0 USAGE", and each usage starts with its verb */
+	ctx = mtc_cli_context(verbs[verb].help, verb == NVERBS ? argc : argc - 1,
+			      verb == NVERBS ? argv : argv + 1, opts, verbs[verb].usage);
 	if ((rc = mtc_cli_parse(ctx)) >= 0)
 		goto out;
 	if (verb == NVERBS) {

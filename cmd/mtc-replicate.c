@@ -23,7 +23,9 @@
 #include "exitcode.h"
 #include "fsutil.h"
 #include "gc.h"
+#include "json_out.h"
 #include "log.h"
+#include "node_status.h"
 #include "orbax_digest.h"
 #include "coord_client.h"
 #include "peer_cmd.h"
@@ -44,20 +46,18 @@ static const struct {
 	const char *usage;
 } verbs[NVERBS] = {
 	[DIGEST] = { "digest", do_digest, "digest [--json] [--threads N] [--framework F] PATH..." },
-	[COMMIT] = { "commit", do_commit, "commit --dir DIR --config CFG [--watch] [--quiet-time SEC]" },
-	[GC] = { "gc", do_gc, "gc --dir DIR --config CFG --keep STEP[,STEP...]" },
-	[SERVE] = { "serve", mtc_replicate_serve, "serve --dir DIR --listen HOST:PORT [--peer-token-file FILE] [--insecure]" },
-	[PUSH] = { "push", mtc_replicate_push, "push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T]" },
-	[FETCH] = { "fetch", mtc_replicate_fetch, "fetch --dir DIR --from URL [--hash H]... [--meta NAME]..." },
-	[RUN] = { "run", do_run, "run --dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL] [--peer-url-template T | --peers-file FILE]" },
+	[COMMIT] = { "commit", do_commit, "commit --dir DIR --config CFG [--watch | --wait SEC] [--quiet-time SEC] [--json]" },
+	[GC] = { "gc", do_gc, "gc --dir DIR --config CFG --keep STEP[,STEP...] [--dry-run] [--json]" },
+	[SERVE] = { "serve", mtc_replicate_serve, "serve --dir DIR --listen HOST:PORT [--peer-token-file FILE] [--insecure] [--json]" },
+	[PUSH] = { "push", mtc_replicate_push, "push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] [--json]" },
+	[FETCH] = { "fetch", mtc_replicate_fetch, "fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--json]" },
+	[RUN] = { "run", do_run, "run --dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL] [--peer-url-template T | --peers-file FILE] [--json]" },
 };
 
-/* Parses the options of one verb; returns -1 to go on, else the exit code. */
 static int parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
 		 poptContext *ctx)
 {
-	*ctx = mtc_cli_context("mtc-replicate", argc, argv, opts, usage);
-	return mtc_cli_parse(*ctx);
+	return mtc_replicate_parse(argc, argv, opts, usage, ctx);
 }
 
 /* b3sum escapes a name holding a newline or backslash and marks the line with a leading '\'. */
@@ -177,15 +177,13 @@ static int do_digest(int argc, const char **argv)
 			continue;
 		}
 		if (json) {
-			json_t *o = json_pack("{s:s, s:s, s:I, s:f}", "path", *paths, "digest", d,
+			json_t *o = json_pack("{s:s, s:s, s:I, s:o}", "path", *paths, "digest", d,
 					      "bytes", (json_int_t)bytes, "seconds",
-					      mtc_now() - t0);
+					      mtc_json_seconds(mtc_now() - t0));
 			if (manifest)
 				json_object_set_new(o, "manifest", mtc_manifest_to_json(&m));
-			char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-			printf("%s\n", s);
-			free(s);
-			json_decref(o);
+			if (mtc_json_print(o) < 0)
+				rc = MTC_EXIT_FAILURE;
 		} else {
 			print_b3sum_line(d, *paths);
 		}
@@ -213,21 +211,67 @@ static int load_config(const char *path, struct mtc_config *cfg)
 
 static void print_commit(const struct mtc_commit_result *r, void *arg)
 {
-	json_t *o = json_pack("{s:I, s:i, s:s, s:I, s:f, s:b}", "step", (json_int_t)r->step,
-			      "worker", r->worker, "hash", r->hash, "bytes", (json_int_t)r->bytes,
-			      "seconds", r->seconds, "redundant", r->redundant);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	printf("%s\n", s);
-	fflush(stdout);
-	free(s);
-	json_decref(o);
+	(void)arg;
+	mtc_json_print(json_pack("{s:I, s:i, s:s, s:I, s:o, s:b}", "step", (json_int_t)r->step,
+				 "worker", r->worker, "hash", r->hash, "bytes", (json_int_t)r->bytes,
+				 "seconds", mtc_json_seconds(r->seconds), "redundant", r->redundant));
+}
+
+/*
+ * The steps a scan left pending: with json one result line
+ * {"pending":[S...],"quiet-time":Q}, else a warning for each on stderr.
+ */
+static void report_pending(const struct mtc_commit_pendings *p, double quiet, int json)
+{
+	if (!p->n)
+		return;
+	if (json) {
+		json_t *steps = json_array();
+		for (size_t i = 0; i < p->n; i++)
+			json_array_append_new(steps, json_integer(p->v[i].step));
+		mtc_json_print(json_pack("{s:o, s:o}", "pending", steps, "quiet-time",
+					 mtc_json_seconds(quiet)));
+		return;
+	}
+	for (size_t i = 0; i < p->n; i++)
+		if (p->v[i].saves < p->v[i].workers)
+			mtc_warn("step %lld is pending: %d of %d workers' saves are there",
+				 p->v[i].step, p->v[i].saves, p->v[i].workers);
+		else
+			mtc_warn("step %lld is pending: written to within the last %g s (--quiet-time); "
+				 "not committed (--wait SEC waits for it)", p->v[i].step, quiet);
+}
+
+/*
+ * commit --wait: scans until no step is pending or wait_s has passed, taking
+ * each step as it becomes quiet. Exit 3 when some stay pending.
+ */
+static int commit_wait(const struct mtc_commit_opts *o, struct mtc_commit_pendings *p,
+		       double wait_s, int json)
+{
+	double end = mtc_now() + wait_s;
+	for (;;) {
+		if (mtc_commit_scan_pending(o, p) < 0)
+			return MTC_EXIT_FAILURE;
+		if (!p->n)
+			return MTC_EXIT_OK;
+		if (mtc_now() >= end)
+			break;
+		double left = end - mtc_now();
+		usleep((useconds_t)((left < 0.25 ? left : 0.25) * 1e6));
+	}
+	if (json)
+		report_pending(p, o->quiet_s, json);
+	mtc_error("timed out after %g s: step %lld%s still pending", wait_s, p->v[0].step,
+		  p->n > 1 ? " and others" : "");
+	return MTC_EXIT_TIMEOUT;
 }
 
 static int do_commit(int argc, const char **argv)
 {
 	char *dir = NULL, *config = NULL;
-	int watch = 0, threads = 0;
-	double quiet = 5, timeout = -1;
+	int watch = 0, threads = 0, json = 0;
+	double quiet = 5, timeout = -1, wait_s = -1;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
 		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (JSON, - for stdin)",
@@ -238,12 +282,18 @@ static int do_commit(int argc, const char **argv)
 		  "SEC" },
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
 		  "with --watch, exit 0 after SEC s (default: never)", "SEC" },
+		{ "wait", '\0', POPT_ARG_DOUBLE, &wait_s, 0,
+		  "wait up to SEC s for pending steps to become quiet and commit them; exit 3 if "
+		  "some are still pending", "SEC" },
 		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
 		  "N" },
+		{ "json", '\0', POPT_ARG_NONE, &json, 0,
+		  "only JSON on stdout: a line per committed step, one for the pending steps", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
 	struct mtc_config cfg;
+	struct mtc_commit_pendings pending = { 0 };
 	int rc = parse(argc, argv, opts, verbs[COMMIT].usage, &ctx);
 	if (rc >= 0)
 		goto out;
@@ -255,13 +305,22 @@ static int do_commit(int argc, const char **argv)
 		rc = mtc_usage_error("--quiet-time and --threads take a number >= 0");
 		goto out;
 	}
+	if (watch && wait_s >= 0) {
+		rc = mtc_usage_error("--watch and --wait exclude each other");
+		goto out;
+	}
 	if ((rc = load_config(config, &cfg)) >= 0)
 		goto out;
 	struct mtc_commit_opts o = { dir, &cfg, threads, quiet, print_commit, NULL };
-	if (watch)
+	if (watch) {
 		rc = mtc_commit_watch(&o, timeout) < 0 ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
-	else
-		rc = mtc_commit_scan(&o) < 0 ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
+	} else if (wait_s >= 0) {
+		rc = commit_wait(&o, &pending, wait_s, json);
+	} else {
+		rc = mtc_commit_scan_pending(&o, &pending) < 0 ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
+		report_pending(&pending, quiet, json);
+	}
+	free(pending.v);
 	mtc_config_free(&cfg);
 out:
 	poptFreeContext(ctx);
@@ -289,10 +348,40 @@ static int parse_steps(const char *list, long long **steps, size_t *n)
 	return 0;
 }
 
+static void print_would_delete(const char *path, void *arg)
+{
+	if (arg)
+		json_array_append_new(arg, json_string(path));
+	else
+		printf("would delete '%s'\n", path);
+}
+
+/* The summary: text, or with json one line; a dry run says what would go. */
+static int print_gc(const struct mtc_gc_stats *st, int dry_run, json_t *would, int json)
+{
+	if (json && dry_run)
+		return mtc_json_print(json_pack("{s:b, s:O, s:I, s:I, s:I, s:I}", "dry-run", 1,
+						"would-delete", would, "would-delete-meta",
+						(json_int_t)st->deleted_meta, "would-delete-data",
+						(json_int_t)st->deleted_data, "kept-meta",
+						(json_int_t)st->kept_meta, "kept-data",
+						(json_int_t)st->kept_data));
+	if (json)
+		return mtc_json_print(json_pack("{s:b, s:I, s:I, s:I, s:I}", "dry-run", 0,
+						"deleted-meta", (json_int_t)st->deleted_meta,
+						"deleted-data", (json_int_t)st->deleted_data,
+						"kept-meta", (json_int_t)st->kept_meta, "kept-data",
+						(json_int_t)st->kept_data));
+	printf("%s %zu .meta and %zu .data, kept %zu .meta and %zu .data\n",
+	       dry_run ? "would delete" : "deleted", st->deleted_meta, st->deleted_data,
+	       st->kept_meta, st->kept_data);
+	return fflush(stdout) == 0 ? 0 : -1;
+}
+
 static int do_gc(int argc, const char **argv)
 {
 	char *dir = NULL, *config = NULL, *keep = NULL;
-	int own_only = 0, dry_run = 0;
+	int own_only = 0, dry_run = 0, json = 0;
 	double grace = 0;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
@@ -306,6 +395,8 @@ static int do_gc(int argc, const char **argv)
 		  NULL },
 		{ "grace", '\0', POPT_ARG_DOUBLE, &grace, 0,
 		  "keep any .data published less than this long ago (default 0)", "SECONDS" },
+		{ "json", '\0', POPT_ARG_NONE, &json, 0,
+		  "print the summary as one JSON line (a dry run lists what would go in it)", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -329,15 +420,14 @@ static int do_gc(int argc, const char **argv)
 	}
 	if ((rc = load_config(config, &cfg)) >= 0)
 		goto out;
+	json_t *would = json ? json_array() : NULL;
 	struct mtc_gc_opts g = { dir, &cfg, steps, nsteps, own_only, dry_run, grace };
 	struct mtc_gc_stats st;
-	if (mtc_gc(&g, &st) < 0) {
+	if (mtc_gc_dry(&g, &st, print_would_delete, would) < 0)
 		rc = MTC_EXIT_FAILURE;
-	} else {
-		printf("{\"deleted_meta\":%zu,\"deleted_data\":%zu,\"kept_meta\":%zu,\"kept_data\":%zu}\n",
-		       st.deleted_meta, st.deleted_data, st.kept_meta, st.kept_data);
-		rc = MTC_EXIT_OK;
-	}
+	else
+		rc = print_gc(&st, dry_run, would, json) < 0 ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
+	json_decref(would);
 	mtc_config_free(&cfg);
 out:
 	poptFreeContext(ctx);
@@ -414,12 +504,33 @@ static int peer_urls(const struct mtc_config *cfg, const char *tmpl, const char 
 	return 0;
 }
 
+static json_t *step_or_null(long long step)
+{
+	return step >= 0 ? json_integer(step) : json_null();
+}
+
+/*
+ * run --json: one result line when the loop stops, the node's state as the
+ * loop left it in the local dir's status file (null: no such step yet).
+ */
+static int print_run(const char *dir, int rank, int sig)
+{
+	struct mtc_node_status st = { rank, -1, -1, -1, -1, 0 };
+	mtc_node_status_read(dir, &st);
+	return mtc_json_print(json_pack(
+		"{s:i, s:o, s:o, s:o, s:o, s:I, s:s}", "rank", rank, "committed",
+		step_or_null(st.committed), "replicated", step_or_null(st.replicated), "backed-up",
+		step_or_null(st.backup_step), "backup-time", step_or_null(st.backup_time),
+		"backups-failed", (json_int_t)st.backups_failed, "stopped",
+		sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "timeout"));
+}
+
 static int do_run(int argc, const char **argv)
 {
 	char *dir = NULL, *config = NULL, *backup = NULL, *coord = NULL, *tmpl = NULL,
 	     *peers_file = NULL, *token_file = NULL, *store_token = NULL, *token = NULL, err[512];
 	double sync_s = 10, quiet = 5, heartbeat = 5, timeout = -1;
-	int threads = 0;
+	int threads = 0, json = 0;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
 		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (a JSON file)", "CFG" },
@@ -444,6 +555,8 @@ static int do_run(int argc, const char **argv)
 		  "SEC" },
 		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
 		  "N" },
+		{ "json", '\0', POPT_ARG_NONE, &json, 0,
+		  "when the loop stops, print the node's state as one JSON line", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -492,6 +605,8 @@ static int do_run(int argc, const char **argv)
 		rc = mtc_steady_run(&o);
 		if (run_stop)
 			mtc_info("signal %d: stopped", (int)run_stop);
+		if (json && rc == MTC_EXIT_OK && print_run(dir, cfg.node_rank, (int)run_stop) < 0)
+			rc = MTC_EXIT_FAILURE;
 		free(prog);
 	}
 	for (int i = 0; i < n_urls; i++)

@@ -24,10 +24,14 @@ struct poptOption mtc_common_options[] = {
 	POPT_TABLEEND
 };
 
+/* What a usage error points to: the program, or the program and its verb. */
+static const char *help_name;
+
 poptContext mtc_cli_context(const char *name, int argc, const char **argv,
 			    const struct poptOption *opts, const char *usage)
 {
 	poptContext ctx = poptGetContext(name, argc, argv, opts, 0);
+	help_name = name;
 	if (usage)
 		poptSetOtherOptionHelp(ctx, usage);
 	return ctx;
@@ -40,7 +44,7 @@ int mtc_usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see '%s --help')\n", mtc_prog());
+	fprintf(stderr, " (see '%s --help')\n", help_name ? help_name : mtc_prog());
 	return MTC_EXIT_USAGE;
 }
 

@@ -414,7 +414,16 @@ static int list_dir(const struct mtc_commit_opts *o, struct listing *l)
 	return 0;
 }
 
-static int scan(const struct mtc_commit_opts *o, const struct seen *s)
+static void note_pending(struct mtc_commit_pendings *p, long long step, int saves, int workers)
+{
+	if (!p)
+		return;
+	p->v = xrealloc(p->v, (p->n + 1) * sizeof *p->v);
+	p->v[p->n++] = (struct mtc_commit_pending){ step, saves, workers };
+}
+
+static int scan(const struct mtc_commit_opts *o, const struct seen *s,
+		struct mtc_commit_pendings *pending)
 {
 	struct listing l;
 	int count = 0, rc = 0;
@@ -422,6 +431,8 @@ static int scan(const struct mtc_commit_opts *o, const struct seen *s)
 	if (mtc_remove_tree(trash) < 0)
 		mtc_warn("cannot empty '%s':", trash);
 	free(trash);
+	if (pending)
+		pending->n = 0;
 	if (list_dir(o, &l) < 0) {
 		mtc_error("cannot list '%s':", o->dir);
 		return -1;
@@ -437,6 +448,8 @@ static int scan(const struct mtc_commit_opts *o, const struct seen *s)
 				rc = -1;
 			else
 				add(&l.saves, &l.nsaves, l.steps[i].step, 0, "");
+		} else {
+			note_pending(pending, l.steps[i].step, 0, 0);
 		}
 		free(p);
 	}
@@ -455,6 +468,9 @@ static int scan(const struct mtc_commit_opts *o, const struct seen *s)
 				ready = quiet_for(p, o->quiet_s);
 				free(p);
 			}
+			if (!ready)
+				note_pending(pending, l.saves[i].step, (int)(j - i),
+					     o->cfg->workers_per_node);
 		}
 		for (size_t k = i; ready && k < j; k++) {
 			if (k > i && l.saves[k].worker == l.saves[k - 1].worker)
@@ -472,7 +488,12 @@ static int scan(const struct mtc_commit_opts *o, const struct seen *s)
 
 int mtc_commit_scan(const struct mtc_commit_opts *o)
 {
-	return scan(o, NULL);
+	return scan(o, NULL, NULL);
+}
+
+int mtc_commit_scan_pending(const struct mtc_commit_opts *o, struct mtc_commit_pendings *p)
+{
+	return scan(o, NULL, p);
 }
 
 int mtc_commit_watch(const struct mtc_commit_opts *o, double timeout_s)
@@ -489,7 +510,7 @@ int mtc_commit_watch(const struct mtc_commit_opts *o, double timeout_s)
 	}
 	int rc = 0;
 	for (;;) {
-		if (scan(o, &s) < 0)
+		if (scan(o, &s, NULL) < 0)
 			rc = -1;
 		s.n = 0;
 		double left = deadline < 0 ? 1e9 : deadline - mtc_now();

@@ -20,6 +20,21 @@ struct mtc_commit_result {
 
 typedef void mtc_commit_cb(const struct mtc_commit_result *r, void *arg);
 
+/*
+ * A step a scan saw but did not take: a step dir (or, for pytorch, a save)
+ * written to within the quiet time, or a pytorch step whose workers' saves
+ * are not all there yet (saves < workers).
+ */
+struct mtc_commit_pending {
+	long long step;
+	int saves, workers; /* pytorch; 0 and 0 for a step dir */
+};
+
+struct mtc_commit_pendings {
+	struct mtc_commit_pending *v;
+	size_t n;
+};
+
 struct mtc_commit_opts {
 	const char *dir;
 	const struct mtc_config *cfg;
@@ -31,6 +46,9 @@ struct mtc_commit_opts {
 
 /* One pass: finishes interrupted commits, commits every ready step. Count, or -1. */
 int mtc_commit_scan(const struct mtc_commit_opts *o);
+
+/* mtc_commit_scan, and the steps it left pending in p (emptied first; the caller frees p->v). */
+int mtc_commit_scan_pending(const struct mtc_commit_opts *o, struct mtc_commit_pendings *p);
 
 /* Scans, then keeps committing as steps arrive (inotify) until timeout_s (< 0: never). */
 int mtc_commit_watch(const struct mtc_commit_opts *o, double timeout_s);

@@ -81,6 +81,12 @@ static int young(const struct mtc_gc_opts *o, const char *name)
 
 int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 {
+	return mtc_gc_dry(o, st, NULL, NULL);
+}
+
+int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *would_delete,
+	       void *arg)
+{
 	struct hashes keep = { 0 };
 	char **metas = NULL, **datas = NULL, **manifests = NULL;
 	size_t nmetas = 0, ndatas = 0, nmanifests = 0;
@@ -123,7 +129,8 @@ int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 			else
 				mtc_warn("kept '%s' does not hold a digest", path);
 		} else if (o->dry_run) {
-			printf("would delete '%s'\n", path);
+			if (would_delete)
+				would_delete(path, arg);
 			st->deleted_meta++;
 		} else if (unlink(path) < 0 && errno != ENOENT) {
 			mtc_error("cannot delete '%s':", path);
@@ -149,7 +156,10 @@ int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 		} else if (rc < 0) {
 			/* A meta we could not delete may still name this data. */
 		} else if (o->dry_run) {
-			printf("would delete '%s/%s'\n", o->dir, datas[i]);
+			char *path = xasprintf("%s/%s", o->dir, datas[i]);
+			if (would_delete)
+				would_delete(path, arg);
+			free(path);
 			st->deleted_data++;
 		} else if (mtc_trash(o->dir, datas[i]) < 0) {
 			mtc_error("cannot delete '%s/%s':", o->dir, datas[i]);
@@ -165,9 +175,10 @@ int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 		mtc_parse_manifest_name(manifests[i], hash);
 		data = xasprintf("%s/%s.data", o->dir, hash);
 		if (rc == 0 && (!kept(&keep, hash) || access(data, F_OK) < 0)) {
-			if (o->dry_run)
-				printf("would delete '%s'\n", path);
-			else if (unlink(path) < 0 && errno != ENOENT)
+			if (o->dry_run) {
+				if (would_delete)
+					would_delete(path, arg);
+			} else if (unlink(path) < 0 && errno != ENOENT)
 				mtc_warn("cannot delete '%s':", path);
 		}
 		free(data);

@@ -18,6 +18,7 @@
 #include "exitcode.h"
 #include "fsutil.h"
 #include "inventory.h"
+#include "json_out.h"
 #include "log.h"
 #include "naming.h"
 #include "peer_http.h"
@@ -1093,10 +1094,10 @@ json_t *mtc_peer_push_step(const struct mtc_peer_client *pc, const char *dir, co
 		json_t *one;
 		if (th[i])
 			pthread_join(th[i], NULL);
-		one = json_pack("{s:s, s:b, s:i, s:i, s:i, s:I, s:f}", "peer", pp[i].url, "ok",
-				pp[i].ok, "metas", n_metas, "data_sent", pp[i].sent, "data_skipped",
+		one = json_pack("{s:s, s:b, s:i, s:i, s:i, s:I, s:o}", "peer", pp[i].url, "ok",
+				pp[i].ok, "metas", n_metas, "data-sent", pp[i].sent, "data-skipped",
 				pp[i].skipped, "bytes", (json_int_t)pp[i].bytes, "seconds",
-				pp[i].seconds);
+				mtc_json_seconds(pp[i].seconds));
 		if (!pp[i].ok) {
 			json_object_set_new(one, "error", json_string(pp[i].err));
 			mtc_error("cannot push step %lld to '%s': %s", step, pp[i].url, pp[i].err);
@@ -1104,8 +1105,8 @@ json_t *mtc_peer_push_step(const struct mtc_peer_client *pc, const char *dir, co
 		}
 		json_array_append_new(list, one);
 	}
-	out = json_pack("{s:I, s:b, s:f, s:o}", "step", (json_int_t)step, "ok", *failed == 0,
-			"seconds", mtc_now() - t0, "peers", list);
+	out = json_pack("{s:I, s:b, s:o, s:o}", "step", (json_int_t)step, "ok", *failed == 0,
+			"seconds", mtc_json_seconds(mtc_now() - t0), "peers", list);
 	for (int i = 0; i < n_metas; i++)
 		free(metas[i]);
 	free(metas);

@@ -48,7 +48,7 @@ json_t *mtc_peer_inventory(const struct mtc_peer_client *pc, const char *base, c
  * Pushes this node's .meta files of step (job, rank) found in dir, data
  * before meta, data skipped when the peer has it, to every peer in
  * parallel. Returns the summary {"step", "ok", "seconds", "peers": [{"peer",
- * "ok", "metas", "data_sent", "data_skipped", "bytes", "seconds", "error"}]};
+ * "ok", "metas", "data-sent", "data-skipped", "bytes", "seconds", "error"}]};
  * *failed counts the peers that failed.
  */
 json_t *mtc_peer_push_step(const struct mtc_peer_client *pc, const char *dir, const char *job,

@@ -15,6 +15,7 @@
 #include "coord.h"
 #include "exitcode.h"
 #include "fsutil.h"
+#include "json_out.h"
 #include "log.h"
 #include "naming.h"
 #include "peer_client.h"
@@ -25,28 +26,31 @@
 
 #define SERVE_USAGE                                                                            \
 	"serve --dir DIR --listen HOST:PORT [--peer-token-file FILE] [--insecure] "                 \
-	"[--coordinator --nodes N]"
+	"[--coordinator --nodes N] [--json]"
 #define PUSH_USAGE                                                                             \
 	"push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] "        \
-	"[--peer-token-file FILE] [--streams N]"
+	"[--peer-token-file FILE] [--streams N] [--json]"
 #define FETCH_USAGE                                                                            \
 	"fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--peer-token-file FILE] "       \
-	"[--streams N]"
+	"[--streams N] [--json]"
+
+int mtc_replicate_parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
+			poptContext *ctx)
+{
+	static char name[64];
+	snprintf(name, sizeof name, "mtc-replicate %.*s", (int)strcspn(usage, " "), usage);
+	*ctx = mtc_cli_context(name, argc, argv, opts, usage);
+	return mtc_cli_parse(*ctx);
+}
 
 static int parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
 		 poptContext *ctx)
 {
-	*ctx = mtc_cli_context("mtc-replicate", argc, argv, opts, usage);
-	return mtc_cli_parse(*ctx);
+	return mtc_replicate_parse(argc, argv, opts, usage, ctx);
 }
 
-static void print_json(json_t *j)
-{
-	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	printf("%s\n", s);
-	fflush(stdout);
-	free(s);
-}
+/* The output of these verbs is JSON with or without --json (accepted by each). */
+#define JSON_OPTION(help) { "json", '\0', POPT_ARG_NONE, NULL, 0, help, NULL }
 
 int mtc_replicate_serve(int argc, const char **argv)
 {
@@ -94,6 +98,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "seconds of silence after which a rank has vanished (default 30)", "SEC" },
 		{ "poll-timeout", '\0', POPT_ARG_DOUBLE, &poll_s, 0,
 		  "longest wait of one coordinator request (default 20)", "SEC" },
+		JSON_OPTION("the one result line, when listening, is JSON (it is without this too)"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -161,12 +166,8 @@ int mtc_replicate_serve(int argc, const char **argv)
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
-	{
-		json_t *ready = json_pack("{s:s, s:s, s:b}", "listen", mtc_peer_server_address(s),
-					  "dir", dir, "coordinator", coordinator);
-		print_json(ready);
-		json_decref(ready);
-	}
+	mtc_json_print(json_pack("{s:s, s:s, s:b}", "listen", mtc_peer_server_address(s), "dir",
+				 dir, "coordinator", coordinator));
 	mtc_info("serving '%s' on %s", dir, mtc_peer_server_address(s));
 	sigwait(&set, &sig);
 	mtc_info("signal %d: shutting down", sig);
@@ -243,6 +244,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
 		{ "streams", '\0', POPT_ARG_INT, &streams, 0,
 		  "connections per tree and peer (default 4; 1: one tar stream)", "N" },
+		JSON_OPTION("the summary line is JSON (it is without this too)"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -296,8 +298,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		pc.streams = streams > 64 ? 64 : streams;
 	summary = mtc_peer_push_step(&pc, dir, cfg.job_name, step, cfg.node_rank, urls, n_urls,
 				     &failed);
-	print_json(summary);
-	json_decref(summary);
+	mtc_json_print(summary);
 	if (failed < 0)
 		mtc_error("nothing to push: no .meta of step %lld for node %d in '%s'", step,
 			  cfg.node_rank, dir);
@@ -335,6 +336,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
 		{ "streams", '\0', POPT_ARG_INT, &streams, 0,
 		  "connections per tree (default 4; 1: one tar stream)", "N" },
+		JSON_OPTION("the summary line is JSON (it is without this too)"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -382,10 +384,9 @@ int mtc_replicate_fetch(int argc, const char **argv)
 			json_array_append_new(list, o);
 			free(name);
 		}
-	summary = json_pack("{s:s, s:b, s:f, s:o}", "from", from, "ok", worst == 0, "seconds",
-			    mtc_now() - t0, "objects", list);
-	print_json(summary);
-	json_decref(summary);
+	summary = json_pack("{s:s, s:b, s:o, s:o}", "from", from, "ok", worst == 0, "seconds",
+			    mtc_json_seconds(mtc_now() - t0), "objects", list);
+	mtc_json_print(summary);
 	rc = worst;
 out:
 	poptFreeContext(ctx);

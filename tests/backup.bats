@@ -22,7 +22,7 @@ teardown() {
 	h=$(saved_step "$WORK/local" job 100 0 a)
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30
 	assert_success
-	echo "$output" | fakegcs_json 'd["bytes"] > 300000 and d["objects"] == 5 and d["backup"] == "2025-06-30_14-30" and "mb_per_s" in d and "seconds" in d' | grep -qx true
+	echo "$output" | fakegcs_json 'd["bytes"] > 300000 and d["objects"] == 5 and d["backup"] == "2025-06-30_14-30" and "mb-per-s" in d and "seconds" in d' | grep -qx true
 	b="$WORK/bk/job/2025-06-30_14-30"
 	assert_equal "$(cat "$b/job-s100-n0-w0.meta")" "$h"
 	cmp "$WORK/local/$h.data/weights" "$b/$h.data/weights"
@@ -182,4 +182,33 @@ teardown() {
 	assert_equal "$status" 2
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "ftp://x"
 	assert_equal "$status" 2
+}
+
+@test "a backup name holds one step: a second step into it is refused (exit 1), nothing stored is touched" {
+	config "$WORK/cfg" job 0 1
+	saved_step "$WORK/local" job 300 0 a >/dev/null
+	saved_step "$WORK/local" job 100 0 b >/dev/null
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 300 --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_success
+	before=$(cd "$WORK/bk" && find . -printf '%p %s %T@\n' | sort)
+	run --separate-stderr mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_failure 1
+	assert_output ""
+	assert_equal "$stderr" "mtc-backup: cannot back up step 100 into '$WORK/bk/job/2025-06-30_14-30/': it holds step 300 ('job-s300-n0-w0.meta'), and a backup name is bound to one step; give another --name"
+	assert_equal "$(cd "$WORK/bk" && find . -printf '%p %s %T@\n' | sort)" "$before"
+	# the same step again is a no-op, not a refusal
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 300 --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_success
+}
+
+@test "-v logs each phase: hashing, uploading, the .meta files; --json prints only the summary line" {
+	config "$WORK/cfg" job 0 1
+	saved_step "$WORK/local" job 5 0 a >/dev/null
+	run --separate-stderr mtc-backup -v --json --dir "$WORK/local" --config "$WORK/cfg" --step 5 --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_success
+	assert_output --regexp '^\{"backup":"2025-06-30_14-30","location":"[^"]*","step":5,"rank":0,"bytes":300002,"objects":5,"skipped":0,"seconds":[0-9]+\.[0-9]{1,3},"mb-per-s":[0-9.]+\}$'
+	[[ "$stderr" == *"info: hashing the data of step 5 (1 worker)"* ]]
+	[[ "$stderr" == *"info: hashed '$WORK/local/"* ]]
+	[[ "$stderr" == *"info: uploading 3 objects (300002 bytes) to '$WORK/bk/job/2025-06-30_14-30/'"* ]]
+	[[ "$stderr" == *"info: uploading 1 .meta file last"* ]]
 }

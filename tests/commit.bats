@@ -80,11 +80,16 @@ assert_consistent() {
 	cmp "$L/$h.data/params/alias" "$L/$h.data/params/layer0/shard0"
 }
 
-@test "a step dir still being written is not taken; commit_success.txt or quiet time releases it" {
+@test "a step dir still being written is not taken, and said; commit_success.txt or quiet time releases it" {
 	make_step "$L/7" 7
-	run mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 60
+	run --separate-stderr mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 60
 	assert_success
 	assert_output ""
+	assert_equal "$stderr" "mtc-replicate: warning: step 7 is pending: written to within the last 60 s (--quiet-time); not committed (--wait SEC waits for it)"
+	run --separate-stderr mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 60 --json
+	assert_success
+	assert_output '{"pending":[7],"quiet-time":60.0}'
+	assert_equal "$stderr" ""
 	assert_file_exists "$L/7/_METADATA"
 	: > "$L/7/commit_success.txt"
 	run mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 60
@@ -132,8 +137,9 @@ assert_consistent() {
 	head -c 5000 /dev/urandom > "$L/job-s10-n0-w0.save"
 	head -c 5000 /dev/urandom > "$L/job-s10-n1-w0.save"
 	head -c 5000 /dev/urandom > "$L/other-s10-n0-w1.save"
-	run commit
+	run --separate-stderr commit
 	assert_output ""
+	assert_equal "$stderr" "mtc-replicate: warning: step 10 is pending: 1 of 2 workers' saves are there"
 	h1=$(b3sum --no-names "$L/job-s10-n0-w0.save")
 	head -c 7000 /dev/urandom > "$L/job-s10-n0-w1.save"
 	h2=$(b3sum --no-names "$L/job-s10-n0-w1.save")
@@ -220,9 +226,17 @@ assert_consistent() {
 	h3=$(cat "$L/job-s3-n0-w0.meta")
 	ln -s "$h1.data" "$L/job-s1-n0-w0.restore"
 	printf '%s' "$h3" > "$L/job-s3-n1-w0.meta"
-	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 3
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 3 --dry-run --json
 	assert_success
-	assert_output '{"deleted_meta":3,"deleted_data":2,"kept_meta":2,"kept_data":2}'
+	assert_output --regexp '^\{"dry-run":true,"would-delete":\[("[^"]*",){6}"[^"]*"\],"would-delete-meta":3,"would-delete-data":2,"kept-meta":2,"kept-data":2\}$'
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 3 --dry-run
+	assert_success
+	assert_line "would delete '$L/job-s2-n0-w0.meta'"
+	assert_line --index 7 "would delete 3 .meta and 2 .data, kept 2 .meta and 2 .data"
+	[ "$(ls "$L"/*.meta | wc -l)" -eq 5 ]
+	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 3 --json
+	assert_success
+	assert_output '{"dry-run":false,"deleted-meta":3,"deleted-data":2,"kept-meta":2,"kept-data":2}'
 	assert_file_exists "$L/job-s3-n0-w0.meta"
 	assert_file_exists "$L/job-s3-n1-w0.meta"
 	[ -d "$L/$h1.data" ]
@@ -307,9 +321,26 @@ assert_consistent() {
 	[ "$(ls -d "$L"/*.data | wc -l)" -eq 1 ]
 }
 
+@test "commit --wait takes a step once it is quiet; exit 3 when it stays pending" {
+	make_step "$L/7" 7
+	(sleep 0.5 && : > "$L/7/commit_success.txt") &
+	run --separate-stderr mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 60 --wait 10 --json
+	assert_success
+	assert_output --regexp '^\{"step":7,"worker":0,"hash":"D[0-9a-f]{64}",'
+	assert_file_exists "$L/job-s7-n0-w0.meta"
+	make_step "$L/8" 8
+	run --separate-stderr mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 60 --wait 0.3 --json
+	assert_failure 3
+	assert_output '{"pending":[8],"quiet-time":60.0}'
+	assert_equal "$stderr" "mtc-replicate: timed out after 0.3 s: step 8 still pending"
+	run mtc-replicate commit --dir "$L" --config "$T/cfg.json" --watch --wait 1
+	assert_failure 2
+}
+
 @test "usage and config errors" {
 	run mtc-replicate commit --config "$T/cfg.json"
 	assert_failure 2
+	assert_output "mtc-replicate: --dir is required (see 'mtc-replicate commit --help')"
 	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep x
 	assert_failure 2
 	printf '{}' > "$T/bad.json"

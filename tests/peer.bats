@@ -158,7 +158,7 @@ only_staging_free() { # nothing in DIR but the given names
 	mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 7 --peer "$URL"
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 7 --peer "$URL"
 	assert_success
-	assert_output --partial '"data_sent":0,"data_skipped":1'
+	assert_output --partial '"data-sent":0,"data-skipped":1'
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 8 --peer "$URL"
 	assert_failure 4
 }
