@@ -1,13 +1,14 @@
 #!/usr/bin/env bats
-# mtc-prune: the policy through --list, then the directory backend.
+# mtc-prune: the policy through --list, then the directory backend, the location rule,
+# backup-warden's flags and INI config, and the JSON lines.
 
 load helpers
 
 NONE=(--minutely 0 --hourly 0 --daily 0 --weekly 0 --monthly 0 --yearly 0)
 
 # decide POLICY... < names: prints "action name [reasons]" without the summary.
-decide() { mtc-prune --list - "$@" | sed '$d' | tr -s ' '; }
-kept() { mtc-prune --list - --print-kept "$@" | tr '\n' ' '; }
+decide() { mtc-prune --list - "$@" 2>/dev/null | sed '$d' | tr -s ' '; }
+kept() { mtc-prune --list - --print-kept "$@" 2>/dev/null | tr '\n' ' '; }
 
 setup() {
 	ROOT=$(mktemp -d /dev/shm/mtc-prune.XXXXXX)
@@ -66,7 +67,7 @@ dirs() { (cd "$ROOT/job" && find . -mindepth 1 -maxdepth 1 -type d | sed 's|^\./
 2025-06-30_10-03-00'
 	run decide "${NONE[@]}" --minutely 2 --hourly 1 <<<"$names"
 	assert_output 'keep 2025-06-30_10-00-10 hourly
-delete 2025-06-30_10-00-40
+would-delete 2025-06-30_10-00-40
 keep 2025-06-30_10-01-05 minutely
 keep 2025-06-30_10-03-00 minutely'
 	run decide "${NONE[@]}" --minutely 3 --hourly 1 <<<"$names"
@@ -81,7 +82,7 @@ logs-2025-06-30_11-30'
 	run kept "${NONE[@]}" --hourly 1 --include 'db-*' <<<"$names"
 	assert_output 'db-2025-06-30_11-00 '
 	run decide "${NONE[@]}" --hourly 1 --exclude 'db-*' <<<"$names"
-	assert_output 'delete logs-2025-06-30_10-30
+	assert_output 'would-delete logs-2025-06-30_10-30
 keep logs-2025-06-30_11-30 hourly'
 	run kept "${NONE[@]}" --minutely 90 -I 'db-*, logs-*' -E '*11-*' <<<"$names"
 	assert_output 'db-2025-06-30_10-00 logs-2025-06-30_10-30 '
@@ -172,7 +173,7 @@ a-2025-06-30_10-00'
 	assert_output --partial 'refusing a policy where every count is 0'
 	mkbackup 2025-06-30_10-00 2
 	before=$(snapshot)
-	run mtc-prune "$ROOT/job" "${NONE[@]}" --delete
+	run mtc-prune "$ROOT" --job job "${NONE[@]}" --delete
 	assert_failure 2
 	assert_equal "$(snapshot)" "$before"
 }
@@ -184,7 +185,11 @@ a-2025-06-30_10-00'
 	assert_failure 2
 	run mtc-prune --list - --delete </dev/null
 	assert_failure 2
-	run mtc-prune "$ROOT/job" --grace soon
+	run mtc-prune "$ROOT" --job job --grace soon
+	assert_failure 2
+	run mtc-prune "$ROOT" --job job -n --delete
+	assert_failure 2
+	run mtc-prune -p "$ROOT/job" --job job
 	assert_failure 2
 }
 
@@ -212,14 +217,14 @@ a-2025-06-30_10-00'
 	mkbackup 2025-06-30_10-30 2
 	run mtc-prune -p "$ROOT/job" --hourly 24 --daily 7 --weekly 5 --monthly always --yearly always --prefer-recent --utc
 	assert_success
-	assert_line --regexp '^delete +2025-06-30_10-00$'
+	assert_line --regexp '^would-delete +2025-06-30_10-00$'
 	assert_line --regexp '^keep +2025-06-30_10-30 +hourly, daily, weekly, monthly, yearly, newest valid$'
 }
 
 @test "a dry run deletes nothing" {
 	for m in 00 10 20 30 40 50; do mkbackup "2025-06-30_09-$m" 2; done
 	before=$(snapshot)
-	run mtc-prune "$ROOT/job" "${NONE[@]}" --hourly 1
+	run mtc-prune "$ROOT" --job job "${NONE[@]}" --hourly 1 -n
 	assert_success
 	assert_output --partial '6 backups: 2 kept, 4 to delete'
 	assert_equal "$(snapshot)" "$before"
@@ -230,26 +235,27 @@ a-2025-06-30_10-00'
 	mkdir "$ROOT/job/notes" "$ROOT/job/lost+found"
 	echo hi >"$ROOT/job/README"
 	echo x >"$ROOT/job/2025-06-09_12-00.txt"
-	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 3 --print-deleted
+	reported=$(mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 3 --print-deleted 2>/dev/null | tr '\n' ' ')
+	expected=$(for d in 01 02 03 04 05; do printf '%s ' "$ROOT/job/2025-06-$d""_12-00"; done)
+	assert_equal "$reported" "$expected"
+	run mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 3 --delete --print-deleted
 	assert_success
-	reported=$(echo "$output" | tr '\n' ' ')
-	assert_equal "$reported" '2025-06-01_12-00 2025-06-02_12-00 2025-06-03_12-00 2025-06-04_12-00 2025-06-05_12-00 '
-	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 3 --delete --print-deleted
-	assert_success
-	assert_equal "$(echo "$output" | tr '\n' ' ')" "$reported"
+	assert_output --partial "$ROOT/job: 4 names that are not backups, ignored"
+	assert_equal "$(mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 3 --print-not-deleted 2>/dev/null | tr '\n' ' ')" \
+		"$ROOT/job/2025-06-06_12-00 $ROOT/job/2025-06-07_12-00 $ROOT/job/2025-06-08_12-00 "
 	assert_equal "$(dirs)" '2025-06-06_12-00 2025-06-07_12-00 2025-06-08_12-00 lost+found notes '
 	assert_file_exists "$ROOT/job/README"
 	assert_file_exists "$ROOT/job/2025-06-09_12-00.txt"
-	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 3 --delete --json
+	run mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 3 --delete --json
 	assert_success
-	assert_output --partial '"deleted": 0'
+	assert_line --partial '"summary":true,"backups":3,"kept":3,"deleted":0,"failed":0'
 }
 
 @test "the newest valid backup is never deleted" {
 	mkbackup 2020-01-01_00-00 3
 	mkbackup 2020-01-02_00-00 3 1
 	mkbackup 2020-01-03_00-00 3 0
-	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 1 --delete
+	run mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 1 --delete
 	assert_success
 	assert_line --regexp '^keep +2020-01-01_00-00 +newest valid$'
 	assert_line --regexp '^deleted +2020-01-02_00-00$'
@@ -262,9 +268,9 @@ a-2025-06-30_10-00'
 	mkbackup 2020-01-02_00-00 2
 	mkbackup 2020-01-03_00-00 2
 	printf '2020-01-02_00-00\n' >"$ROOT/job/restore.version"
-	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 1 --delete --json
+	run mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 1 --delete --json
 	assert_success
-	assert_output --partial '"action": "deleted"'
+	assert_output --partial '"name":"2020-01-01_00-00","location":"'"$ROOT/job"'","time":1577836800.0,"action":"deleted"'
 	assert_equal "$(dirs)" '2020-01-02_00-00 2020-01-03_00-00 '
 	assert_file_exists "$ROOT/job/restore.version"
 }
@@ -277,11 +283,11 @@ a-2025-06-30_10-00'
 	h=$(echo x | sha256sum | cut -c1-64)
 	mkdir "$ROOT/job/$old/$h.data" && echo 1 >"$ROOT/job/$old/$h.data/f"
 	printf '%s' "$h" >"$ROOT/job/$old/job-s1-n0-w0.meta"
-	run mtc-prune "$ROOT/job" -t '^u(?P<unixtime>\d+)$' "${NONE[@]}" --yearly 1 --delete
+	run mtc-prune -p "$ROOT/job" -t '^u(?P<unixtime>\d+)$' "${NONE[@]}" --yearly 1 --delete
 	assert_success
 	assert_line --regexp "^keep +u$now +in progress$"
 	assert_line --regexp "^keep +$old +yearly, newest valid$"
-	run mtc-prune "$ROOT/job" -t '^u(?P<unixtime>\d+)$' "${NONE[@]}" --yearly 1 --delete --grace 0
+	run mtc-prune -p "$ROOT/job" -t '^u(?P<unixtime>\d+)$' "${NONE[@]}" --yearly 1 --delete --grace 0
 	assert_success
 	assert_line --regexp "^deleted +u$now$"
 	assert_equal "$(dirs)" "$old "
@@ -291,6 +297,223 @@ a-2025-06-30_10-00'
 	run mtc-prune "$ROOT/nothing-here" --hourly 1
 	assert_failure 4
 	assert_output --partial "$ROOT/nothing-here"
+}
+
+@test "the location is the bucket root and the job comes from --job: a wrong level is an error, never 0 backups" {
+	mkbackup 2025-06-30_10-00 2
+	# the bucket root without a job: which job? (a cron line that never pruned before)
+	run mtc-prune "$ROOT" --delete
+	assert_failure 2
+	assert_output --partial "which job? give --job NAME"
+	# a job's root given as LOCATION: explained with the command that works
+	run mtc-prune "$ROOT/job" --delete
+	assert_failure 2
+	assert_output --partial "give the bucket root and the job: $ROOT --job job"
+	# a job with no backups there: not found, naming the jobs there are
+	run mtc-prune "$ROOT" --job other --delete
+	assert_failure 4
+	assert_output --partial "jobs there: job"
+	# -p is the directory of the backups: a bucket root there holds none
+	run mtc-prune -p "$ROOT" --delete
+	assert_failure 4
+	assert_output --partial "no backups at '$ROOT' (1 name without a timestamp: 'job')"
+	assert_output --partial "--job NAME"
+	run mtc-prune "$ROOT/nothing-here" --job job
+	assert_failure 4
+	run mtc-prune "$ROOT" --job job
+	assert_success
+	assert_line --regexp '^keep +2025-06-30_10-00 +hourly, daily, weekly, monthly, yearly, newest valid$'
+}
+
+@test "names that are not backups are named at the default verbosity, in every mode" {
+	run mtc-prune --list - <<<$'foo\nbar\n2025-06-30_10-00'
+	assert_success
+	assert_output --partial "2 names without a timestamp ignored (not backups): 'foo', 'bar'"
+	assert_line --partial '1 backups: 1 kept'
+	run mtc-prune --list - --json <<<$'a\nb\nc\nd\ne'
+	assert_success
+	assert_output --partial "5 names without a timestamp ignored (not backups): 'a', 'b', 'c', ..."
+	run mtc-prune --list - -q <<<'foo'
+	assert_output '0 backups: 0 kept, 0 to delete (dry run: nothing deleted without --delete)'
+	mkbackup 2025-06-30_10-00 1
+	mkdir "$ROOT/job/snapshot-old"
+	run mtc-prune -p "$ROOT/job" --print-kept
+	assert_output --partial "$ROOT/job: 1 name without a timestamp ignored (not backups): 'snapshot-old'"
+}
+
+@test "backup-warden's flags: -n, -V, --debug, --silent, --print-not-deleted" {
+	for h in 10 11 12; do mkbackup "2025-06-30_$h-00" 1; done
+	before=$(snapshot)
+	run mtc-prune -p "$ROOT/job" "${NONE[@]}" --hourly 1 -n
+	assert_success
+	assert_line --regexp '^would-delete +2025-06-30_10-00$'
+	run mtc-prune -V
+	assert_success
+	assert_output --regexp '^mtc-prune \(mtc\) [0-9]'
+	run mtc-prune -p "$ROOT/job" "${NONE[@]}" --hourly 1 --debug
+	assert_success
+	assert_output --partial "debug: $ROOT/job: 3 names listed"
+	run mtc-prune -p "$ROOT/job/" "${NONE[@]}" --hourly 1 --print-not-deleted
+	assert_success
+	assert_output "$ROOT/job/2025-06-30_12-00"
+	run mtc-prune -p "$ROOT/job" "${NONE[@]}" --hourly 1 --silent
+	assert_success
+	assert_output ''
+	run mtc-prune -p "$ROOT/nope" --silent
+	assert_failure 4
+	assert_output --partial "no such location"
+	run mtc-prune -p "$ROOT/job" --debug --silent
+	assert_failure 2
+	run mtc-prune -p "$ROOT/job" --print-deleted --print-not-deleted
+	assert_failure 2
+	assert_equal "$(snapshot)" "$before"
+}
+
+@test "-c reads backup-warden's INI config: per-path policies, several sections, globs below [main] path" {
+	for c in cluster1 cluster2; do
+		for d in 27 28 29 30; do mkdir -p "$ROOT/backups/$c/logical/2025-06-$d""_12-00"; done
+	done
+	for d in 29 30; do
+		mkdir -p "$ROOT/backups/db/full-2025-06-$d""_01-00" "$ROOT/backups/db/inc-2025-06-$d""_01-00" \
+			"$ROOT/backups/db/inc-2025-06-$d""_02-00"
+	done
+	cat >"$ROOT/warden.ini" <<INI
+[main]
+path = $ROOT/backups
+environment = dev
+source = local
+
+; every cluster's logical backups
+[$ROOT/backups/*/logical]
+hourly = 0
+daily = 1 + 1
+weekly = 0
+monthly = 0
+yearly = 0
+include_list =
+exclude_list =
+
+[$ROOT/backups/cluster2/logical]
+daily = 3
+Prefer_Recent = yes
+
+[$ROOT/backups/db/full*]
+daily = 7
+yearly = always
+include_list = *full*
+
+[$ROOT/backups/db/inc*]
+daily = 1
+include_list = *inc*
+INI
+	run --separate-stderr mtc-prune -c "$ROOT/warden.ini" --print-not-deleted
+	assert_success
+	assert_output "$ROOT/backups/cluster1/logical/2025-06-29_12-00
+$ROOT/backups/cluster1/logical/2025-06-30_12-00
+$ROOT/backups/cluster2/logical/2025-06-28_12-00
+$ROOT/backups/cluster2/logical/2025-06-29_12-00
+$ROOT/backups/cluster2/logical/2025-06-30_12-00
+$ROOT/backups/db/full-2025-06-29_01-00
+$ROOT/backups/db/full-2025-06-30_01-00
+$ROOT/backups/db/inc-2025-06-30_01-00"
+	run mtc-prune -c "$ROOT/warden.ini"
+	assert_success
+	assert_line "$ROOT/backups/db (policy of [$ROOT/backups/db/inc*])"
+	assert_line --regexp '^would-delete +inc-2025-06-30_02-00$'
+	# the policy is the file's: backup-warden refuses these beside it, and so does mtc-prune
+	for extra in "--hourly 3" "--prefer-recent" "-p $ROOT/backups" "-I *x*" "$ROOT/backups"; do
+		# shellcheck disable=SC2086
+		run mtc-prune -c "$ROOT/warden.ini" $extra
+		assert_failure 2
+		assert_output --partial "cannot be given with the backup-warden config '$ROOT/warden.ini'"
+	done
+	run mtc-prune -c "$ROOT/warden.ini" --delete --silent
+	assert_success
+	assert_output ''
+	assert_equal "$(ls "$ROOT/backups/cluster1/logical" | tr '\n' ' ')" '2025-06-29_12-00 2025-06-30_12-00 '
+	assert_equal "$(ls "$ROOT/backups/db" | tr '\n' ' ')" \
+		'full-2025-06-29_01-00 full-2025-06-30_01-00 inc-2025-06-30_01-00 '
+}
+
+@test "-c without [main] path: each section is a directory; bad files are refused with the line" {
+	for d in 28 29 30; do mkdir -p "$ROOT/a/2025-06-$d""_12-00" "$ROOT/b/2025-06-$d""_12-00"; done
+	printf '[%s]\ndaily = 1\n\n[%s]\nhourly = 5 * 5\ndaily = always\n' "$ROOT/a" "$ROOT/b" >"$ROOT/w.ini"
+	run --separate-stderr mtc-prune -c "$ROOT/w.ini" --print-deleted
+	assert_success
+	assert_output "$ROOT/a/2025-06-28_12-00
+$ROOT/a/2025-06-29_12-00"
+	printf '[%s]\nhourly = 0\n' "$ROOT/a" >"$ROOT/zero.ini"
+	run mtc-prune -c "$ROOT/zero.ini"
+	assert_failure 2
+	assert_output --partial "keeps nothing"
+	printf '[%s]\nhourley = 24\ndaily = 1\n' "$ROOT/a" >"$ROOT/typo.ini"
+	run mtc-prune -c "$ROOT/typo.ini"
+	assert_failure 2
+	assert_output --partial "line 2: unknown key 'hourley'"
+	printf '[main]\nsource = s3\n[%s]\ndaily = 1\n' "$ROOT/a" >"$ROOT/s3.ini"
+	run mtc-prune -c "$ROOT/s3.ini"
+	assert_failure 2
+	assert_output --partial "source = s3"
+	printf '[%s/*]\ndaily = 1\n' "$ROOT" >"$ROOT/glob.ini"
+	run mtc-prune -c "$ROOT/glob.ini"
+	assert_failure 2
+	assert_output --partial "globs need a [main] path"
+	run mtc-prune -c "$ROOT/missing.ini"
+	assert_failure 4
+}
+
+@test "--json: one compact line a backup and a summary line, kebab-case keys, a dry run never says deleted" {
+	for h in 10 11 12; do mkbackup "2025-06-30_$h-00" 1; done
+	for mode in -n --delete; do
+		run --separate-stderr mtc-prune "$ROOT" --job job "${NONE[@]}" --hourly 1 --prefer-recent --json "$mode"
+		assert_success
+		want=$([ "$mode" = -n ] && echo would-delete would-delete keep || echo deleted deleted keep)
+		echo "$output" | python3 -c '
+import json, sys
+lines = [json.loads(l) for l in sys.stdin]
+def keys(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            yield k
+            yield from keys(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from keys(v)
+assert all("_" not in k for o in lines for k in keys(o)), lines
+assert [o.get("action") for o in lines[:-1]] == sys.argv[1].split(), lines
+assert lines[-1]["summary"] and lines[-1]["backups"] == 3 and lines[-1]["kept"] == 1, lines
+assert ("deleted" in lines[-1]) == (sys.argv[2] == "--delete"), lines
+assert lines[0]["time"] == 1751277600, lines
+' "$want" "$mode"
+	done
+}
+
+@test "the newest intact backup is protected: a data file cut short does not count, --verify re-hashes" {
+	load backup
+	config "$ROOT/cfg" job 0 1
+	for b in 10 11 12; do
+		rm -rf "$ROOT/n0"
+		saved_step "$ROOT/n0" job "$b" 0 "seed-$b" 20000 >/dev/null
+		mtc-backup --dir "$ROOT/n0" --config "$ROOT/cfg" --step "$b" --to "$ROOT/bk" --name "2025-06-30_$b-00" >/dev/null
+	done
+	# the newest is cut short: its metas still read valid, its sizes do not
+	w=$(ls "$ROOT"/bk/job/2025-06-30_12-00/*.data/weights)
+	truncate -s 303 "$w"
+	run mtc-prune "$ROOT/bk" --job job "${NONE[@]}" --yearly 1 --prefer-recent
+	assert_success
+	assert_line --regexp '^keep +2025-06-30_11-00 +newest valid$'
+	assert_line --regexp '^keep +2025-06-30_12-00 +yearly$'
+	# a byte changed in place keeps every size: only --verify sees it
+	rm -rf "$ROOT/bk/job/2025-06-30_12-00"
+	w=$(ls "$ROOT"/bk/job/2025-06-30_11-00/*.data/weights)
+	printf 'X' | dd of="$w" bs=1 seek=100 conv=notrunc status=none
+	run mtc-prune "$ROOT/bk" --job job "${NONE[@]}" --yearly 1 --prefer-recent
+	assert_success
+	assert_line --regexp '^keep +2025-06-30_11-00 +yearly, newest valid$'
+	run mtc-prune "$ROOT/bk" --job job "${NONE[@]}" --yearly 1 --prefer-recent --verify --delete
+	assert_success
+	assert_line --regexp '^keep +2025-06-30_10-00 +newest verified$'
+	assert_output --partial "backup '2025-06-30_11-00' is damaged"
 }
 
 # Reads like DESIGN.md §7 without a config: valid when ranks 0..max and worker 0 all have a
@@ -335,7 +558,7 @@ for i in range(count):
 EOF
 	partial=0
 	for delay in 0.002 0.005 0.01 0.02 0.03 0.05 0.08; do
-		mtc-prune "$ROOT/job" "${NONE[@]}" --daily 1 --delete >/dev/null 2>&1 &
+		mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 1 --delete >/dev/null 2>&1 &
 		pid=$!
 		sleep "$delay"
 		kill -9 "$pid" 2>/dev/null || true
@@ -348,7 +571,7 @@ EOF
 		done
 	done
 	echo "# backups seen half-deleted after a kill: $partial" >&3
-	run mtc-prune "$ROOT/job" "${NONE[@]}" --daily 1 --delete
+	run mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 1 --delete
 	assert_success
 	run half_valid
 	assert_output ''

@@ -6,7 +6,7 @@ documentation, in a different shape from lib/retention.c on purpose:
 datetime objects, dictionaries of periods, calendar arithmetic by hand.
 
   prune_ref.py [--hourly N ...] [--prefer-recent] [--relaxed] < names
-      prints "keep NAME REASONS" or "delete NAME", oldest first
+      prints "keep NAME REASONS" or "would-delete NAME", oldest first
   prune_ref.py --generate SEED COUNT
       prints COUNT backup names, shuffled
 """
@@ -174,7 +174,7 @@ def main():
         if i in reasons:
             print("keep %s %s" % (backups[i][1], ", ".join(reasons[i])))
         else:
-            print("delete %s" % backups[i][1])
+            print("would-delete %s" % backups[i][1])
 
 
 if __name__ == "__main__":
