@@ -1,7 +1,8 @@
 /*
  * mtc-lkg: the last known good step.
- *   --backups LOCATION/<job>   list a job's backups newest first with their
- *                              validity (DESIGN.md §7), step, nodes and size;
+ *   --backups LOCATION --job J list a job's backups newest first with their
+ *                              validity (DESIGN.md §7), the sizes of their data
+ *                              against their manifests, step, nodes and size;
  *                              mark the newest valid one and restore.version
  *   --inventory FILE|-         the restore plan (lib/lkg.h) for gathered
  *                              inventories
@@ -19,18 +20,22 @@
 
 #include <curl/curl.h>
 
+#include "backup_check.h"
+#include "backup_location.h"
 #include "backups.h"
 #include "cli.h"
 #include "config.h"
 #include "exitcode.h"
 #include "fsutil.h"
 #include "inventory.h"
+#include "json_out.h"
 #include "lkg.h"
 #include "lkg_inventory.h"
 #include "log.h"
 #include "peers.h"
 #include "naming.h"
 #include "peer_client.h"
+#include "progress.h"
 #include "store.h"
 #include "token_file.h"
 #include "xalloc.h"
@@ -39,26 +44,10 @@ enum mode { MODE_NONE, MODE_BACKUPS, MODE_INVENTORY, MODE_GATHER };
 
 static char *backups_root, *token_file, *inventory_path, *dir, *config_path, *job_opt,
 	*peer_template, *peer_token_file, **peer_urls;
-static int json_out, parallel, nodes_opt, workers_opt, rank_opt = -1;
+static int json_out, parallel, nodes_opt, workers_opt, rank_opt = -1, verify;
 static double peer_timeout;
 
 #define INVENTORY_MAX_BYTES (1024L * 1024 * 1024)
-
-static long long backup_bytes(struct mtc_store *s, const char *name)
-{
-	struct mtc_store_list l;
-	char *prefix = xasprintf("%s/", name);
-	long long total = -1;
-
-	if (mtc_store_list(s, prefix, NULL, &l) == 0) {
-		total = 0;
-		for (size_t i = 0; i < l.n_objects; i++)
-			total += l.objects[i].size;
-	}
-	mtc_store_list_free(&l);
-	free(prefix);
-	return total;
-}
 
 static void human_size(long long n, char *out, size_t len)
 {
@@ -73,86 +62,128 @@ static void human_size(long long n, char *out, size_t len)
 	snprintf(out, len, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
 }
 
-static int list_backups(void)
+/* The job's backup root under --backups; NULL after an error (rc says which). */
+static struct mtc_store *open_backups(const char *job, int missing_ok, int *rc)
 {
 	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_store *s;
+	char err[768];
+
+	*rc = mtc_job_store_open(backups_root, job, 0, &opt, &s, err, sizeof err);
+	if (*rc == MTC_EXIT_NOTFOUND && missing_ok)
+		mtc_info("%s", err);
+	else if (*rc)
+		mtc_error("%s", err);
+	return s;
+}
+
+/* --verify: the deep check of one backup that passed the cheap one; -1 when storage fails. */
+static int verify_backup(struct mtc_store *s, struct mtc_backup_info *info)
+{
+	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_progress *bar = mtc_progress_new(0, 0, mtc_log_level() >= MTC_LOG_WARN);
+	struct mtc_verify_stats st;
+	char why[sizeof info->reason];
+	int v;
+
+	mtc_info("verifying backup %s: every byte against its manifests and names", info->name);
+	v = mtc_backup_verify(s, &opt, info, 0, mtc_progress_store, bar, &st, why, sizeof why);
+	mtc_progress_end(bar);
+	if (v < 0) {
+		mtc_error("cannot verify backup '%s': %s", info->name, why);
+		return -1;
+	}
+	if (v) {
+		info->state = MTC_BACKUP_DAMAGED;
+		snprintf(info->reason, sizeof info->reason, "%s", why);
+	}
+	mtc_info("backup %s: %lld files, %lld bytes re-hashed: %s", info->name, st.files, st.bytes,
+		 v ? "damaged" : "intact");
+	return 0;
+}
+
+static void print_backup_line(const struct mtc_backup_info *info, long long bytes, int newest,
+			      int pinned)
+{
+	char size[32], step[32];
+
+	human_size(bytes, size, sizeof size);
+	snprintf(step, sizeof step, info->step < 0 ? "-" : "%lld", info->step);
+	printf("%-1s %-16s  %-10s  %10s  %5d  %10s  %s%s%s\n", newest ? "*" : "", info->name,
+	       mtc_backup_state_name(info->state), step, info->nodes, size,
+	       pinned ? "restore.version" : "", pinned && *info->reason ? "; " : "", info->reason);
+}
+
+/*
+ * --backups: every backup newest first, judged by its metas and the sizes
+ * of its data (backup_check.h); with --verify the newest that passes is
+ * re-hashed too, and the next one after it when it is damaged.
+ */
+static int list_backups(const char *job, int nodes, int workers)
+{
 	struct mtc_backup_entry *list = NULL;
 	struct mtc_store *s;
 	size_t n = 0;
-	char err[512], pinned[256] = "";
+	char pinned[256] = "";
 	const char *newest_valid = NULL;
-	json_t *arr = json_array();
+	json_t *arr;
 	int rc, pin;
 
-	if (mtc_store_open(backups_root, &opt, &s, err, sizeof err) < 0) {
-		mtc_error("cannot open '%s': %s", backups_root, err);
-		json_decref(arr);
-		return MTC_EXIT_USAGE;
-	}
+	if (!(s = open_backups(job, 0, &rc)))
+		return rc;
+	arr = json_array();
 	pin = mtc_backups_restore_version(s, pinned, sizeof pinned);
 	if (pin < 0 || mtc_backups_list(s, &list, &n) < 0) {
-		mtc_error("cannot list '%s': %s", backups_root, mtc_store_error(s));
+		mtc_error("cannot list '%s': %s", mtc_store_url(s), mtc_store_error(s));
 		mtc_store_close(s);
 		json_decref(arr);
 		return MTC_EXIT_FAILURE;
 	}
-	rc = MTC_EXIT_OK;
-	for (size_t i = 0; i < n; i++) {
-		struct mtc_backup_info info;
-		long long bytes;
-		if (mtc_backup_inspect(s, list[i].name, nodes_opt, workers_opt, &info) < 0) {
-			mtc_error("cannot read backup '%s/%s': %s", backups_root, list[i].name,
-				  mtc_store_error(s));
-			rc = MTC_EXIT_FAILURE;
-			break;
-		}
-		bytes = backup_bytes(s, list[i].name);
-		if (info.state == MTC_BACKUP_VALID && !newest_valid)
-			newest_valid = list[i].name;
-		json_array_append_new(
-			arr, json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:I, s:b, s:b}", "name",
-				       list[i].name, "state", mtc_backup_state_name(info.state),
-				       "reason", info.reason, "step", (json_int_t)info.step, "nodes",
-				       info.nodes, "workers", info.workers, "bytes", (json_int_t)bytes,
-				       "newest_valid", newest_valid == list[i].name, "pinned",
-				       pin == 1 && !strcmp(pinned, list[i].name)));
-		mtc_backup_info_free(&info);
-	}
-	if (rc == MTC_EXIT_OK && json_out) {
-		json_t *top = json_pack("{s:s, s:o, s:O, s:o}", "location", backups_root,
-					"restore_version", pin == 1 ? json_string(pinned) : json_null(),
-					"backups", arr, "newest_valid",
-					newest_valid ? json_string(newest_valid) : json_null());
-		char *text = json_dumps(top, JSON_COMPACT);
-		printf("%s\n", text);
-		free(text);
-		json_decref(top);
-	} else if (rc == MTC_EXIT_OK) {
-		size_t i;
-		json_t *b;
+	if (!json_out)
 		printf("%-1s %-16s  %-10s  %10s  %5s  %10s  %s\n", "", "BACKUP", "STATE", "STEP",
 		       "NODES", "SIZE", "NOTE");
-		json_array_foreach(arr, i, b)
-		{
-			char size[32], step[32];
-			long long st = json_integer_value(json_object_get(b, "step"));
-			int is_pinned = json_is_true(json_object_get(b, "pinned"));
-			const char *reason = json_string_value(json_object_get(b, "reason"));
-			human_size(json_integer_value(json_object_get(b, "bytes")), size, sizeof size);
-			snprintf(step, sizeof step, st < 0 ? "-" : "%lld", st);
-			printf("%-1s %-16s  %-10s  %10s  %5lld  %10s  %s%s%s\n",
-			       json_is_true(json_object_get(b, "newest_valid")) ? "*" : "",
-			       json_string_value(json_object_get(b, "name")),
-			       json_string_value(json_object_get(b, "state")), step,
-			       (long long)json_integer_value(json_object_get(b, "nodes")), size,
-			       is_pinned ? "restore.version" : "", is_pinned && *reason ? "; " : "",
-			       reason);
+	rc = MTC_EXIT_OK;
+	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++) {
+		struct mtc_backup_info info;
+		long long bytes = 0;
+		int is_pinned = pin == 1 && !strcmp(pinned, list[i].name), deep = 0;
+		if (mtc_backup_inspect(s, list[i].name, nodes, workers, &info) < 0 ||
+		    mtc_backup_check_sizes(s, &info, &bytes) < 0) {
+			mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(s), list[i].name,
+				  mtc_store_error(s));
+			rc = MTC_EXIT_FAILURE;
+		} else if (verify && !newest_valid && info.state == MTC_BACKUP_VALID) {
+			deep = 1;
+			if (verify_backup(s, &info) < 0)
+				rc = MTC_EXIT_FAILURE;
 		}
-		if (pin == 1)
-			printf("restore.version: %s\n", pinned);
+		if (rc == MTC_EXIT_OK && info.state == MTC_BACKUP_VALID && !newest_valid)
+			newest_valid = list[i].name;
+		if (rc == MTC_EXIT_OK && json_out)
+			json_array_append_new(
+				arr, json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:I, s:b, s:b, s:b}",
+					       "name", list[i].name, "state",
+					       mtc_backup_state_name(info.state), "reason", info.reason,
+					       "step", (json_int_t)info.step, "nodes", info.nodes,
+					       "workers", info.workers, "bytes", (json_int_t)bytes,
+					       "verified", deep, "newest-valid",
+					       newest_valid == list[i].name, "pinned", is_pinned));
+		else if (rc == MTC_EXIT_OK)
+			print_backup_line(&info, bytes, newest_valid == list[i].name, is_pinned);
+		mtc_backup_info_free(&info);
 	}
-	if (rc == MTC_EXIT_OK && !newest_valid)
+	if (rc == MTC_EXIT_OK && json_out)
+		mtc_json_print(json_pack("{s:s, s:s, s:o, s:o, s:O}", "location", backups_root, "job",
+					 job, "restore-version",
+					 pin == 1 ? json_string(pinned) : json_null(), "newest-valid",
+					 newest_valid ? json_string(newest_valid) : json_null(),
+					 "backups", arr));
+	else if (rc == MTC_EXIT_OK && pin == 1)
+		printf("restore.version: %s\n", pinned);
+	if (rc == MTC_EXIT_OK && !newest_valid) {
+		mtc_error("no valid backup among %zu at '%s'", n, mtc_store_url(s));
 		rc = MTC_EXIT_NOTFOUND;
+	}
 	json_decref(arr);
 	mtc_backups_free_list(list, n);
 	mtc_store_close(s);
@@ -387,9 +418,9 @@ static void note_shape(const struct mtc_inventory *inv, const char *job, int *ma
 	}
 }
 
-static int backups_into(json_t *inv, json_t *plan_without, int nodes, int workers)
+static int backups_into(json_t *inv, json_t *plan_without, const char *job, int nodes,
+			int workers)
 {
-	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
 	struct mtc_backup_entry *list = NULL;
 	struct mtc_store *s;
 	size_t n = 0;
@@ -398,13 +429,11 @@ static int backups_into(json_t *inv, json_t *plan_without, int nodes, int worker
 	int pin, rc = 0;
 
 	json_object_set_new(inv, "backups", arr);
-	if (mtc_store_open(backups_root, &opt, &s, err, sizeof err) < 0) {
-		mtc_error("cannot open '%s': %s", backups_root, err);
-		return -1;
-	}
+	if (!(s = open_backups(job, 1, &rc)))
+		return rc == MTC_EXIT_NOTFOUND ? 0 : -1; /* a job with no backups yet */
 	pin = mtc_backups_restore_version(s, pinned, sizeof pinned);
 	if (pin < 0 || mtc_backups_list(s, &list, &n) < 0) {
-		mtc_error("cannot list '%s': %s", backups_root, mtc_store_error(s));
+		mtc_error("cannot list '%s': %s", mtc_store_url(s), mtc_store_error(s));
 		mtc_store_close(s);
 		return -1;
 	}
@@ -416,7 +445,7 @@ static int backups_into(json_t *inv, json_t *plan_without, int nodes, int worker
 			     : json_is_integer(json_object_get(plan_without, "step")))
 			continue;
 		if (!(b = mtc_lkg_backup_entry(s, list[i].name, nodes, workers, NULL))) {
-			mtc_error("cannot read backup '%s/%s': %s", backups_root, list[i].name,
+			mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(s), list[i].name,
 				  mtc_store_error(s));
 			rc = -1;
 			break;
@@ -543,7 +572,7 @@ static int gather(void)
 			mtc_error("cannot plan: %s", err);
 			goto out;
 		}
-		if (backups_into(inv, plan, nodes, workers) < 0)
+		if (backups_into(inv, plan, job, nodes, workers) < 0)
 			goto out;
 	}
 	if (missing)
@@ -567,10 +596,30 @@ out:
 	return rc;
 }
 
+/* --backups alone: the job and the shape from --job, --config, --nodes and --workers. */
+static int backups_mode(void)
+{
+	struct mtc_config cfg;
+	char err[512];
+	int rc;
+
+	if (!config_path)
+		return list_backups(job_opt, nodes_opt, workers_opt);
+	if (mtc_config_load(config_path, &cfg, err, sizeof err) < 0) {
+		mtc_error("invalid config '%s': %s", config_path, err);
+		return MTC_EXIT_USAGE;
+	}
+	rc = list_backups(job_opt ? job_opt : cfg.job_name, nodes_opt ? nodes_opt : cfg.nodes,
+			  workers_opt ? workers_opt : cfg.workers_per_node);
+	mtc_config_free(&cfg);
+	return rc;
+}
+
 int main(int argc, const char **argv)
 {
 	struct poptOption opts[] = {
-		{ "backups", 'b', POPT_ARG_STRING, &backups_root, 0, "list the backups of a job (with --dir: consider them)", "LOCATION/JOB" },
+		{ "backups", 'b', POPT_ARG_STRING, &backups_root, 0, "list the backups of the job at this bucket root (with --dir: consider them)", "LOCATION" },
+		{ "verify", '\0', POPT_ARG_NONE, &verify, 0, "with --backups: re-hash the newest valid backup (and older ones while they are damaged)", NULL },
 		{ "inventory", 'i', POPT_ARG_STRING, &inventory_path, 0, "plan from gathered inventories (JSON, - for stdin)", "FILE" },
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "plan from this local dir, the peers and the backups", "DIR" },
 		{ "peer", 'p', POPT_ARG_ARGV, &peer_urls, 0, "a peer's daemon, in rank order or as RANK=URL (repeatable)", "URL" },
@@ -579,7 +628,7 @@ int main(int argc, const char **argv)
 		{ "peer-timeout", '\0', POPT_ARG_DOUBLE, &peer_timeout, 0, "seconds per peer, retries included", "SEC" },
 		{ "config", 'c', POPT_ARG_STRING, &config_path, 0, "the accepted config (JSON, - for stdin)", "CFG" },
 		{ "rank", 'r', POPT_ARG_INT, &rank_opt, 0, "the local dir's rank (default: the config's, else 0)", "R" },
-		{ "job", '\0', POPT_ARG_STRING, &job_opt, 0, "only this job's metas (default: the config's)", "NAME" },
+		{ "job", '\0', POPT_ARG_STRING, &job_opt, 0, "the job: its backups, its metas (default: the config's)", "NAME" },
 		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "print JSON", NULL },
 		{ "nodes", '\0', POPT_ARG_INT, &nodes_opt, 0, "judge against N nodes (default: inferred)", "N" },
 		{ "workers", '\0', POPT_ARG_INT, &workers_opt, 0, "judge against W workers per node (default: inferred)", "W" },
@@ -592,7 +641,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	mtc_log_init(argv[0]);
-	ctx = mtc_cli_context("mtc-lkg", argc, argv, opts, "--backups LOCATION/JOB | --inventory FILE|- | --dir DIR [--peer URL]... [--backups LOCATION/JOB] [--json]");
+	ctx = mtc_cli_context("mtc-lkg", argc, argv, opts, "--backups LOCATION (--job NAME | --config CFG) [--verify] | --inventory FILE|- | --dir DIR [--peer URL]... [--backups LOCATION] [--json]");
 	if ((rc = mtc_cli_parse(ctx)) >= 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
@@ -604,8 +653,16 @@ int main(int argc, const char **argv)
 		mtc_usage_error("--inventory takes everything from its file: no --dir, --peer, --backups or --config");
 		goto out;
 	}
-	if (!dir && (peer_urls || peer_template || config_path || rank_opt >= 0 || job_opt)) {
-		mtc_usage_error("--peer, --peer-url-template, --config, --rank and --job go with --dir");
+	if (!dir && (peer_urls || peer_template || rank_opt >= 0)) {
+		mtc_usage_error("--peer, --peer-url-template and --rank go with --dir");
+		goto out;
+	}
+	if (!dir && !backups_root && (config_path || job_opt)) {
+		mtc_usage_error("--config and --job go with --dir or --backups");
+		goto out;
+	}
+	if (verify && (dir || !backups_root)) {
+		mtc_usage_error("--verify goes with --backups alone");
 		goto out;
 	}
 	if (dir)
@@ -620,7 +677,7 @@ int main(int argc, const char **argv)
 	}
 	switch (mode) {
 	case MODE_BACKUPS:
-		rc = list_backups();
+		rc = backups_mode();
 		break;
 	case MODE_INVENTORY:
 		rc = from_inventory();
@@ -629,7 +686,7 @@ int main(int argc, const char **argv)
 		rc = gather();
 		break;
 	case MODE_NONE:
-		mtc_usage_error("say what to compute: --inventory FILE, --dir DIR or --backups LOCATION/JOB");
+		mtc_usage_error("say what to compute: --inventory FILE, --dir DIR or --backups LOCATION");
 		break;
 	}
 out:

@@ -1,14 +1,17 @@
 /*
  * mtc-restore: bring a checkpoint back.
- *   --from LOCATION/<job>/<name> --rank R --out DIR | --archive FILE|-
+ *   --from LOCATION --job JOB [--name NAME] [--rank R] --out DIR | --archive FILE|- | --verify
+ *       0. the backup: --name, restore.version, or the newest valid one
  *       1. list the backup; pick rank R's .meta files (of its newest step)
  *       2. download each <hash>.data in parallel into a staging dir that a
  *          killed run left for this backup and rank, keeping what it holds
  *       3. verify it against its name and its manifest (exit 5 if not)
- *       4. make it visible: DIR/<hash>.data by rename, then the .meta files;
- *          or write all of it as one tar stream (libarchive, zstd optional)
- *   --pin LOCATION/<job> NAME    write restore.version (a valid backup only, unless --force)
- *   --unpin LOCATION/<job>       remove restore.version
+ *       4. make it visible: DIR/<step> by rename (--layout hash: DIR/<hash>.data,
+ *          then the .meta files); or write all of it as one tar stream
+ *          (libarchive, zstd optional); --verify re-hashes the whole backup
+ *          streamed (lib/backup_check.h) and writes nothing
+ *   --pin LOCATION --job JOB NAME  write restore.version (a valid backup only, unless --force)
+ *   --unpin LOCATION --job JOB     remove restore.version
  *   --dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]
  *       the restore of a node at a job's start (lib/cluster_restore.h): the LKG
  *       plan from the coordinator, replicator.prerestore, fetch and verify,
@@ -17,6 +20,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,8 @@
 #include <archive_entry.h>
 #include <jansson.h>
 
+#include "backup_check.h"
+#include "backup_location.h"
 #include "backups.h"
 #include "cli.h"
 #include "cluster_restore.h"
@@ -37,6 +43,7 @@
 #include "digest.h"
 #include "exitcode.h"
 #include "fsutil.h"
+#include "json_out.h"
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"
@@ -49,8 +56,8 @@
 enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };
 
 static char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file,
-	*rank_text;
-static int parallel, threads, force, json_out, no_progress;
+	*rank_text, *job_opt, *name_opt, *layout = "step";
+static int parallel, threads, force, json_out, no_progress, verify_only;
 static char *dir, *config_file, *backup, *coordinator_url, *address, *peer_token_file;
 static int standalone;
 static double timeout_s, heartbeat_s;
@@ -317,17 +324,19 @@ out:
 	return rc;
 }
 
-static int publish_dir(const char *staging, struct wanted *w, size_t n)
+/* --layout hash: DIR/<hash>.data by rename, then the .meta files, as on a local dir. */
+static int publish_hashes(const char *staging, struct wanted *w, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		char *src = xasprintf("%s/%s.data", staging, w[i].hash);
 		char *dst = xasprintf("%s/%s.data", out_dir, w[i].hash);
 		struct stat st;
 		int rc = 0;
-		if (lstat(src, &st) == 0) {
-			if (lstat(dst, &st) == 0)
+		if (lstat(src, &st) == 0 &&
+		    renameat2(AT_FDCWD, src, AT_FDCWD, dst, RENAME_NOREPLACE) < 0) {
+			if (errno == EEXIST)
 				mtc_info("'%s' is already there", dst); /* same name, same content */
-			else if (rename(src, dst) < 0)
+			else
 				rc = -1;
 		}
 		if (rc < 0) {
@@ -351,6 +360,40 @@ static int publish_dir(const char *staging, struct wanted *w, size_t n)
 			return -1;
 		}
 		free(path);
+	}
+	return 0;
+}
+
+/*
+ * --layout step: the step as its framework saved it, DIR/<step> (with
+ * several workers DIR/w<worker>/<step>), never over something already there.
+ */
+static int publish_step(const char *staging, struct wanted *w, size_t n, long long step)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *src = xasprintf("%s/%s.data", staging, w[i].hash);
+		char *parent = n == 1 ? xstrdup(out_dir) : xasprintf("%s/w%d", out_dir, w[i].worker);
+		char *dst = xasprintf("%s/%lld", parent, step);
+		struct stat st;
+		int rc = 0;
+		if (lstat(src, &st) < 0) /* the same data as an earlier worker's: it moved there */
+			mtc_warn("worker %d holds the same data as an earlier worker: not written "
+				 "twice", w[i].worker);
+		else if (mtc_mkdir_p(parent, 0755) < 0 ||
+			 renameat2(AT_FDCWD, src, AT_FDCWD, dst, RENAME_NOREPLACE) < 0)
+			rc = -1;
+		if (rc < 0)
+			mtc_error(errno == EEXIST ? "'%s' is already there: restore into another --out, "
+						    "or remove it first"
+						  : "cannot create '%s':",
+				  dst);
+		else if (mtc_fsync_dir(parent) < 0)
+			mtc_error("cannot sync '%s':", parent), rc = -1;
+		free(src);
+		free(dst);
+		free(parent);
+		if (rc < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -556,20 +599,23 @@ static int restore_from(int rank)
 	rc = fetch_all(s, &l, w, n, staging, &bytes, &kept);
 	if (rc != MTC_EXIT_OK)
 		goto out;
-	if (archive_path ? write_archive(staging, w, n) < 0 : publish_dir(staging, w, n) < 0) {
+	if (archive_path	       ? write_archive(staging, w, n) < 0
+	    : !strcmp(layout, "hash") ? publish_hashes(staging, w, n) < 0
+				       : publish_step(staging, w, n, step) < 0) {
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
 	if (!archive_path || strcmp(archive_path, "-")) {
 		double secs = mtc_now() - start;
-		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:I, s:f, s:f}", "backup", from,
+		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:I, s:o, s:f}", "backup", from,
 				      "rank", rank, "step", (json_int_t)step, "metas", (int)n, "bytes",
-				      (json_int_t)bytes, "kept", (json_int_t)kept, "seconds", secs,
-				      "mb_per_s", (bytes - kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6));
-		char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(4));
-		printf("%s\n", text);
-		free(text);
-		json_decref(j);
+				      (json_int_t)bytes, "kept", (json_int_t)kept, "seconds",
+				      mtc_json_seconds(secs), "mb-per-s",
+				      round((bytes - kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6) * 10) / 10);
+		if (!strcmp(layout, "step") && out_dir)
+			json_object_set_new(j, "path", n == 1 ? json_sprintf("%s/%lld", out_dir, step)
+							      : json_string(out_dir));
+		mtc_json_print(j);
 	}
 out:
 	if (staging && out_dir && rc != MTC_EXIT_OK && rc != MTC_EXIT_INTEGRITY) {
@@ -587,48 +633,200 @@ out:
 	return rc;
 }
 
-static int pin(const char *name)
+/* The job's backup root (lib/backup_location.h); NULL with *rc set after an error. */
+static struct mtc_store *open_job(const char *location, const char *job, int *rc)
 {
-	struct mtc_store *s = open_store(pin_root);
+	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_store *s;
+	char err[768];
+
+	*rc = mtc_job_store_open(location, job, 0, &opt, &s, err, sizeof err);
+	if (*rc)
+		mtc_error("%s", err);
+	return s;
+}
+
+/* Judges a backup by its metas and the sizes of its data; -1 when storage fails. */
+static int judge(struct mtc_store *s, const char *name, struct mtc_backup_info *info)
+{
+	long long bytes;
+
+	if (mtc_backup_inspect(s, name, 0, 0, info) == 0 &&
+	    mtc_backup_check_sizes(s, info, &bytes) == 0)
+		return 0;
+	mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(s), name, mtc_store_error(s));
+	return -1;
+}
+
+/* --name, else restore.version, else the newest valid backup: into name. */
+static int choose_backup(struct mtc_store *s, char *name, size_t len)
+{
+	struct mtc_backup_entry *list = NULL;
+	size_t n = 0;
+	int rc = MTC_EXIT_NOTFOUND, pin;
+
+	if (name_opt) {
+		snprintf(name, len, "%s", name_opt);
+		return MTC_EXIT_OK;
+	}
+	if ((pin = mtc_backups_restore_version(s, name, len)) == 1) {
+		mtc_info("restore.version names backup %s", name);
+		return MTC_EXIT_OK;
+	}
+	if (pin < 0 || mtc_backups_list(s, &list, &n) < 0) {
+		mtc_error("cannot list '%s': %s", mtc_store_url(s), mtc_store_error(s));
+		return MTC_EXIT_FAILURE;
+	}
+	for (size_t i = 0; i < n && rc == MTC_EXIT_NOTFOUND; i++) {
+		struct mtc_backup_info info;
+		if (judge(s, list[i].name, &info) < 0) {
+			rc = MTC_EXIT_FAILURE;
+			break;
+		}
+		if (info.state == MTC_BACKUP_VALID) {
+			snprintf(name, len, "%s", list[i].name);
+			mtc_info("the newest valid backup is %s", name);
+			rc = MTC_EXIT_OK;
+		} else {
+			mtc_info("backup %s is %s: %s", list[i].name,
+				 mtc_backup_state_name(info.state), info.reason);
+		}
+		mtc_backup_info_free(&info);
+	}
+	if (rc == MTC_EXIT_NOTFOUND)
+		mtc_error("no valid backup among %zu at '%s'", n, mtc_store_url(s));
+	mtc_backups_free_list(list, n);
+	return rc;
+}
+
+static int state_exit(enum mtc_backup_state st)
+{
+	return st == MTC_BACKUP_EMPTY ? MTC_EXIT_NOTFOUND : MTC_EXIT_INTEGRITY;
+}
+
+/* --verify: every byte of the backup against its manifests and names; nothing is written. */
+static int verify_backup(struct mtc_store *s, const char *name)
+{
+	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_backup_info info;
+	struct mtc_verify_stats st = { 0 };
+	struct mtc_progress *bar;
+	double start = mtc_now();
+	char why[512] = "";
+	int v, rc;
+
+	if (judge(s, name, &info) < 0)
+		return MTC_EXIT_FAILURE;
+	if (info.state != MTC_BACKUP_VALID) {
+		snprintf(why, sizeof why, "%s", info.state == MTC_BACKUP_EMPTY ? "no such backup" : info.reason);
+		v = 1;
+	} else {
+		bar = mtc_progress_new(0, 0, !no_progress && mtc_log_level() >= MTC_LOG_WARN);
+		v = mtc_backup_verify(s, &opt, &info, threads, mtc_progress_store, bar, &st, why,
+				      sizeof why);
+		mtc_progress_end(bar);
+	}
+	rc = v < 0 ? MTC_EXIT_FAILURE : v ? state_exit(info.state) : MTC_EXIT_OK;
+	if (v < 0)
+		mtc_error("cannot verify backup '%s/%s': %s", mtc_store_url(s), name, why);
+	else if (v)
+		mtc_error("backup '%s/%s' is not intact: %s", mtc_store_url(s), name, why);
+	if (v >= 0)
+		mtc_json_print(json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:o}", "location",
+					 mtc_store_url(s), "name", name, "step",
+					 (json_int_t)info.step, "state", v ? "damaged" : "intact",
+					 "reason", why, "objects", (json_int_t)st.objects, "files",
+					 (json_int_t)st.files, "bytes", (json_int_t)st.bytes,
+					 "seconds", mtc_json_seconds(mtc_now() - start)));
+	mtc_backup_info_free(&info);
+	return rc;
+}
+
+/* --rank, or 0 when the backup holds one node. */
+static int pick_rank(struct mtc_store *s, const char *name, long long *rank)
+{
 	struct mtc_backup_info info;
 	int rc = MTC_EXIT_OK;
 
+	if (rank_text) {
+		if (mtc_parse_uint(rank_text, rank) == 0 && *rank <= 1 << 30)
+			return MTC_EXIT_OK;
+		return mtc_usage_error("--rank takes a node rank, not '%s'", rank_text);
+	}
+	if (judge(s, name, &info) < 0)
+		return MTC_EXIT_FAILURE;
+	if (info.nodes > 1)
+		rc = mtc_usage_error("backup %s holds %d nodes: say which with --rank R", name,
+				     info.nodes);
+	*rank = 0;
+	mtc_backup_info_free(&info);
+	return rc;
+}
+
+/* --from LOCATION --job JOB [--name NAME]: a backup's data onto a workstation, or --verify it. */
+static int from_backup(const char *job)
+{
+	char name[64];
+	long long rank = 0;
+	int rc;
+	struct mtc_store *js = open_job(from, job, &rc);
+
+	if (!js)
+		return rc;
+	rc = choose_backup(js, name, sizeof name);
+	if (rc == MTC_EXIT_OK && verify_only)
+		rc = verify_backup(js, name);
+	else if (rc == MTC_EXIT_OK && (rc = pick_rank(js, name, &rank)) == MTC_EXIT_OK) {
+		from = xasprintf("%s/%s", mtc_store_url(js), name);
+		rc = restore_from((int)rank);
+		free(from);
+	}
+	mtc_store_close(js);
+	return rc;
+}
+
+static int pin(const char *job, const char *name)
+{
+	struct mtc_backup_info info;
+	int rc;
+	struct mtc_store *s = open_job(pin_root, job, &rc);
+
 	if (!s)
-		return MTC_EXIT_USAGE;
-	if (mtc_backup_inspect(s, name, 0, 0, &info) < 0) {
-		mtc_error("cannot read backup '%s/%s': %s", pin_root, name, mtc_store_error(s));
+		return rc;
+	if (judge(s, name, &info) < 0) {
 		mtc_store_close(s);
 		return MTC_EXIT_FAILURE;
 	}
 	if (info.state != MTC_BACKUP_VALID && !force) {
-		mtc_error("refusing to pin '%s/%s': %s%s (--force pins it anyway)", pin_root, name,
-			  info.state == MTC_BACKUP_EMPTY ? "no such backup" : "not valid: ",
+		mtc_error("refusing to pin '%s/%s': %s%s (--force pins it anyway)", mtc_store_url(s),
+			  name, info.state == MTC_BACKUP_EMPTY ? "no such backup" : "not valid: ",
 			  info.state == MTC_BACKUP_EMPTY ? "" : info.reason);
-		rc = info.state == MTC_BACKUP_EMPTY ? MTC_EXIT_NOTFOUND : MTC_EXIT_INTEGRITY;
+		rc = state_exit(info.state);
 	} else if (mtc_store_put_buf(s, "restore.version", name, strlen(name), MTC_STORE_REPLACE) <
 		   0) {
-		mtc_error("cannot write '%s/restore.version': %s", pin_root, mtc_store_error(s));
+		mtc_error("cannot write '%s/restore.version': %s", mtc_store_url(s),
+			  mtc_store_error(s));
 		rc = MTC_EXIT_FAILURE;
 	} else {
-		mtc_info("pinned '%s/%s'", pin_root, name);
+		mtc_info("pinned '%s/%s'", mtc_store_url(s), name);
 	}
 	mtc_backup_info_free(&info);
 	mtc_store_close(s);
 	return rc;
 }
 
-static int unpin(void)
+static int unpin(const char *job)
 {
-	struct mtc_store *s = open_store(unpin_root);
-	int rc = MTC_EXIT_OK;
+	int rc;
+	struct mtc_store *s = open_job(unpin_root, job, &rc);
 
 	if (!s)
-		return MTC_EXIT_USAGE;
+		return rc;
 	if (mtc_store_delete(s, "restore.version") < 0) {
 		if (errno == ENOENT) {
-			mtc_info("'%s' has no restore.version", unpin_root);
+			mtc_info("'%s' has no restore.version", mtc_store_url(s));
 		} else {
-			mtc_error("cannot delete '%s/restore.version': %s", unpin_root,
+			mtc_error("cannot delete '%s/restore.version': %s", mtc_store_url(s),
 				  mtc_store_error(s));
 			rc = MTC_EXIT_FAILURE;
 		}
@@ -687,16 +885,35 @@ static int restore_cluster(void)
 	return rc;
 }
 
+/* The job-name of --config, for --from, --pin and --unpin without --job. */
+static int load_job(char **job)
+{
+	struct mtc_config cfg;
+	char err[512];
+
+	if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {
+		mtc_error("invalid config '%s': %s", config_file, err);
+		return -1;
+	}
+	*job = xstrdup(cfg.job_name);
+	mtc_config_free(&cfg);
+	return 0;
+}
+
 int main(int argc, const char **argv)
 {
 	struct poptOption opts[] = {
-		{ "from", 'f', POPT_ARG_STRING, &from, 0, "restore from this backup", "LOCATION/JOB/NAME" },
-		{ "rank", 'r', POPT_ARG_STRING, &rank_text, 0, "the node whose data to restore", "R" },
-		{ "out", 'o', POPT_ARG_STRING, &out_dir, 0, "write <hash>.data and the .meta files into DIR", "DIR" },
+		{ "from", 'f', POPT_ARG_STRING, &from, 0, "restore from a backup of the job at this bucket root", "LOCATION" },
+		{ "job", '\0', POPT_ARG_STRING, &job_opt, 0, "the job whose backups --from, --pin and --unpin mean (default: the config's)", "NAME" },
+		{ "name", 'n', POPT_ARG_STRING, &name_opt, 0, "the backup (default: restore.version, else the newest valid)", "YYYY-MM-DD_HH-MM" },
+		{ "rank", 'r', POPT_ARG_STRING, &rank_text, 0, "the node whose data to restore (default 0 for one node)", "R" },
+		{ "out", 'o', POPT_ARG_STRING, &out_dir, 0, "write the step into DIR (see --layout)", "DIR" },
+		{ "layout", '\0', POPT_ARG_STRING, &layout, 0, "step: DIR/<step> as the framework saved it; hash: <hash>.data and the .meta files (default step)", "step|hash" },
+		{ "verify", '\0', POPT_ARG_NONE, &verify_only, 0, "with --from: re-hash the whole backup against its manifests and names, writing nothing", NULL },
 		{ "archive", 'a', POPT_ARG_STRING, &archive_path, 0, "write a tar stream instead (- for stdout)", "FILE|-" },
 		{ "compress", '\0', POPT_ARG_STRING, &compress, 0, "compress the archive", "zstd" },
-		{ "pin", '\0', POPT_ARG_STRING, &pin_root, 0, "write restore.version naming NAME", "LOCATION/JOB" },
-		{ "unpin", '\0', POPT_ARG_STRING, &unpin_root, 0, "remove restore.version", "LOCATION/JOB" },
+		{ "pin", '\0', POPT_ARG_STRING, &pin_root, 0, "write restore.version naming NAME", "LOCATION" },
+		{ "unpin", '\0', POPT_ARG_STRING, &unpin_root, 0, "remove restore.version", "LOCATION" },
 		{ "force", '\0', POPT_ARG_NONE, &force, 0, "pin a backup that is not valid", NULL },
 		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
@@ -711,21 +928,21 @@ int main(int argc, const char **argv)
 		{ "peer-token-file", '\0', POPT_ARG_STRING, &peer_token_file, 0, "bearer token for the peers and the coordinator", "FILE" },
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout_s, 0, "seconds for the whole restore (default 600)", "SEC" },
 		{ "heartbeat", '\0', POPT_ARG_DOUBLE, &heartbeat_s, 0, "seconds between heartbeats (default 5)", "SEC" },
-		{ "json", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &json_out, 0, "accepted; the summary is JSON", NULL },
+		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "accepted: the summary line is always JSON", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	enum mode mode = MODE_NONE;
 	poptContext ctx;
 	const char *name = NULL;
-	long long rank = -1;
+	char *job = NULL;
 	int rc;
 
 	mtc_log_init(argv[0]);
 	ctx = mtc_cli_context("mtc-restore", argc, argv, opts,
 			      "--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"
-			      "  or: mtc-restore --from LOCATION/JOB/NAME --rank R (--out DIR | --archive FILE|-)\n"
-			      "  or: mtc-restore --pin LOCATION/JOB NAME [--force]\n"
-			      "  or: mtc-restore --unpin LOCATION/JOB");
+			      "  or: mtc-restore --from LOCATION --job JOB [--name NAME] [--rank R] (--out DIR | --archive FILE|- | --verify)\n"
+			      "  or: mtc-restore --pin LOCATION --job JOB NAME [--force]\n"
+			      "  or: mtc-restore --unpin LOCATION --job JOB");
 	if ((rc = mtc_cli_parse(ctx)) >= 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
@@ -734,10 +951,16 @@ int main(int argc, const char **argv)
 		goto out;
 	}
 	mode = from ? MODE_FROM : pin_root ? MODE_PIN : unpin_root ? MODE_UNPIN : dir ? MODE_CLUSTER : MODE_NONE;
-	if (mode != MODE_CLUSTER && (config_file || backup || coordinator_url || standalone || address || peer_token_file)) {
-		mtc_usage_error("--config, --backup, --coordinator-url, --standalone, --address and --peer-token-file go with --dir");
+	if (mode != MODE_CLUSTER && (backup || coordinator_url || standalone || address || peer_token_file)) {
+		mtc_usage_error("--backup, --coordinator-url, --standalone, --address and --peer-token-file go with --dir");
 		goto out;
 	}
+	if (mode == MODE_CLUSTER && job_opt) {
+		mtc_usage_error("--job goes with --from, --pin and --unpin (with --dir the config names the job)");
+		goto out;
+	}
+	if (config_file && !job_opt && mode != MODE_CLUSTER && load_job(&job) < 0)
+		goto out;
 	if (standalone && coordinator_url) {
 		mtc_usage_error("--standalone and --coordinator-url exclude each other");
 		goto out;
@@ -754,8 +977,8 @@ int main(int argc, const char **argv)
 		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
 		goto out;
 	}
-	if (mode != MODE_FROM && (out_dir || archive_path || compress || rank_text || no_progress)) {
-		mtc_usage_error("--out, --archive, --compress, --rank and --no-progress go with --from");
+	if (mode != MODE_FROM && (out_dir || archive_path || compress || rank_text || no_progress || name_opt || verify_only)) {
+		mtc_usage_error("--out, --archive, --compress, --rank, --name, --verify and --no-progress go with --from");
 		goto out;
 	}
 	if (mode != MODE_PIN && force) {
@@ -768,29 +991,33 @@ int main(int argc, const char **argv)
 	}
 	switch (mode) {
 	case MODE_FROM:
-		if (!rank_text || mtc_parse_uint(rank_text, &rank) < 0 || rank > 1 << 30) {
-			mtc_usage_error("--from needs --rank R");
-			break;
-		}
-		if (!out_dir == !archive_path) {
-			mtc_usage_error("--from needs one of --out DIR and --archive FILE|-");
+		if (!out_dir + !archive_path + !verify_only != 2) {
+			mtc_usage_error("--from needs one of --out DIR, --archive FILE|- and --verify");
 			break;
 		}
 		if (compress && (!archive_path || strcmp(compress, "zstd"))) {
 			mtc_usage_error("--compress takes 'zstd', with --archive");
 			break;
 		}
-		if (backup_name_of(from, (char[64]){ 0 }, 64) < 0) {
-			mtc_usage_error("--from wants LOCATION/JOB/NAME, NAME a backup (YYYY-MM-DD_HH-MM), not '%s'", from);
+		if (strcmp(layout, "step") && strcmp(layout, "hash")) {
+			mtc_usage_error("--layout takes 'step' or 'hash', not '%s'", layout);
 			break;
 		}
-		rc = restore_from((int)rank);
+		if (name_opt && mtc_parse_backup_name(name_opt, NULL) < 0) {
+			mtc_usage_error("--name takes a backup name (YYYY-MM-DD_HH-MM), not '%s'", name_opt);
+			break;
+		}
+		if (archive_path && !strcmp(archive_path, "-") && isatty(STDOUT_FILENO)) {
+			mtc_usage_error("--archive - would write a tar stream to a terminal: redirect it or pipe it into tar");
+			break;
+		}
+		rc = from_backup(job_opt ? job_opt : job);
 		break;
 	case MODE_PIN:
-		rc = pin(name);
+		rc = pin(job_opt ? job_opt : job, name);
 		break;
 	case MODE_UNPIN:
-		rc = unpin();
+		rc = unpin(job_opt ? job_opt : job);
 		break;
 	case MODE_CLUSTER:
 		if (!config_file) {
@@ -805,5 +1032,6 @@ int main(int argc, const char **argv)
 	}
 out:
 	poptFreeContext(ctx);
+	free(job);
 	return rc;
 }

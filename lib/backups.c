@@ -21,6 +21,7 @@ const char *mtc_backup_state_name(enum mtc_backup_state st)
 	switch (st) {
 	case MTC_BACKUP_VALID: return "valid";
 	case MTC_BACKUP_INCOMPLETE: return "incomplete";
+	case MTC_BACKUP_DAMAGED: return "damaged";
 	default: return "empty";
 	}
 }

@@ -32,6 +32,7 @@ enum mtc_backup_state {
 	MTC_BACKUP_VALID,
 	MTC_BACKUP_INCOMPLETE, /* some .meta, but not every node x worker with its data */
 	MTC_BACKUP_EMPTY,      /* no .meta at all */
+	MTC_BACKUP_DAMAGED,    /* valid by its metas, but its data differs from its manifests (backup_check.h) */
 };
 
 struct mtc_backup_meta {

@@ -125,7 +125,7 @@ teardown() {
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 3 --to gs://bkt --name 2025-01-01_00-00
 	assert_success
 	[ "$(fakegcs_stat faults_fired)" -eq 5 ]
-	run mtc-lkg --backups gs://bkt/job --json
+	run mtc-lkg --backups gs://bkt --job job --json
 	assert_success
 	echo "$output" | fakegcs_json 'd["backups"][0]["state"]' | grep -qx valid
 }
@@ -149,13 +149,13 @@ teardown() {
 	assert_success
 	refute_output --partial ".meta"
 	[ "$(echo "$output" | wc -l)" -ge 1 ]
-	run mtc-lkg --backups gs://bkt/job --json
+	run mtc-lkg --backups gs://bkt --job job --json
 	assert_equal "$status" 4
 	echo "$output" | fakegcs_json 'd["backups"][0]["state"] != "valid"' | grep -qx true
 	# the next run completes it
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 4 --to gs://bkt --name 2025-01-01_00-00
 	assert_success
-	run mtc-lkg --backups gs://bkt/job --json
+	run mtc-lkg --backups gs://bkt --job job --json
 	assert_success
 }
 

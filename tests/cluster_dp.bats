@@ -136,7 +136,7 @@ backup_copies() { ls "$(backup_dir)" | grep -c '\.data$'; }
 	restart
 	[ "$(restored_steps)" = "$step" ]
 	grep -q "replicas disagree" "$CL_ROOT/node0.log"
-	run mtc-lkg --backups "$CL_BACKUP/$CL_JOB" --json
+	run mtc-lkg --backups "$CL_BACKUP" --job "$CL_JOB" --json
 	assert_success
 }
 

@@ -177,10 +177,10 @@ backup() { # backup ROOT NAME STEP NODES...: a complete backup of STEP for these
 	backup "$T/bk/job" 2025-06-30_14-00 10 0
 	backup "$T/bk/job" 2025-06-30_15-00 11 0
 	rm "$T/bk/job/2025-06-30_15-00/$(h bk11-0).data"
-	run mtc-lkg --dir "$T/l" --backups "$T/bk/job" --json
+	run mtc-lkg --dir "$T/l" --backups "$T/bk" --job job --json
 	assert_success
 	[ "$(jq -c '[.step, .source, .backup, .ranks[0].fetch[0].backup]' <<<"$output")" = '[10,"backup","2025-06-30_14-00",true]' ]
-	run mtc-lkg --dir "$T/l" --backups "$T/bk/job"
+	run mtc-lkg --dir "$T/l" --backups "$T/bk" --job job
 	assert_success
 	assert_line --index 0 "step 10 from backup 2025-06-30_14-00 (1 nodes x 1 worker)"
 }
@@ -188,7 +188,7 @@ backup() { # backup ROOT NAME STEP NODES...: a complete backup of STEP for these
 @test "--dir with --backups: a valid cluster step is preferred, the backups are not read" {
 	put "$T/l" 20 0 a
 	backup "$T/bk/job" 2025-06-30_14-00 30 0
-	run mtc-lkg --dir "$T/l" --backups "$T/bk/job" --json
+	run mtc-lkg --dir "$T/l" --backups "$T/bk" --job job --json
 	assert_success
 	[ "$(jq -c '[.step, .source]' <<<"$output")" = '[20,"cluster"]' ]
 }
@@ -198,18 +198,18 @@ backup() { # backup ROOT NAME STEP NODES...: a complete backup of STEP for these
 	backup "$T/bk/job" 2025-06-30_14-00 10 0
 	backup "$T/bk/job" 2025-06-30_15-00 11 0
 	echo 2025-06-30_14-00 >"$T/bk/job/restore.version"
-	run mtc-lkg --dir "$T/l" --backups "$T/bk/job" --json
+	run mtc-lkg --dir "$T/l" --backups "$T/bk" --job job --json
 	assert_success
 	[ "$(jq -c '[.step, .source, .backup, ."restore-version"]' <<<"$output")" = '[10,"backup","2025-06-30_14-00","2025-06-30_14-00"]' ]
-	run mtc-lkg --dir "$T/l" --backups "$T/bk/job"
+	run mtc-lkg --dir "$T/l" --backups "$T/bk" --job job
 	assert_line --index 0 "step 10 from backup 2025-06-30_14-00, forced by restore.version (1 nodes x 1 worker)"
 	echo 2025-01-01_00-00 >"$T/bk/job/restore.version"
-	run mtc-lkg --dir "$T/l" --backups "$T/bk/job"
+	run mtc-lkg --dir "$T/l" --backups "$T/bk" --job job
 	assert_failure 4
 	assert_output "nothing to restore: restore.version names backup '2025-01-01_00-00', which does not exist"
 	echo 2025-06-30_15-00 >"$T/bk/job/restore.version"
 	rm "$T/bk/job/2025-06-30_15-00/job-s11-n0-w0.meta"
-	run mtc-lkg --dir "$T/l" --backups "$T/bk/job" --json
+	run mtc-lkg --dir "$T/l" --backups "$T/bk" --job job --json
 	assert_failure 4
 	[ "$(jq -c '[.step, .source]' <<<"$output")" = '[null,"none"]' ]
 	assert_output --partial "which is not valid"
@@ -218,10 +218,10 @@ backup() { # backup ROOT NAME STEP NODES...: a complete backup of STEP for these
 @test "--backups alone still lists the backups" {
 	backup "$T/bk/job" 2025-06-30_14-00 10 0 1
 	backup "$T/bk/job" 2025-06-30_15-00 11 0
-	run mtc-lkg --backups "$T/bk/job" --json
+	run mtc-lkg --backups "$T/bk" --job job --json
 	assert_success
-	[ "$(jq -c '[.newest_valid, (.backups | length)]' <<<"$output")" = '["2025-06-30_15-00",2]' ]
-	run mtc-lkg --backups "$T/bk/job" --nodes 2 --json
+	[ "$(jq -c '[.["newest-valid"], (.backups | length)]' <<<"$output")" = '["2025-06-30_15-00",2]' ]
+	run mtc-lkg --backups "$T/bk" --job job --nodes 2 --json
 	assert_success
-	[ "$(jq -r '.newest_valid' <<<"$output")" = "2025-06-30_14-00" ]
+	[ "$(jq -r '.["newest-valid"]' <<<"$output")" = "2025-06-30_14-00" ]
 }

@@ -44,7 +44,7 @@ gs_backup_of_step() {
 	for loc in $(both); do
 		backup_of "$loc" 2025-06-30_14-30 100 2
 		rm -rf "$WORK/out"
-		run mtc-restore --from "$loc/job/2025-06-30_14-30" --rank 1 --out "$WORK/out"
+		run mtc-restore --from "$loc" --job job --name "2025-06-30_14-30" --rank 1 --layout hash --out "$WORK/out"
 		assert_success
 		echo "$output" | fakegcs_json 'd["step"] == 100 and d["rank"] == 1 and d["bytes"] > 300000' | grep -qx true
 		h=$(cat "$WORK/n1/job-s100-n1-w0.meta")
@@ -61,10 +61,10 @@ gs_backup_of_step() {
 	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
 	h=$(cat "$WORK/n0/job-s100-n0-w0.meta")
 	mkdir "$WORK/x" "$WORK/z"
-	mtc-restore --from "$WORK/bk/job/2025-06-30_14-30" --rank 0 --archive - | tar -x -C "$WORK/x"
+	mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0 --archive - | tar -x -C "$WORK/x"
 	diff -r "$WORK/n0/$h.data" "$WORK/x/$h.data"
 	assert_equal "$(cat "$WORK/x/job-s100-n0-w0.meta")" "$h"
-	run mtc-restore --from "$WORK/bk/job/2025-06-30_14-30" --rank 0 --archive "$WORK/a.tar.zst" --compress zstd
+	run mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0 --archive "$WORK/a.tar.zst" --compress zstd
 	assert_success
 	zstd -dc "$WORK/a.tar.zst" | tar -x -C "$WORK/z"
 	diff -r "$WORK/n0/$h.data" "$WORK/z/$h.data"
@@ -75,7 +75,7 @@ gs_backup_of_step() {
 	h=$(cat "$WORK/n0/job-s100-n0-w0.meta")
 	f="$WORK/bk/job/2025-06-30_14-30/$h.data/weights"
 	flip_byte "$f" 1000
-	run mtc-restore --from "$WORK/bk/job/2025-06-30_14-30" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0 --layout hash --out "$WORK/out"
 	assert_equal "$status" 5
 	assert_output --partial "integrity failure"
 	assert_output --partial "weights"
@@ -96,7 +96,7 @@ gs_backup_of_step() {
 	mv "$d/x" "$d/t" && mv "$d/y" "$d/x" && mv "$d/t" "$d/y"
 	# the digest does not hash names: only the manifest sees this
 	assert_equal "$(mtc-replicate digest "$d" | awk '{print $1}')" "$h"
-	run mtc-restore --from "$WORK/bk/job/2025-06-30_14-30" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0 --layout hash --out "$WORK/out"
 	assert_equal "$status" 5
 	assert_output --partial "'x'"
 }
@@ -105,11 +105,11 @@ gs_backup_of_step() {
 	fakegcs_start
 	backup_of gs://bkt 2025-06-30_14-30 100 1
 	fakegcs_fault '{"kind": "download", "action": "flip", "offset": 10, "object": "*weights"}'
-	run mtc-restore --from gs://bkt/job/2025-06-30_14-30 --rank 0 --out "$WORK/out"
+	run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --rank 0 --layout hash --out "$WORK/out"
 	assert_success
 	assert_output --partial "crc32c mismatch"
 	fakegcs_fault '{"kind": "download", "action": "flip", "offset": 10, "object": "*weights", "times": -1}'
-	run mtc-restore --from gs://bkt/job/2025-06-30_14-30 --rank 0 --out "$WORK/out2"
+	run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --rank 0 --layout hash --out "$WORK/out2"
 	assert_equal "$status" 5
 	run ls -A "$WORK/out2"
 	assert_output ""
@@ -117,22 +117,22 @@ gs_backup_of_step() {
 
 @test "a rank or a backup that is not there is exit 4; bad options are exit 2" {
 	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
-	run mtc-restore --from "$WORK/bk/job/2025-06-30_14-30" --rank 3 --out "$WORK/out"
+	run mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 3 --layout hash --out "$WORK/out"
 	assert_equal "$status" 4
 	assert_output --partial "rank 3"
-	run mtc-restore --from "$WORK/bk/job/2025-01-01_00-00" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "$WORK/bk" --job job --name "2025-01-01_00-00" --rank 0 --layout hash --out "$WORK/out"
 	assert_equal "$status" 4
-	run mtc-restore --from "$WORK/bk/job/2025-06-30_14-30" --out "$WORK/out"
+	run mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0
 	assert_equal "$status" 2
-	run mtc-restore --from "$WORK/bk/job/2025-06-30_14-30" --rank 0
+	run mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --out "$WORK/out" --layout raw
 	assert_equal "$status" 2
-	run mtc-restore --from "$WORK/bk/job/2025-06-30_14-30" --rank 0 --out x --archive y
+	run mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0 --layout hash --out x --archive y
 	assert_equal "$status" 2
-	run mtc-restore --from "$WORK/bk/job/2025-06-30_14-30" --rank 0 --archive - --compress xz
+	run mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0 --archive - --compress xz
 	assert_equal "$status" 2
-	run mtc-restore --pin "$WORK/bk/job"
+	run mtc-restore --pin "$WORK/bk" --job job
 	assert_equal "$status" 2
-	run mtc-restore --unpin "$WORK/bk/job" --force
+	run mtc-restore --unpin "$WORK/bk" --job job --force
 	assert_equal "$status" 2
 }
 
@@ -144,32 +144,32 @@ gs_backup_of_step() {
 		backup_of "$loc" 2025-06-30_16-30 300 2
 		# the newest loses node 1's data: incomplete
 		"$STORE" "$loc" rmprefix "job/2025-06-30_16-30/$(cat "$WORK/n1/job-s300-n1-w0.meta").data/"
-		run mtc-lkg --backups "$loc/job" --json
+		run mtc-lkg --backups "$loc" --job job --json
 		assert_success
 		echo "$output" | fakegcs_json '[b["name"] for b in d["backups"]] == ["2025-06-30_16-30", "2025-06-30_15-30", "2025-06-30_14-30"]' | grep -qx true
-		echo "$output" | fakegcs_json 'd["newest_valid"] == "2025-06-30_15-30" and d["backups"][0]["state"] == "incomplete" and d["backups"][1]["step"] == 200 and d["backups"][1]["nodes"] == 2 and d["backups"][1]["bytes"] > 600000 and d["restore_version"] is None' | grep -qx true
-		run mtc-lkg --backups "$loc/job"
+		echo "$output" | fakegcs_json 'd["newest-valid"] == "2025-06-30_15-30" and d["backups"][0]["state"] == "incomplete" and d["backups"][1]["step"] == 200 and d["backups"][1]["nodes"] == 2 and d["backups"][1]["bytes"] > 600000 and d["restore-version"] is None' | grep -qx true
+		run mtc-lkg --backups "$loc" --job job
 		assert_success
 		assert_line --regexp '^\* 2025-06-30_15-30 +valid +200 +2 '
 		assert_line --regexp '^  2025-06-30_16-30 +incomplete +300 '
 		# pin: a valid backup only, unless --force
-		run mtc-restore --pin "$loc/job" 2025-06-30_16-30
+		run mtc-restore --pin "$loc" --job job 2025-06-30_16-30
 		assert_equal "$status" 5
-		run mtc-restore --pin "$loc/job" 2025-06-30_17-00
+		run mtc-restore --pin "$loc" --job job 2025-06-30_17-00
 		assert_equal "$status" 4
-		run mtc-restore --pin "$loc/job" 2025-06-30_14-30
+		run mtc-restore --pin "$loc" --job job 2025-06-30_14-30
 		assert_success
-		run mtc-lkg --backups "$loc/job" --json
-		echo "$output" | fakegcs_json 'd["restore_version"] == "2025-06-30_14-30" and d["backups"][2]["pinned"]' | grep -qx true
-		run mtc-lkg --backups "$loc/job"
+		run mtc-lkg --backups "$loc" --job job --json
+		echo "$output" | fakegcs_json 'd["restore-version"] == "2025-06-30_14-30" and d["backups"][2]["pinned"]' | grep -qx true
+		run mtc-lkg --backups "$loc" --job job
 		assert_line "restore.version: 2025-06-30_14-30"
-		run mtc-restore --pin "$loc/job" 2025-06-30_16-30 --force
+		run mtc-restore --pin "$loc" --job job 2025-06-30_16-30 --force
 		assert_success
 		run "$STORE" "$loc" cat job/restore.version
 		assert_output 2025-06-30_16-30
-		run mtc-restore --unpin "$loc/job"
+		run mtc-restore --unpin "$loc" --job job
 		assert_success
-		run mtc-restore --unpin "$loc/job"
+		run mtc-restore --unpin "$loc" --job job
 		assert_success
 		run "$STORE" "$loc" cat job/restore.version
 		assert_equal "$status" 4
@@ -179,8 +179,9 @@ gs_backup_of_step() {
 
 @test "mtc-lkg --backups with no valid backup is exit 4" {
 	mkdir -p "$WORK/bk/job/2025-06-30_14-30"
-	run mtc-lkg --backups "$WORK/bk/job"
+	run mtc-lkg --backups "$WORK/bk" --job job
 	assert_equal "$status" 4
+	assert_output --partial "no valid backup among 1"
 	run mtc-lkg
 	assert_equal "$status" 2
 }
@@ -216,7 +217,7 @@ fired_at_least() { [ "$(fakegcs_stat faults_fired)" -ge "$1" ]; }
 killed_midway() {
 	fakegcs_fault '[{"kind": "download", "object": "*weights", "action": "drop-response", "after_bytes": 1048576, "times": 2},
 		{"kind": "download", "object": "*weights", "action": "delay", "seconds": 30, "times": -1}]'
-	mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out" 2>"$WORK/killed.err" &
+	mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" 2>"$WORK/killed.err" &
 	BG_PID=$!
 	S=$(staging_of "$WORK/out")
 	PART="$S/.partial/$h.data/weights"
@@ -235,7 +236,7 @@ killed_midway() {
 	killed_midway
 	assert_file_not_exists "$WORK/out/job-s100-n0-w0.meta"
 	assert_file_not_exists "$WORK/out/$h.data"
-	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 	assert_success
 	kept=$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')
 	assert_equal "$kept" $((P + $(size_of "$WORK/n0/$h.data/sub/note.txt")))
@@ -251,7 +252,7 @@ killed_midway() {
 	killed_midway
 	key="job/$B/$h.data/sub/note.txt"
 	"$STORE" gs://bkt rm "$key" && "$STORE" gs://bkt put "$key" "$WORK/n0/$h.data/sub/note.txt"
-	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 	assert_success
 	assert_equal "$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')" "$P"
 	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
@@ -261,7 +262,7 @@ killed_midway() {
 	gs_backup_of_step 4194304
 	killed_midway
 	flip_byte "$PART" 1000
-	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 	assert_success
 	assert_output --partial "crc32c mismatch"
 	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
@@ -269,7 +270,7 @@ killed_midway() {
 	rm -rf "$WORK/out"
 	killed_midway
 	printf 'X' | dd of="$S/$h.data/sub/note.txt" bs=1 seek=0 conv=notrunc 2>/dev/null
-	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 	assert_equal "$status" 5
 	assert_output --partial "integrity failure"
 	assert_output --partial "sub/note.txt"
@@ -286,7 +287,7 @@ killed_midway() {
 	mkdir -p "$S/.partial/$h.data"
 	printf '{"%s.data/weights": 0}' "$h" >"$S/.mtc-generations"
 	head -c 300000 "$WORK/n0/$h.data/weights" >"$S/.partial/$h.data/weights"
-	run mtc-restore --from "$WORK/bk/job/$B" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "$WORK/bk" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 	assert_success
 	assert_equal "$(echo "$output" | fakegcs_json 'd["kept"]')" 300000
 	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
@@ -298,7 +299,7 @@ killed_midway() {
 	printf '{"%s.data/weights": 0}' "$h" >"$S/.mtc-generations"
 	head -c 300000 "$WORK/n0/$h.data/weights" >"$S/.partial/$h.data/weights"
 	flip_byte "$S/.partial/$h.data/weights" 1000
-	run mtc-restore --from "$WORK/bk/job/$B" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "$WORK/bk" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 	assert_equal "$status" 5
 	assert_output --partial "'weights'"
 	run ls -A "$WORK/out"
@@ -318,14 +319,14 @@ killed_midway() {
 		else
 			pause=$(printf '0.%03d' $((RANDOM % 30)))
 		fi
-		mtc-restore --from "$loc/job/$B" --rank 0 --out "$WORK/out" --parallel 2 >/dev/null 2>&1 &
+		mtc-restore --from "$loc" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" --parallel 2 >/dev/null 2>&1 &
 		BG_PID=$!
 		sleep "$pause"
 		kill -9 "$BG_PID" 2>/dev/null || true
 		wait "$BG_PID" || true
 		fakegcs_ctl DELETE faults >/dev/null
 		fakegcs_ctl DELETE stats >/dev/null
-		run mtc-restore --from "$loc/job/$B" --rank 0 --out "$WORK/out"
+		run mtc-restore --from "$loc" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 		assert_success
 		kept=$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')
 		if [ "$loc" = gs://bkt ]; then
@@ -341,10 +342,10 @@ killed_midway() {
 @test "a second restore of the same backup and rank into the same DIR is refused while the first runs" {
 	gs_backup_of_step
 	fakegcs_fault '{"kind": "download", "object": "*weights", "action": "delay", "seconds": 2, "times": 1}'
-	mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out" >/dev/null 2>&1 &
+	mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" >/dev/null 2>&1 &
 	BG_PID=$!
 	wait_for fired_at_least 1
-	run mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 	assert_equal "$status" 1
 	assert_output --partial "another mtc-restore"
 	wait "$BG_PID"
@@ -355,7 +356,7 @@ killed_midway() {
 	gs_backup_of_step 2097152
 	restore_on_tty() {
 		rm -rf "$WORK/out"
-		script -qec "mtc-restore --from gs://bkt/job/$B --rank 0 --out '$WORK/out' $*" /dev/null
+		script -qec "mtc-restore --from gs://bkt --job job --name $B --rank 0 --layout hash --out '$WORK/out' $*" /dev/null
 	}
 	fakegcs_fault '{"kind": "download", "object": "*weights", "action": "delay", "seconds": 1.3}'
 	run restore_on_tty
@@ -371,7 +372,7 @@ killed_midway() {
 	refute_output --partial 'ETA'
 	fakegcs_fault '{"kind": "download", "object": "*weights", "action": "delay", "seconds": 1.3}'
 	rm -rf "$WORK/out"
-	mtc-restore --from "gs://bkt/job/$B" --rank 0 --out "$WORK/out" 2>"$WORK/err" >"$WORK/stdout"
+	mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" 2>"$WORK/err" >"$WORK/stdout"
 	[ ! -s "$WORK/err" ]
 	run grep -c $'\r' "$WORK/stdout"
 	assert_output 0
@@ -396,7 +397,7 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 
 @test "a reference backup of an Orbax job (logical name, no manifest) restores, verified by its logical digest" {
 	ref_orbax_backup
-	run mtc-restore --from "$WORK/bk/job/$B" --rank 0 --out "$WORK/out"
+	run mtc-restore --from "$WORK/bk" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 	assert_success
 	diff -r "$WORK/save/5" "$WORK/out/$h.data"
 	config "$WORK/cfg" job 0 1
@@ -410,7 +411,7 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 @test "a reference backup of an Orbax job with a value byte flipped is refused by both restores (exit 5)" {
 	ref_orbax_backup
 	flip_byte "$(largest_value_file "$WORK/bk/job/$B/$h.data")" 100
-	run -5 mtc-restore --from "$WORK/bk/job/$B" --rank 0 --out "$WORK/out"
+	run -5 mtc-restore --from "$WORK/bk" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 	assert_output --partial "logical digest"
 	run ls -A "$WORK/out"
 	assert_output ""
@@ -420,4 +421,83 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 	run ls "$WORK/local"
 	refute_output --partial ".restore"
 	refute_output --partial "$h.data"
+}
+
+# --- one location rule, a workstation restore, intact or not
+
+@test "a location is the bucket root: a job root, a missing job or location is explained" {
+	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
+	mkdir -p "$WORK/bk/job/notes" "$WORK/bk/other"
+	run mtc-lkg --backups "$WORK/bk/job"
+	assert_equal "$status" 2
+	assert_output --partial "it is the backup root of job 'job'; give the bucket root and the job: $WORK/bk --job job"
+	run mtc-lkg --backups "$WORK/bk"
+	assert_equal "$status" 2
+	assert_output --partial "which job? give --job NAME or --config (jobs at '$WORK/bk': job, other)"
+	run mtc-lkg --backups "$WORK/bk" --job nojob
+	assert_equal "$status" 4
+	assert_output --partial "no backups of job 'nojob' at '$WORK/bk' (jobs there: job, other)"
+	run mtc-restore --unpin "$WORK/nonexistent" --job job
+	assert_equal "$status" 4
+	assert_output --partial "no such location"
+	run mtc-restore --from "$WORK/bk/job" --job job --out "$WORK/out"
+	assert_equal "$status" 2
+	run mtc-lkg --backups "$WORK/bk" --job job
+	assert_success
+	assert_output --partial "1 name that is not backups, ignored: notes"
+	run mtc-lkg --backups "$WORK/bk" --config "$WORK/cfg0" -q
+	assert_success
+}
+
+@test "a workstation restore: the newest valid backup, rank 0 of a one-node job, as DIR/<step>" {
+	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
+	backup_of "$WORK/bk" 2025-06-30_15-30 200 1
+	run mtc-restore --from "$WORK/bk" --job job --out "$WORK/out"
+	assert_success
+	assert_equal "$(jq -r '[.step, .path] | @tsv' <<<"${lines[-1]}")" "200	$WORK/out/200"
+	h=$(cat "$WORK/n0"/job-s200-n0-w0.meta)
+	diff -r "$WORK/n0/$h.data" "$WORK/out/200"
+	[ "$(ls -A "$WORK/out")" = 200 ]
+	run mtc-restore --from "$WORK/bk" --job job --out "$WORK/out"
+	assert_failure 1
+	assert_output --partial "'$WORK/out/200' is already there"
+	diff -r "$WORK/n0/$h.data" "$WORK/out/200"
+	backup_of "$WORK/bk2" 2025-06-30_14-30 100 2
+	run mtc-restore --from "$WORK/bk2" --job job --out "$WORK/out2"
+	assert_equal "$status" 2
+	assert_output --partial "holds 2 nodes: say which with --rank R"
+	run script -qec "mtc-restore --from '$WORK/bk' --job job --archive -" /dev/null
+	assert_output --partial "would write a tar stream to a terminal"
+}
+
+@test "a cut data file: lkg says damaged by size, restore --verify finds the file, prune keeps the intact one" {
+	fakegcs_start
+	for loc in $(both); do
+		backup_of "$loc" 2025-06-30_14-30 100 1
+		backup_of "$loc" 2025-06-30_15-30 200 1
+		run mtc-restore --from "$loc" --job job --verify
+		assert_success
+		jq -e '.state == "intact" and .step == 200 and .files >= 1 and .bytes > 0' <<<"$output"
+	done
+	h=$(cat "$WORK/n0"/job-s200-n0-w0.meta)
+	f=$(cd "$WORK/bk/job/2025-06-30_15-30/$h.data" && find . -type f -size +100k | head -1)
+	truncate -s 303 "$WORK/bk/job/2025-06-30_15-30/$h.data/$f"
+	run mtc-lkg --backups "$WORK/bk" --job job --json
+	assert_success
+	jq -e '.["newest-valid"] == "2025-06-30_14-30" and .backups[0].state == "damaged"' <<<"$output"
+	jq -r '.backups[0].reason' <<<"$output" | grep -q "holds 303 bytes, its manifest says"
+	run mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_15-30 --verify
+	assert_failure 5
+	assert_output --partial "is not intact"
+	# a flipped byte keeps the size: only the deep check sees it
+	backup_of "$WORK/bk3" 2025-06-30_15-30 200 1
+	flip_byte "$WORK/bk3/job/2025-06-30_15-30/$h.data/$f" 1000
+	run mtc-lkg --backups "$WORK/bk3" --job job
+	assert_success
+	run mtc-lkg --backups "$WORK/bk3" --job job --verify
+	assert_failure 4
+	assert_output --partial "${f#./}"
+	run mtc-restore --from "$WORK/bk3" --job job --verify
+	assert_failure 5
+	assert_output --partial "not what its manifest says"
 }

@@ -1,0 +1,330 @@
+#include "backup_check.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blake3.h"
+#include "data_name.h"
+#include "digest.h"
+#include "fsutil.h"
+#include "manifest_text.h"
+#include "naming.h"
+#include "peer_manifest.h"
+#include "store_tree.h"
+#include "xalloc.h"
+
+#define READ_PIECE (8 << 20)
+
+static int cmp_object_name(const void *key, const void *obj)
+{
+	return strcmp(key, ((const struct mtc_store_object *)obj)->name);
+}
+
+static const struct mtc_store_object *find(const struct mtc_store_list *l, const char *key)
+{
+	return l->n_objects ? bsearch(key, l->objects, l->n_objects, sizeof *l->objects,
+				      cmp_object_name)
+			    : NULL;
+}
+
+/* 1 when an earlier meta of info names the same data. */
+static int seen_before(const struct mtc_backup_info *info, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (!strcmp(info->metas[k].hash, info->metas[i].hash))
+			return 1;
+	return 0;
+}
+
+/* name/hash.manifest into m: 1 read, 0 there is none, -1 storage error; a bad one is EBADMSG. */
+static int load_manifest(struct mtc_store *s, const char *name, const char *hash,
+			 struct mtc_manifest *m, char *why, size_t whylen)
+{
+	char *key = xasprintf("%s/%s.manifest", name, hash), *text;
+	size_t len;
+	int rc = 1;
+
+	if (mtc_store_get_buf(s, key, MTC_MANIFEST_BODY_MAX, &text, &len) < 0) {
+		rc = errno == ENOENT ? 0 : -1;
+		if (rc)
+			snprintf(why, whylen, "cannot read '%s': %s", key, mtc_store_error(s));
+	} else {
+		if (mtc_manifest_parse(text, len, m, why, whylen) < 0) {
+			errno = EBADMSG;
+			rc = -1;
+		}
+		free(text);
+	}
+	free(key);
+	return rc;
+}
+
+/* The first file of m that the listing lacks or holds at another size; NULL when none. */
+static const struct mtc_manifest_entry *first_size_difference(const struct mtc_store_list *l,
+							      const char *data,
+							      const struct mtc_manifest *m,
+							      long long *found)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		const struct mtc_manifest_entry *e = &m->entries[i];
+		if (e->type != MTC_ENTRY_FILE)
+			continue;
+		char *key = *e->path ? xasprintf("%s/%s", data, e->path) : xstrdup(data);
+		const struct mtc_store_object *o = find(l, key);
+		free(key);
+		*found = o ? o->size : -1;
+		if (!o || o->size != e->size)
+			return e;
+	}
+	return NULL;
+}
+
+int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, long long *bytes)
+{
+	struct mtc_store_list l = { 0 };
+	char *prefix = xasprintf("%s/", info->name);
+	int rc = 0;
+
+	*bytes = 0;
+	if (mtc_store_list(s, prefix, NULL, &l) < 0)
+		rc = -1;
+	for (size_t i = 0; !rc && i < l.n_objects; i++)
+		*bytes += l.objects[i].size;
+	for (size_t i = 0; !rc && info->state == MTC_BACKUP_VALID && i < info->n_metas; i++) {
+		const struct mtc_backup_meta *mt = &info->metas[i];
+		const struct mtc_manifest_entry *e;
+		struct mtc_manifest m;
+		char why[160], *data;
+		long long found;
+		int have;
+
+		if (seen_before(info, i))
+			continue;
+		mtc_manifest_init(&m);
+		have = load_manifest(s, info->name, mt->hash, &m, why, sizeof why);
+		data = xasprintf("%s/%s.data", info->name, mt->hash);
+		if (have < 0 && errno == EBADMSG) {
+			info->state = MTC_BACKUP_DAMAGED;
+			snprintf(info->reason, sizeof info->reason, "node %d worker %d: %.12s.manifest: %s",
+				 mt->rank, mt->worker, mt->hash, why);
+		} else if (have < 0) {
+			rc = -1;
+		} else if (have && (e = first_size_difference(&l, data, &m, &found))) {
+			info->state = MTC_BACKUP_DAMAGED;
+			snprintf(info->reason, sizeof info->reason,
+				 found < 0 ? "node %d worker %d: '%.12s….data%s%s' is missing"
+					   : "node %d worker %d: '%.12s….data%s%s' holds %lld bytes, its "
+					     "manifest says %lld",
+				 mt->rank, mt->worker, mt->hash, *e->path ? "/" : "", e->path, found,
+				 e->size);
+		}
+		free(data);
+		mtc_manifest_free(&m);
+	}
+	mtc_store_list_free(&l);
+	free(prefix);
+	return rc;
+}
+
+/* One file to re-hash, streamed. */
+struct check {
+	char *key;
+	long long size;
+	char digest[MTC_DIGEST_LEN];
+};
+
+struct verify {
+	const char *url;
+	const struct mtc_store_options *opt;
+	struct check *c;
+	size_t n, next;
+	long long done, total;
+	int failed;	   /* 1 damaged, -1 storage error */
+	char why[512];
+	mtc_store_progress_fn progress;
+	void *arg;
+	pthread_mutex_t lock;
+};
+
+static void verify_fail(struct verify *v, int rc, const char *fmt, const char *a, const char *b)
+{
+	pthread_mutex_lock(&v->lock);
+	if (!v->failed) {
+		v->failed = rc;
+		snprintf(v->why, sizeof v->why, fmt, a, b);
+	}
+	pthread_mutex_unlock(&v->lock);
+}
+
+static void verify_one(struct verify *v, struct mtc_store *s, const struct check *c, char *buf)
+{
+	struct mtc_blake3 h;
+	uint8_t out[32];
+	char hex[65];
+
+	mtc_blake3_init(&h);
+	for (long long off = 0; off < c->size && !v->failed;) {
+		size_t len = c->size - off < READ_PIECE ? (size_t)(c->size - off) : READ_PIECE;
+		if (mtc_store_get_range(s, c->key, off, buf, len) < 0) {
+			int e = errno;
+			verify_fail(v, e == EIO || e == ENOENT ? 1 : -1, "'%s': %s", c->key,
+				    mtc_store_error(s));
+			return;
+		}
+		mtc_blake3_update(&h, buf, len);
+		off += (long long)len;
+		pthread_mutex_lock(&v->lock);
+		v->done += (long long)len;
+		if (v->progress)
+			v->progress(v->arg, v->done, v->total);
+		pthread_mutex_unlock(&v->lock);
+	}
+	if (v->failed)
+		return;
+	mtc_blake3_final(&h, out, sizeof out);
+	mtc_hex(out, sizeof out, hex);
+	if (strcmp(hex, c->digest))
+		verify_fail(v, 1, "'%s': its bytes hash to %s, not what its manifest says", c->key,
+			    hex);
+}
+
+static void *verify_worker(void *arg)
+{
+	struct verify *v = arg;
+	struct mtc_store *s;
+	char err[256], *buf = xmalloc(READ_PIECE);
+
+	if (mtc_store_open(v->url, v->opt, &s, err, sizeof err) < 0) {
+		verify_fail(v, -1, "cannot open '%s': %s", v->url, err);
+		free(buf);
+		return NULL;
+	}
+	for (;;) {
+		pthread_mutex_lock(&v->lock);
+		size_t i = v->next++;
+		pthread_mutex_unlock(&v->lock);
+		if (i >= v->n || v->failed)
+			break;
+		verify_one(v, s, &v->c[i], buf);
+	}
+	mtc_store_close(s);
+	free(buf);
+	return NULL;
+}
+
+static void add_check(struct verify *v, const char *key, long long size, const char *digest)
+{
+	if ((v->n & (v->n - 1)) == 0)
+		v->c = xrealloc(v->c, (v->n ? 2 * v->n : 1) * sizeof *v->c);
+	v->c[v->n].key = xstrdup(key);
+	v->c[v->n].size = size;
+	snprintf(v->c[v->n].digest, sizeof v->c[v->n].digest, "%s", digest);
+	v->total += size;
+	v->n++;
+}
+
+/* Data that only its own tree can check: fetched into a private directory and verified there. */
+static int verify_staged(struct mtc_store *s, const char *name, const char *hash,
+			 const struct mtc_manifest *m, int threads, char *why, size_t whylen)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *dir = xasprintf("%s/mtc-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	char *path = NULL, *key = NULL;
+	struct mtc_tree t = { 0 };
+	int rc = -1;
+
+	if (!mkdtemp(dir)) {
+		snprintf(why, whylen, "cannot create a directory under %s: %s",
+			 tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		free(dir);
+		return -1;
+	}
+	path = xasprintf("%s/%s.data", dir, hash);
+	if (mtc_is_dir_hash(hash)) {
+		key = xasprintf("%s/%s.data/", name, hash);
+		rc = mtc_tree_download(s, key, path, &t);
+	} else {
+		key = xasprintf("%s/%s.data", name, hash);
+		rc = mtc_store_get_file(s, key, path);
+	}
+	if (rc < 0)
+		snprintf(why, whylen, "cannot read '%s': %s", key, mtc_store_error(s));
+	else if ((rc = mtc_data_verify(path, hash, m, threads, why, whylen)) < 0)
+		snprintf(why, whylen, "cannot read '%s': %s", path, strerror(errno));
+	else if (rc)
+		rc = 1;
+	mtc_tree_free(&t);
+	mtc_remove_tree(dir);
+	free(key);
+	free(path);
+	free(dir);
+	return rc;
+}
+
+int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
+		      const struct mtc_backup_info *info, int threads, mtc_store_progress_fn progress,
+		      void *arg, struct mtc_verify_stats *stats, char *why, size_t whylen)
+{
+	struct verify v = { .url = mtc_store_url(s), .opt = opt, .progress = progress, .arg = arg };
+	int rc = 0, readers = opt && opt->parallel > 0 ? opt->parallel : 8;
+
+	memset(stats, 0, sizeof *stats);
+	pthread_mutex_init(&v.lock, NULL);
+	for (size_t i = 0; !rc && i < info->n_metas; i++) {
+		const struct mtc_backup_meta *mt = &info->metas[i];
+		struct mtc_manifest m;
+		char *data;
+		int have;
+
+		if (!mt->hash[0] || seen_before(info, i))
+			continue;
+		stats->objects++;
+		mtc_manifest_init(&m);
+		have = load_manifest(s, info->name, mt->hash, &m, why, whylen);
+		data = xasprintf("%s/%s.data", info->name, mt->hash);
+		if (have < 0)
+			rc = errno == EBADMSG ? 1 : -1;
+		else if (!have || (mtc_is_dir_hash(mt->hash) && strcmp(m.entries[0].digest, mt->hash)))
+			rc = verify_staged(s, info->name, mt->hash, have ? &m : NULL, threads, why,
+					   whylen);
+		else if (!mtc_is_dir_hash(mt->hash) && (m.n != 1 || strcmp(m.entries[0].digest, mt->hash)))
+			rc = 1, snprintf(why, whylen, "'%s.manifest' does not describe this file", data);
+		for (size_t k = 0; !rc && have && k < m.n; k++) {
+			const struct mtc_manifest_entry *e = &m.entries[k];
+			if (e->type != MTC_ENTRY_FILE)
+				continue;
+			char *key = *e->path ? xasprintf("%s/%s", data, e->path) : xstrdup(data);
+			add_check(&v, key, e->size, e->digest);
+			stats->files++;
+			free(key);
+		}
+		if (rc == 1 && !strstr(why, mt->hash))
+			snprintf(why + strlen(why), whylen - strlen(why), " (node %d worker %d)",
+				 mt->rank, mt->worker);
+		free(data);
+		mtc_manifest_free(&m);
+	}
+	if (!rc && v.n) {
+		size_t nthreads = (size_t)readers < v.n ? (size_t)readers : v.n, started = 0;
+		pthread_t *t = xcalloc(nthreads, sizeof *t);
+		for (size_t i = 0; i + 1 < nthreads; i++)
+			if (pthread_create(&t[started], NULL, verify_worker, &v) == 0)
+				started++;
+		verify_worker(&v);
+		for (size_t i = 0; i < started; i++)
+			pthread_join(t[i], NULL);
+		free(t);
+		rc = v.failed;
+		if (rc)
+			snprintf(why, whylen, "%s", v.why);
+	}
+	stats->bytes = v.done;
+	for (size_t i = 0; i < v.n; i++)
+		free(v.c[i].key);
+	free(v.c);
+	pthread_mutex_destroy(&v.lock);
+	return rc;
+}
