@@ -65,7 +65,7 @@ measure "upload:   mtc-backup --no-verify" "rm -rf $dir/bk" \
 mtc-backup --dir "$dir/local" --config "$dir/cfg" --step 1 --to "$dir/bk" --name 2025-01-01_00-01 > /dev/null
 measure "download: cp -r" "rm -rf $dir/cpback" cp -r "$dir/cp" "$dir/cpback"
 measure "download: mtc-restore (verified)" "rm -rf $dir/out" \
-	mtc-restore --from "$dir/bk/job/2025-01-01_00-01" --rank 0 --out "$dir/out"
+	mtc-restore --from "$dir/bk" --job job --name 2025-01-01_00-01 --layout hash --out "$dir/out"
 rm -rf "$dir/bk" "$dir/cp" "$dir/cpback" "$dir/out"
 
 command -v rclone > /dev/null || { echo "# rclone not installed: gs:// comparison skipped"; exit 0; }
@@ -90,4 +90,4 @@ measure "download: rclone copy" "rm -rf $dir/rcback" \
 	rclone --gcs-anonymous --gcs-bucket-policy-only --gcs-endpoint "$url/storage/v1/" --transfers 32 \
 	copy ":gcs:mtc/src/job/2025-01-01_00-00/$hash.data" "$dir/rcback"
 measure "download: mtc-restore (verified)" "rm -rf $dir/out" \
-	mtc-restore --from gs://mtc/src/job/2025-01-01_00-00 --rank 0 --out "$dir/out"
+	mtc-restore --from gs://mtc/src --job job --name 2025-01-01_00-00 --layout hash --out "$dir/out"
