@@ -777,9 +777,11 @@ static int from_backup(const char *job)
 	if (rc == MTC_EXIT_OK && verify_only)
 		rc = verify_backup(js, name);
 	else if (rc == MTC_EXIT_OK && (rc = pick_rank(js, name, &rank)) == MTC_EXIT_OK) {
+		char *location = from; /* restore_from reads the backup at from */
 		from = xasprintf("%s/%s", mtc_store_url(js), name);
 		rc = restore_from((int)rank);
 		free(from);
+		from = location;
 	}
 	mtc_store_close(js);
 	return rc;
