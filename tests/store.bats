@@ -11,6 +11,7 @@ setup() {
 	STORE="$MTC_BIN/../unit/store"
 	export MTC_GCS_RETRY_BASE_MS=20
 	unset STORAGE_EMULATOR_HOST MTC_GCS_ENDPOINT GOOGLE_APPLICATION_CREDENTIALS MTC_GCS_TOKEN GCE_METADATA_HOST
+	export CLOUDSDK_CONFIG="$WORK/no-gcloud" # a gcloud login of the one running the tests is not used
 }
 
 teardown() {
