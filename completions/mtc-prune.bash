@@ -15,12 +15,12 @@ _mtc_prune()
 		COMPREPLY=($(compgen -W '30m 1h 6h 1d' -- "$cur")); return ;;
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
-	--include|--exclude|-I|-E|--include-list|--exclude-list|-t|--timestamp-pattern|--parallel)
+	--include|--exclude|-I|-E|--include-list|--exclude-list|-t|--timestamp-pattern|--parallel|--job)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W '--path --list --config --delete --grace --print-deleted
-			--print-kept --json --gcs-token-file --parallel --minutely --hourly --daily --weekly
+		COMPREPLY=($(compgen -W '--job --path --list --config --delete --dry-run --verify --grace
+			--print-deleted --print-not-deleted --print-kept --json --silent --debug --gcs-token-file --parallel --minutely --hourly --daily --weekly
 			--monthly --yearly --prefer-recent --relaxed --include --exclude --include-list
 			--exclude-list --timestamp-pattern --utc --verbose --quiet --log-format --version
 			--help --usage' -- "$cur"))
