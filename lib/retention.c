@@ -208,11 +208,11 @@ void mtc_retention_apply(const struct mtc_retention_policy *p, struct mtc_retent
 {
 	size_t *chosen;
 
+	if (!n)
+		return;
 	qsort(items, n, sizeof *items, by_time_then_name);
 	for (size_t i = 0; i < n; i++)
 		items[i].kept_by = 0;
-	if (!n)
-		return;
 	chosen = xcalloc(n, sizeof *chosen);
 	for (int f = 0; f < MTC_FREQ_COUNT; f++)
 		if (p->count[f])
