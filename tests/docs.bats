@@ -157,3 +157,125 @@ check_options() {
 	run check_options mtc-node
 	assert_output ''
 }
+
+# The examples' world (see the top of this file), built afresh for each page.
+setup() {
+	[ -n "${BATS_TEST_DESCRIPTION##*EXAMPLES*}" ] && return 0
+	load backup
+	load fakegcs/fakegcs
+	W=$(mktemp -d /dev/shm/mtc-docs.XXXXXX)
+	cd "$W"
+	mkdir -p local local1 backups/job/snap-1751290000 run/mtc tmp step-dir/sub
+	config run/mtc/config.json job 0 1
+	saved_step local job 100 0 docs 30000 >/dev/null
+	mkdir -p local/200/default
+	echo weights >local/200/default/data
+	touch local/200/commit_success.txt
+	echo a >step-dir/a
+	echo b >step-dir/sub/b
+	fakegcs_start
+	mtc-backup -q --dir local --config run/mtc/config.json --step 100 --to backups --name 2025-06-30_14-30 >/dev/null
+	mtc-backup -q --dir local --config run/mtc/config.json --step 100 --to gs://bucket --name 2025-06-30_14-30 >/dev/null
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >run/mtc/token
+	PIDS=()
+	serve_on "$W/local" 3>&-
+	PORT=${URL##*:}
+	PORT2=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	echo "$URL" >run/mtc/peers
+	mtc-lkg --dir local --config run/mtc/config.json --json |
+		jq -c '{nodes: 1, ranks: [{"node-rank": 0, "meta-files": [.ranks[0].metas[] | [100, 0, .worker, .hash]],
+			"data-files": [.ranks[0].metas[].hash]}]}' >restore-round.json
+	export PATH="$BATS_TEST_DIRNAME/../contrib:$PATH"
+}
+
+teardown() {
+	[ -n "${W:-}" ] || return 0
+	local pid
+	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+	fakegcs_stop
+	cd /
+	rm -rf "$W"
+}
+
+# examples PAGE: the command blocks (.nf to .fi) of PAGE's EXAMPLES section, one
+# per record, NUL-terminated, each preceded by its mark: "run", "daemon" for a
+# block after the comment '.\" docs.bats: runs until stopped', or "exit N".
+examples() {
+	awk '
+		/^\.SH / { on = ($0 == ".SH EXAMPLES"); next }
+		!on { next }
+		/^\.\\" docs\.bats: runs until stopped/ { mark = "daemon"; next }
+		/^\.\\" docs\.bats: exit [0-9]+/ { mark = "exit " $NF; next }
+		/^\.nf/ { block = 1; text = ""; next }
+		/^\.fi/ { if (block) printf "%s\n%s%c", (mark ? mark : "run"), text, 0; block = 0; mark = ""; next }
+		block { text = text $0 "\n" }' "$1" |
+		sed -e 's/\\-/-/g' -e 's/\\e/\\/g' \
+			-e "s#0\.0\.0\.0:7070#127.0.0.1:$PORT2#g" -e "s#127\.0\.0\.1:7071#127.0.0.1:$PORT2#g" \
+			-e "s#[a-z0-9.{}-]*:7070#127.0.0.1:$PORT#g" \
+			-E -e "s#(^|[ =:'\"]|//)/(local1?|backups|run/mtc|tmp)\b#\1$W/\2#g"
+}
+
+# run_examples PAGE: runs every example of PAGE in order, the daemons in the
+# background until the page is done; prints each failure.
+run_examples() {
+	local mark text n=0 status pid DAEMONS=()
+	while IFS= read -r -d '' record; do
+		n=$((n + 1))
+		mark=${record%%$'\n'*}
+		text=${record#*$'\n'}
+		case $mark in
+		daemon)
+			setsid bash -c "$text" >"$W/example$n.log" 2>&1 3>&- &
+			pid=$!
+			DAEMONS+=("$pid")
+			sleep 1
+			kill -0 "$pid" 2>/dev/null || { echo "example $n stopped:"; echo "$text"; cat "$W/example$n.log"; }
+			;;
+		*)
+			status=0
+			timeout 30 bash -o pipefail -c "$text" >"$W/example$n.log" 2>&1 3>&- || status=$?
+			[ "$status" = "${mark#exit }" ] || [ "$mark $status" = "run 0" ] ||
+				{ echo "example $n exited $status:"; echo "$text"; cat "$W/example$n.log"; }
+			;;
+		esac
+	done < <(examples "$1")
+	for pid in "${DAEMONS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done
+	for pid in "${DAEMONS[@]}"; do wait "$pid" 2>/dev/null; done
+	[ "$n" -gt 0 ] || echo "$1: no EXAMPLES"
+}
+
+@test "every EXAMPLES command of mtc-backup(1) runs" {
+	run run_examples "$MAN/mtc-backup.1"
+	assert_output ''
+}
+
+@test "every EXAMPLES command of mtc-handshake(1) runs" {
+	run run_examples "$MAN/mtc-handshake.1"
+	assert_output ''
+}
+
+@test "every EXAMPLES command of mtc-lkg(1) runs" {
+	run run_examples "$MAN/mtc-lkg.1"
+	assert_output ''
+}
+
+@test "every EXAMPLES command of mtc-prune(1) runs" {
+	run run_examples "$MAN/mtc-prune.1"
+	assert_output ''
+}
+
+@test "every EXAMPLES command of mtc-restore(1) runs" {
+	run run_examples "$MAN/mtc-restore.1"
+	assert_output ''
+}
+
+@test "every EXAMPLES command of mtc-replicate(1) runs" {
+	run run_examples "$MAN/mtc-replicate.1"
+	assert_output ''
+}
+
+@test "every EXAMPLES command of mtc-node(8) runs" {
+	run run_examples "$MAN/mtc-node.8"
+	assert_output ''
+}
