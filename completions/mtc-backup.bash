@@ -18,7 +18,7 @@ _mtc_backup()
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--dir --config --step --to --name --gcs-token-file --parallel
-			--threads --no-verify --no-progress --stall-timeout --verbose --quiet --log-format --version --help --usage' -- "$cur"))
+			--threads --no-verify --no-progress --stall-timeout --json --verbose --quiet --log-format --version --help --usage' -- "$cur"))
 	fi
 }
 complete -F _mtc_backup mtc-backup

@@ -20,14 +20,14 @@ _mtc_handshake()
 	esac
 	local common='--verbose --quiet --log-format --help --usage --version'
 	case $verb in
-	accept|watch) COMPREPLY=($(compgen -W "--dir --timeout $common" -- "$cur")) ;;
+	accept|watch) COMPREPLY=($(compgen -W "--dir --timeout --json $common" -- "$cur")) ;;
 	offer) COMPREPLY=($(compgen -W "--dir --timeout --job-name --framework --node-rank --nodes
 		--peer-ranks --peers-per-node --assume-data-parallelism --backup-interval-minutes
 		--backup-interval-steps --workers-per-node --style --replace-stale --wait-restore
 		--restore-timeout --rename --json $common" -- "$cur")) ;;
 	check)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "$common" -- "$cur"))
+			COMPREPLY=($(compgen -W "--json $common" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur"))
 		fi ;;

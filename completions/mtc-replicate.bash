@@ -13,7 +13,7 @@ _mtc_replicate() {
 	--dir|-d) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--config|-c) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--log-format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return ;;
-	--threads|-t|--keep|-k|--quiet-time|--timeout) return ;;
+	--threads|-t|--keep|-k|--quiet-time|--timeout|--wait) return ;;
 	--peer-token-file|--gcs-token-file|--ready-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--framework) COMPREPLY=($(compgen -W "orbax pytorch pytorch.distributed" -- "$cur")); return ;;
 	--backup|-b|--peers-file|--peer-token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -22,12 +22,12 @@ _mtc_replicate() {
 	esac
 	case $verb in
 	digest) COMPREPLY=($(compgen -W "--json --manifest --threads --framework $common" -- "$cur") $(compgen -f -- "$cur")) ;;
-	commit) COMPREPLY=($(compgen -W "--dir --config --watch --quiet-time --timeout --threads $common" -- "$cur")) ;;
-	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run --grace $common" -- "$cur")) ;;
-	serve) COMPREPLY=($(compgen -W "--dir --listen --peer-token-file --insecure --ready-file --max-body --max-files --max-depth --max-connections --timeout --session-timeout --min-rate --coordinator --nodes --round-timeout --heartbeat-timeout --poll-timeout $common" -- "$cur")) ;;
-	run) COMPREPLY=($(compgen -W "--dir --config --backup --coordinator-url --peer-url-template --peers-file --peer-token-file --gcs-token-file --sync-interval --quiet-time --heartbeat --timeout --threads $common" -- "$cur")) ;;
-	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --peer-token-file --timeout --retries --streams $common" -- "$cur")) ;;
-	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --peer-token-file --timeout --retries --streams $common" -- "$cur")) ;;
+	commit) COMPREPLY=($(compgen -W "--dir --config --watch --wait --quiet-time --timeout --threads --json $common" -- "$cur")) ;;
+	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run --grace --json $common" -- "$cur")) ;;
+	serve) COMPREPLY=($(compgen -W "--dir --listen --peer-token-file --insecure --ready-file --max-body --max-files --max-depth --max-connections --timeout --session-timeout --min-rate --coordinator --nodes --round-timeout --heartbeat-timeout --poll-timeout --json $common" -- "$cur")) ;;
+	run) COMPREPLY=($(compgen -W "--dir --config --backup --coordinator-url --peer-url-template --peers-file --peer-token-file --gcs-token-file --sync-interval --quiet-time --heartbeat --timeout --threads --json $common" -- "$cur")) ;;
+	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --peer-token-file --timeout --retries --streams --json $common" -- "$cur")) ;;
+	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --peer-token-file --timeout --retries --streams --json $common" -- "$cur")) ;;
 	*) COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
 	esac
 }
