@@ -1,7 +1,7 @@
 /*
  * mtc-lkg: the last known good step.
  *   --backups LOCATION --job J list a job's backups newest first with their
- *                              validity (DESIGN.md §7), the sizes of their data
+ *                              validity (mtc(7) §6.5), the sizes of their data
  *                              against their manifests, step, nodes and size;
  *                              mark the newest valid one and restore.version
  *   --inventory FILE|-         the restore plan (lib/lkg.h) for gathered

@@ -7,7 +7,7 @@
 #include "store.h"
 
 /*
- * Whether a backup's data is intact (mtc(7), BACKUPS), in two depths. Both
+ * Whether a backup's data is intact (mtc(7) §6.5), in two depths. Both
  * look at the data of the newest step's metas, each <hash>.data once, against
  * the <hash>.manifest beside it.
  *

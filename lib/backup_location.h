@@ -6,7 +6,7 @@
 #include "store.h"
 
 /*
- * The one location rule (mtc(7), BACKUPS): a backup LOCATION is the bucket
+ * The one location rule (mtc(7) §6.1): a backup LOCATION is the bucket
  * root everywhere, and the job comes from --job or the config, so a job's
  * backups are at LOCATION/JOB. The one exception is backup-warden's -p PATH,
  * which names the directory of backups itself (MTC_LOCATION_JOB_ROOT).

@@ -8,14 +8,14 @@
 #include "store.h"
 
 /*
- * A job's backup root (DESIGN.md §6), read through a store opened at that
+ * A job's backup root (mtc(7) §6.2), read through a store opened at that
  * root (<location>/<job-name>):
  *
  *   restore.version                      optional: one backup name
  *   <backup>/<job>-s<step>-n<rank>-w<w>.meta   the hash, no newline
  *   <backup>/<hash>.data[/...]           a file, or a directory's files
  *
- * Validity (DESIGN.md §7): a backup is valid when every node x worker has a
+ * Validity (mtc(7) §6.5): a backup is valid when every node x worker has a
  * .meta of the backup's step whose <hash>.data exists in the backup. Without
  * a config, nodes = highest rank + 1 and workers = highest worker + 1. A
  * backup with no .meta at all is empty: incomplete, or still being written.

@@ -6,7 +6,7 @@
 #include "config.h"
 
 /*
- * The restore of one node at a job's start (DESIGN.md §3.2, §3.5, §5, §7):
+ * The restore of one node at a job's start (mtc(7) §5.4; §3.3, §3.8, §7):
  *   1. report the inventory (and, on rank 0, the backups and restore.version)
  *   2. get this rank's view of the LKG plan from the coordinator, or compute
  *      it alone (standalone)

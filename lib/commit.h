@@ -5,7 +5,7 @@
 #include "digest.h"
 
 /*
- * The local commit of DESIGN.md §3.4: a saved step becomes <hash>.data and
+ * The local commit of mtc(7) §3.5: a saved step becomes <hash>.data and
  * <job>-s<step>-n<rank>-w<w>.meta. See commit.c for the crash-safe order.
  */
 

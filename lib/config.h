@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 /*
- * The replicator config (DESIGN.md §3.1). Read from replicator.yaml by
+ * The replicator config (mtc(7) §3.1). Read from replicator.yaml by
  * mtc-handshake, handed to the other programs as JSON (--config FILE|-).
  * Optional integers are -1 when absent.
  */
@@ -42,7 +42,7 @@ int mtc_config_load(const char *path, struct mtc_config *cfg, char *err, size_t 
 json_t *mtc_config_to_json(const struct mtc_config *cfg);
 /*
  * D, the number of identical data-parallel replicas, when usable: more than
- * one and dividing the nodes into rows (DESIGN.md §5.3, §7). Otherwise 1, and
+ * one and dividing the nodes into rows (mtc(7) §3.7, §5.3). Otherwise 1, and
  * the deduplication that D allows stays off, as in the reference.
  */
 int mtc_config_replicas(const struct mtc_config *cfg);

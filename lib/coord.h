@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 /*
- * The coordinator of DESIGN.md §5, run by rank 0's daemon. Three kinds of
+ * The coordinator of mtc(7) §5, run by rank 0's daemon. Three kinds of
  * round, each answered when all N ranks have reported:
  *   restore       report: {"rank", "session", "address", "config", "meta-files",
  *                          "data-files", "backups"?, "restore-version"?}

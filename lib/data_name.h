@@ -6,7 +6,7 @@
 #include "digest.h"
 
 /*
- * Whether the data at path may go by `name` (mtc(7), NAMES): name is its
+ * Whether the data at path may go by `name` (mtc(7) §3.6): name is its
  * merkle digest (digest.h), or name is the Orbax logical digest of the tree
  * (orbax_digest.h), which replicas that wrote different bytes share. merkle
  * is the merkle digest of what is at path, already computed by the caller

@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 /*
- * The content digest of DESIGN.md §3.4, bit-identical to the reference merkle.py:
+ * The content digest of mtc(7) §3.5, bit-identical to the reference merkle.py:
  *   file       BLAKE3(content) as 64 lowercase hex
  *   directory  "D" + hex BLAKE3 of the children's digests, sorted bytewise
  *              (strcmp), joined by "\n" with no trailing newline; a child

@@ -1,7 +1,7 @@
 #ifndef MTC_EXITCODE_H
 #define MTC_EXITCODE_H
 
-/* One table for every program (DESIGN.md §9), written in every man page. */
+/* One table for every program (mtc(7) §9.4), written in every man page. */
 enum mtc_exit {
 	MTC_EXIT_OK = 0,
 	MTC_EXIT_FAILURE = 1,

@@ -6,7 +6,7 @@
 #include "config.h"
 
 /*
- * Local garbage collection (DESIGN.md §3.6): keep the .meta of the kept steps
+ * Local garbage collection (mtc(7) §3.9): keep the .meta of the kept steps
  * (this job; with own_only, only this node's), and the .data they or any
  * .restore marker reference; delete every other .meta, then every other .data.
  * Metas go before data, and data is renamed into the trash before it is

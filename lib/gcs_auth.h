@@ -4,7 +4,7 @@
 #include <stddef.h>
 
 /*
- * Credentials for the GCS JSON API, first match wins (DESIGN.md §6, mtc-backup(1)):
+ * Credentials for the GCS JSON API, first match wins (mtc(7) §6.1, mtc-backup(1)):
  *   STORAGE_EMULATOR_HOST set          no auth
  *   token_file, or MTC_GCS_TOKEN       a bearer token (the file is re-read on refresh)
  *   GOOGLE_APPLICATION_CREDENTIALS     a credentials file, by its "type":

@@ -4,7 +4,7 @@
 #include "config.h"
 
 /*
- * Both sides of the replicator.yaml handshake (DESIGN.md §3.2). The
+ * Both sides of the replicator.yaml handshake (mtc(7) §3.2). The
  * replicator deletes the yaml only after cleaning the local dir: that
  * deletion is the "accepted" signal the training job waits for.
  */

@@ -4,7 +4,7 @@
 #include <jansson.h>
 
 /*
- * The one shape of --json output (mtc(7), CONVENTIONS): stdout holds only
+ * The one shape of --json output (mtc(7) §9.2): stdout holds only
  * JSON, one compact object per result line, keys in kebab-case in the order
  * they were set, times and durations in seconds rounded to the millisecond.
  */

@@ -1,5 +1,5 @@
 /*
- * The last known good step (mtc(7), LAST KNOWN GOOD); the rule and both JSON
+ * The last known good step (mtc(7) §7); the rule and both JSON
  * shapes are in lkg.h. Invariant: a plan names a step only when every node x
  * worker of it has a hash that the chosen source holds. Disagreeing metas are
  * reported and never make a step invalid: refusing a restorable step is data

@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 /*
- * The last known good step (DESIGN.md §7), a pure function: the gathered
+ * The last known good step (mtc(7) §7), a pure function: the gathered
  * inventories in, the restore plan out. Nothing here touches the disk or the
  * network.
  *

@@ -15,7 +15,7 @@ int mtc_log_set_format(const char *name);
 
 /*
  * A message ending in ':' gets ": strerror(errno)" appended (sbase's idiom).
- * mtc_error is the one-line error of DESIGN.md §9: "mtc-<prog>: <what>: <why>".
+ * mtc_error is the one-line error of mtc(7) §9.3: "mtc-<prog>: <what>: <why>".
  */
 void mtc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -30,7 +30,7 @@ int mtc_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((form
 void mtc_log_progress_drawn(int drawn);
 
 /*
- * The status files of the local volume (DESIGN.md §3.2): once a program knows
+ * The status files of the local volume (mtc(7) §3.3): once a program knows
  * its local dir, every error is also appended to <dir>/replicator.errors, and
  * a critical one to <dir>/replicator.failed too, which makes the training job
  * stop with that reason. Lines follow the reference replicator's format:

@@ -4,7 +4,7 @@
 #include <time.h>
 
 /*
- * The one grammar of names on the local volume and in backups (DESIGN.md §3.3):
+ * The one grammar of names on the local volume and in backups (mtc(7) §3.4):
  *   <job>-s<step>-n<rank>-w<worker>.<ext>   ext: save meta restore tmp
  *   <hash>.data                             hash: 64 hex, or D + 64 hex
  *   YYYY-MM-DD_HH-MM                        a backup, UTC

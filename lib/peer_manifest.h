@@ -7,7 +7,7 @@
 #include "peer_wire.h"
 
 /*
- * The name-aware check of a directory <hash>.data (DESIGN.md §3.4): its
+ * The name-aware check of a directory <hash>.data (mtc(7) §3.5): its
  * manifest, the compact JSON of digest.h's mtc_manifest_to_json, the same
  * bytes mtc-backup stores as <hash>.manifest. Peers keep it beside the data
  * as <dir>/<hash>.manifest. A manifest is accepted only when it is

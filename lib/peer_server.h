@@ -6,7 +6,7 @@
 struct mtc_text;
 
 /*
- * The peer daemon (DESIGN.md §4) over one local dir:
+ * The peer daemon (mtc(7) §4) over one local dir:
  *   PUT|GET|HEAD /v1/objects/<hash>.data      a file as raw bytes, a tree as tar (peer_wire.h)
  *   PUT|GET|HEAD /v1/objects/<hash>.manifest  a tree's manifest (peer_manifest.h)
  *   PUT|GET|HEAD /v1/objects/<name>.meta      the hash it names

@@ -4,7 +4,7 @@
 #include "config.h"
 
 /*
- * The replication peers of one node (DESIGN.md §5.3), a pure function.
+ * The replication peers of one node (mtc(7) §5.3), a pure function.
  * With peer_ranks given, those. Otherwise with D = data_parallelism > 1,
  * P = N / D and the peers are (rank + a*P) mod N for a = -1, +1, -2, +2, …
  * (peers_per_node values of a). Without D: rank XOR 1, then

@@ -2,7 +2,7 @@
 #define MTC_PROGRESS_H
 
 /*
- * A progress line for long transfers (DESIGN.md §9): one line on stderr,
+ * A progress line for long transfers (mtc(7) §9.2): one line on stderr,
  * redrawn in place, with bytes, total, rate and ETA. It is drawn only when
  * wanted and stderr is a terminal, first after about a second (a short
  * transfer shows nothing), then at most four times a second. Calls must not

@@ -5,7 +5,7 @@
 #include <time.h>
 
 /*
- * The retention policy of DESIGN.md §8, pure: names and times in, decisions
+ * The retention policy of mtc(7) §8, pure: names and times in, decisions
  * with reasons out. It is backup-warden's (and rotate-backups') algorithm:
  *
  *   sort by (time, name); for each frequency with a count other than 0,

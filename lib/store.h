@@ -4,7 +4,7 @@
 #include <stddef.h>
 
 /*
- * Backup storage behind one small interface (DESIGN.md §6). A location is a
+ * Backup storage behind one small interface (mtc(7) §6.1). A location is a
  * directory path, file://PATH, or gs://bucket[/prefix]. Keys are relative to
  * the location, '/'-separated, with no empty, "." or ".." component; a key
  * ending in '/' names an empty directory (a zero-byte object on gs://).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# What DESIGN.md §9 asks of every program: the same options, exit codes,
+# What mtc(7) §9 asks of every program: the same options, exit codes,
 # one-line errors, a man page with the exit-code table, and completions.
 
 load helpers

@@ -158,6 +158,35 @@ check_options() {
 	assert_output ''
 }
 
+# cited_sections: every "mtc(7) §N[.M]" the code, the tests and contrib cite, as "FILE:LINE §N".
+cited_sections() {
+	cd "$BATS_TEST_DIRNAME/.." &&
+		grep -rnoE 'mtc\(7\)( §[0-9]+(\.[0-9]+)?[;,]?)+' lib cmd tests contrib |
+		sed -E 's/^([^:]*:[0-9]+):mtc\(7\)/\1/' |
+		while read -r where refs; do
+			for ref in $refs; do echo "$where ${ref%[;,]}"; done
+		done
+}
+
+@test "code cites the design by sections of mtc(7) that exist, and no document outside the tree" {
+	local sections where ref out=
+	sections=$(sed -nE 's/^\.S[HS] ([0-9]+(\.[0-9]+)?)\.? .*/§\1/p' "$MAN/mtc.7")
+	[ "$(wc -l <<<"$sections")" -ge 30 ]
+	while read -r where ref; do
+		grep -qxF -- "$ref" <<<"$sections" || out+="$where cites $ref, which mtc(7) does not have"$'\n'
+	done < <(cited_sections)
+	[ "$(cited_sections | wc -l)" -ge 20 ]
+	out+=$(cd "$BATS_TEST_DIRNAME/.." && grep -rn 'DESIGN\.md' lib cmd tests contrib | grep -v '^tests/docs.bats:' || true)
+	run echo -n "$out"
+	assert_output ''
+}
+
+@test "mtc(7) renders without warnings" {
+	run groff -man -ww -z "$MAN/mtc.7"
+	assert_success
+	assert_output ''
+}
+
 # The examples' world (see the top of this file), built afresh for each page.
 setup() {
 	[ -n "${BATS_TEST_DESCRIPTION##*EXAMPLES*}" ] && return 0

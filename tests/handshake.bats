@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# mtc-handshake: both sides of the replicator.yaml handshake (DESIGN.md §3.1–3.2).
+# mtc-handshake: both sides of the replicator.yaml handshake (mtc(7) §3.1–3.2).
 
 load helpers
 

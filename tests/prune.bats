@@ -516,7 +516,7 @@ assert lines[0]["time"] == 1751277600, lines
 	assert_output --partial "backup '2025-06-30_11-00' is damaged"
 }
 
-# Reads like DESIGN.md §7 without a config: valid when ranks 0..max and worker 0 all have a
+# Reads like mtc(7) §6.5 without a config: valid when ranks 0..max and worker 0 all have a
 # .meta whose data is there. Prints the backups that read valid but lost data.
 half_valid() {
 	python3 - "$ROOT/job" <<'EOF'

@@ -67,7 +67,7 @@ print(json.dumps(eval(sys.argv[1])))' "$1"
 
 elapsed_ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
-# Reads the bucket as DESIGN.md §7 does without a config (ranks 0..max, workers 0..max, each
+# Reads the bucket as mtc(7) §6.5 does without a config (ranks 0..max, workers 0..max, each
 # with a .meta whose data is there) and prints every backup that reads valid without being
 # whole (NODES x WORKERS, 3 files each), and every .meta that outlived part of its data.
 half_valid() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An independent model of mtc-prune's policy, for the tests (standard library only).
 
-Written from DESIGN.md section 8 and the backup-warden / rotate-backups
+Written from mtc(7) section 8 and the backup-warden / rotate-backups
 documentation, in a different shape from lib/retention.c on purpose:
 datetime objects, dictionaries of periods, calendar arithmetic by hand.
 

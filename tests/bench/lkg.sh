@@ -1,5 +1,5 @@
 #!/bin/sh
-# The LKG plan of a restore round (DESIGN.md §7): mtc-lkg --inventory over
+# The LKG plan of a restore round (mtc(7) §7): mtc-lkg --inventory over
 # generated inventories of 1024 ranks, each reporting several steps of its own
 # and copies of its 2 peers' metas and data. CPU seconds of the whole program
 # (JSON in, plan, JSON out), best of 3. The goal: well under a second.
