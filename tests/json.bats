@@ -85,10 +85,10 @@ $stderr"
 # The programs other work changes (the backup location becomes the bucket
 # root with --job): one helper each, so their cases follow in one place.
 # A case a program does not pass yet skips, saying so.
-lkg_backups() { mtc-lkg --backups "$W/bk/job" --json "$@"; }
+lkg_backups() { mtc-lkg --backups "$W/bk" --job job --json "$@"; }
 lkg_inventory() { mtc-lkg --inventory "$1" --json; }
-prune_json() { mtc-prune "$W/bk/job" --json "$@"; }
-restore_from() { mtc-restore --from "$W/bk/job/2025-06-30_14-30" --rank 0 --out "$W/out" --json; }
+prune_json() { mtc-prune "$W/bk" --job job --json "$@"; }
+restore_from() { mtc-restore --from "$W/bk" --job job --name 2025-06-30_14-30 --json "$@"; }
 
 # not_converted STATUS CMD...: skips unless CMD takes --json and prints the one shape.
 not_converted() {
@@ -184,8 +184,10 @@ backup-interval-minutes: 30'
 	assert_output "{\"step\":42,\"path\":\"$D/job-s42-n0-w0.restore\"}"
 }
 
-@test "mtc-lkg --backups --json" {
+@test "mtc-lkg --backups --json, and with --verify" {
 	not_converted 0 lkg_backups
+	json_ok
+	not_converted 0 lkg_backups --verify
 	json_ok
 }
 
@@ -206,7 +208,9 @@ backup-interval-minutes: 30'
 	json_ok
 }
 
-@test "mtc-restore --from --json" {
-	not_converted 0 restore_from
+@test "mtc-restore --from --json: --out, --verify" {
+	not_converted 0 restore_from --rank 0 --out "$W/out"
+	json_ok
+	not_converted 0 restore_from --verify
 	json_ok
 }
