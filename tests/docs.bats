@@ -14,20 +14,27 @@
 # a temporary dir that the fixture below prepares so that the paths and names
 # the examples use exist. The convention the examples follow:
 #   /local          a node's local dir (rank 0 of job "job", one node), holding
-#                   committed step 100 (<hash>.data and .meta)
+#                   committed step 100 (<hash>.data and .meta) and a saved step
+#                   directory 200 that is not committed yet
 #   /local1         an empty second local dir
 #   /backups        a backup location (a directory) holding job/2025-06-30_14-30,
 #                   a valid backup of step 100 of job "job"
-#   /run/mtc        a state dir; /run/mtc/config.json is the accepted config
+#   /run/mtc        a state dir: config.json (the accepted config), token (a
+#                   peer token), peers (a peers file)
 #   /tmp            a scratch dir
 #   gs://bucket     the fake GCS server, holding the same backup
-#   host:7070       a peer daemon serving /local (job-0-0.job:7070, :7070 and
-#                   127.0.0.1:7070 alike); 127.0.0.1:7071 is free for a daemon
-#                   an example starts (it is stopped after the example)
+#   host:7070       a peer daemon serving /local, no token (job-0-0.job:7070,
+#                   http://job-0-{rank}.job:7070 and 127.0.0.1:7070 alike)
+#   0.0.0.0:7070, 127.0.0.1:7071
+#                   a free loopback port for a daemon an example starts
 #   step-dir        a saved step directory in the current dir
-# The paths are rewritten into the temporary dir before an example runs; an
-# example's exit status must be 0 unless the page's text says otherwise with a
-# "# exit N" comment at the end of the command line.
+#   restore-round.json  a restore round's inventories (mtc-lkg --inventory)
+# The paths are rewritten into the temporary dir and the ports made free
+# before an example runs. An example must exit 0, unless a roff comment
+# '.\" docs.bats: exit N' just before its .nf says otherwise; one marked
+# '.\" docs.bats: runs until stopped' (a daemon, a service loop) must still run
+# a second after it started, runs beside the page's later examples, and is
+# stopped when the page is done.
 load helpers
 
 MAN=$BATS_TEST_DIRNAME/../man
