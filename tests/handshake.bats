@@ -411,7 +411,10 @@ sys.stdout.write(yaml.dump(config, default_flow_style=False, sort_keys=False))' 
 	assert_failure 2
 	run mtc-handshake accept
 	assert_failure 2
-	assert_output --partial "--dir is required"
+	assert_output "mtc-handshake: --dir is required (see 'mtc-handshake accept --help')"
+	run mtc-handshake accept --help
+	assert_success
+	assert_line --index 0 "Usage: mtc-handshake accept --dir DIR [--timeout SEC] [--json]"
 	run mtc-handshake accept --dir "$D" --job-name x
 	assert_failure 2
 	run mtc-handshake --help
