@@ -876,12 +876,8 @@ static int restore_cluster(void)
 	} else {
 		rc = mtc_cluster_restore(&o, &summary);
 	}
-	if (summary) {
-		char *text = json_dumps(summary, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		printf("%s\n", text);
-		free(text);
-		json_decref(summary);
-	}
+	if (summary)
+		mtc_json_print(summary);
 	free(token);
 	mtc_config_free(&cfg);
 	return rc;

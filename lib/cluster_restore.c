@@ -22,6 +22,7 @@
 #include "digest.h"
 #include "exitcode.h"
 #include "fsutil.h"
+#include "json_out.h"
 #include "gc.h"
 #include "handshake.h"
 #include "inventory.h"
@@ -682,10 +683,10 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 	}
 	rc = s >= 0 ? MTC_EXIT_OK : MTC_EXIT_NOTFOUND;
 	if (summary) {
-		*summary = json_pack("{s:o, s:s, s:i, s:I, s:f}", "step",
+		*summary = json_pack("{s:o, s:s, s:i, s:I, s:o}", "step",
 				     s >= 0 ? json_integer(s) : json_null(), "source", source,
 				     "fetched", x->fetched, "bytes", (json_int_t)x->bytes, "seconds",
-				     mtc_now() - t0);
+				     mtc_json_seconds(mtc_now() - t0));
 		if ((v = json_object_get(view, "backup")))
 			json_object_set(*summary, "backup", v);
 	}

@@ -339,7 +339,7 @@ static void start_backup(struct loop *l, const char *name, long long step)
 	argv[n++] = "--name";
 	argv[n++] = name;
 	if (o->store_token_file) {
-		argv[n++] = "--token-file";
+		argv[n++] = "--gcs-token-file";
 		argv[n++] = o->store_token_file;
 	}
 	argv[n] = NULL;
