@@ -149,8 +149,9 @@ teardown() {
 	assert_success
 	refute_output --partial ".meta"
 	[ "$(echo "$output" | wc -l)" -ge 1 ]
-	run mtc-lkg --backups gs://bkt --job job --json
+	run --separate-stderr mtc-lkg --backups gs://bkt --job job --json
 	assert_equal "$status" 4
+	assert_equal "$stderr" "mtc-lkg: no valid backup among 1 at 'gs://bkt/job'"
 	echo "$output" | fakegcs_json 'd["backups"][0]["state"] != "valid"' | grep -qx true
 	# the next run completes it
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 4 --to gs://bkt --name 2025-01-01_00-00
