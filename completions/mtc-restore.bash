@@ -11,13 +11,15 @@ _mtc_restore()
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--compress)
 		COMPREPLY=($(compgen -W 'zstd' -- "$cur")); return ;;
+	--layout)
+		COMPREPLY=($(compgen -W 'step hash' -- "$cur")); return ;;
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
-	--rank|-r|--parallel|-j|--threads|--coordinator-url|--address|--timeout|--heartbeat)
+	--rank|-r|--parallel|-j|--threads|--coordinator-url|--address|--timeout|--heartbeat|--job|--name|-n)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W '--from --rank --out --archive --compress --pin --unpin
+		COMPREPLY=($(compgen -W '--from --job --name --rank --out --layout --archive --compress --verify --json --pin --unpin
 			--force --gcs-token-file --parallel --threads --no-progress
 			--dir --config --backup --coordinator-url --standalone --address --peer-token-file
 			--timeout --heartbeat --verbose --quiet --log-format
