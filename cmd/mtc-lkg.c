@@ -147,6 +147,7 @@ static int list_backups(const char *job, int nodes, int workers)
 		struct mtc_backup_info info;
 		long long bytes = 0;
 		int is_pinned = pin == 1 && !strcmp(pinned, list[i].name), deep = 0;
+		mtc_info("checking backup %s", list[i].name);
 		if (mtc_backup_inspect(s, list[i].name, nodes, workers, &info) < 0 ||
 		    mtc_backup_check_sizes(s, &info, &bytes) < 0) {
 			mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(s), list[i].name,
@@ -515,6 +516,7 @@ static int gather(void)
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	for (int i = 0; i < n_peers; i++) {
+		mtc_info("reading rank %d's inventory at %s", peers[i].rank, peers[i].url);
 		json_t *j = mtc_peer_inventory(&pc, peers[i].url, err, sizeof err);
 		if (!j || mtc_inventory_from_json(j, &invs[i + 1], err, sizeof err) < 0) {
 			mtc_warn("rank %d '%s' is left out: %s", peers[i].rank, peers[i].url, err);

@@ -301,6 +301,7 @@ static int fetch_all(struct mtc_store *s, const struct mtc_store_list *l, struct
 	}
 	if (*kept)
 		mtc_info("'%s' holds %lld of %lld bytes already", staging, *kept, f.bytes);
+	mtc_info("fetching %lld bytes into '%s'", f.bytes - *kept, staging);
 	bar = mtc_progress_new(f.bytes, *kept, !no_progress && mtc_log_level() >= MTC_LOG_WARN);
 	mtc_store_set_progress(s, mtc_progress_store, bar);
 	failed = mtc_fetch_run(s, staging, &f) < 0;
@@ -316,8 +317,10 @@ static int fetch_all(struct mtc_store *s, const struct mtc_store_list *l, struct
 		int dup = 0;
 		for (size_t j = 0; j < i; j++)
 			dup |= !strcmp(w[j].hash, w[i].hash);
-		if (!dup)
+		if (!dup) {
+			mtc_info("verifying %.12s….data against its name and manifest", w[i].hash);
 			rc = verify_one(s, w[i].hash, staging);
+		}
 	}
 out:
 	mtc_fetch_free(&f);
@@ -587,6 +590,8 @@ static int restore_from(int rank)
 		mtc_error("backup '%s' has no .meta of rank %d", from, rank);
 	if (rc != MTC_EXIT_OK)
 		goto out;
+	mtc_info("backup %s: rank %d, step %lld, %zu worker%s", from, rank, step, n,
+		 n == 1 ? "" : "s");
 	if (out_dir && mtc_mkdir_p(out_dir, 0755) < 0) {
 		mtc_error("cannot create '%s':", out_dir);
 		rc = MTC_EXIT_FAILURE;
@@ -599,6 +604,7 @@ static int restore_from(int rank)
 	rc = fetch_all(s, &l, w, n, staging, &bytes, &kept);
 	if (rc != MTC_EXIT_OK)
 		goto out;
+	mtc_info("writing %s", archive_path ? archive_path : out_dir);
 	if (archive_path	       ? write_archive(staging, w, n) < 0
 	    : !strcmp(layout, "hash") ? publish_hashes(staging, w, n) < 0
 				       : publish_step(staging, w, n, step) < 0) {

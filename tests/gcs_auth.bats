@@ -41,17 +41,20 @@ start_fake() {
 
 closed_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-@test "a gcloud login in ~/.config/gcloud lets mtc-backup and mtc-lkg work with no other credentials" {
+@test "a gcloud login in ~/.config/gcloud lets mtc-backup, mtc-lkg and a workstation restore work with no other credentials" {
 	start_fake
 	login "$HOME/.config/gcloud/application_default_credentials.json"
 	config "$WORK/cfg" job 0 1
-	saved_step "$WORK/local" job 3 0 a >/dev/null
+	h=$(saved_step "$WORK/local" job 3 0 a)
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 3 --to gs://bkt --name 2025-01-01_00-00
 	assert_success
 	run mtc-lkg --backups gs://bkt --job job --json
 	assert_success
 	echo "$output" | fakegcs_json 'd["backups"][0]["state"]' | grep -qx valid
-	[ "$(fakegcs_stat tokens_issued)" -eq 2 ]
+	run mtc-restore --from gs://bkt --job job --name 2025-01-01_00-00 --out "$WORK/ckpt"
+	assert_success
+	diff -r "$WORK/local/$h.data" "$WORK/ckpt/3"
+	[ "$(fakegcs_stat tokens_issued)" -ge 3 ]
 	[ "$(fakegcs_stat auth_failures)" -eq 0 ]
 }
 

@@ -501,3 +501,15 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 	assert_failure 5
 	assert_output --partial "not what its manifest says"
 }
+
+@test "-v tells each phase of a workstation restore and of a listing" {
+	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
+	run mtc-restore --from "$WORK/bk" --job job --out "$WORK/out" -v
+	assert_success
+	for phase in "the newest valid backup is 2025-06-30_14-30" "rank 0, step 100, 1 worker" \
+		"fetching" "verifying" "writing $WORK/out"; do
+		assert_output --partial "$phase"
+	done
+	run mtc-lkg --backups "$WORK/bk" --job job -v
+	assert_output --partial "checking backup 2025-06-30_14-30"
+}
