@@ -53,4 +53,9 @@ has_backup() { ls "$W/backups/job"/20*/job-s*-n0-w0.meta >/dev/null 2>&1; }
 	run bash -e "$W/prune.sh"
 	assert_success
 	assert_output --partial "kept"
+	block 3 >"$W/workstation.sh"
+	run bash -ec "cd '$W' && . ./workstation.sh"
+	assert_success
+	assert_output --partial '"state":"intact"'
+	[ -d "$W/ckpt/2" ]
 }
