@@ -510,12 +510,13 @@ static json_t *step_or_null(long long step)
 }
 
 /*
- * run --json: one result line when the loop stops, the node's state as the
- * loop left it in the local dir's status file (null: no such step yet).
+ * run --json: a line for each step as it reaches every peer and a backup
+ * (its time to safety), and one when the loop stops, the node's state as
+ * the loop left it in the local dir's status file (null: no such step yet).
  */
 static int print_run(const char *dir, int rank, int sig)
 {
-	struct mtc_node_status st = { rank, -1, -1, -1, -1, 0 };
+	struct mtc_node_status st;
 	mtc_node_status_read(dir, &st);
 	return mtc_json_print(json_pack(
 		"{s:i, s:o, s:o, s:o, s:o, s:I, s:s}", "rank", rank, "committed",
@@ -598,7 +599,7 @@ static int do_run(int argc, const char **argv)
 			.coordinator = mtc_coord_url(coord), .peers = urls, .n_peers = n_urls,
 			.token = token, .store_token_file = store_token, .backup_prog = prog,
 			.sync_s = sync_s, .quiet_s = quiet, .heartbeat_s = heartbeat,
-			.timeout_s = timeout, .threads = threads, .stop = &run_stop,
+			.timeout_s = timeout, .threads = threads, .json = json, .stop = &run_stop,
 		};
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGINT, &sa, NULL);

@@ -167,9 +167,10 @@ static int sendable(const char *save, long long step, int worker)
 }
 
 /* Commits <job>-s<step>-n<rank>-w<worker>.save, which must be complete. */
-static int commit_save(const struct mtc_commit_opts *o, long long step, int worker)
+static int commit_save(const struct mtc_commit_opts *o, long long step, int worker,
+		       double appeared)
 {
-	struct mtc_commit_result r = { .step = step, .worker = worker };
+	struct mtc_commit_result r = { .step = step, .worker = worker, .appeared = appeared };
 	struct mtc_manifest m;
 	char *save = ckpt_path(o, step, worker, MTC_EXT_SAVE);
 	char *tmp = ckpt_path(o, step, worker, MTC_EXT_TMP);
@@ -347,6 +348,7 @@ struct entry {
 	long long step;
 	int worker;
 	char *name;
+	double changed; /* its ctime when listed: the framework's rename or last write */
 };
 
 struct listing {
@@ -354,10 +356,16 @@ struct listing {
 	size_t nsteps, nsaves, ntmps;
 };
 
-static void add(struct entry **v, size_t *n, long long step, int worker, const char *name)
+static void add(struct entry **v, size_t *n, long long step, int worker, const char *name,
+		double changed)
 {
 	*v = xrealloc(*v, (*n + 1) * sizeof **v);
-	(*v)[(*n)++] = (struct entry){ step, worker, xstrdup(name) };
+	(*v)[(*n)++] = (struct entry){ step, worker, xstrdup(name), changed };
+}
+
+static double ctime_of(const struct stat *st)
+{
+	return (double)st->st_ctim.tv_sec + st->st_ctim.tv_nsec / 1e9;
 }
 
 static void free_listing(struct listing *l)
@@ -396,14 +404,18 @@ static int list_dir(const struct mtc_commit_opts *o, struct listing *l)
 			char *p = xasprintf("%s/%s", o->dir, e->d_name);
 			/* A numeric symlink is a restore marker being consumed: not a save. */
 			if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-				add(&l->steps, &l->nsteps, step, 0, e->d_name);
+				add(&l->steps, &l->nsteps, step, 0, e->d_name, ctime_of(&st));
 			free(p);
 		} else if (mtc_parse_ckpt_name(e->d_name, &n) == 0 &&
 			   !strcmp(n.job, o->cfg->job_name) && n.rank == o->cfg->node_rank) {
+			struct stat st;
+			char *p = xasprintf("%s/%s", o->dir, e->d_name);
+			double changed = lstat(p, &st) == 0 ? ctime_of(&st) : 0;
+			free(p);
 			if (n.ext == MTC_EXT_SAVE)
-				add(&l->saves, &l->nsaves, n.step, n.worker, e->d_name);
+				add(&l->saves, &l->nsaves, n.step, n.worker, e->d_name, changed);
 			else if (n.ext == MTC_EXT_TMP)
-				add(&l->tmps, &l->ntmps, n.step, n.worker, e->d_name);
+				add(&l->tmps, &l->ntmps, n.step, n.worker, e->d_name, changed);
 		}
 	}
 	closedir(d);
@@ -447,7 +459,7 @@ static int scan(const struct mtc_commit_opts *o, const struct seen *s,
 			if (take_step_dir(o, l.steps[i].name, l.steps[i].step) < 0)
 				rc = -1;
 			else
-				add(&l.saves, &l.nsaves, l.steps[i].step, 0, "");
+				add(&l.saves, &l.nsaves, l.steps[i].step, 0, "", l.steps[i].changed);
 		} else {
 			note_pending(pending, l.steps[i].step, 0, 0);
 		}
@@ -475,7 +487,7 @@ static int scan(const struct mtc_commit_opts *o, const struct seen *s,
 		for (size_t k = i; ready && k < j; k++) {
 			if (k > i && l.saves[k].worker == l.saves[k - 1].worker)
 				continue;
-			if (commit_save(o, l.saves[k].step, l.saves[k].worker) < 0)
+			if (commit_save(o, l.saves[k].step, l.saves[k].worker, l.saves[k].changed) < 0)
 				rc = -1;
 			else
 				count++;

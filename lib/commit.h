@@ -16,6 +16,7 @@ struct mtc_commit_result {
 	long long bytes;
 	double seconds;
 	int redundant; /* <hash>.data existed: the new copy was deleted */
+	double appeared; /* when the framework last changed the step (its ctime), 0: unknown */
 };
 
 typedef void mtc_commit_cb(const struct mtc_commit_result *r, void *arg);

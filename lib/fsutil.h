@@ -39,5 +39,7 @@ int mtc_mkdir_p(const char *path, unsigned mode);
 
 /* Monotonic clock in seconds. */
 double mtc_now(void);
+/* Seconds since the epoch (CLOCK_REALTIME), to compare with file times. */
+double mtc_wall_now(void);
 
 #endif

@@ -694,24 +694,8 @@ static void node_metrics(struct mtc_peer_server *s, struct mtc_text *t)
 	struct mtc_node_status st;
 	struct statvfs fs;
 
-	if (mtc_node_status_read(s->dir, &st) == 0) {
-		mtc_metric_header(t, "mtc_node_committed_step", "gauge", "the newest step this node committed");
-		mtc_metric_value(t, "mtc_node_committed_step", NULL, (double)st.committed);
-		mtc_metric_header(t, "mtc_node_replicated_step", "gauge",
-				  "the newest step this node pushed to every peer");
-		mtc_metric_value(t, "mtc_node_replicated_step", NULL, (double)st.replicated);
-		mtc_metric_header(t, "mtc_node_backup_step", "gauge",
-				  "the step of the last backup this node finished (-1: none)");
-		mtc_metric_value(t, "mtc_node_backup_step", NULL, (double)st.backup_step);
-		if (st.backup_time >= 0) {
-			mtc_metric_header(t, "mtc_node_backup_age_seconds", "gauge",
-					  "seconds since the last backup this node finished");
-			mtc_metric_value(t, "mtc_node_backup_age_seconds", NULL,
-					 (double)(time(NULL) - st.backup_time));
-		}
-		mtc_metric_header(t, "mtc_node_backups_failed_total", "counter", "backups that failed");
-		mtc_metric_value(t, "mtc_node_backups_failed_total", NULL, (double)st.backups_failed);
-	}
+	if (mtc_node_status_read(s->dir, &st) == 0)
+		mtc_node_status_metrics(&st, t);
 	if (statvfs(s->dir, &fs) == 0) {
 		mtc_metric_header(t, "mtc_local_dir_size_bytes", "gauge", "size of the local dir's filesystem");
 		mtc_metric_value(t, "mtc_local_dir_size_bytes", NULL, (double)fs.f_blocks * fs.f_frsize);

@@ -17,6 +17,7 @@
 #include "backups.h"
 #include "cluster_restore.h"
 #include "commit.h"
+#include "json_out.h"
 #include "coord.h"
 #include "coord_client.h"
 #include "dirwatch.h"
@@ -27,12 +28,15 @@
 #include "log.h"
 #include "naming.h"
 #include "node_status.h"
+#include "peer_auth.h"
 #include "peer_client.h"
 #include "store.h"
 #include "xalloc.h"
 
 /* A .data a peer just pushed is safe from gc this long, until its .meta lands (gc.h). */
 #define GC_GRACE_S 10
+
+#define SAFETY_STEPS 32
 
 struct loop {
 	const struct mtc_steady_opts *o;
@@ -49,6 +53,10 @@ struct loop {
 	double sync_failing_since, sync_error_logged;
 	char attempted[17]; /* the last backup this process started or found done */
 	struct mtc_node_status status, written; /* for the daemon's metrics (node_status.h) */
+	struct safety {
+		long long step;
+		double appeared, committed; /* UTC seconds; committed 0: not yet */
+	} safe[SAFETY_STEPS]; /* the newest committed steps, by step */
 };
 
 /*
@@ -136,6 +144,57 @@ static void seed_last_backup(struct loop *l)
 	mtc_store_close(s);
 }
 
+/* Time to safety (node_status.h): the slot of step, or NULL when it is not known. */
+static struct safety *safety_of(struct loop *l, long long step)
+{
+	for (int i = 0; i < SAFETY_STEPS; i++)
+		if (l->safe[i].appeared > 0 && l->safe[i].step == step)
+			return &l->safe[i];
+	return NULL;
+}
+
+/* A step committed: keep its appearance (a step's first worker's), in the slot of the oldest. */
+static void safety_committed(struct loop *l, const struct mtc_commit_result *r)
+{
+	struct safety *s = safety_of(l, r->step);
+	double now = mtc_wall_now();
+
+	if (r->appeared <= 0)
+		return;
+	if (!s) {
+		s = &l->safe[0];
+		for (int i = 1; i < SAFETY_STEPS; i++)
+			if (l->safe[i].appeared <= 0 || l->safe[i].step < s->step)
+				s = &l->safe[i];
+		*s = (struct safety){ r->step, r->appeared, now };
+	} else if (r->appeared < s->appeared) {
+		s->appeared = r->appeared;
+	}
+	s->committed = now;
+	mtc_histogram_observe(&l->status.safe[MTC_SAFE_COMMIT], now - r->appeared);
+}
+
+/* The step reached a stage: observed, logged, and with --json one line on stdout. */
+static void safety_reached(struct loop *l, long long step, enum mtc_safe_stage stage)
+{
+	struct safety *s = safety_of(l, step);
+	double now = mtc_wall_now();
+	json_t *j;
+
+	if (!s)
+		return;
+	mtc_histogram_observe(&l->status.safe[stage], now - s->appeared);
+	mtc_info("step %lld %s %.1f s after it appeared", step,
+		 stage == MTC_SAFE_PEERS ? "is on every peer" : "is in a backup", now - s->appeared);
+	if (!l->o->json)
+		return;
+	j = json_pack("{s:I, s:o}", "step", (json_int_t)step, "to-commit",
+		      mtc_json_seconds(s->committed - s->appeared));
+	json_object_set_new(j, stage == MTC_SAFE_PEERS ? "to-peers" : "to-backup",
+			    mtc_json_seconds(now - s->appeared));
+	mtc_json_print(j);
+}
+
 static void on_commit(const struct mtc_commit_result *r, void *arg)
 {
 	struct loop *l = arg;
@@ -143,6 +202,7 @@ static void on_commit(const struct mtc_commit_result *r, void *arg)
 		 r->worker, r->hash, r->bytes, r->seconds);
 	if (r->step > l->committed)
 		l->committed = r->step;
+	safety_committed(l, r);
 }
 
 /* Steps with a .meta of this node (any_node: of any node) in the dir, ascending; count or -1. */
@@ -206,6 +266,7 @@ static void push_new(struct loop *l)
 		return;
 	if (!o->n_peers) {
 		l->pushed = l->replicated = l->committed;
+		safety_reached(l, l->committed, MTC_SAFE_PEERS);
 		return;
 	}
 	sum = mtc_peer_push_step(&l->pc, o->dir, o->cfg->job_name, l->committed, o->cfg->node_rank,
@@ -219,6 +280,7 @@ static void push_new(struct loop *l)
 			 o->n_peers == 1 ? "" : "s",
 			 json_real_value(json_object_get(sum, "seconds")));
 		l->pushed = l->replicated = l->committed;
+		safety_reached(l, l->committed, MTC_SAFE_PEERS);
 		fault_point("push");
 	} else {
 		json_t *p;
@@ -245,6 +307,7 @@ static void reap_backup(struct loop *l, int block)
 		return;
 	if (p > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		mtc_info("backup '%s' of step %lld done", l->child_name, l->child_step);
+		safety_reached(l, l->child_step, MTC_SAFE_BACKUP);
 		l->status.backup_step = l->child_step;
 		l->status.backup_time = (long long)time(NULL);
 	} else if (p > 0 && WIFEXITED(status)) {
@@ -521,13 +584,10 @@ static void write_status(struct loop *l)
 {
 	l->status.committed = l->committed;
 	l->status.replicated = l->replicated;
-	const struct mtc_node_status *a = &l->status, *b = &l->written;
-	if (a->rank == b->rank && a->committed == b->committed && a->replicated == b->replicated &&
-	    a->backup_step == b->backup_step && a->backup_time == b->backup_time &&
-	    a->backups_failed == b->backups_failed)
+	if (!mtc_node_status_changed(&l->status, &l->written))
 		return;
 	if (mtc_node_status_write(l->o->dir, &l->status) == 0)
-		l->written = l->status;
+		memcpy(&l->written, &l->status, sizeof l->written); /* figures only: its locks unused */
 }
 
 int mtc_steady_run(const struct mtc_steady_opts *o)
@@ -538,21 +598,23 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	struct mtc_dirwatch w;
 	double sync_s = o->sync_s > 0 ? o->sync_s : 10, next_sync = 0,
 	       end = o->timeout_s >= 0 ? mtc_now() + o->timeout_s : -1;
+	char *token = mtc_peer_token_for(o->token, o->cfg->job_name, o->cfg->node_rank);
 
 	signal(SIGPIPE, SIG_IGN);
 	fault_armed("commit-", 1); /* before any thread: it may setenv */
 	mtc_peer_client_defaults(&l.pc);
-	l.pc.token = o->token;
+	l.pc.token = token;
 	l.last_backup_time = l.last_backup_step = -1;
-	l.status = (struct mtc_node_status){ o->cfg->node_rank, -1, -1, -1, -1, 0 };
-	l.written.rank = -1;
+	mtc_node_status_init(&l.status, o->cfg->node_rank);
+	mtc_node_status_init(&l.written, -1);
 	l.coordinated = o->coordinator && o->cfg->nodes > 1;
 	if (mtc_dirwatch_open(&w, o->dir) < 0) {
 		mtc_critical("cannot watch '%s':", o->dir);
+		free(token);
 		return MTC_EXIT_FAILURE;
 	}
 	if (l.coordinated) {
-		mtc_coord_client_init(&l.cc, o->coordinator, o->token, o->cfg->node_rank);
+		mtc_coord_client_init(&l.cc, o->coordinator, token, o->cfg->node_rank);
 		l.cc.cancel = o->stop;
 		mtc_coord_client_heartbeat(&l.cc, o->heartbeat_s > 0 ? o->heartbeat_s : 5);
 	}
@@ -589,5 +651,6 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	if (l.coordinated)
 		mtc_coord_client_close(&l.cc);
 	mtc_dirwatch_close(&w);
+	free(token);
 	return MTC_EXIT_OK;
 }

@@ -29,6 +29,7 @@ struct mtc_steady_opts {
 	double heartbeat_s;	      /* default 5 */
 	double timeout_s;	      /* return after this long; < 0: never */
 	int threads;
+	int json;		      /* a line on stdout for each step's time to safety */
 	volatile sig_atomic_t *stop;
 };
 
