@@ -557,7 +557,7 @@ static int do_run(int argc, const char **argv)
 		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
 		  "N" },
 		{ "json", '\0', POPT_ARG_NONE, &json, 0,
-		  "when the loop stops, print the node's state as one JSON line", NULL },
+		  "a JSON line for each step's time to safety, and the node's state when the loop stops", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
