@@ -17,7 +17,7 @@ _mtc_node()
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--dir --listen --coordinator-url --peer-url-template
-			--peers-file --backup --peer-token-file --gcs-token-file --state-dir --insecure
+			--peers-file --backup --peer-token-file --gcs-token-file --state-dir --strict-ranks --insecure
 			--round-timeout --heartbeat-timeout --heartbeat --sync-interval --quiet-time
 			--verbose --log-format --once --version --help' -- "$cur"))
 	fi

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"
+#include "peer_auth.h"
 #include "peer_client.h"
 #include "store.h"
 #include "store_tree.h"
@@ -702,24 +703,28 @@ int mtc_cluster_restore(const struct mtc_cluster_restore_opts *o, json_t **summa
 	struct ctx x = { .o = o, .cfg = o->cfg, .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct mtc_coord_client cc;
 	int rc, coordinated = o->coordinator && o->cfg->nodes > 1;
+	char *token = mtc_peer_token_for(o->token, o->cfg->job_name, o->cfg->node_rank);
 
 	if (summary)
 		*summary = NULL;
 	signal(SIGPIPE, SIG_IGN);
 	x.deadline = mtc_now() + (o->timeout_s > 0 ? o->timeout_s : 600);
 	mtc_peer_client_defaults(&x.pc);
-	x.pc.token = o->token;
+	x.pc.token = token;
 	x.pc.deadline_s = 600;
 	x.pc.retries = 2;
-	if (open_backup(&x) < 0)
+	if (open_backup(&x) < 0) {
+		free(token);
 		return MTC_EXIT_FAILURE;
+	}
 	if (coordinated) {
-		mtc_coord_client_init(&cc, o->coordinator, o->token, o->cfg->node_rank);
+		mtc_coord_client_init(&cc, o->coordinator, token, o->cfg->node_rank);
 		mtc_coord_client_heartbeat(&cc, o->heartbeat_s > 0 ? o->heartbeat_s : 5);
 	}
 	rc = restore(&x, summary, coordinated ? &cc : NULL);
 	if (coordinated)
 		mtc_coord_client_close(&cc);
 	mtc_store_close(x.store);
+	free(token);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "naming.h"
+#include "peer_auth.h"
 #include "xalloc.h"
 
 enum kind { K_RESTORE, K_DONE, K_SYNC, NKINDS };
@@ -40,6 +41,7 @@ struct mtc_coord {
 	struct mtc_coord_opts o;
 	struct round rounds[NKINDS];
 	double *last_seen; /* 0: never heard from */
+	unsigned char *refusal_logged; /* per rank: a report for it was refused (403) */
 	int stopping;
 	long long last_backup_time, last_backup_step, last_agreed;
 	char last_backup_name[17];
@@ -69,6 +71,7 @@ struct mtc_coord *mtc_coord_new(const struct mtc_coord_opts *o)
 	for (int k = 0; k < NKINDS; k++)
 		c->rounds[k].s = xcalloc((size_t)o->nodes, sizeof(struct slot));
 	c->last_seen = xcalloc((size_t)o->nodes, sizeof(double));
+	c->refusal_logged = xcalloc((size_t)o->nodes, 1);
 	c->last_backup_time = c->last_backup_step = c->last_agreed = -1;
 	return c;
 }
@@ -85,6 +88,7 @@ void mtc_coord_free(struct mtc_coord *c)
 		free(c->rounds[k].s);
 	}
 	free(c->last_seen);
+	free(c->refusal_logged);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
@@ -500,8 +504,31 @@ static const char *bad_report(const struct mtc_coord *c, int k, json_t *rep, cha
 	return NULL;
 }
 
-int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len,
-		     char **answer)
+/*
+ * 0 when who may report for rank (the report's config, when it has one, naming
+ * who's job), else 403 with the answer; logged the first time per rank.
+ */
+static int refused_speaker(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *kind,
+			   json_t *rep, int rank, char **answer)
+{
+	const char *job = json_string_value(json_object_get(json_object_get(rep, "config"), "job-name"));
+	char why[384];
+	int first;
+
+	if (!mtc_cred_may_write(who, c->o.strict_ranks, job, rank, why, sizeof why))
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	first = !c->refusal_logged[rank];
+	c->refusal_logged[rank] = 1;
+	pthread_mutex_unlock(&c->mu);
+	if (first)
+		mtc_warn("refused a '%s' report for rank %d: %s", kind, rank, why);
+	*answer = failure("refused a '%s' report for rank %d: %s", kind, rank, why);
+	return 403;
+}
+
+static int handle_as(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *kind,
+		     const char *body, size_t len, char **answer)
 {
 	json_error_t jerr;
 	json_t *rep, *v;
@@ -525,6 +552,10 @@ int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, si
 		return 400;
 	}
 	rank = (int)json_integer_value(v);
+	if ((code = refused_speaker(c, who, kind, rep, rank, answer))) {
+		json_decref(rep);
+		return code;
+	}
 	if (k < NKINDS && (bad = bad_report(c, k, rep, buf, sizeof buf))) {
 		mtc_warn("refused a '%s' report from rank %d: %s", kind, rank, bad);
 		*answer = failure("bad '%s' report: %s", kind, bad);
@@ -585,6 +616,12 @@ int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, si
 	}
 	pthread_mutex_unlock(&c->mu);
 	return code;
+}
+
+int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len,
+		     char **answer)
+{
+	return handle_as(c, NULL, kind, body, len, answer);
 }
 
 static char *status_json(struct mtc_coord *c)
@@ -661,8 +698,8 @@ int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *m
 	return 0;
 }
 
-int mtc_coord_route(void *coord, const char *method, const char *path, const char *body,
-		    size_t len, char **answer)
+int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *method,
+		    const char *path, const char *body, size_t len, char **answer)
 {
 	const char *kind = path + strlen(MTC_COORD_PREFIX);
 
@@ -678,5 +715,5 @@ int mtc_coord_route(void *coord, const char *method, const char *path, const cha
 		*answer = failure("method not allowed: use POST");
 		return 405;
 	}
-	return mtc_coord_handle(coord, kind, body ? body : "", len, answer);
+	return handle_as(coord, who, kind, body ? body : "", len, answer);
 }

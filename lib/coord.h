@@ -30,6 +30,10 @@
  * A failed round is over for every rank that had reported to it; the next
  * report opens a new round. The agreed step is the minimum reported.
  *
+ * A report for a rank must come with that rank's credential (peer_auth.h),
+ * or the job's plain secret unless strict_ranks; else 403, logged once per
+ * rank. GET /v1/coord/status reads with either.
+ *
  * A report that does not hold together is refused with 400 and logged, and
  * never joins a round: steps in [0, MTC_COORD_STEP_MAX], metas naming nodes
  * in [0, nodes) and hashes in the grammar, a "last-backup" whose name parses
@@ -43,6 +47,7 @@ struct mtc_coord_opts {
 	double round_s;	    /* a round fails this long after it opened (default 300) */
 	double heartbeat_s; /* a rank silent this long has vanished (default 30) */
 	double poll_s;	    /* longest wait of one report (default 20) */
+	int strict_ranks;   /* the job's plain secret may not report for a rank */
 };
 
 void mtc_coord_defaults(struct mtc_coord_opts *o);
@@ -52,7 +57,8 @@ struct mtc_coord;
 struct mtc_coord *mtc_coord_new(const struct mtc_coord_opts *o);
 /*
  * Handles POST /v1/coord/<kind> with a JSON body; blocks up to poll_s. Returns
- * the HTTP status and the JSON answer (malloc'd text) in *answer.
+ * the HTTP status and the JSON answer (malloc'd text) in *answer. The report
+ * is taken as from a daemon without a token; mtc_coord_route checks who sent it.
  */
 int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len,
 		     char **answer);
@@ -80,8 +86,9 @@ int mtc_coord_backup_due(long long agreed, int any_running, int requested, long 
 #define MTC_COORD_PREFIX "/v1/coord/"
 int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *max_body,
 		    char *why, size_t whylen);
-int mtc_coord_route(void *coord, const char *method, const char *path, const char *body,
-		    size_t len, char **answer);
+struct mtc_peer_cred;
+int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *method,
+		    const char *path, const char *body, size_t len, char **answer);
 
 /* The coordinator's figures for GET /metrics: ranks heard and silent, rounds by outcome. */
 struct mtc_text;

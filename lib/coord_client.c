@@ -12,6 +12,7 @@
 #include "exitcode.h"
 #include "fsutil.h"
 #include "log.h"
+#include "peer_auth.h"
 #include "xalloc.h"
 
 #define ANSWER_MAX (256 << 20)
@@ -98,7 +99,7 @@ static int post_once(struct mtc_coord_client *cc, const char *kind, const char *
 	hdr = curl_slist_append(hdr, "Content-Type: application/json");
 	hdr = curl_slist_append(hdr, "Expect:");
 	if (cc->token) {
-		auth = xasprintf("Authorization: Bearer %s", cc->token);
+		auth = mtc_bearer_header(cc->token);
 		hdr = curl_slist_append(hdr, auth);
 	}
 	curl_easy_setopt(h, CURLOPT_URL, url);

@@ -21,6 +21,7 @@
 #include "json_out.h"
 #include "log.h"
 #include "naming.h"
+#include "peer_auth.h"
 #include "peer_http.h"
 #include "peer_manifest.h"
 #include "peer_ring.h"
@@ -295,7 +296,7 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		return MTC_EXIT_FAILURE;
 	}
 	if (pc->token) {
-		auth = xasprintf("Authorization: Bearer %s", pc->token);
+		auth = mtc_bearer_header(pc->token);
 		hdr = curl_slist_append(hdr, auth);
 	}
 	curl_easy_setopt(h, CURLOPT_URL, c->url);

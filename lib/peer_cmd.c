@@ -18,6 +18,7 @@
 #include "json_out.h"
 #include "log.h"
 #include "naming.h"
+#include "peer_auth.h"
 #include "peer_client.h"
 #include "peer_server.h"
 #include "peers.h"
@@ -25,7 +26,7 @@
 #include "xalloc.h"
 
 #define SERVE_USAGE                                                                            \
-	"serve --dir DIR --listen HOST:PORT [--peer-token-file FILE] [--insecure] "                 \
+	"serve --dir DIR --listen HOST:PORT [--peer-token-file FILE [--strict-ranks]] [--insecure] " \
 	"[--coordinator --nodes N] [--json]"
 #define PUSH_USAGE                                                                             \
 	"push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] "        \
@@ -57,7 +58,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	struct mtc_peer_server_opts o;
 	char *dir = NULL, *listen = NULL, *token = NULL, *ready_file = NULL, err[512];
 	long long max_body = -1, max_files = -1, min_rate = -1;
-	int insecure = 0, max_depth = -1, max_conn = -1, timeout = -1, session_timeout = -1, sig, rc;
+	int insecure = 0, strict_ranks = 0, max_depth = -1, max_conn = -1, timeout = -1, session_timeout = -1, sig, rc;
 	int coordinator = 0, nodes = 0;
 	double round_s = 0, heartbeat_s = 0, poll_s = 0;
 	struct mtc_coord *coord = NULL;
@@ -68,6 +69,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "HOST:PORT" },
 		{ "peer-token-file", '\0', POPT_ARG_STRING, &token, 0, "bearer token every request must carry (else $MTC_PEER_TOKEN_FILE)",
 		  "FILE" },
+		{ "strict-ranks", '\0', POPT_ARG_NONE, &strict_ranks, 0,
+		  "a write or a coordinator report that speaks for a rank needs that rank's "
+		  "credential: the token file's plain secret may only read", NULL },
 		{ "insecure", '\0', POPT_ARG_NONE, &insecure, 0,
 		  "allow a non-loopback address without a token", NULL },
 		{ "ready-file", '\0', POPT_ARG_STRING, &ready_file, 0,
@@ -117,6 +121,11 @@ int mtc_replicate_serve(int argc, const char **argv)
 	if (listen)
 		o.listen = listen;
 	o.token_file = mtc_peer_token_path(token);
+	if (strict_ranks && !o.token_file) {
+		rc = mtc_usage_error("--strict-ranks needs --peer-token-file (or $MTC_PEER_TOKEN_FILE)");
+		goto out;
+	}
+	o.strict_ranks = strict_ranks;
 	o.insecure = insecure;
 	o.ready_file = ready_file;
 	if (max_body >= 0)
@@ -141,6 +150,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 		}
 		mtc_coord_defaults(&co);
 		co.nodes = nodes;
+		co.strict_ranks = strict_ranks;
 		if (round_s > 0)
 			co.round_s = round_s;
 		if (heartbeat_s > 0)
@@ -293,6 +303,12 @@ int mtc_replicate_push(int argc, const char **argv)
 	if ((rc = client_setup(&pc, token_file, timeout, retries, &token)) >= 0) {
 		mtc_config_free(&cfg);
 		goto out;
+	}
+	if (token) {
+		/* the node's own credential: a peer takes from it only this rank's metas */
+		char *cred = mtc_peer_token_for(token, cfg.job_name, cfg.node_rank);
+		free(token);
+		pc.token = token = cred;
 	}
 	if (streams > 0)
 		pc.streams = streams > 64 ? 64 : streams;

@@ -16,6 +16,7 @@
 
 #include "fsutil.h"
 #include "log.h"
+#include "peer_auth.h"
 #include "xalloc.h"
 
 #define CONNECT_TIMEOUT_S 10
@@ -339,7 +340,7 @@ static int send_head(struct mtc_http_call *p, const char *method, const char *ex
 		     char *err, size_t errlen)
 {
 	struct target t;
-	char *head;
+	char *head, *auth;
 	int rc;
 
 	*fd = -1;
@@ -349,12 +350,13 @@ static int send_head(struct mtc_http_call *p, const char *method, const char *ex
 	}
 	if ((*fd = connect_to(p, &t, err, errlen)) < 0)
 		return -1;
-	head = xasprintf("%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%s%s\r\n", method, t.path,
+	auth = p->token ? mtc_bearer_header(p->token) : NULL;
+	head = xasprintf("%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%s\r\n", method, t.path,
 			 strchr(t.host, ':') ? "[" : "", t.host, strchr(t.host, ':') ? "]" : "",
-			 t.port, p->token ? "Authorization: Bearer " : "", p->token ? p->token : "",
-			 p->token ? "\r\n" : "", extra);
+			 t.port, auth ? auth : "", auth ? "\r\n" : "", extra);
 	rc = send_all(p, *fd, head, strlen(head), err, errlen);
 	free(head);
+	free(auth);
 	return rc;
 }
 

@@ -33,8 +33,8 @@
 #include "naming.h"
 #include "node_status.h"
 #include "peer_http.h"
+#include "peer_auth.h"
 #include "peer_manifest.h"
-#include "token_file.h"
 #include "peer_ring.h"
 #include "peer_wire.h"
 #include "xalloc.h"
@@ -56,8 +56,7 @@ struct mtc_peer_server {
 	struct MHD_Daemon *daemon;
 	struct mtc_peer_server_opts o;
 	char *dir;
-	int has_token;
-	unsigned char token_sha[32];
+	struct mtc_peer_auth *auth; /* NULL: no token */
 	char address[128];
 	atomic_int stopping;
 
@@ -135,6 +134,7 @@ struct req {
 	int piece;	      /* sess is listed: this request is one piece of it */
 	struct mtc_wire_list got;
 	struct mtc_wire_reader *send; /* REQ_GET_TREE_SOCK */
+	struct mtc_peer_cred who;
 };
 
 void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
@@ -150,24 +150,11 @@ void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
 	o->session_timeout_s = 600;
 }
 
-static void sha256(const char *s, size_t len, unsigned char out[32])
-{
-	unsigned int n = 32;
-	EVP_Digest(s, len, out, &n, EVP_sha256(), NULL);
-}
-
-static int authorized(struct mtc_peer_server *s, struct MHD_Connection *c)
+/* 1 when the request carries the job's secret or a rank's credential (peer_auth.h), with who it is in *who. */
+static int authorized(struct mtc_peer_server *s, struct MHD_Connection *c, struct mtc_peer_cred *who)
 {
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	unsigned char got[32];
-
-	if (!s->has_token)
-		return 1;
-	if (!h || strncasecmp(h, "Bearer ", 7))
-		return 0;
-	h += 7;
-	sha256(h, strlen(h), got);
-	return CRYPTO_memcmp(got, s->token_sha, 32) == 0;
+	return mtc_peer_auth_check(s->auth, h, who) == 0;
 }
 
 static enum MHD_Result queue(struct req *r, struct MHD_Connection *c, unsigned code,
@@ -1384,6 +1371,22 @@ static enum MHD_Result admit_route(struct req *r, struct MHD_Connection *c, cons
 	return MHD_YES;
 }
 
+/*
+ * 1 with a 403 queued in *rc when the request's credential may not write for
+ * rank of job (rank -1: data, for no rank in particular; peer_auth.h).
+ */
+static int refused_writer(struct req *r, struct MHD_Connection *c, const char *job, int rank,
+			  enum MHD_Result *rc)
+{
+	char why[384];
+	if (!mtc_cred_may_write(&r->who, r->s->o.strict_ranks, job, rank, why, sizeof why))
+		return 0;
+	if (mtc_peer_auth_first_refusal(r->s->auth, rank >= 0 ? rank : r->who.rank))
+		mtc_warn("refused '%s': %s", r->name[0] ? r->name : "an upload", why);
+	*rc = respond(r, c, MHD_HTTP_FORBIDDEN, TEXT, "%s\n", why);
+	return 1;
+}
+
 static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char *url,
 			     const char *method)
 {
@@ -1406,7 +1409,7 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 					 "not ready: waiting for the training job or the restore\n");
 	if (!strcmp(url, "/metrics") && get)
 		return get_metrics(r, c);
-	if (!authorized(s, c))
+	if (!authorized(s, c, &r->who))
 		return respond(r, c, MHD_HTTP_UNAUTHORIZED, TEXT, "missing or wrong bearer token\n");
 	if (s->o.route && !strncmp(url, s->o.route_prefix, strlen(s->o.route_prefix)))
 		return admit_route(r, c, url, method);
@@ -1414,6 +1417,8 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 		return get_inventory(r, c);
 	if (!strncmp(url, UPLOADS, strlen(UPLOADS))) {
 		name = url + strlen(UPLOADS);
+		if (!get && !head && refused_writer(r, c, NULL, -1, &rc))
+			return rc;
 		if (strcmp(method, "POST") || mtc_parse_data_name(name, r->hash))
 			return session_request(r, c, name, method);
 		snprintf(r->name, sizeof r->name, "%s", name);
@@ -1435,6 +1440,9 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 			       "name is neither <hash>.data, <hash>.manifest nor "
 			       "<job>-s<step>-n<rank>-w<worker>.meta\n");
 	snprintf(r->name, sizeof r->name, "%s", name);
+	if (put && refused_writer(r, c, kind == REQ_PUT_META ? n.job : NULL,
+				  kind == REQ_PUT_META ? n.rank : -1, &rc))
+		return rc;
 	if (put)
 		return begin_put(r, c, kind);
 	if (!get && !head)
@@ -1470,7 +1478,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	}
 	if (r->kind == REQ_ROUTE) {
 		char *answer = NULL;
-		int code = r->s->o.route(r->s->o.route_arg, r->method, r->url, r->body, r->body_len,
+		int code = r->s->o.route(r->s->o.route_arg, &r->who, r->method, r->url, r->body, r->body_len,
 					 &answer);
 		struct MHD_Response *resp = MHD_create_response_from_buffer(
 			answer ? strlen(answer) : 0, answer ? answer : (void *)"",
@@ -1623,17 +1631,10 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	pthread_mutex_init(&s->sessions_mu, NULL);
 	pthread_mutex_init(&s->manifest_mu, NULL);
 	pthread_cond_init(&s->manifest_cv, NULL);
-	if (o->token_file) {
-		char *tok = mtc_read_token_file(o->token_file, err, errlen);
-		if (!tok) {
-			free(s->dir);
-			free(s);
-			return NULL;
-		}
-		sha256(tok, strlen(tok), s->token_sha);
-		OPENSSL_cleanse(tok, strlen(tok));
-		free(tok);
-		s->has_token = 1;
+	if (o->token_file && !(s->auth = mtc_peer_auth_load(o->token_file, err, errlen))) {
+		free(s->dir);
+		free(s);
+		return NULL;
 	}
 	mtc_histogram_init(&s->seconds, buckets, (int)(sizeof buckets / sizeof *buckets));
 	signal(SIGPIPE, SIG_IGN);
@@ -1679,6 +1680,7 @@ void mtc_peer_server_stop(struct mtc_peer_server *s)
 	pthread_mutex_destroy(&s->manifest_mu);
 	pthread_cond_destroy(&s->manifest_cv);
 	remove_leftovers(s->dir);
+	mtc_peer_auth_free(s->auth);
 	free(s->dir);
 	free(s);
 }

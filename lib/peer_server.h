@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 struct mtc_text;
+struct mtc_peer_cred;
 
 /*
  * The peer daemon (mtc(7) §4) over one local dir:
@@ -28,6 +29,7 @@ struct mtc_peer_server_opts {
 	const char *dir;
 	const char *listen;	/* HOST:PORT, :PORT, [V6]:PORT; port 0 picks a free one */
 	const char *token_file; /* NULL: no auth, loopback only unless insecure */
+	int strict_ranks;	/* the plain secret may read but not write (peer_auth.h) */
 	int insecure;
 	const char *ready_file; /* /readyz: 200 while it exists, else 503 (NULL: always ready) */
 	long long max_body;  /* bytes per upload */
@@ -42,14 +44,15 @@ struct mtc_peer_server_opts {
 	 * with route_prefix is first shown to route_admit, before any of its body
 	 * is read: 0 and the largest body that endpoint takes (at most 64 MiB),
 	 * or an HTTP status and a one-line reason to answer at once. Then it
-	 * goes, body and all, to route, which may block; it returns the HTTP
-	 * status and a malloc'd JSON answer.
+	 * goes, body and all, to route, with who the credential speaks for
+	 * (peer_auth.h); route may block; it returns the HTTP status and a
+	 * malloc'd JSON answer.
 	 */
 	const char *route_prefix;
 	int (*route_admit)(void *arg, const char *method, const char *url, size_t *max_body,
 			   char *why, size_t whylen);
-	int (*route)(void *arg, const char *method, const char *url, const char *body, size_t len,
-		     char **answer);
+	int (*route)(void *arg, const struct mtc_peer_cred *who, const char *method, const char *url,
+		     const char *body, size_t len, char **answer);
 	/* More figures for GET /metrics (the coordinator's), or NULL. */
 	void (*metrics)(void *arg, struct mtc_text *t);
 	void *route_arg;

@@ -73,6 +73,26 @@ no_markers() {
 	grep -q '"source":"cluster","fetched":[1-9]' "$CL_ROOT/state2/restore.json"
 }
 
+@test "cluster: with per-rank credentials and --strict-ranks a wiped node restores from its peers" {
+	CL_TOKEN=$CL_ROOT/token
+	echo "the-job-secret-of-the-cluster-$$" >"$CL_TOKEN"
+	chmod 600 "$CL_TOKEN"
+	for ((r = 0; r < N; r++)); do CL_ENV[$r]=MTC_STRICT_RANKS=1; done
+	first_run orbax
+	node_kill 2
+	wipe_node 2
+	cluster_start 2
+	run trainers orbax --steps 0
+	assert_success
+	[ "$(restored_steps)" = 3 ]
+	grep -q '"source":"cluster","fetched":[1-9]' "$CL_ROOT/state2/restore.json"
+	run grep -l "refused\|401\|403" "$CL_ROOT"/node*.log
+	assert_output ""
+	# the daemons are strict: the plain secret cannot write a meta
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data x -H "Authorization: Bearer $(cat "$CL_TOKEN")" \
+		"http://127.0.0.1:${CL_PORTS[1]}/v1/objects/job-s9-n1-w0.meta")" = 403 ]
+}
+
 @test "cluster: with all RAM wiped the job restores from the backup" {
 	all_lost_after_a_backup
 	cluster_start
