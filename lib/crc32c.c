@@ -138,3 +138,39 @@ int mtc_crc32c_from_base64(const char *s, uint32_t *crc)
 	*crc = (uint32_t)(v >> 4);
 	return 0;
 }
+
+/*
+ * Combining: with the CRC as a polynomial over GF(2) in reflected bit order
+ * (bit 31 is x^0), crc(A B) = crc(A) * x^(8 |B|) + crc(B) mod P; the
+ * pre- and post-inversion cancel out. x^(8n) comes from the powers x^(2^k).
+ */
+static uint32_t mulmod(uint32_t a, uint32_t b)
+{
+	uint32_t p = 0;
+
+	for (uint32_t bit = 1u << 31; bit; bit >>= 1) {
+		if (a & bit)
+			p ^= b;
+		b = b & 1 ? (b >> 1) ^ POLY : b >> 1;
+	}
+	return p;
+}
+
+/* x^(8n) mod P. */
+static uint32_t x_pow_8n(uint64_t n)
+{
+	uint32_t result = 1u << 31, sq = 1u << 23; /* x^0; x^8 */
+
+	while (n) {
+		if (n & 1)
+			result = mulmod(result, sq);
+		sq = mulmod(sq, sq);
+		n >>= 1;
+	}
+	return result;
+}
+
+uint32_t mtc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+	return mulmod(crc_a, x_pow_8n(len_b)) ^ crc_b;
+}

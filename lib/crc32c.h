@@ -13,6 +13,8 @@ uint32_t mtc_crc32c(uint32_t crc, const void *buf, size_t len);
 uint32_t mtc_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 /* 0 when the hardware path is unavailable (then mtc_crc32c is the portable one). */
 int mtc_crc32c_hw_available(void);
+/* The CRC32C of A followed by B, from crc(A), crc(B) and B's length in bytes. */
+uint32_t mtc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 uint32_t mtc_crc32c_hw(uint32_t crc, const void *buf, size_t len);
 
 /* The base64 of the big-endian bytes, as in x-goog-hash: crc32c=... (9 bytes with NUL). */

@@ -1,6 +1,8 @@
 #include "store.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +94,12 @@ int mtc_store_open(const char *url, const struct mtc_store_options *opt, struct 
 		s->opt.parallel = 32;
 	if (s->opt.deadline <= 0)
 		s->opt.deadline = 600;
+	if (s->opt.slice_threshold <= 0)
+		s->opt.slice_threshold = MTC_STORE_SLICE_THRESHOLD;
+	if (s->opt.slices <= 0)
+		s->opt.slices = MTC_STORE_SLICES;
+	if (s->opt.slices > MTC_STORE_SLICES_MAX)
+		s->opt.slices = MTC_STORE_SLICES_MAX;
 	s->url = xstrdup(url);
 	len = strlen(s->url);
 	const char *scheme_end = strstr(s->url, "://");
@@ -372,3 +380,30 @@ int mtc_store_run_parallel(struct mtc_store *s, struct mtc_store_xfer *x, size_t
 	}
 	return 0;
 }
+
+int mtc_store_parse_size(const char *text, long long *out)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	long long v;
+	int shift = 0;
+
+	if (!text || *text < '0' || *text > '9')
+		return -1;
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (errno)
+		return -1;
+	if (*end && (u = strchr(units, toupper((unsigned char)*end)))) {
+		shift = 10 * (int)(u - units + 1);
+		end++;
+		if (!strcmp(end, "iB") || !strcmp(end, "B"))
+			end += strlen(end);
+	}
+	if (*end || v > LLONG_MAX >> shift)
+		return -1;
+	*out = v << shift;
+	return 0;
+}
+

@@ -26,7 +26,20 @@ struct mtc_store_options {
 	const char *token_file; /* gs:// bearer token file (--token-file); NULL: environment */
 	int parallel;		/* transfers in flight; 0: default (32) */
 	double deadline;	/* seconds for one operation with its retries; 0: default (600) */
+	/*
+	 * gs:// only: a file of at least slice_threshold bytes moves as up to
+	 * `slices` parallel streams: a get as ranged GETs into one file, a put as
+	 * parts composed into the object (mtc(7) §6.1). 0: the defaults
+	 * (MTC_STORE_SLICE_THRESHOLD, MTC_STORE_SLICES); slices is at most
+	 * MTC_STORE_SLICES_MAX (a compose takes 32 sources); 1 turns slicing off.
+	 */
+	long long slice_threshold;
+	int slices;
 };
+
+#define MTC_STORE_SLICE_THRESHOLD (64LL << 20)
+#define MTC_STORE_SLICES 16
+#define MTC_STORE_SLICES_MAX 32
 
 struct mtc_store_object {
 	char *name;		/* relative to the listed prefix's location root: the full key */
@@ -56,6 +69,13 @@ struct mtc_store_xfer {
 	 */
 	const char *partial;
 	long long generation;
+	/*
+	 * Gets with a partial only: where a sliced get records which byte ranges
+	 * of the partial are whole (with their CRC32C and the generation), so
+	 * that a killed get continues with the missing slices only. Written
+	 * atomically, removed once the file is whole. NULL: not recorded.
+	 */
+	const char *slice_state;
 };
 
 enum { MTC_STORE_REPLACE = 1 }; /* put flag: overwrite instead of create-only */
@@ -103,6 +123,9 @@ int mtc_store_stat(struct mtc_store *s, const char *key, struct mtc_store_object
 int mtc_store_delete(struct mtc_store *s, const char *key);
 /* Deletes every object under prefix (which should end in '/'), in parallel; none is not an error. */
 int mtc_store_delete_prefix(struct mtc_store *s, const char *prefix);
+
+/* "123", "64K", "64M", "1G", "1T" (powers of 1024; "KiB" and "MiB" too) → bytes; -1 if not one. */
+int mtc_store_parse_size(const char *text, long long *out);
 
 /* Checks a key's grammar: 1 valid, 0 not. */
 int mtc_store_valid_key(const char *key);

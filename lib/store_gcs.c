@@ -33,7 +33,8 @@
 
 #define SIMPLE_MAX (8LL << 20)
 #define DEFAULT_CHUNK (32LL << 20) /* a multiple of 256 KiB */
-#define DEFAULT_PART (32LL << 20)
+#define SLICE_MIN (256LL << 10)  /* the smallest slice worth its own request */
+#define SLICE_SAVE (16LL << 20) /* a slice records its progress this often, or 4 times */
 #define ERRBODY_MAX (64 * 1024)
 #define JSON_MAX (64 << 20) /* a listing page or an object resource */
 
@@ -43,7 +44,9 @@ struct gcs {
 	CURLM *multi;
 	CURL **idle;
 	size_t n_idle;
-	long long chunk, part, first; /* first: the opening range of a download, before its size is known */
+	long long chunk, first; /* first: the opening range of a download, before its size is known */
+	long long threshold;	/* a file this big moves as slices */
+	int slices;
 	double backoff_base, backoff_cap;
 	unsigned seed;
 	pthread_mutex_t run_lock;
@@ -81,6 +84,12 @@ struct req {
 };
 
 enum verdict { V_DONE, V_AGAIN, V_RETRY, V_FAIL, V_WAIT };
+
+/* A range of a sliced download, whole from off for len bytes, with their CRC32C. */
+struct slice {
+	long long off, len;
+	uint32_t crc;
+};
 enum op_state { O_READY, O_ACTIVE, O_SLEEPING, O_WAITING, O_FINISHED };
 
 struct op;
@@ -117,6 +126,12 @@ struct op {
 	struct mtc_store_list *list;
 	char *page_token;
 	const char *lprefix, *ldelim;
+	/* a sliced download: the parent's ranges; a slice's own range is slot */
+	struct slice *sl;
+	size_t n_sl, slot;
+	char *sidecar;	  /* where the parent records sl (NULL: nowhere) */
+	long long saved;  /* a slice: bytes recorded so far */
+	enum verdict now; /* what prepare() decided when it sends no request */
 	/* memory results */
 	char **outbuf;
 	size_t *outlen, max;
@@ -323,6 +338,8 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
+static void slice_progress(struct op *c, long long done, uint32_t crc);
+
 static size_t on_write(char *buf, size_t size, size_t n, void *arg)
 {
 	struct op *op = arg;
@@ -348,6 +365,8 @@ static size_t on_write(char *buf, size_t size, size_t n, void *arg)
 			r->crc = mtc_crc32c(r->crc, buf, len);
 		r->written += (long long)len;
 		mtc_store_progress_add(op->s, (long long)len);
+		if (op->parent)
+			slice_progress(op, op->done + r->written, r->crc);
 		return len;
 	}
 	int ok = status >= 200 && status < 300;
@@ -453,10 +472,15 @@ static int start(struct engine *e, struct op *op)
 	}
 	if (op->refreshed == 1)
 		op->refreshed = 2;
-	if (op->t->prepare(op, r) < 0) {
+	switch (op->t->prepare(op, r)) {
+	case -1:
 		free(auth);
 		settle(e, op, V_FAIL);
 		return -1;
+	case 1: /* nothing to send: the op waits for the children it added, or is done */
+		free(auth);
+		settle(e, op, op->now);
+		return 0;
 	}
 	r->easy = g->n_idle ? g->idle[--g->n_idle] : curl_easy_init();
 	curl_easy_reset(r->easy);
@@ -695,6 +719,8 @@ static void op_free(struct op *op)
 	free(op->session);
 	free(op->body);
 	free(op->page_token);
+	free(op->sl);
+	free(op->sidecar);
 	free(op);
 }
 
@@ -1003,15 +1029,35 @@ static int gcs_put_buf(struct mtc_store *s, const char *key, const void *buf, si
 
 /* ---------------------------------------------------------------- download */
 
-enum { D_FIRST, D_WHOLE, D_PART, D_WAIT };
+/*
+ * A get opens with a short ranged GET (D_FIRST) that tells the object's size,
+ * generation and CRC32C. A smaller object than the slice threshold then goes
+ * on in one stream (D_WHOLE), its CRC32C computed as the bytes arrive. A
+ * larger one is sliced: the file is pre-allocated and the bytes still missing
+ * are cut into up to `slices` ranges, each a child op (D_PART) that writes at
+ * its offset and keeps the CRC32C of its range; once all are in, the ranges'
+ * CRC32Cs are combined and compared with the object's. With a sidecar the
+ * whole ranges are recorded as they grow, so that a killed get continues with
+ * the missing ones (D_RESUME), from the same generation.
+ */
+enum { D_FIRST, D_WHOLE, D_PART, D_WAIT, D_RESUME };
 
 static const struct op_type download_type;
+
+static void save_slices(struct op *p);
+static void spawn_slices(struct op *p);
 
 static int dl_prepare(struct op *op, struct req *r)
 {
 	struct gcs *g = op->g;
 	char q[64];
 
+	if (op->state == D_RESUME) {
+		op->state = D_WAIT;
+		spawn_slices(op);
+		op->now = V_WAIT;
+		return 1;
+	}
 	if (op->generation)
 		snprintf(q, sizeof q, "alt=media&generation=%lld", op->generation);
 	else
@@ -1019,7 +1065,7 @@ static int dl_prepare(struct op *op, struct req *r)
 	r->url = object_url(g, op->name, q);
 	r->sink_fd = op->parent ? op->parent->fd : op->fd;
 	r->sink_off = op->off + op->done;
-	r->crc_on = op->state != D_PART;
+	r->crc_on = 1;
 	r->crc = op->crc;
 	if (op->state == D_FIRST)
 		add_header(r, "Range: bytes=%lld-%lld", op->done, g->first - 1);
@@ -1030,29 +1076,133 @@ static int dl_prepare(struct op *op, struct req *r)
 	return 0;
 }
 
-static void spawn_parts(struct op *op)
+static int cmp_slice(const void *a, const void *b)
 {
-	struct engine *e = op->g->engine;
+	const struct slice *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
 
-	for (long long off = op->g->first; off < op->size; off += op->g->part) {
-		struct op *c = op_new(op->s, &download_type);
-		c->parent = op;
-		c->name = xstrdup(op->name);
-		c->state = D_PART;
-		c->off = off;
-		c->len = op->size - off < op->g->part ? op->size - off : op->g->part;
-		c->generation = op->generation;
-		op->pending++;
-		engine_add(e, c);
+/* Drops empty ranges and sorts the rest. */
+static void tidy_slices(struct op *p)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->n_sl; i++)
+		if (p->sl[i].len > 0)
+			p->sl[n++] = p->sl[i];
+	p->n_sl = n;
+	qsort(p->sl, n, sizeof *p->sl, cmp_slice);
+}
+
+static void add_slice(struct op *p, long long off, long long len, uint32_t crc)
+{
+	p->sl = xrealloc(p->sl, (p->n_sl + 1) * sizeof *p->sl);
+	p->sl[p->n_sl++] = (struct slice){ off, len, crc };
+}
+
+static void spawn_slice(struct op *p, long long off, long long len)
+{
+	struct op *c = op_new(p->s, &download_type);
+
+	c->parent = p;
+	c->name = xstrdup(p->name);
+	c->state = D_PART;
+	c->off = off;
+	c->len = len;
+	c->generation = p->generation;
+	c->slot = p->n_sl;
+	add_slice(p, off, 0, 0);
+	p->pending++;
+	engine_add(p->g->engine, c);
+}
+
+/* Cuts the bytes the ranges do not cover into up to g->slices children. */
+static void spawn_slices(struct op *p)
+{
+	long long missing = 0, at = 0, piece;
+	size_t n;
+
+	tidy_slices(p);
+	n = p->n_sl;
+	for (size_t i = 0; i <= n; i++) {
+		long long end = i < n ? p->sl[i].off : p->size;
+		missing += end > at ? end - at : 0;
+		if (i < n)
+			at = p->sl[i].off + p->sl[i].len;
+	}
+	piece = (missing + p->g->slices - 1) / p->g->slices;
+	if (piece < SLICE_MIN)
+		piece = SLICE_MIN;
+	at = 0;
+	for (size_t i = 0; i <= n; i++) {
+		long long end = i < n ? p->sl[i].off : p->size;
+		while (at < end) {
+			long long gap = end - at, k = (gap + piece - 1) / piece, len = (gap + k - 1) / k;
+			spawn_slice(p, at, len);
+			at += len;
+		}
+		if (i < n)
+			at = p->sl[i].off + p->sl[i].len;
+	}
+	save_slices(p);
+}
+
+/* The sidecar: tmp + rename (a kill leaves the old or the new one); a range is re-checked on resume. */
+static void save_slices(struct op *p)
+{
+	json_t *j, *a;
+	char *text, *tmp;
+	char b64[9];
+	int fd;
+
+	if (!p->sidecar)
+		return;
+	a = json_array();
+	for (size_t i = 0; i < p->n_sl; i++)
+		if (p->sl[i].len > 0)
+			json_array_append_new(a, json_pack("[I, I, I]", (json_int_t)p->sl[i].off,
+							   (json_int_t)p->sl[i].len,
+							   (json_int_t)p->sl[i].crc));
+	j = json_pack("{s:I, s:I, s:o}", "generation", (json_int_t)p->generation, "size",
+		      (json_int_t)p->size, "slices", a);
+	if (p->have_expect) {
+		mtc_crc32c_base64(p->expect_crc, b64);
+		json_object_set_new(j, "crc32c", json_string(b64));
+	}
+	text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	tmp = xasprintf("%s.tmp", p->sidecar);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 || mtc_write_all(fd, text, strlen(text)) < 0 || close(fd) < 0 ||
+	    rename(tmp, p->sidecar) < 0) {
+		mtc_debug("cannot record the slices of '%s' in '%s': %s", p->name, p->sidecar,
+			  strerror(errno));
+		unlink(tmp);
+	}
+	free(tmp);
+	free(text);
+}
+
+/* A slice's bytes so far: [off, off + done) with crc. */
+static void slice_progress(struct op *c, long long done, uint32_t crc)
+{
+	struct op *p = c->parent;
+	struct slice *sl = &p->sl[c->slot];
+	long long every = c->len / 4 < SLICE_SAVE ? c->len / 4 : SLICE_SAVE;
+
+	sl->len = done;
+	sl->crc = crc;
+	if (p->sidecar && (done - c->saved >= every || done == c->len)) {
+		c->saved = done;
+		save_slices(p);
 	}
 }
 
-static int crc_of_file(int fd, long long size, uint32_t *crc)
+static int crc_of_range(int fd, long long off, long long size, uint32_t *crc)
 {
 	char *buf = xmalloc(4 << 20);
 	*crc = 0;
-	for (long long off = 0; off < size;) {
-		long long want = size - off < (4 << 20) ? size - off : (4 << 20);
+	for (long long end = off + size; off < end;) {
+		long long want = end - off < (4 << 20) ? end - off : (4 << 20);
 		ssize_t n = pread(fd, buf, (size_t)want, off);
 		if (n <= 0) {
 			free(buf);
@@ -1067,16 +1217,11 @@ static int crc_of_file(int fd, long long size, uint32_t *crc)
 	return 0;
 }
 
-/* The whole object is in the temporary file: check it and make it visible. */
-static enum verdict dl_verify(struct op *op, int sequential)
+/* The whole object is in the temporary file and its CRC32C is got: check it and make it visible. */
+static enum verdict dl_verify(struct op *op, uint32_t got)
 {
-	uint32_t got = op->crc;
 	int e;
 
-	if (!sequential && crc_of_file(op->fd, op->size, &got) < 0) {
-		e = errno;
-		return op_fail(op, e, "cannot read back '%s': %s", op->tmp, strerror(e));
-	}
 	if (!op->have_expect) {
 		mtc_debug("'%s': the server sent no crc32c; not checked", op->name);
 	} else if (got != op->expect_crc) {
@@ -1089,7 +1234,12 @@ static enum verdict dl_verify(struct op *op, int sequential)
 				return op_fail(op, errno, "cannot truncate '%s':", op->tmp);
 			op->done = op->crc = 0;
 			op->generation = op->x ? op->x->generation : 0;
-			op->state = op->resume ? D_WHOLE : D_FIRST;
+			op->state = op->resume && !op->sl ? D_WHOLE : D_FIRST;
+			free(op->sl);
+			op->sl = NULL;
+			op->n_sl = 0;
+			if (op->sidecar)
+				unlink(op->sidecar);
 			return V_RETRY;
 		}
 		op->err = EIO;
@@ -1105,7 +1255,47 @@ static enum verdict dl_verify(struct op *op, int sequential)
 		e = errno;
 		return op_fail(op, e, "cannot rename into '%s': %s", op->path, strerror(e));
 	}
+	if (op->sidecar)
+		unlink(op->sidecar);
 	return V_DONE;
+}
+
+/* All slices are in: the ranges must cover the object; their CRC32Cs combined are the object's. */
+static enum verdict dl_verify_slices(struct op *p)
+{
+	uint32_t crc = 0;
+	long long at = 0;
+
+	tidy_slices(p);
+	for (size_t i = 0; i < p->n_sl; i++) {
+		if (p->sl[i].off != at)
+			return op_fail(p, EIO, "cannot download '%s': bytes %lld to %lld are missing",
+				       p->name, at, p->sl[i].off);
+		crc = mtc_crc32c_combine(crc, p->sl[i].crc, (uint64_t)p->sl[i].len);
+		at += p->sl[i].len;
+	}
+	if (at != p->size)
+		return op_fail(p, EIO, "cannot download '%s': %lld of %lld bytes", p->name, at, p->size);
+	return dl_verify(p, crc);
+}
+
+/* The first range is in and the object is big: pre-allocate the file and slice the rest. */
+static enum verdict start_slicing(struct op *op)
+{
+	int e = posix_fallocate(op->fd, 0, op->size);
+
+	if (e == EOPNOTSUPP || e == EINVAL)
+		e = ftruncate(op->fd, op->size) < 0 ? errno : 0;
+	if (e)
+		return op_fail(op, e, "cannot allocate %lld bytes for '%s': %s", op->size, op->tmp,
+			       strerror(e));
+	free(op->sl);
+	op->sl = NULL;
+	op->n_sl = 0;
+	add_slice(op, 0, op->done, op->crc);
+	op->state = D_WAIT;
+	spawn_slices(op);
+	return V_WAIT;
 }
 
 static enum verdict dl_finish(struct op *op, struct req *r)
@@ -1113,6 +1303,7 @@ static enum verdict dl_finish(struct op *op, struct req *r)
 	long long first_len;
 
 	op->done += r->written;
+	op->crc = r->crc;
 	if (op->state == D_PART) {
 		if (transient(r))
 			return V_RETRY;
@@ -1120,7 +1311,6 @@ static enum verdict dl_finish(struct op *op, struct req *r)
 			return fail_with(op, r, "cannot download");
 		return op->done < op->len ? V_AGAIN : V_DONE;
 	}
-	op->crc = r->crc;
 	if (r->generation && !op->generation)
 		op->generation = r->generation;
 	if (r->have_crc) {
@@ -1144,21 +1334,23 @@ static enum verdict dl_finish(struct op *op, struct req *r)
 	}
 	if (r->status == 200 && op->done == r->written) {
 		op->size = op->done;
-		return dl_verify(op, 1);
+		return dl_verify(op, op->crc);
 	}
 	if (r->status != 206 || r->total < 0)
 		return fail_with(op, r, "cannot download");
 	op->size = r->total;
 	if (op->state == D_WHOLE)
-		return op->done < op->size ? V_AGAIN : dl_verify(op, 1);
+		return op->done < op->size ? V_AGAIN : dl_verify(op, op->crc);
 	first_len = op->size < op->g->first ? op->size : op->g->first;
 	if (op->done < first_len)
 		return V_AGAIN;
-	if (op->size <= op->g->first)
-		return dl_verify(op, 1);
-	op->state = D_WAIT;
-	spawn_parts(op);
-	return V_WAIT;
+	if (op->done == op->size)
+		return dl_verify(op, op->crc);
+	if (op->size < op->g->threshold || op->g->slices < 2) {
+		op->state = D_WHOLE;
+		return V_AGAIN;
+	}
+	return start_slicing(op);
 }
 
 static void dl_complete(struct op *op)
@@ -1172,11 +1364,12 @@ static void dl_complete(struct op *op)
 		}
 		if (--p->pending == 0) {
 			enum verdict v;
+			save_slices(p);
 			if (p->child_err) {
 				p->err = p->child_err;
 				v = V_FAIL;
 			} else {
-				v = dl_verify(p, 0);
+				v = dl_verify_slices(p);
 			}
 			settle(p->g->engine, p, v);
 		}
@@ -1186,8 +1379,11 @@ static void dl_complete(struct op *op)
 		close(op->fd);
 		op->fd = -1;
 	}
-	if (op->err && op->tmp && (!op->resume || op->err == EIO))
+	if (op->err && op->tmp && (!op->resume || op->err == EIO)) {
 		unlink(op->tmp);
+		if (op->sidecar)
+			unlink(op->sidecar);
+	}
 	if (op->x) {
 		op->x->err = op->err;
 		op->x->size = op->err ? 0 : op->size;
@@ -1209,21 +1405,103 @@ static char *tmp_next_to(const char *path)
 }
 
 /*
- * Continues a partial file from its last byte, fetched again so that the
- * answer carries the object's crc32c and confirms its length; the crc covers
- * the bytes kept too.
+ * Continues a sliced partial from its sidecar: same generation, ranges inside
+ * the object, each range's bytes still matching its CRC32C (those that do not
+ * are fetched again). 1 if it can go on, 0 if the sidecar does not fit (then
+ * start afresh), -1 on an error.
+ */
+static int open_sliced(struct op *op)
+{
+	char *text = NULL;
+	size_t len;
+	json_t *j, *v;
+	const char *b64;
+	struct stat st;
+	size_t i;
+	int ok;
+
+	if (mtc_read_file(op->sidecar, 1 << 20, &text, &len) < 0)
+		return errno == ENOENT ? 0 : -1;
+	j = json_loadb(text, len, 0, NULL);
+	free(text);
+	ok = json_is_integer(json_object_get(j, "generation")) &&
+	     json_integer_value(json_object_get(j, "generation")) == op->generation &&
+	     op->generation && json_is_integer(json_object_get(j, "size")) &&
+	     json_is_array(json_object_get(j, "slices"));
+	op->size = ok ? json_integer_value(json_object_get(j, "size")) : 0;
+	b64 = json_string_value(json_object_get(j, "crc32c"));
+	if (ok && b64 && mtc_crc32c_from_base64(b64, &op->expect_crc) == 0)
+		op->have_expect = 1;
+	ok = ok && op->size > 0 && fstat(op->fd, &st) == 0 && st.st_size <= op->size;
+	json_array_foreach(ok ? json_object_get(j, "slices") : NULL, i, v)
+	{
+		json_int_t off = json_integer_value(json_array_get(v, 0));
+		json_int_t n = json_integer_value(json_array_get(v, 1));
+		json_int_t crc = json_integer_value(json_array_get(v, 2));
+		uint32_t got;
+		if (off < 0 || n <= 0 || off + n > st.st_size || crc < 0 || crc > 0xffffffffLL)
+			continue;
+		if (crc_of_range(op->fd, off, n, &got) == 0 && got == (uint32_t)crc)
+			add_slice(op, off, n, got);
+		else
+			mtc_debug("'%s': bytes %lld to %lld no longer match; fetching them again",
+				  op->tmp, (long long)off, (long long)(off + n));
+	}
+	json_decref(j);
+	tidy_slices(op);
+	for (i = 1; ok && i < op->n_sl; i++)
+		ok = op->sl[i - 1].off + op->sl[i - 1].len <= op->sl[i].off;
+	if (ok && st.st_size < op->size && ftruncate(op->fd, op->size) < 0)
+		return -1;
+	if (!ok) {
+		free(op->sl);
+		op->sl = NULL;
+		op->n_sl = 0;
+		op->have_expect = 0;
+		return 0;
+	}
+	op->resume = 1;
+	op->state = D_RESUME;
+	return 1;
+}
+
+/*
+ * Continues a partial file: from its sidecar when it has one, else from its
+ * last byte, fetched again so that the answer carries the object's crc32c
+ * and confirms its length; the crc covers the bytes kept too.
  */
 static int open_partial(struct op *op)
 {
 	struct stat st;
+	int rc;
 
 	op->resume = 1;
 	op->state = D_WHOLE;
 	op->fd = open(op->tmp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (op->fd < 0 || fstat(op->fd, &st) < 0)
+	if (op->fd < 0)
 		return -1;
-	op->done = st.st_size > 0 ? (long long)st.st_size - 1 : 0;
-	return crc_of_file(op->fd, op->done, &op->crc);
+	if (op->sidecar) {
+		rc = open_sliced(op);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+		/* a sidecar that does not fit: what the partial holds is of no use */
+		if (access(op->sidecar, F_OK) == 0) {
+			unlink(op->sidecar);
+			if (ftruncate(op->fd, 0) < 0)
+				return -1;
+			op->state = D_FIRST;
+			op->size = 0;
+			return 0;
+		}
+	}
+	if (fstat(op->fd, &st) < 0)
+		return -1;
+	if (st.st_size == 0) { /* nothing yet: a fresh get, sliced if the object is big */
+		op->state = D_FIRST;
+		return 0;
+	}
+	op->done = (long long)st.st_size - 1;
+	return crc_of_range(op->fd, 0, op->done, &op->crc);
 }
 
 static int gcs_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
@@ -1248,6 +1526,7 @@ static int gcs_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
 			}
 		} else if (x[i].partial) {
 			op->tmp = xstrdup(x[i].partial);
+			op->sidecar = x[i].slice_state ? xstrdup(x[i].slice_state) : NULL;
 			if (open_partial(op) == 0) {
 				todo[m++] = op;
 				continue;
@@ -1609,10 +1888,14 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	g->chunk -= g->chunk % (256 << 10);
 	if (g->chunk <= 0)
 		g->chunk = 256 << 10;
-	g->part = env_ll("MTC_GCS_PART_KIB", DEFAULT_PART >> 10) << 10;
-	if (g->part < 4096)
-		g->part = 4096;
-	g->first = g->part < (8LL << 20) ? g->part : 8LL << 20;
+	g->threshold = s->opt.slice_threshold;
+	g->slices = s->opt.slices;
+	/* the opening range: small beside the threshold, since slicing waits for it */
+	g->first = g->threshold / 16;
+	if (g->first > (8LL << 20))
+		g->first = 8LL << 20;
+	if (g->first < (64LL << 10))
+		g->first = 64LL << 10;
 	g->backoff_base = (double)env_ll("MTC_GCS_RETRY_BASE_MS", 100) / 1000.0;
 	g->backoff_cap = 10.0;
 	g->seed = (unsigned)getpid() ^ (unsigned)(mtc_now() * 1e6);

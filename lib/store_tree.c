@@ -165,6 +165,7 @@ int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir,
 
 #define GENERATIONS ".mtc-generations"
 #define PARTIAL_DIR ".partial"
+#define SLICES_DIR ".slices" /* a sliced get's sidecar for each partial (mtc_store_xfer.slice_state) */
 
 void mtc_fetch_add(struct mtc_fetch *f, const char *key, const char *rel, long long size,
 		   long long generation)
@@ -223,12 +224,29 @@ static int is_dir_item(const struct mtc_fetch_item *it)
 	return it->rel[strlen(it->rel) - 1] == '/';
 }
 
+/* The bytes a sidecar records as whole; -1 without one. */
+static long long sliced_bytes(const char *sidecar)
+{
+	json_t *j = json_load_file(sidecar, 0, NULL), *v;
+	long long sum = 0;
+	size_t i;
+
+	if (!j)
+		return -1;
+	json_array_foreach(json_object_get(j, "slices"), i, v)
+		sum += json_integer_value(json_array_get(v, 1));
+	json_decref(j);
+	return sum;
+}
+
 /* Keeps dir/<rel> if whole, else removes it; counts a partial worth continuing. */
 static int sort_out(struct mtc_store *s, const char *dir, struct mtc_fetch_item *it,
 		    int same_generation, long long *already)
 {
 	char *path = xasprintf("%s/%s", dir, it->rel);
 	char *part = xasprintf("%s/" PARTIAL_DIR "/%s", dir, it->rel);
+	char *side = xasprintf("%s/" SLICES_DIR "/%s", dir, it->rel);
+	long long sliced = -1;
 	struct stat st;
 	int rc = 0;
 
@@ -243,14 +261,20 @@ static int sort_out(struct mtc_store *s, const char *dir, struct mtc_fetch_item 
 	}
 	if (rc == 0 && !it->kept && lstat(part, &st) == 0) {
 		if (same_generation && S_ISREG(st.st_mode) && st.st_size <= it->size) {
-			*already += st.st_size;
+			sliced = sliced_bytes(side);
+			*already += sliced >= 0 ? sliced : st.st_size;
 		} else if (mtc_remove_tree(part) < 0) {
 			mtc_store_set_error(s, "cannot remove '%s': %s", part, strerror(errno));
 			rc = -1;
 		}
 	}
+	if (rc == 0 && sliced < 0 && lstat(side, &st) == 0 && mtc_remove_tree(side) < 0) {
+		mtc_store_set_error(s, "cannot remove '%s': %s", side, strerror(errno));
+		rc = -1;
+	}
 	free(path);
 	free(part);
+	free(side);
 	return rc;
 }
 
@@ -291,25 +315,29 @@ int mtc_fetch_run(struct mtc_store *s, const char *dir, struct mtc_fetch *f)
 
 	for (size_t i = 0; i < f->n && rc == 0; i++) {
 		struct mtc_fetch_item *it = &f->v[i];
-		char *path, *part = NULL;
+		char *path, *part = NULL, *side = NULL;
 		if (it->kept)
 			continue;
 		path = xasprintf("%s/%s", dir, it->rel);
-		if (!is_dir_item(it))
+		if (!is_dir_item(it)) {
 			part = xasprintf("%s/" PARTIAL_DIR "/%s", dir, it->rel);
-		if (make_parent(path) < 0 || (part && make_parent(part) < 0)) {
+			side = xasprintf("%s/" SLICES_DIR "/%s", dir, it->rel);
+		}
+		if (make_parent(path) < 0 || (part && make_parent(part) < 0) ||
+		    (side && make_parent(side) < 0)) {
 			mtc_store_set_error(s, "cannot create the parent of '%s': %s", part ? part : path,
 					    strerror(errno));
 			rc = -1;
 		}
 		x[n++] = (struct mtc_store_xfer){ .key = it->key, .path = path, .partial = part,
-						  .generation = it->generation };
+						  .generation = it->generation, .slice_state = side };
 	}
 	if (rc == 0)
 		rc = mtc_store_get_many(s, x, n);
 	for (size_t i = 0; i < n; i++) {
 		free((char *)x[i].path);
 		free((char *)x[i].partial);
+		free((char *)x[i].slice_state);
 	}
 	free(x);
 	return rc;

@@ -34,7 +34,9 @@ int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir,
  * (a killed run continues where it stopped). Invariant: every file under dir
  * holds bytes of the generation that dir/.mtc-generations records for its
  * key; an item's file at dir/<rel> is whole once its size is the listed one;
- * dir/.partial/<rel> holds the first bytes of an interrupted get. Nothing here
+ * dir/.partial/<rel> holds the first bytes of an interrupted get, or, when
+ * dir/.slices/<rel> exists, the byte ranges of a sliced get that file records
+ * as whole (mtc_store_xfer.slice_state). Nothing here
  * checks content: the caller verifies the whole tree afterwards.
  */
 struct mtc_fetch_item {

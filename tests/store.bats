@@ -157,7 +157,7 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	fakegcs_start
 	"$STORE" gs://bkt put f "$WORK/f"
 	fakegcs_fault '{"kind": "download", "action": "drop-response", "after_bytes": 100000, "skip": 2, "times": 2}'
-	MTC_GCS_PART_KIB=512 run "$STORE" gs://bkt get f "$WORK/back"
+	TEST_SLICE_THRESHOLD=1M TEST_SLICES=8 run "$STORE" gs://bkt get f "$WORK/back"
 	assert_success
 	cmp "$WORK/f" "$WORK/back"
 	[ "$(fakegcs_stat 'requests.GET download')" -ge 10 ]

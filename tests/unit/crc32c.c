@@ -49,6 +49,12 @@ int main(void)
 	crc = mtc_crc32c(0, big, 1000);
 	crc = mtc_crc32c(crc, big + 1000, sizeof big - 1000);
 	is_int(crc, mtc_crc32c(0, big, sizeof big), "a running checksum continues");
+	for (size_t cut = 0; cut <= sizeof big; cut += sizeof big / 7 + 1) {
+		uint32_t a = mtc_crc32c(0, big, cut), b = mtc_crc32c(0, big + cut, sizeof big - cut);
+		is_int(mtc_crc32c_combine(a, b, sizeof big - cut), mtc_crc32c(0, big, sizeof big),
+		       "combining the crc32c of the first %zu bytes with the rest's", cut);
+	}
+	is_int(mtc_crc32c_combine(0xE3069283, 0, 0), 0xE3069283, "combining with nothing");
 
 	mtc_crc32c_base64(0xE3069283, b64);
 	is_str(b64, "4waSgw==", "base64 of the big-endian bytes");

@@ -21,9 +21,15 @@ static struct mtc_store *open_or_die(const char *url)
 	struct mtc_store *s;
 	char err[256];
 	const char *par = getenv("TEST_PARALLEL"), *dl = getenv("TEST_DEADLINE");
+	const char *th = getenv("TEST_SLICE_THRESHOLD"), *sl = getenv("TEST_SLICES");
 	struct mtc_store_options o = { .token_file = getenv("TEST_TOKEN_FILE"),
 				       .parallel = par ? atoi(par) : 0,
-				       .deadline = dl ? atof(dl) : 60 };
+				       .deadline = dl ? atof(dl) : 60,
+				       .slices = sl ? atoi(sl) : 0 };
+	if (th && mtc_store_parse_size(th, &o.slice_threshold) < 0) {
+		fprintf(stderr, "store: bad TEST_SLICE_THRESHOLD '%s'\n", th);
+		exit(2);
+	}
 
 	if (mtc_store_open(url, &o, &s, err, sizeof err) < 0) {
 		fprintf(stderr, "store: %s\n", err);
@@ -192,6 +198,19 @@ static int client(struct mtc_store *s, int argc, char **argv)
 		struct mtc_tree t;
 		rc = mtc_tree_download(s, argv[1], argv[2], &t);
 		mtc_tree_free(&t);
+	} else if (!strcmp(op, "fetch") && argc == 3) {
+		/* the resumable fetch of every object under a prefix into a staging dir */
+		struct mtc_fetch f = { 0 };
+		long long already = 0;
+		rc = mtc_fetch_add_prefix(s, argv[1], "d", &f);
+		if (rc == 0)
+			rc = mtc_fetch_prepare(s, argv[2], &f, &already);
+		if (rc == 0) {
+			printf("already %lld\n", already);
+			fflush(stdout);
+			rc = mtc_fetch_run(s, argv[2], &f);
+		}
+		mtc_fetch_free(&f);
 	} else if (!strcmp(op, "stat") && argc == 2) {
 		rc = mtc_store_stat(s, argv[1], &st);
 		if (rc == 0)
