@@ -86,7 +86,7 @@ no_markers() {
 	assert_success
 	[ "$(restored_steps)" = 3 ]
 	grep -q '"source":"cluster","fetched":[1-9]' "$CL_ROOT/state2/restore.json"
-	run grep -l "refused\|401\|403" "$CL_ROOT"/node*.log
+	run grep -lE "cannot speak for|cannot write here|HTTP 40[13]" "$CL_ROOT"/node*.log
 	assert_output ""
 	# the daemons are strict: the plain secret cannot write a meta
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data x -H "Authorization: Bearer $(cat "$CL_TOKEN")" \

@@ -519,6 +519,8 @@ class Handler(BaseHTTPRequestHandler):
             if mode == "json" and method == "GET":
                 return ("list", self.list_objects, bucket, None)
             raise HTTPError(405, "method not allowed")
+        if mode == "json" and method == "POST" and len(parts) == 5 and parts[4] == "compose":
+            return ("compose", self.compose_object, bucket, unquote(parts[3]))
         name = unquote("/".join(parts[3:]))
         if mode == "download" or (method in ("GET", "HEAD") and self.q.get("alt") == "media"):
             if method in ("GET", "HEAD"):
@@ -757,6 +759,59 @@ class Handler(BaseHTTPRequestHandler):
         if more:
             out["nextPageToken"] = encode_token(last)
         self.send_json(200, out)
+
+    def compose_object(self, bucket, name):
+        """POST .../o/DEST/compose: a new object made of 1 to 32 sources' bytes in order, a
+        composite (crc32c, no md5). ifGenerationMatch applies to DEST, each source's
+        objectPreconditions.ifGenerationMatch to it; deleteSourceObjects removes the sources."""
+        body = self.read_json()
+        srcs = body.get("sourceObjects") or []
+        if not isinstance(srcs, list) or not 1 <= len(srcs) <= 32:
+            raise HTTPError(400, "a compose takes 1 to 32 source objects", "invalid")
+        b = STATE.bucket(bucket)
+        objs = []
+        with STATE.lock:
+            for src in srcs:
+                o = b["objects"].get(src.get("name"))
+                gen = src.get("generation")
+                if o is None or (gen and str(gen) != str(o.generation)):
+                    raise HTTPError(404, "No such object: %s/%s" % (bucket, src.get("name")), "notFound")
+                want = (src.get("objectPreconditions") or {}).get("ifGenerationMatch")
+                if want is not None and str(want) != str(o.generation):
+                    raise HTTPError(412, "At least one of the pre-conditions you specified did not hold.",
+                                    "conditionNotMet")
+                objs.append(o)
+        blob, crc = STATE.new_blob(), 0
+        try:
+            for o in objs:
+                r = o.blob.reader()
+                try:
+                    off = 0
+                    while off < o.size:
+                        piece = r.read_at(off, min(PIECE, o.size - off))
+                        if not piece:
+                            raise HTTPError(404, "No such object: %s/%s" % (bucket, o.name), "notFound")
+                        blob.append(piece)
+                        crc = crc32c.update(crc, piece)
+                        off += len(piece)
+                finally:
+                    if r is not o.blob:
+                        r.close()
+        except BaseException:
+            blob.discard()
+            raise
+        dest = body.get("destination") or {}
+        made = commit_object(bucket, name, blob, self.q, dest, crc32c.b64(crc), None)
+        if body.get("deleteSourceObjects"):
+            gone = []
+            with STATE.lock:
+                for o in objs:
+                    if b["objects"].get(o.name) is o:
+                        del b["objects"][o.name]
+                        gone.append(o)
+            for o in gone:
+                o.blob.discard()
+        self.send_json(200, made.resource(self.host()))
 
     # ---- uploads
 
