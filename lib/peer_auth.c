@@ -170,9 +170,9 @@ int mtc_cred_may_write(const struct mtc_peer_cred *who, int strict, const char *
 
 int mtc_peer_auth_first_refusal(struct mtc_peer_auth *a, int rank)
 {
-	unsigned bit;
-	if (!a || rank < 0 || rank >= REFUSALS_TRACKED)
+	unsigned bit, i = (unsigned)rank + 1;
+	if (!a || rank < -1 || i >= REFUSALS_TRACKED)
 		return 1;
-	bit = 1u << (rank % 32);
-	return !(atomic_fetch_or(&a->refused[rank / 32], bit) & bit);
+	bit = 1u << (i % 32);
+	return !(atomic_fetch_or(&a->refused[i / 32], bit) & bit);
 }

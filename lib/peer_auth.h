@@ -61,7 +61,10 @@ int mtc_peer_auth_check(const struct mtc_peer_auth *a, const char *header,
 int mtc_cred_may_write(const struct mtc_peer_cred *who, int strict, const char *job, int rank,
 		       char *why, size_t whylen);
 
-/* 1 the first time rank is refused (so that a refusal is logged once per rank), else 0. */
+/*
+ * 1 the first time rank is refused (so that a refusal is logged once per rank;
+ * -1: the plain secret's writes of data), else 0.
+ */
 int mtc_peer_auth_first_refusal(struct mtc_peer_auth *a, int rank);
 
 #endif

@@ -94,6 +94,9 @@ int main(void)
 
 	ok(mtc_peer_auth_first_refusal(auth, 7) == 1, "the first refusal of rank 7 is logged");
 	ok(mtc_peer_auth_first_refusal(auth, 7) == 0, "the second is not");
+	ok(mtc_peer_auth_first_refusal(auth, -1) == 1, "the first refusal of the secret's data is logged");
+	ok(mtc_peer_auth_first_refusal(auth, -1) == 0, "the second is not");
+	ok(mtc_peer_auth_first_refusal(auth, 0) == 1, "rank 0 is counted apart");
 	mtc_peer_auth_free(auth);
 	return done();
 }
