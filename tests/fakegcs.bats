@@ -632,3 +632,80 @@ print(json.dumps({"type": "service_account", "project_id": "p", "private_key_id"
 	assert_output "200 "
 	curl -s "$(api)/c2?alt=media" | cmp - "$WORK/f"
 }
+
+@test "resumable: the Content-Range forms of a stream of unknown length (A-*/*, A-B/*, A-*/N, */N) all work as on GCS" {
+	fakegcs_start
+	make_data "$WORK/f" 1000000 f
+	# The whole stream in one request whose end is the end of the object.
+	uri=$(start_session u1)
+	run curl -s -o "$WORK/out" -w '%{http_code}' -X PUT -H 'Transfer-Encoding: chunked' \
+		-H 'Content-Range: bytes 0-*/*' --data-binary @"$WORK/f" "$uri"
+	assert_output 200
+	[ "$(field '["size"]')" = 1000000 ]
+	[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/f")" ]
+	# Cut mid-stream: what arrived is kept to a 256 KiB multiple, and the rest goes as N-*/*.
+	uri=$(start_session u2)
+	fakegcs_fault '{"kind": "upload-chunk", "action": "drop-request", "after_bytes": 600000}'
+	run curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Range: bytes 0-*/*' --data-binary @"$WORK/f" "$uri"
+	assert_output 000
+	run query_session "$uri"
+	assert_output "308 bytes=0-524287"
+	tail -c +524289 "$WORK/f" >"$WORK/rest"
+	run curl -s -o "$WORK/out" -w '%{http_code}' -X PUT -H 'Content-Range: bytes 524288-*/*' --data-binary @"$WORK/rest" "$uri"
+	assert_output 200
+	curl -s "$(api)/u2?alt=media" | cmp - "$WORK/f"
+	# A-*/N whose body does not end at N is refused; A-B/* chunks, then */N with no data completes.
+	uri=$(start_session u3)
+	run curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Range: bytes 0-*/999999' --data-binary @"$WORK/f" "$uri"
+	assert_output 400
+	run curl -s -o "$WORK/out" -w '%{http_code}' -X PUT -H 'Content-Range: bytes 0-*/1000000' --data-binary @"$WORK/f" "$uri"
+	assert_output 200
+	uri=$(start_session u4)
+	run put_chunk "$uri" "$WORK/f" 0 524288 '*'
+	assert_output "308 bytes=0-524287"
+	run put_chunk "$uri" "$WORK/f" 524288 475712 '*'
+	assert_output "308 bytes=0-786431"
+	run put_chunk "$uri" "$WORK/f" 786432 213568 '*'
+	assert_output "308 bytes=0-786431"
+	head -c 786432 "$WORK/f" >"$WORK/head"
+	uri=$(start_session u5)
+	run put_chunk "$uri" "$WORK/head" 0 786432 '*'
+	assert_output "308 bytes=0-786431"
+	run query_session "$uri" 786432
+	assert_output "200 "
+	[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/head")" ]
+	run curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Range: bytes 0-*/x' --data-binary @"$WORK/f" "$(start_session u6)"
+	assert_output 400
+}
+
+# secs_between A B C: true when A <= B <= C (decimal seconds).
+secs_between() { awk -v a="$1" -v b="$2" -v c="$3" 'BEGIN { exit !(a <= b && b <= c) }'; }
+
+@test "--conn-rate caps each connection (one stream at the cap, four ranged GETs near four times it); --first-byte-latency delays answers; both settable by /_fake/config" {
+	fakegcs_start --conn-rate 20M
+	make_data "$WORK/f" 20000000 f
+	t_up=$(curl -s --max-time 10 -o /dev/null -w '%{time_total}' --data-binary @"$WORK/f" "$(upload_url)?uploadType=media&name=f")
+	t_one=$(curl -s --max-time 10 -o "$WORK/got" -w '%{time_total}' "$(api)/f?alt=media")
+	cmp "$WORK/got" "$WORK/f"
+	t0=$(date +%s.%N)
+	pids=()
+	for i in 0 1 2 3; do
+		curl -s --max-time 10 -o "$WORK/part$i" -H "Range: bytes=$((i * 5000000))-$((i * 5000000 + 4999999))" "$(api)/f?alt=media" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	t_four=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+	cat "$WORK"/part[0-3] | cmp - "$WORK/f"
+	echo "upload $t_up s, one stream $t_one s, four ranges $t_four s" >&3
+	secs_between 0.8 "$t_up" 3
+	secs_between 0.8 "$t_one" 3
+	secs_between 0.2 "$t_four" "$(awk -v a="$t_one" 'BEGIN { print a * 0.6 }')"
+	fakegcs_ctl POST config '{"conn_rate": 0, "first_byte_latency": 0.3}' >"$WORK/out"
+	[ "$(field '["first_byte_latency"]')" = 0.3 ]
+	t=$(curl -s -o /dev/null -w '%{time_total}' "$(api)/f?alt=media")
+	secs_between 0.3 "$t" 1.2
+	t=$(curl -s -o /dev/null -w '%{time_total}' "$FAKEGCS_URL/_fake/stats")
+	secs_between 0 "$t" 0.25
+	run curl -s -o /dev/null -w '%{http_code}' -d '{"conn_rate": "fast"}' "$FAKEGCS_URL/_fake/config"
+	assert_output 400
+}

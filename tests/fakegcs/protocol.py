@@ -112,7 +112,11 @@ def parse_range(value, size):
 
 
 def parse_content_range(value, length):
-    """Returns (start, last, total): start None for a status query; total None for '*'."""
+    """Returns (start, last, total) of a resumable upload's Content-Range, in every form GCS
+    accepts: `bytes A-B/N` and `bytes A-B/*` (a chunk), `bytes A-*/N` and `bytes A-*/*` (the
+    rest of the object in this one body, its end the end of the upload), `bytes */N` and
+    `bytes */*` (a status query, or with N the final request without data).
+    start is None for a status query; last is None for `A-*`; total is None for `*`."""
     if value is None:
         if not length:
             return None, None, None
@@ -121,17 +125,50 @@ def parse_content_range(value, length):
     if not v.lower().startswith("bytes"):
         raise HTTPError(400, "bad Content-Range %r" % value, "invalid")
     rng, _, tot = v[5:].strip().partition("/")
+    rng = rng.strip()
     try:
         total = None if tot.strip() == "*" else int(tot)
-        if rng.strip() == "*":
+        if rng == "*":
             return None, None, total
         a, _, b = rng.partition("-")
-        start, last = int(a), int(b)
+        start = int(a)
+        last = None if b.strip() == "*" else int(b)
     except ValueError:
         raise HTTPError(400, "bad Content-Range %r" % value, "invalid")
+    if start < 0 or (total is not None and total < 0):
+        raise HTTPError(400, "bad Content-Range %r" % value, "invalid")
+    if last is None:
+        if total is not None and length is not None and start + length != total:
+            raise HTTPError(400, "Content-Range %r does not match the body length" % value, "invalid")
+        return start, None, total
     if last < start or (length is not None and last - start + 1 != length):
         raise HTTPError(400, "Content-Range %r does not match the body length" % value, "invalid")
     return start, last, total
+
+
+RATE_UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "KI": 1 << 10, "MI": 1 << 20, "GI": 1 << 30}
+
+
+def parse_rate(value):
+    """Bytes a second from a number with an optional suffix: 100M = 100*10^6, 64Ki = 65536,
+    an optional trailing B or B/s ignored. 0 means no limit. Raises ValueError."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        n = float(value)
+    else:
+        v = str(value).strip().upper()
+        for tail in ("B/S", "/S", "B"):
+            if v.endswith(tail) and len(v) > len(tail):
+                v = v[:-len(tail)]
+                break
+        i = len(v)
+        while i > 0 and v[i - 1].isalpha():
+            i -= 1
+        if v[i:] not in RATE_UNITS:
+            raise ValueError("bad rate %r (want e.g. 100M, 512Ki, 2G)" % value)
+        n = float(v[:i]) * RATE_UNITS[v[i:]]
+    if n < 0 or n != n:
+        raise ValueError("bad rate %r" % value)
+    return n
 
 
 def split_multipart(body, boundary):

@@ -30,7 +30,7 @@ import crc32c  # noqa: E402
 from blobs import FileBlob, MemBlob  # noqa: E402
 from protocol import (HTTPError, check_hashes, check_preconditions, decode_token,  # noqa: E402
                       encode_token, expectations, parse_content_range, parse_goog_hash,
-                      parse_range, rfc3339, split_multipart)
+                      parse_range, parse_rate, rfc3339, split_multipart)
 
 ALIGN = 256 * 1024
 PIECE = 1 << 20
@@ -140,7 +140,8 @@ class State:
         self.public_keys = args.public_key or []
         self.static_tokens = set(args.accept_token or [])
         self.refresh_tokens = args.refresh_token or []
-        self.config = {"page_size": args.page_size, "token_lifetime": args.token_lifetime}
+        self.config = {"page_size": args.page_size, "token_lifetime": args.token_lifetime,
+                       "conn_rate": args.conn_rate, "first_byte_latency": args.first_byte_latency}
         self.last_generation = 0
         self.reset()
 
@@ -259,6 +260,33 @@ def commit_object(bucket, name, blob, q, meta, crc, md5):
     return o
 
 
+class Pacer:
+    """The per-connection bandwidth cap (`conn_rate`, bytes a second; 0 = none): a token
+    bucket over the bodies read and written on one connection. Bytes move in steps of about
+    5 ms of traffic and the bucket holds at most about 10 ms, so a stream is paced smoothly."""
+
+    def __init__(self):
+        self.tokens, self.t = 0.0, time.monotonic()
+
+    @staticmethod
+    def rate():
+        return STATE.config.get("conn_rate") or 0
+
+    def step(self):
+        r = self.rate()
+        return PIECE if not r else int(min(PIECE, max(16 * 1024, r / 200)))
+
+    def take(self, n):
+        r = self.rate()
+        if not r:
+            return
+        now = time.monotonic()
+        self.tokens = min(max(r / 100, 64 * 1024), self.tokens + (now - self.t) * r) - n
+        self.t = now
+        if self.tokens < 0:
+            time.sleep(-self.tokens / r)
+
+
 # ---------------------------------------------------------------- the handler
 
 class Handler(BaseHTTPRequestHandler):
@@ -270,6 +298,7 @@ class Handler(BaseHTTPRequestHandler):
         # Headers and body go out in separate writes: without this, delayed ACK
         # costs every request on a reused connection about 40 ms.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.pacer = Pacer()
         STATE.count("connections")
 
     def log_message(self, fmt, *args):
@@ -323,9 +352,10 @@ class Handler(BaseHTTPRequestHandler):
         n = self.body_length()
         if n is not None:
             while n > 0:
-                piece = self.rfile.read(min(PIECE, n))
+                piece = self.rfile.read(min(self.pacer.step(), n))
                 if not piece:
                     raise DropConnection()
+                self.pacer.take(len(piece))
                 n -= len(piece)
                 yield piece
             return
@@ -339,9 +369,10 @@ class Handler(BaseHTTPRequestHandler):
                     pass
                 return
             while size > 0:
-                piece = self.rfile.read(min(PIECE, size))
+                piece = self.rfile.read(min(self.pacer.step(), size))
                 if not piece:
                     raise DropConnection()
+                self.pacer.take(len(piece))
                 size -= len(piece)
                 yield piece
             self.rfile.readline(1024)
@@ -378,6 +409,9 @@ class Handler(BaseHTTPRequestHandler):
             raise DropConnection()
         f = self.fault
         length = len(body) if pieces is None else total_length
+        latency = STATE.config.get("first_byte_latency") or 0
+        if latency > 0 and self.kind != "control":
+            time.sleep(latency)
         self.answer_started = True
         self.send_response(status)
         if content_type and (length or pieces is not None):
@@ -397,13 +431,24 @@ class Handler(BaseHTTPRequestHandler):
                 piece = bytearray(piece)
                 piece[flip - base_offset - sent] ^= int(f.get("xor", 1)) & 0xFF
             if cut is not None and sent + len(piece) >= cut:
-                self.wfile.write(piece[:cut - sent])
+                self.write_body(piece[:cut - sent])
                 STATE.count("bytes_sent", cut - sent)
                 raise DropConnection()
-            self.wfile.write(piece)
+            self.write_body(piece)
             sent += len(piece)
             if pieces is not None:
                 STATE.count("bytes_sent", len(piece))
+
+    def write_body(self, piece):
+        step = self.pacer.step()
+        if len(piece) <= step and not self.pacer.rate():
+            self.wfile.write(piece)
+            return
+        view = memoryview(piece)
+        for off in range(0, len(view), step):
+            part = view[off:off + step]
+            self.pacer.take(len(part))
+            self.wfile.write(part)
 
     def send_json(self, status, obj, headers=None):
         self.send(status, json.dumps(obj).encode(), headers)
@@ -417,7 +462,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self):
         self.body_started = self.body_done = self.drop_after_handling = self.answer_started = False
-        self.fault = None
+        self.fault = self.kind = None
         url = urlsplit(self.path)
         self.q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         method = self.command
@@ -425,6 +470,7 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 route = self.route(method, url.path)
                 kind, fn, bucket, name = route
+                self.kind = kind
                 STATE.count("%s %s" % (method, kind), sub="requests")
                 STATE.count("requests_total")
                 if kind not in ("control", "token", "metadata-server"):
@@ -960,7 +1006,7 @@ class Handler(BaseHTTPRequestHandler):
             if start > stored:
                 raise HTTPError(400, "chunk starts at %d but only %d bytes are stored"
                                 % (start, stored), "invalid")
-            if s.total is not None and last + 1 > s.total:
+            if s.total is not None and last is not None and last + 1 > s.total:
                 raise HTTPError(400, "chunk ends past the total size", "invalid")
             skip = stored - start
             received = body = 0
@@ -980,7 +1026,15 @@ class Handler(BaseHTTPRequestHandler):
                 s.commit_to(keep)
                 STATE.count("upload_bytes_stored", keep - stored)
                 raise
-            if body != last - start + 1:
+            if last is None:
+                # `bytes A-*/…`: this body runs to the end of the object.
+                if start + body < stored or (s.total is not None and start + body != s.total):
+                    s.commit_to(stored)
+                    raise HTTPError(400, "Content-Range %d-*/%s ends at %d, not at the total size"
+                                    % (start, s.total if s.total is not None else "*", start + body),
+                                    "invalid")
+                s.total = start + body
+            elif body != last - start + 1:
                 s.commit_to(stored)
                 raise HTTPError(400, "Content-Range %d-%d does not match the %d bytes sent"
                                 % (start, last, body), "invalid")
@@ -1032,10 +1086,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send(204)
         elif path == "config" and m == "POST":
             body = self.read_json()
+            limits = limit_config(body)
             with STATE.lock:
                 for k in ("page_size", "token_lifetime"):
                     if k in body:
                         STATE.config[k] = body[k]
+                STATE.config.update(limits)
                 if "require_auth" in body:
                     STATE.require_auth = bool(body["require_auth"])
             self.send_json(200, dict(STATE.config, require_auth=STATE.require_auth))
@@ -1055,6 +1111,36 @@ class Handler(BaseHTTPRequestHandler):
             self.send(204)
         else:
             raise HTTPError(404, "unknown control path", "notFound")
+
+
+def limit_config(body):
+    """The `conn_rate` (bytes a second, a number or a string such as "100M") and
+    `first_byte_latency` (seconds) of a /_fake/config body, checked."""
+    out = {}
+    try:
+        if "conn_rate" in body:
+            out["conn_rate"] = parse_rate(body["conn_rate"] or 0)
+        if "first_byte_latency" in body:
+            out["first_byte_latency"] = float(body["first_byte_latency"] or 0)
+            if not 0 <= out["first_byte_latency"] < 3600:
+                raise ValueError("first_byte_latency out of range")
+    except (TypeError, ValueError) as e:
+        raise HTTPError(400, str(e), "invalid")
+    return out
+
+
+def rate_arg(value):
+    try:
+        return parse_rate(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+
+
+def latency_arg(value):
+    try:
+        return limit_config({"first_byte_latency": value})["first_byte_latency"]
+    except HTTPError as e:
+        raise argparse.ArgumentTypeError(e.message)
 
 
 class Server(ThreadingHTTPServer):
@@ -1094,6 +1180,11 @@ def main():
     p.add_argument("--page-size", type=int, default=0, help="cap on listing page size")
     p.add_argument("--no-md5", action="store_true",
                    help="compute no MD5 (objects look composite: crc32c only); for benchmarks")
+    p.add_argument("--conn-rate", type=rate_arg, default=0, metavar="BYTES_PER_S",
+                   help="cap each connection's request and response bodies at this many bytes a "
+                        "second (100M = 100*10^6; 0, the default, is no cap)")
+    p.add_argument("--first-byte-latency", type=latency_arg, default=0, metavar="SEC",
+                   help="wait this long before the first byte of every response (e.g. 0.03)")
     p.add_argument("--faults", help="JSON file of faults to install at start")
     p.add_argument("--exit-with", type=int, help="exit when this process id is gone")
     p.add_argument("--verbose", action="store_true")
