@@ -89,6 +89,7 @@ enum verdict { V_DONE, V_AGAIN, V_RETRY, V_FAIL, V_WAIT };
 struct slice {
 	long long off, len;
 	uint32_t crc;
+	long long generation; /* a part of a composite upload: the object it became */
 };
 enum op_state { O_READY, O_ACTIVE, O_SLEEPING, O_WAITING, O_FINISHED };
 
@@ -132,6 +133,7 @@ struct op {
 	char *sidecar;	  /* where the parent records sl (NULL: nowhere) */
 	long long saved;  /* a slice: bytes recorded so far */
 	enum verdict now; /* what prepare() decided when it sends no request */
+	int failed_with;  /* a composite upload cleaning up after this errno */
 	/* memory results */
 	char **outbuf;
 	size_t *outlen, max;
@@ -726,7 +728,22 @@ static void op_free(struct op *op)
 
 /* ------------------------------------------------------------------ upload */
 
-enum { U_SIMPLE, U_INIT, U_CHUNK, U_QUERY, U_CHECK };
+/*
+ * A file below the slice threshold goes in one request (U_SIMPLE) or as one
+ * resumable upload (U_INIT, U_CHUNK, U_QUERY). A bigger one is a parallel
+ * composite upload: its parts are uploaded at once as temporary objects
+ * <name>.mtc-parts/<i> (U_PARTS; each part looks first whether an earlier,
+ * killed run left it whole with the same CRC32C, U_PROBE), composed into the
+ * object create-only (U_COMPOSE), and deleted, also when anything failed
+ * (U_CLEAN). U_CHECK looks at what a 412 found.
+ */
+enum { U_SIMPLE, U_INIT, U_CHUNK, U_QUERY, U_CHECK, U_PROBE, U_PARTS, U_COMPOSE, U_CLEAN };
+
+static void spawn_parts(struct op *p);
+static void spawn_part_deletes(struct op *p);
+static char *compose_json(struct op *p);
+static void add_slice(struct op *p, long long off, long long len, uint32_t crc);
+static int crc_of_range(int fd, long long off, long long size, uint32_t *crc);
 
 static char *metadata_json(const char *name, uint32_t crc)
 {
@@ -747,6 +764,29 @@ static int up_prepare(struct op *op, struct req *r)
 	int create_only = !(op->flags & MTC_STORE_REPLACE);
 
 	switch (op->state) {
+	case U_PARTS:
+		spawn_parts(op);
+		op->now = V_WAIT;
+		return 1;
+	case U_CLEAN:
+		spawn_part_deletes(op);
+		op->now = op->pending ? V_WAIT : op->failed_with ? V_FAIL : V_DONE;
+		op->err = op->failed_with;
+		return 1;
+	case U_COMPOSE: {
+		char *b = enc(g->bucket), *n = enc(op->name);
+		r->url = xasprintf("%s/storage/v1/b/%s/o/%s/compose%s", g->base, b, n,
+				   create_only ? "?ifGenerationMatch=0" : "");
+		free(b);
+		free(n);
+		free(op->body);
+		op->body = compose_json(op);
+		add_header(r, "Content-Type: application/json; charset=UTF-8");
+		r->body = op->body;
+		r->body_len = (long long)strlen(op->body);
+		r->method = "POST";
+		break;
+	}
 	case U_SIMPLE:
 		r->url = upload_url(g, "multipart", create_only);
 		add_header(r, "Content-Type: multipart/related; boundary=mtc-part-boundary-7f3a9c2e");
@@ -774,7 +814,7 @@ static int up_prepare(struct op *op, struct req *r)
 		r->url = xstrdup(op->session);
 		add_header(r, "Content-Range: bytes %lld-%lld/%lld", op->done, op->done + len - 1,
 			   op->size);
-		set_put_body(r, op->fd, op->done, len);
+		set_put_body(r, op->fd, op->off + op->done, len);
 		r->method = "PUT";
 		break;
 	}
@@ -785,6 +825,7 @@ static int up_prepare(struct op *op, struct req *r)
 		r->method = "PUT";
 		break;
 	case U_CHECK:
+	case U_PROBE:
 		r->url = object_url(g, op->name, NULL);
 		r->method = "GET";
 		break;
@@ -812,10 +853,77 @@ static enum verdict up_check_stored(struct op *op, struct req *r, const char *wh
 	return V_DONE;
 }
 
+static const char boundary[];
+static void build_multipart(struct op *op, const char *data, size_t len);
+
+/* Uploads afresh: a part's multipart body is read from its range of the file now. */
+static int restart_upload(struct op *op)
+{
+	op->done = 0;
+	op->state = op->size <= SIMPLE_MAX ? U_SIMPLE : U_INIT;
+	if (op->state == U_SIMPLE && !op->body && op->fd >= 0) {
+		char *buf = xmalloc((size_t)op->size + 1);
+		for (long long got = 0; got < op->size;) {
+			ssize_t n = pread(op->fd, buf + got, (size_t)(op->size - got), op->off + got);
+			if (n <= 0) {
+				int e = n < 0 ? errno : EIO;
+				free(buf);
+				return op_fail(op, e, "cannot read a part of '%s': %s", op->name,
+					       n < 0 ? strerror(e) : "file shrank"), -1;
+			}
+			got += n;
+		}
+		build_multipart(op, buf, (size_t)op->size);
+		free(buf);
+	}
+	return 0;
+}
+
+/* The composite upload's own requests: the compose, and the look at what a 412 or 404 found. */
+static enum verdict compose_finish(struct op *op, struct req *r)
+{
+	enum verdict v;
+
+	if (transient(r))
+		return V_RETRY;
+	if (op->state == U_COMPOSE && (r->status == 412 || r->status == 404)) {
+		/* an attempt whose answer was lost made it, or someone else did, or the parts are gone */
+		op->state = U_CHECK;
+		return V_AGAIN;
+	}
+	if (op->state == U_CHECK && r->status == 404) {
+		op->state = U_PARTS; /* neither the object nor its parts: upload them again */
+		return V_RETRY;
+	}
+	if (r->status != 200)
+		v = fail_with(op, r, op->state == U_CHECK ? "cannot check" : "cannot compose");
+	else if ((v = up_check_stored(op, r, "cannot compose")) != V_DONE && op->state == U_CHECK)
+		v = op_fail(op, EEXIST, "object exists '%s'", op->name);
+	op->failed_with = v == V_DONE ? 0 : op->err ? op->err : EIO;
+	op->err = 0;
+	op->state = U_CLEAN;
+	return V_AGAIN;
+}
+
 static enum verdict up_finish(struct op *op, struct req *r)
 {
 	long long before = op->done;
 
+	if (op->sl && (op->state == U_COMPOSE || op->state == U_CHECK))
+		return compose_finish(op, r);
+	if (op->state == U_PROBE && !transient(r)) {
+		if (r->status == 404)
+			return restart_upload(op) < 0 ? V_FAIL : V_AGAIN;
+		if (r->status != 200)
+			return fail_with(op, r, "cannot check");
+		if (up_check_stored(op, r, "cannot reuse") != V_DONE) {
+			op->err = EEXIST; /* a leftover of other bytes: the cleanup removes it */
+			return V_FAIL;
+		}
+		mtc_debug("'%s': an earlier run uploaded this part; reusing it", op->name);
+		mtc_store_progress_add(op->s, op->size);
+		return V_DONE;
+	}
 	if (transient(r)) {
 		if (op->state == U_CHUNK)
 			op->state = U_QUERY;
@@ -831,11 +939,8 @@ static enum verdict up_finish(struct op *op, struct req *r)
 	}
 	switch (op->state) {
 	case U_CHECK:
-		if (r->status == 404) {
-			op->state = op->size <= SIMPLE_MAX ? U_SIMPLE : U_INIT;
-			op->done = 0;
-			return V_RETRY;
-		}
+		if (r->status == 404)
+			return restart_upload(op) < 0 ? V_FAIL : V_RETRY;
 		if (r->status != 200)
 			return fail_with(op, r, "cannot check");
 		if (up_check_stored(op, r, "cannot upload") == V_DONE)
@@ -884,11 +989,85 @@ static enum verdict up_finish(struct op *op, struct req *r)
 	return V_FAIL;
 }
 
+/* A part or a part's delete is over; the last one moves the composite upload on. */
+static void notify_parent(struct op *op)
+{
+	struct op *p = op->parent;
+
+	if (op->err && p->state == U_PARTS && !p->child_err) {
+		p->child_err = op->err;
+		snprintf(p->lasterr, sizeof p->lasterr, "%s", op->lasterr);
+	} else if (op->err && p->state == U_CLEAN) {
+		mtc_warn("cannot remove a temporary part: %s", op->lasterr);
+	}
+	if (p->state == U_PARTS && !op->err)
+		p->sl[op->slot].generation = op->generation;
+	if (--p->pending)
+		return;
+	if (p->state == U_PARTS) {
+		p->state = p->child_err ? U_CLEAN : U_COMPOSE;
+		p->failed_with = p->child_err;
+		p->child_err = 0;
+		settle(p->g->engine, p, V_AGAIN);
+	} else {
+		p->err = p->failed_with;
+		settle(p->g->engine, p, p->failed_with ? V_FAIL : V_DONE);
+	}
+}
+
+static char *part_name(const struct op *p, size_t i)
+{
+	return xasprintf("%s.mtc-parts/%02zu", p->name, i);
+}
+
+static const struct op_type upload_type;
+
+static void spawn_parts(struct op *p)
+{
+	for (size_t i = 0; i < p->n_sl; i++) {
+		struct op *c = op_new(p->s, &upload_type);
+		c->parent = p;
+		c->name = part_name(p, i);
+		c->slot = i;
+		c->off = p->sl[i].off;
+		c->size = p->sl[i].len;
+		c->crc = p->sl[i].crc;
+		c->fd = dup(p->fd);
+		c->state = U_PROBE;
+		p->pending++;
+		engine_add(p->g->engine, c);
+	}
+}
+
+static char *compose_json(struct op *p)
+{
+	json_t *src = json_array(), *j;
+	char *text;
+
+	for (size_t i = 0; i < p->n_sl; i++) {
+		char *name = part_name(p, i), gen[32];
+		snprintf(gen, sizeof gen, "%lld", p->sl[i].generation);
+		json_array_append_new(src, json_pack("{s:s, s:s, s:{s:s}}", "name", name, "generation",
+						     gen, "objectPreconditions", "ifGenerationMatch",
+						     gen));
+		free(name);
+	}
+	j = json_pack("{s:o, s:{s:s}}", "sourceObjects", src, "destination", "contentType",
+		      "application/octet-stream");
+	text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return text;
+}
+
 static void up_complete(struct op *op)
 {
 	if (op->fd >= 0) {
 		close(op->fd);
 		op->fd = -1;
+	}
+	if (op->parent) {
+		notify_parent(op);
+		return;
 	}
 	if (op->x) {
 		op->x->size = op->err ? 0 : op->size;
@@ -899,6 +1078,7 @@ static void up_complete(struct op *op)
 static const struct op_type upload_type = { up_prepare, up_finish, up_complete };
 
 static const char boundary[] = "mtc-part-boundary-7f3a9c2e";
+
 
 static void build_multipart(struct op *op, const char *data, size_t len)
 {
@@ -934,6 +1114,24 @@ static int up_setup_file(struct op *op, const char *path)
 		return -1;
 	}
 	op->size = st.st_size;
+	if (op->size >= op->g->threshold && op->g->slices > 1) {
+		/* a composite upload: each part's CRC32C, and the whole's from them */
+		long long len = (op->size + op->g->slices - 1) / op->g->slices;
+		op->crc = 0;
+		for (long long off = 0; off < op->size; off += len) {
+			long long n = op->size - off < len ? op->size - off : len;
+			uint32_t crc;
+			if (crc_of_range(op->fd, off, n, &crc) < 0) {
+				e = errno;
+				op_fail(op, e, "cannot read '%s': %s", path, strerror(e));
+				return -1;
+			}
+			add_slice(op, off, n, crc);
+			op->crc = mtc_crc32c_combine(op->crc, crc, (uint64_t)n);
+		}
+		op->state = U_PARTS;
+		return 0;
+	}
 	buf = xmalloc(op->size <= SIMPLE_MAX ? (size_t)op->size + 1 : 8 << 20);
 	op->crc = 0;
 	for (long long off = 0; off < op->size;) {
@@ -1096,7 +1294,7 @@ static void tidy_slices(struct op *p)
 static void add_slice(struct op *p, long long off, long long len, uint32_t crc)
 {
 	p->sl = xrealloc(p->sl, (p->n_sl + 1) * sizeof *p->sl);
-	p->sl[p->n_sl++] = (struct slice){ off, len, crc };
+	p->sl[p->n_sl++] = (struct slice){ off, len, crc, 0 };
 }
 
 static void spawn_slice(struct op *p, long long off, long long len)
@@ -1650,7 +1848,27 @@ static enum verdict small_finish(struct op *op, struct req *r)
 	return V_FAIL;
 }
 
-static const struct op_type small_type = { small_prepare, small_finish, NULL };
+static void small_complete(struct op *op)
+{
+	if (op->parent)
+		notify_parent(op);
+}
+
+static const struct op_type small_type = { small_prepare, small_finish, small_complete };
+
+/* Deletes a composite upload's parts; one already gone is done. */
+static void spawn_part_deletes(struct op *p)
+{
+	for (size_t i = 0; i < p->n_sl; i++) {
+		struct op *c = op_new(p->s, &small_type);
+		c->parent = p;
+		c->name = part_name(p, i);
+		c->state = K_DELETE;
+		c->flags = GONE_IS_DONE;
+		p->pending++;
+		engine_add(p->g->engine, c);
+	}
+}
 
 static int run_small(struct mtc_store *s, struct op *op)
 {

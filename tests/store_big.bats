@@ -89,3 +89,62 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	[ "$second" -lt $((8 << 20)) ]
 	assert_file_not_exists "$WORK/stage/.slices/d/f"
 }
+
+@test "gs://: a big file goes up as parts composed create-only; no part is left, and the object has a crc32c but no md5" {
+	make_data "$WORK/f" $((5 << 20)) up
+	fakegcs_start
+	run "$STORE" gs://bkt put p/f "$WORK/f"
+	assert_success
+	assert_equal "$(fakegcs_stat 'requests.POST compose')" 1
+	run "$STORE" gs://bkt list ""
+	assert_output "p/f 5242880"
+	TEST_SLICE_THRESHOLD=1G "$STORE" gs://bkt get p/f "$WORK/back"
+	cmp "$WORK/f" "$WORK/back"
+	run curl -fsS "$FAKEGCS_URL/storage/v1/b/bkt/o/p%2Ff"
+	assert_success
+	[[ "$output" == *'"crc32c"'* && "$output" != *md5Hash* ]]
+	# create-only: other bytes under the same name are refused, and leave no part behind
+	make_data "$WORK/g" $((5 << 20)) other
+	run "$STORE" gs://bkt put p/f "$WORK/g"
+	assert_equal "$status" 6
+	run "$STORE" gs://bkt list ""
+	assert_output "p/f 5242880"
+}
+
+@test "gs://: a part that fails leaves neither the object nor any part" {
+	make_data "$WORK/f" $((5 << 20)) fail
+	fakegcs_start
+	fakegcs_fault '{"kind": "metadata", "object": "p/f.mtc-parts/02", "action": "status", "status": 403}'
+	run "$STORE" gs://bkt put p/f "$WORK/f"
+	assert_failure
+	assert_output --partial "mtc-parts/02"
+	run "$STORE" gs://bkt list ""
+	assert_output ""
+}
+
+@test "gs://: a killed composite upload reuses the parts it finished" {
+	make_data "$WORK/f" $((8 << 20)) killed
+	fakegcs_start
+	fakegcs_fault '{"kind": "metadata", "object": "p/f.mtc-parts/03", "action": "delay", "seconds": 20}'
+	"$STORE" gs://bkt put p/f "$WORK/f" &
+	GETTER=$!
+	for ((i = 0; i < 100; i++)); do
+		[ "$(fakegcs_stat 'requests.POST upload-multipart')" -ge 3 ] && break
+		sleep 0.05
+	done
+	sleep 0.3
+	kill -9 "$GETTER"
+	wait "$GETTER" 2>/dev/null || true
+	GETTER=
+	fakegcs_ctl DELETE faults >/dev/null
+	run "$STORE" gs://bkt list p/f.mtc-parts/
+	assert_equal "${#lines[@]}" 3
+	fakegcs_ctl DELETE stats >/dev/null
+	run "$STORE" gs://bkt put p/f "$WORK/f"
+	assert_success
+	assert_equal "$(fakegcs_stat 'requests.POST upload-multipart')" 1 # only the part that was missing
+	run "$STORE" gs://bkt list ""
+	assert_output "p/f 8388608"
+	TEST_SLICE_THRESHOLD=1G "$STORE" gs://bkt get p/f "$WORK/back"
+	cmp "$WORK/f" "$WORK/back"
+}
