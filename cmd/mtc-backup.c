@@ -41,6 +41,9 @@
 
 static char *dir, *config_file, *step_text, *location, *name_opt, *token_file;
 static int parallel, threads, no_verify, no_progress, json, stall_s = 300;
+static char *slice_threshold_text;
+static long long slice_threshold;
+static int slices;
 
 struct meta {
 	char *file;
@@ -340,7 +343,10 @@ static int wait_whole(struct mtc_store *s, const char *prefix, const char *hash)
 static int run(const struct mtc_config *cfg, long long step)
 {
 	struct meta *metas = xcalloc((size_t)cfg->workers_per_node, sizeof *metas);
-	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_store_options opt = { .token_file = token_file,
+					 .parallel = parallel,
+					 .slice_threshold = slice_threshold,
+					 .slices = slices };
 	struct mtc_store *s = NULL;
 	struct mtc_tree t = { 0 };
 	char name[17], err[512], *prefix = NULL;
@@ -497,6 +503,8 @@ int main(int argc, const char **argv)
 		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
+		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0, "on gs://: upload a file at least this big as parallel parts composed into one object (default 64M)", "SIZE" },
+		{ "slices", '\0', POPT_ARG_INT, &slices, 0, "parts of one such file (default 16, at most 32; 1: one stream)", "N" },
 		{ "no-verify", '\0', POPT_ARG_NONE, &no_verify, 0, "do not check the data against its name, and upload no manifest", NULL },
 		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal", NULL },
 		{ "stall-timeout", '\0', POPT_ARG_INT, &stall_s, 0, "give up waiting for data another node uploads after it has not grown this long (default 300)", "SECONDS" },
@@ -533,6 +541,15 @@ int main(int argc, const char **argv)
 	}
 	if (parallel < 0 || threads < 0 || stall_s <= 0) {
 		mtc_usage_error("--parallel, --threads and --stall-timeout take a positive number");
+		goto out;
+	}
+	if (slice_threshold_text && (mtc_store_parse_size(slice_threshold_text, &slice_threshold) < 0 ||
+				     slice_threshold == 0)) {
+		mtc_usage_error("--slice-threshold takes a size such as 64M, not '%s'", slice_threshold_text);
+		goto out;
+	}
+	if (slices < 0 || slices > MTC_STORE_SLICES_MAX) {
+		mtc_usage_error("--slices takes 1 to %d", MTC_STORE_SLICES_MAX);
 		goto out;
 	}
 	if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {

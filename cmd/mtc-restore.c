@@ -58,6 +58,9 @@ enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };
 static char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file,
 	*rank_text, *job_opt, *name_opt, *layout = "step";
 static int parallel, threads, force, json_out, no_progress, verify_only;
+static char *slice_threshold_text;
+static long long slice_threshold;
+static int slices;
 static char *dir, *config_file, *backup, *coordinator_url, *address, *peer_token_file;
 static int standalone;
 static double timeout_s, heartbeat_s;
@@ -70,7 +73,10 @@ struct wanted {
 
 static struct mtc_store *open_store(const char *url)
 {
-	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_store_options opt = { .token_file = token_file,
+					 .parallel = parallel,
+					 .slice_threshold = slice_threshold,
+					 .slices = slices };
 	struct mtc_store *s;
 	char err[512];
 
@@ -642,7 +648,10 @@ out:
 /* The job's backup root (lib/backup_location.h); NULL with *rc set after an error. */
 static struct mtc_store *open_job(const char *location, const char *job, int *rc)
 {
-	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_store_options opt = { .token_file = token_file,
+					 .parallel = parallel,
+					 .slice_threshold = slice_threshold,
+					 .slices = slices };
 	struct mtc_store *s;
 	char err[768];
 
@@ -713,7 +722,10 @@ static int state_exit(enum mtc_backup_state st)
 /* --verify: every byte of the backup against its manifests and names; nothing is written. */
 static int verify_backup(struct mtc_store *s, const char *name)
 {
-	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_store_options opt = { .token_file = token_file,
+					 .parallel = parallel,
+					 .slice_threshold = slice_threshold,
+					 .slices = slices };
 	struct mtc_backup_info info;
 	struct mtc_verify_stats st = { 0 };
 	struct mtc_progress *bar;
@@ -922,6 +934,8 @@ int main(int argc, const char **argv)
 		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
+		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0, "with --from on gs://: fetch a file at least this big as parallel ranged GETs (default 64M)", "SIZE" },
+		{ "slices", '\0', POPT_ARG_INT, &slices, 0, "ranged GETs of one such file (default 16, at most 32; 1: one stream)", "N" },
 		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal", NULL },
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "restore this node's local dir (cluster mode)", "DIR" },
 		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "the accepted config (JSON, - for stdin)", "CFG" },
@@ -991,6 +1005,19 @@ int main(int argc, const char **argv)
 	}
 	if (parallel < 0 || threads < 0) {
 		mtc_usage_error("--parallel and --threads take a positive number");
+		goto out;
+	}
+	if (mode != MODE_FROM && (slice_threshold_text || slices)) {
+		mtc_usage_error("--slice-threshold and --slices go with --from");
+		goto out;
+	}
+	if (slice_threshold_text && (mtc_store_parse_size(slice_threshold_text, &slice_threshold) < 0 ||
+				     slice_threshold == 0)) {
+		mtc_usage_error("--slice-threshold takes a size such as 64M, not '%s'", slice_threshold_text);
+		goto out;
+	}
+	if (slices < 0 || slices > MTC_STORE_SLICES_MAX) {
+		mtc_usage_error("--slices takes 1 to %d", MTC_STORE_SLICES_MAX);
 		goto out;
 	}
 	switch (mode) {

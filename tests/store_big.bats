@@ -4,6 +4,7 @@
 
 load helpers
 load fakegcs/fakegcs
+load backup
 
 setup() {
 	WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtc-store-big.XXXXXX")
@@ -147,4 +148,25 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	assert_output "p/f 8388608"
 	TEST_SLICE_THRESHOLD=1G "$STORE" gs://bkt get p/f "$WORK/back"
 	cmp "$WORK/f" "$WORK/back"
+}
+
+@test "mtc-backup and mtc-restore --from move a step's big file as parts and slices" {
+	fakegcs_start
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/n0" job 3 0 big $((6 << 20)))
+	run mtc-backup --dir "$WORK/n0" --config "$WORK/cfg" --step 3 --to gs://bkt --name 2025-01-01_00-00 \
+		--slice-threshold 2M --slices 4
+	assert_success
+	assert_equal "$(fakegcs_stat 'requests.POST compose')" 1
+	run "$STORE" gs://bkt list job/
+	refute_output --partial mtc-parts
+	fakegcs_ctl DELETE stats >/dev/null
+	run mtc-restore --from gs://bkt --job job --name 2025-01-01_00-00 --layout hash --out "$WORK/out" \
+		--slice-threshold 2MiB --slices 4
+	assert_success
+	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+	[ "$(fakegcs_stat 'requests.GET download')" -ge 5 ]
+	run mtc-restore --from gs://bkt --job job --name 2025-01-01_00-00 --out "$WORK/out2" --slice-threshold 2X
+	assert_equal "$status" 2
+	assert_output --partial "--slice-threshold takes a size"
 }
