@@ -13,12 +13,12 @@ _mtc_backup()
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
 	--name|-n)
 		COMPREPLY=($(compgen -W "$(date -u +%Y-%m-%d_%H-%M)" -- "$cur")); return ;;
-	--step|-s|--parallel|-j|--threads|--stall-timeout)
+	--step|-s|--parallel|-j|--threads|--slice-threshold|--slices|--stall-timeout)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--dir --config --step --to --name --gcs-token-file --parallel
-			--threads --no-verify --no-progress --stall-timeout --json --verbose --quiet --log-format --version --help --usage' -- "$cur"))
+			--threads --slice-threshold --slices --no-verify --no-progress --stall-timeout --json --verbose --quiet --log-format --version --help --usage' -- "$cur"))
 	fi
 }
 complete -F _mtc_backup mtc-backup

@@ -15,12 +15,12 @@ _mtc_restore()
 		COMPREPLY=($(compgen -W 'step hash' -- "$cur")); return ;;
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
-	--rank|-r|--parallel|-j|--threads|--coordinator-url|--address|--timeout|--heartbeat|--job|--name|-n)
+	--rank|-r|--parallel|-j|--threads|--slice-threshold|--slices|--coordinator-url|--address|--timeout|--heartbeat|--job|--name|-n)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--from --job --name --rank --out --layout --archive --compress --verify --json --pin --unpin
-			--force --gcs-token-file --parallel --threads --no-progress
+			--force --gcs-token-file --parallel --threads --slice-threshold --slices --no-progress
 			--dir --config --backup --coordinator-url --standalone --address --peer-token-file
 			--timeout --heartbeat --verbose --quiet --log-format
 			--version --help --usage' -- "$cur"))
