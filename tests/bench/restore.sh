@@ -20,45 +20,87 @@ s = [socket.socket() for _ in range(3)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(" ".join(str(x.getsockname()[1]) for x in s))'))
 
-# --- 1. 2 GiB from a peer, as one object and as 8 workers' objects (fetched 4 at a time)
+# --- 1. 2 GiB from a peer, as one object and as 8 workers' objects (fetched 4 at a time),
+# best of MTC_BENCH_RUNS (default 4) side by side with `mtc-replicate fetch` of the same
+# objects from the same daemon, each run from a fresh copy; the spread is (worst - best) / best.
+runs=${MTC_BENCH_RUNS:-4}
+now() { date +%s.%N; }
+
+# serve_pair: both nodes' daemons on fresh copies of the template; rank 0 coordinates
+serve_pair() {
+	rm -rf "$W/n0" "$W/n1" && cp -r "$W/t0" "$W/n0" && mkdir -p "$W/n1"
+	mtc-replicate serve --dir "$W/n0" --listen "127.0.0.1:${ports[0]}" --coordinator --nodes 2 >/dev/null &
+	s0=$!
+	mtc-replicate serve --dir "$W/n1" --listen "127.0.0.1:${ports[1]}" >/dev/null &
+	s1=$!
+	pids+=($s0 $s1)
+	for _ in $(seq 50); do
+		curl -sf "http://127.0.0.1:${ports[0]}/healthz" >/dev/null &&
+			curl -sf "http://127.0.0.1:${ports[1]}/healthz" >/dev/null && return
+		sleep 0.1
+	done
+}
+stop_pair() { kill $s0 $s1 2>/dev/null || true; wait $s0 $s1 2>/dev/null || true; }
+
+time_restore() {
+	local coord=http://127.0.0.1:${ports[0]} t0 t1 p0
+	serve_pair
+	mtc-restore --dir "$W/n0" --config "$W/c0.json" --coordinator-url "$coord" --address "$coord" >/dev/null &
+	p0=$!
+	t0=$(now)
+	mtc-restore --dir "$W/n1" --config "$W/c1.json" --coordinator-url "$coord" \
+		--address "http://127.0.0.1:${ports[1]}" >"$W/r1.json"
+	t1=$(now)
+	wait $p0 || true
+	restore+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+	stop_pair
+}
+
+time_fetch() {
+	local t0 t1
+	serve_pair
+	rm -rf "$W/f1" && mkdir -p "$W/f1"
+	t0=$(now)
+	mtc-replicate fetch --dir "$W/f1" --from "http://127.0.0.1:${ports[0]}" "${hashes[@]}" >/dev/null
+	t1=$(now)
+	fetch+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+	stop_pair
+	rm -rf "$W/f1"
+}
+
 # peer_restore WORKERS: node 1's GiB in WORKERS objects live only on node 0; node 1 fetches them
 peer_restore() {
 	local w=$1 r k size h
-	mkdir -p "$W/n0" "$W/n1"
+	restore=() fetch=() hashes=()
+	rm -rf "$W/t0" && mkdir -p "$W/t0"
 	for r in 0 1; do
 		echo "{\"job-name\":\"b\",\"framework\":\"orbax\",\"node-rank\":$r,\"nodes\":2,\"peer-ranks\":[$((1 - r))],\"backup-interval-minutes\":30,\"workers-per-node\":$w}" >"$W/c$r.json"
-	done
-	for r in 0 1; do
 		for ((k = 0; k < w; k++)); do
 			if [ "$r" = 1 ]; then size=$(((gib << 30) / w)); else size=$((1 << 20)); fi
 			head -c "$size" /dev/urandom >"$W/f"
 			h=$(mtc-replicate digest "$W/f" | cut -d' ' -f1)
-			mv "$W/f" "$W/n0/$h.data"
-			printf %s "$h" >"$W/n0/b-s1-n$r-w$k.meta"
+			mv "$W/f" "$W/t0/$h.data"
+			printf %s "$h" >"$W/t0/b-s1-n$r-w$k.meta"
+			[ "$r" = 1 ] && hashes+=(--hash "$h")
 		done
 	done
-	mtc-replicate serve --dir "$W/n0" --listen "127.0.0.1:${ports[0]}" --coordinator --nodes 2 >/dev/null &
-	local s0=$!
-	mtc-replicate serve --dir "$W/n1" --listen "127.0.0.1:${ports[1]}" >/dev/null &
-	local s1=$!
-	pids+=($s0 $s1)
-	sleep 0.5
-	local coord=http://127.0.0.1:${ports[0]}
-	mtc-restore --dir "$W/n0" --config "$W/c0.json" --coordinator-url "$coord" --address "$coord" >/dev/null &
-	local p0=$!
-	local t0 t1 bytes
-	t0=$(date +%s.%N)
-	mtc-restore --dir "$W/n1" --config "$W/c1.json" --coordinator-url "$coord" \
-		--address "http://127.0.0.1:${ports[1]}" >"$W/r1.json"
-	t1=$(date +%s.%N)
-	wait $p0 || true
-	bytes=$(sed -n 's/.*"bytes":\([0-9]*\).*/\1/p' "$W/r1.json")
-	python3 -c "
-b=$bytes; s=$t1-$t0
-print(f'restore from a peer, $w object(s): {b/2**30:.2f} GiB in {s:.2f} s = {b/2**20/s:.0f} MiB/s (fetch, verify, barrier, markers)')"
-	kill $s0 $s1 2>/dev/null || true
-	wait $s0 $s1 2>/dev/null || true
-	rm -rf "$W/n0" "$W/n1"
+	for i in $(seq "$runs"); do
+		# the order alternates: the first to fill fresh tmpfs pages pays for them
+		if [ $((i % 2)) = 1 ]; then time_restore; time_fetch; else time_fetch; time_restore; fi
+	done
+	python3 - "$gib" "$w" "${restore[*]}" "${fetch[*]}" <<'PY'
+import sys
+gib, w = int(sys.argv[1]), int(sys.argv[2])
+r, f = [float(x) for x in sys.argv[3].split()], [float(x) for x in sys.argv[4].split()]
+def line(name, t):
+    b = min(t)
+    print(f"  {name:<34} best {b:6.2f} s {gib * 1024 / b:6.0f} MiB/s   spread {(max(t) - b) / b * 100:4.0f}% over {len(t)}")
+print(f"restore from a peer, {w} object(s), {gib} GiB:")
+line("mtc-restore (plan, fetch, verify)", r)
+line("mtc-replicate fetch, same bytes", f)
+print(f"  restore / fetch speed: {min(f) / min(r):.2f}x (target >= 0.9x)")
+PY
+	rm -rf "$W/t0" "$W/n0" "$W/n1" "$W/f1"
 }
 peer_restore 1
 peer_restore 8

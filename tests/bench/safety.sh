@@ -1,0 +1,82 @@
+#!/bin/sh
+# Time to safety on loopback: from the framework's rename of a step into the local
+# dir to "committed and on its peer" (mtc-replicate run --json, to-peers), against a
+# bare push of the same, already committed step to a fresh peer in the same run.
+# The peer's daemon is rank 1's and coordinates (rank 1 itself never reports).
+# Best of MTC_BENCH_RUNS (default 3) each.
+#   tests/bench/safety.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 2048)
+set -eu
+build=${1:-build/release}
+bin=$(cd "$build/bin" && pwd)
+mb=${MTC_BENCH_MB:-2048}
+runs=${MTC_BENCH_RUNS:-3}
+root=$(mktemp -d /dev/shm/mtc-bench-safety.XXXXXX)
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$root"
+}
+trap cleanup EXIT INT TERM
+
+now() { date +%s.%N; }
+port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# a fresh peer daemon on $root/peer; sets PEER
+peer() {
+	for p in $pids; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	rm -rf "$root/peer" && mkdir -p "$root/peer"
+	pt=$(port)
+	"$bin/mtc-replicate" serve --dir "$root/peer" --listen "127.0.0.1:$pt" --coordinator --nodes 2 >/dev/null 2>&1 &
+	pids=$!
+	PEER=http://127.0.0.1:$pt
+	for _ in $(seq 50); do curl -sf "$PEER/healthz" >/dev/null && return; sleep 0.1; done
+	echo "the peer daemon did not start" >&2
+	exit 1
+}
+
+# the step, as the framework leaves it before its final rename: three shards and many files
+shard=$((mb * 1024 * 1024 * 15 / 16 / 3))
+small=$((mb * 1024 / 16 / 64))
+mkdir -p "$root/proto/small"
+for i in 0 1 2; do head -c "$shard" /dev/urandom >"$root/proto/shard-$i"; done
+head -c $((small * 65536)) /dev/urandom | split -b 65536 -a 5 - "$root/proto/small/f-"
+: >"$root/proto/commit_success.txt"
+printf '{"job-name":"bench","framework":"orbax","node-rank":0,"nodes":2,"peer-ranks":[1],"backup-interval-minutes":30}\n' >"$root/cfg.json"
+echo "# time-to-safety bench: $mb MiB step, $(nproc) CPUs, best of $runs"
+
+best_push=""
+mkdir -p "$root/committed"
+cp -r "$root/proto" "$root/committed/1"
+"$bin/mtc-replicate" commit --dir "$root/committed" --config "$root/cfg.json" >/dev/null
+for _ in $(seq "$runs"); do
+	peer
+	s=$(now)
+	"$bin/mtc-replicate" push --dir "$root/committed" --config "$root/cfg.json" --step 1 --peer "$PEER" >/dev/null
+	e=$(now)
+	best_push=$(awk -v s="$s" -v e="$e" -v b="$best_push" 'BEGIN { t = e - s; print (b == "" || t < b) ? t : b }')
+done
+
+best_safe=""
+for _ in $(seq "$runs"); do
+	peer
+	printf 'http://127.0.0.1:9\n%s\n' "$PEER" >"$root/peers" # rank 0 (this node), rank 1
+	rm -rf "$root/local" "$root/stage" && mkdir -p "$root/local" "$root/stage"
+	cp -r "$root/proto" "$root/stage/1"
+	"$bin/mtc-replicate" run --dir "$root/local" --config "$root/cfg.json" --peers-file "$root/peers" \
+		--coordinator-url "$PEER" --timeout 120 --json >"$root/run.out" 2>"$root/run.err" &
+	run=$!
+	sleep 1
+	mv "$root/stage/1" "$root/local/1"
+	for _ in $(seq 1200); do grep -q '"to-peers"' "$root/run.out" && break; sleep 0.1; done
+	kill "$run" 2>/dev/null || true
+	wait "$run" 2>/dev/null || true
+	t=$(sed -n 's/.*"to-peers":\([0-9.]*\).*/\1/p' "$root/run.out" | head -1)
+	[ -n "$t" ] || { echo "no time-to-safety line:" >&2; tail -5 "$root/run.err" >&2; exit 1; }
+	best_safe=$(awk -v t="$t" -v b="$best_safe" 'BEGIN { print (b == "" || t < b) ? t : b }')
+done
+
+awk -v p="$best_push" -v s="$best_safe" -v mb="$mb" 'BEGIN {
+	printf "%-44s %7.2f s %8.0f MiB/s\n", "bare push of the committed step", p, mb / p
+	printf "%-44s %7.2f s %8.0f MiB/s\n", "time to safety (rename -> on its peer)", s, mb / s
+	printf "time to safety / push: %.2fx (target <= 1.3x)\n", s / p
+}'
