@@ -234,6 +234,7 @@ backup-interval-minutes: 30'
 	json_of 0 cat "$W/run.out"
 	jq -e 'select(.step == 300) | .["to-commit"] >= 0 and .["to-peers"] > .["to-commit"] and .["to-peers"] < 8' "$W/run.out"
 	ls "$W/peer"/job-s300-n0-w0.meta
+	for _ in $(seq 30); do curl -sf "$LOCAL/metrics" | grep -q '^mtc_step_seconds_to_peers_count 1$' && break; sleep 0.1; done
 	run curl -sf "$LOCAL/metrics"
 	assert_line 'mtc_step_seconds_to_commit_count 1'
 	assert_line 'mtc_step_seconds_to_peers_count 1'
