@@ -555,20 +555,20 @@ static int gather(void)
 					     peers[i].rank, nodes);
 			goto out;
 		}
-	inv = json_pack("{s:s?, s:i, s:i}", "job-name", job, "nodes", nodes, "workers-per-node",
-			workers);
-	if (have_cfg && cfg.data_parallelism > 1)
-		json_object_set_new(inv, "assume-data-parallelism",
-				    json_integer(cfg.data_parallelism));
-	if (have_cfg && cfg.peers_per_node > 0)
-		json_object_set_new(inv, "peers-per-node", json_integer(cfg.peers_per_node));
-	ranks = json_array();
+	inv = mtc_lkg_inventory_head(job, nodes, workers, have_cfg ? cfg.data_parallelism : 0,
+				     have_cfg ? cfg.peers_per_node : 0);
+	ranks = json_object_get(inv, "ranks");
 	json_array_append_new(ranks, mtc_lkg_rank_entry(&invs[0], local, NULL, job));
+	if (have_cfg && cfg.peer_ranks) {
+		json_t *given = json_array();
+		for (int i = 0; i < cfg.n_peer_ranks; i++)
+			json_array_append_new(given, json_integer(cfg.peer_ranks[i]));
+		json_object_set_new(json_array_get(ranks, 0), "peer-ranks", given);
+	}
 	for (int i = 0; i < n_peers; i++)
 		if (got[i + 1])
 			json_array_append_new(ranks, mtc_lkg_rank_entry(&invs[i + 1], peers[i].rank,
 									 peers[i].url, job));
-	json_object_set_new(inv, "ranks", ranks);
 	if (backups_root) {
 		if (!(plan = mtc_lkg_plan(inv, err, sizeof err))) {
 			mtc_error("cannot plan: %s", err);

@@ -130,16 +130,15 @@ static json_t *standalone_plan(struct ctx *x, json_t *report, char *err, size_t 
 {
 	json_t *inv, *rank, *plan, *view, *v;
 
-	inv = json_pack("{s:s, s:i, s:i, s:[]}", "job-name", x->cfg->job_name, "nodes",
-			x->cfg->nodes, "workers-per-node", x->cfg->workers_per_node, "ranks");
-	if (mtc_config_replicas(x->cfg) > 1)
-		json_object_set_new(inv, "assume-data-parallelism",
-				    json_integer(mtc_config_replicas(x->cfg)));
+	inv = mtc_lkg_inventory_head(x->cfg->job_name, x->cfg->nodes, x->cfg->workers_per_node,
+				     x->cfg->data_parallelism, x->cfg->peers_per_node);
 	rank = json_pack("{s:i, s:O, s:O}", "node-rank", x->cfg->node_rank, "meta-files",
 			 json_object_get(report, "meta-files"), "data-files",
 			 json_object_get(report, "data-files"));
 	if ((v = json_object_get(report, "address")))
 		json_object_set(rank, "node-address", v);
+	if ((v = json_object_get(json_object_get(report, "config"), "peer-ranks")) && json_is_array(v))
+		json_object_set(rank, "peer-ranks", v);
 	json_array_append_new(json_object_get(inv, "ranks"), rank);
 	if ((v = json_object_get(report, "backups")))
 		json_object_set(inv, "backups", v);

@@ -14,6 +14,7 @@
 
 #include "fsutil.h"
 #include "lkg.h"
+#include "lkg_inventory.h"
 #include "log.h"
 #include "metrics.h"
 #include "naming.h"
@@ -219,15 +220,10 @@ static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *er
 		json_decref(ranks);
 		return NULL;
 	}
-	inv = json_pack("{s:O, s:i, s:I}", "job-name", json_object_get(cfg, "job-name"), "nodes",
-			c->o.nodes, "workers-per-node",
-			(json_int_t)cfg_int(cfg, "workers-per-node", 1));
-	if (cfg_int(cfg, "assume-data-parallelism", -1) > 1)
-		json_object_set_new(inv, "assume-data-parallelism",
-				    json_integer(cfg_int(cfg, "assume-data-parallelism", 1)));
-	if (cfg_int(cfg, "peers-per-node", -1) > 0)
-		json_object_set_new(inv, "peers-per-node",
-				    json_integer(cfg_int(cfg, "peers-per-node", 1)));
+	inv = mtc_lkg_inventory_head(json_string_value(json_object_get(cfg, "job-name")), c->o.nodes,
+				     (int)cfg_int(cfg, "workers-per-node", 1),
+				     (int)cfg_int(cfg, "assume-data-parallelism", 0),
+				     (int)cfg_int(cfg, "peers-per-node", 0));
 	for (int r = 0; r < c->o.nodes; r++) {
 		json_t *rep = rd->s[r].report, *rc = json_object_get(rep, "config"),
 		       *o = json_pack("{s:i}", "node-rank", r), *v;
@@ -243,7 +239,7 @@ static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *er
 		if (!version && json_is_string(v = json_object_get(rep, "restore-version")))
 			version = v;
 	}
-	json_object_set_new(inv, "ranks", ranks);
+	json_object_set_new(inv, "ranks", ranks); /* replaces the head's empty one */
 	if (backups)
 		json_object_set(inv, "backups", backups);
 	if (version)

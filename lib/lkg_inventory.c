@@ -46,3 +46,16 @@ json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, i
 	mtc_backup_info_free(&info);
 	return json_pack("{s:s, s:o, s:o}", "name", name, "meta-files", metas, "data-files", data);
 }
+
+json_t *mtc_lkg_inventory_head(const char *job, int nodes, int workers, int data_parallelism,
+			       int peers_per_node)
+{
+	json_t *inv = json_pack("{s:s?, s:i, s:i}", "job-name", job, "nodes", nodes,
+				"workers-per-node", workers);
+	if (data_parallelism > 1)
+		json_object_set_new(inv, "assume-data-parallelism", json_integer(data_parallelism));
+	if (peers_per_node > 0)
+		json_object_set_new(inv, "peers-per-node", json_integer(peers_per_node));
+	json_object_set_new(inv, "ranks", json_array());
+	return inv;
+}

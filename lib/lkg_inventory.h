@@ -13,6 +13,16 @@
  */
 
 /*
+ * The head of an LKG inventory, the one place that decides what a plan
+ * sees of the job: {"job-name" (omitted when NULL), "nodes",
+ * "workers-per-node", "assume-data-parallelism" (when > 1), "peers-per-node"
+ * (when > 0), "ranks": []}. The coordinator, a standalone restore and
+ * mtc-lkg --dir build theirs with it, so a preview plans as a restart does.
+ */
+json_t *mtc_lkg_inventory_head(const char *job, int nodes, int workers, int data_parallelism,
+			       int peers_per_node);
+
+/*
  * {"node-rank", "node-address", "meta-files": [[step, node, worker, hash], …],
  *  "data-files": [hash, …]} for one rank; only the metas of job (every meta
  * when job is NULL); address may be NULL.
