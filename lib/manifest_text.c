@@ -1,13 +1,18 @@
 #include "manifest_text.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "xalloc.h"
 
 #define FIELD_MAX PATH_MAX
+#define RELEASE_STEP (1 << 20)
 
 struct cursor {
 	const char *start, *p, *end;
@@ -209,10 +214,13 @@ static int object(struct cursor *c, struct fields *f, char *key)
 	}
 }
 
-int mtc_manifest_parse(const char *text, size_t len, struct mtc_manifest *m, char *err,
-		       size_t errlen)
+/* mapped: text is a private file mapping, whose pages behind the cursor are dropped as it goes. */
+static int parse(const char *text, size_t len, struct mtc_manifest *m, char *err, size_t errlen,
+		 int mapped)
 {
 	struct cursor c = { text, text, text + len, err, errlen };
+	const char *released = text;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	struct fields *f = xmalloc(sizeof *f);
 	char *key = xmalloc(FIELD_MAX + 1);
 	int rc = -1;
@@ -235,6 +243,11 @@ int mtc_manifest_parse(const char *text, size_t len, struct mtc_manifest *m, cha
 			if (mtc_manifest_add_entry(m, f->path, f->type, f->size, f->digest, i, err,
 						   errlen) < 0)
 				goto out;
+			if (mapped && (size_t)(c.p - released) >= RELEASE_STEP) {
+				const char *upto = text + ((size_t)(c.p - text) & ~(page - 1));
+				madvise((void *)released, (size_t)(upto - released), MADV_DONTNEED);
+				released = upto;
+			}
 			blanks(&c);
 			if (c.p < c.end && *c.p == ',') {
 				c.p++;
@@ -256,5 +269,35 @@ out:
 		mtc_manifest_free(m);
 	free(f);
 	free(key);
+	return rc;
+}
+
+int mtc_manifest_parse(const char *text, size_t len, struct mtc_manifest *m, char *err,
+		       size_t errlen)
+{
+	return parse(text, len, m, err, errlen, 0);
+}
+
+int mtc_manifest_parse_fd(int fd, size_t max, struct mtc_manifest *m, char *err, size_t errlen)
+{
+	struct stat st;
+	void *text;
+	int rc;
+
+	mtc_manifest_init(m);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+		snprintf(err, errlen, "manifest is not a regular file of at most %zu bytes", max);
+		return -1;
+	}
+	if (st.st_size == 0)
+		return parse("", 0, m, err, errlen, 0);
+	text = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (text == MAP_FAILED) {
+		snprintf(err, errlen, "cannot map the manifest: %s", strerror(errno));
+		return -1;
+	}
+	madvise(text, (size_t)st.st_size, MADV_SEQUENTIAL);
+	rc = parse(text, (size_t)st.st_size, m, err, errlen, 1);
+	munmap(text, (size_t)st.st_size);
 	return rc;
 }

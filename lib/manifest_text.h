@@ -16,4 +16,11 @@
 int mtc_manifest_parse(const char *text, size_t len, struct mtc_manifest *m, char *err,
 		       size_t errlen);
 
+/*
+ * The same from a regular file of at most max bytes, read through a
+ * mapping whose pages are let go behind the parser: it costs the entries,
+ * not the text too.
+ */
+int mtc_manifest_parse_fd(int fd, size_t max, struct mtc_manifest *m, char *err, size_t errlen);
+
 #endif

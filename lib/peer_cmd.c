@@ -59,7 +59,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	char *dir = NULL, *listen = NULL, *token = NULL, *ready_file = NULL, err[512];
 	long long max_body = -1, max_files = -1, min_rate = -1;
 	int insecure = 0, strict_ranks = 0, max_depth = -1, max_conn = -1, timeout = -1, session_timeout = -1, sig, rc;
-	int coordinator = 0, nodes = 0;
+	int coordinator = 0, nodes = 0, per_ip = -1, max_unauth = -1, head_timeout = -1;
 	double round_s = 0, heartbeat_s = 0, poll_s = 0;
 	struct mtc_coord *coord = NULL;
 	struct poptOption opts[] = {
@@ -77,13 +77,23 @@ int mtc_replicate_serve(int argc, const char **argv)
 		{ "ready-file", '\0', POPT_ARG_STRING, &ready_file, 0,
 		  "GET /readyz answers 200 while FILE exists, else 503 (the node's service creates "
 		  "it once the handshake and the restore are done)", "FILE" },
-		{ "max-body", '\0', POPT_ARG_LONGLONG, &max_body, 0, "bytes per upload (default 1 TiB)",
-		  "BYTES" },
+		{ "max-body", '\0', POPT_ARG_LONGLONG, &max_body, 0,
+		  "bytes per upload (default: the local dir's free space when the upload starts, "
+		  "which also caps any BYTES)", "BYTES" },
 		{ "max-files", '\0', POPT_ARG_LONGLONG, &max_files, 0,
 		  "entries per uploaded tree (default 1000000)", "N" },
 		{ "max-depth", '\0', POPT_ARG_INT, &max_depth, 0, "path depth in a tree (default 64)", "N" },
 		{ "max-connections", '\0', POPT_ARG_INT, &max_conn, 0,
-		  "concurrent connections (default 64)", "N" },
+		  "concurrent connections (default 256; with --coordinator 3 * nodes + 64 if more)",
+		  "N" },
+		{ "max-conns-per-ip", '\0', POPT_ARG_INT, &per_ip, 0,
+		  "concurrent connections from one client address (default 64; 0: no limit)", "N" },
+		{ "max-unauth", '\0', POPT_ARG_INT, &max_unauth, 0,
+		  "connections that have not shown a valid token yet; one more cuts the oldest "
+		  "(default 64; with --coordinator 64 + nodes)", "N" },
+		{ "head-timeout", '\0', POPT_ARG_INT, &head_timeout, 0,
+		  "seconds an unauthenticated connection has to send a whole request head "
+		  "(default 10; 0: no deadline)", "SEC" },
 		{ "timeout", '\0', POPT_ARG_INT, &timeout, 0,
 		  "seconds a connection may stay idle (default 120)", "SEC" },
 		{ "min-rate", '\0', POPT_ARG_LONGLONG, &min_rate, 0,
@@ -138,6 +148,12 @@ int mtc_replicate_serve(int argc, const char **argv)
 		o.max_depth = max_depth;
 	if (max_conn > 0)
 		o.max_connections = max_conn;
+	if (per_ip >= 0)
+		o.max_conns_per_ip = per_ip;
+	if (max_unauth > 0)
+		o.max_unauth = max_unauth;
+	if (head_timeout >= 0)
+		o.head_timeout_s = head_timeout;
 	if (timeout > 0)
 		o.timeout_s = timeout;
 	if (session_timeout > 0)
@@ -163,8 +179,10 @@ int mtc_replicate_serve(int argc, const char **argv)
 		o.route = mtc_coord_route;
 		o.metrics = mtc_coord_metrics;
 		o.route_arg = coord;
-		if (max_conn <= 0)
+		if (max_conn <= 0 && 3 * nodes + 64 > o.max_connections)
 			o.max_connections = 3 * nodes + 64;
+		if (max_unauth <= 0)
+			o.max_unauth += nodes;
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);

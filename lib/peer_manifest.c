@@ -27,12 +27,18 @@ static int holds_ocdbt_store(const struct mtc_manifest *m)
 	return 0;
 }
 
+/*
+ * Checked with a small view of the entries (their paths and digests
+ * borrowed) and the directories recomposed: m must be sorted by path
+ * without repeats, and its directories must equal the recomposed ones.
+ */
 int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
 			    const struct mtc_wire_limits *lim, char *why, size_t whylen)
 {
-	struct mtc_wire_list l = { 0 };
-	struct mtc_manifest rebuilt;
+	struct mtc_wire_item *items;
+	struct mtc_manifest rebuilt, dirs = { 0 };
 	char digest[MTC_DIGEST_LEN], diff[512];
+	size_t n = 0;
 	int rc = -1;
 
 	if (!mtc_is_dir_hash(hash)) {
@@ -43,23 +49,34 @@ int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
 		snprintf(why, whylen, "manifest: more than %lld entries", lim->max_files);
 		return -1;
 	}
+	items = xcalloc(m->n + 1, sizeof *items);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct mtc_manifest_entry *e = &m->entries[i];
+		if (i && strcmp(m->entries[i - 1].path, e->path) >= 0) {
+			snprintf(why, whylen, "manifest is not consistent: '%s' out of order or twice",
+				 e->path);
+			goto out;
+		}
+		if (e->type == MTC_ENTRY_DIR) {
+			if (dirs.n == dirs.cap)
+				dirs.entries = xrealloc(dirs.entries, (dirs.cap = dirs.cap * 2 + 16) *
+									      sizeof *dirs.entries);
+			dirs.entries[dirs.n++] = *e;
+		}
 		if (!*e->path)
 			continue;
 		if (mtc_wire_check_path(e->path, lim->max_depth, diff, sizeof diff) < 0) {
 			snprintf(why, whylen, "manifest: %s", diff);
 			goto out;
 		}
-		mtc_wire_list_add(&l, e->path, e->type == MTC_ENTRY_DIR, e->size);
-		if (e->type == MTC_ENTRY_FILE)
-			snprintf(l.e[l.n - 1].digest, sizeof l.e[l.n - 1].digest, "%s", e->digest);
+		items[n++] = (struct mtc_wire_item){ e->path, e->type == MTC_ENTRY_FILE ? e->digest : "",
+						     e->size, e->type == MTC_ENTRY_DIR };
 	}
 	mtc_manifest_init(&rebuilt);
-	mtc_wire_manifest(&l, &rebuilt, digest);
+	mtc_wire_compose_dirs(items, n, &rebuilt, digest);
 	if (strcmp(digest, hash) && !holds_ocdbt_store(m))
 		snprintf(why, whylen, "manifest composes to %s, not to its name", digest);
-	else if (mtc_manifest_compare(&rebuilt, m, diff, sizeof diff))
+	else if (mtc_manifest_compare(&rebuilt, &dirs, diff, sizeof diff))
 		snprintf(why, whylen, "manifest is not consistent: %s", diff);
 	else if (mtc_manifest_bytes(m) > lim->max_bytes)
 		snprintf(why, whylen, "manifest: more than %lld bytes", lim->max_bytes);
@@ -67,7 +84,8 @@ int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
 		rc = 0;
 	mtc_manifest_free(&rebuilt);
 out:
-	mtc_wire_list_free(&l);
+	free(items);
+	free(dirs.entries);
 	return rc;
 }
 

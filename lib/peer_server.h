@@ -36,6 +36,10 @@ struct mtc_peer_server_opts {
 	long long max_files; /* entries per tree */
 	int max_depth;
 	int max_connections;
+	int max_conns_per_ip;  /* connections from one client address (0: no limit) */
+	int max_unauth;	       /* connections that have not shown a valid token yet */
+	int head_timeout_s;    /* from accept (or the last answer) to a request's whole head,
+				  for a connection that has not shown a valid token */
 	int timeout_s;	       /* idle connection timeout */
 	long long min_rate;    /* a body slower than this (bytes/s, after 30 s) is cut; 0: never */
 	int session_timeout_s; /* an upload session idle this long is discarded */

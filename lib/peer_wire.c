@@ -434,21 +434,34 @@ static int by_string(const void *x, const void *y)
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
+/*
+ * An open directory: its children's digests, files' borrowed from the list
+ * (which outlives the composition), subdirectories' owned (a copy costs
+ * what the file list costs again in a directory of 100k files).
+ */
 struct level {
 	const char *path;
 	size_t len;
 	long long size;
-	char **kids;
-	size_t n, cap;
+	char **kids, **owned;
+	size_t n, cap, n_owned, cap_owned;
 };
 
-static void add_kid(struct level *l, const char *digest)
+static void add_kid(struct level *l, char *digest, int own)
 {
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 16;
 		l->kids = xrealloc(l->kids, l->cap * sizeof *l->kids);
 	}
-	l->kids[l->n++] = xstrdup(digest);
+	if (own) {
+		digest = xstrdup(digest);
+		if (l->n_owned == l->cap_owned) {
+			l->cap_owned = l->cap_owned ? l->cap_owned * 2 : 16;
+			l->owned = xrealloc(l->owned, l->cap_owned * sizeof *l->owned);
+		}
+		l->owned[l->n_owned++] = digest;
+	}
+	l->kids[l->n++] = digest;
 }
 
 static void manifest_add(struct mtc_manifest *m, const char *path, size_t len,
@@ -486,14 +499,16 @@ static void close_level(struct level *l, char out[66], struct mtc_manifest *m)
 		memcpy(buf + off, l->kids[i], k);
 		off += k;
 		buf[off++] = '\n';
-		free(l->kids[i]);
 	}
+	for (size_t i = 0; i < l->n_owned; i++)
+		free(l->owned[i]);
 	mtc_blake3(buf, off ? off - 1 : 0, h);
 	out[0] = 'D';
 	mtc_hex(h, sizeof h, out + 1);
 	manifest_add(m, l->path ? l->path : "", l->len, MTC_ENTRY_DIR, l->size, out);
 	free(buf);
 	free(l->kids);
+	free(l->owned);
 	memset(l, 0, sizeof *l);
 }
 
@@ -503,7 +518,7 @@ static void pop(struct level *stack, size_t *depth, struct mtc_manifest *m)
 	char d[66];
 	long long size = stack[*depth - 1].size;
 	close_level(&stack[--*depth], d, m);
-	add_kid(&stack[*depth - 1], d);
+	add_kid(&stack[*depth - 1], d, 1);
 	stack[*depth - 1].size += size;
 }
 
@@ -518,14 +533,20 @@ static int by_manifest_path(const void *x, const void *y)
 		      ((const struct mtc_manifest_entry *)y)->path);
 }
 
-void mtc_wire_manifest(struct mtc_wire_list *l, struct mtc_manifest *m, char digest[66])
+static int by_item_path(const void *x, const void *y)
 {
-	struct mtc_wire_entry *e = l->e;
+	return cmp_path(((const struct mtc_wire_item *)x)->path,
+			((const struct mtc_wire_item *)y)->path);
+}
+
+static void compose(struct mtc_wire_item *e, size_t n, struct mtc_manifest *m, char digest[66],
+		    int files)
+{
 	struct level *stack = xcalloc(16, sizeof *stack);
-	size_t depth = 1, cap = 16, n = l->n;
+	size_t depth = 1, cap = 16;
 
 	if (n)
-		qsort(e, n, sizeof *e, by_entry_path);
+		qsort(e, n, sizeof *e, by_item_path);
 	for (size_t i = 0; i < n; i++) {
 		const char *p = e[i].path;
 		size_t plen = strlen(p);
@@ -544,9 +565,10 @@ void mtc_wire_manifest(struct mtc_wire_list *l, struct mtc_manifest *m, char dig
 			stack[depth++].len = k;
 		}
 		if (!e[i].is_dir) {
-			add_kid(&stack[depth - 1], e[i].digest);
+			add_kid(&stack[depth - 1], (char *)e[i].digest, 0);
 			stack[depth - 1].size += e[i].size;
-			manifest_add(m, p, plen, MTC_ENTRY_FILE, e[i].size, e[i].digest);
+			if (files)
+				manifest_add(m, p, plen, MTC_ENTRY_FILE, e[i].size, e[i].digest);
 		}
 	}
 	while (depth > 1)
@@ -555,6 +577,25 @@ void mtc_wire_manifest(struct mtc_wire_list *l, struct mtc_manifest *m, char dig
 	free(stack);
 	if (m && m->n)
 		qsort(m->entries, m->n, sizeof *m->entries, by_manifest_path);
+}
+
+void mtc_wire_manifest(struct mtc_wire_list *l, struct mtc_manifest *m, char digest[66])
+{
+	struct mtc_wire_item *items = xcalloc(l->n + 1, sizeof *items);
+
+	if (l->n)
+		qsort(l->e, l->n, sizeof *l->e, by_entry_path);
+	for (size_t i = 0; i < l->n; i++)
+		items[i] = (struct mtc_wire_item){ l->e[i].path, l->e[i].digest, l->e[i].size,
+						   l->e[i].is_dir };
+	compose(items, l->n, m, digest, 1);
+	free(items);
+}
+
+void mtc_wire_compose_dirs(struct mtc_wire_item *items, size_t n, struct mtc_manifest *m,
+			   char digest[66])
+{
+	compose(items, n, m, digest, 0);
 }
 
 /*

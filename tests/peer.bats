@@ -773,3 +773,110 @@ PY
 	sleep 0.5
 	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-upload-*' | wc -l)" -eq 0 ]
 }
+
+# many_files DIR N: N empty files in DIR, 1000 to a subdirectory.
+many_files() {
+	python3 - "$1" "$2" <<'PY'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    d = os.path.join(root, "d%03d" % (i // 1000))
+    if i % 1000 == 0:
+        os.makedirs(d)
+    open(os.path.join(d, "f%04d" % (i % 1000)), "w").close()
+PY
+}
+
+@test "hostile probe set against one daemon: the right answers, /healthz throughout, peak memory under 64 MiB" {
+	local n=100000 hash hwm
+	sanitized && n=20000
+	many_files "$T/tree" "$n"
+	mtc-replicate digest --json --manifest "$T/tree" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+json.dump(j["manifest"], open(sys.argv[1], "w"), separators=(",", ":"))
+print(j["digest"])' "$T/man" >"$T/hash"
+	hash=$(cat "$T/hash")
+	rm -rf "$T/tree"
+	head -c 32 /dev/urandom | base64 >"$T/tok"
+	chmod 600 "$T/tok"
+	# loopback: the flood and the probes share one address, so no per-address limit here
+	start_daemon p --peer-token-file "$T/tok" --timeout 6 --head-timeout 2 --max-body 33554432 \
+		--max-conns-per-ip 0
+	run timeout 100 python3 "$HOSTILE" probes "$URL" "$T/tok" "$T/man" "$hash" 2
+	echo "$output"
+	[ "$status" -eq 0 ]
+	hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$PID/status")
+	echo "VmHWM: $hwm kB"
+	sanitized || [ "$hwm" -lt 65536 ]
+	# nothing published, nothing left behind but the manifest waiting for its tree
+	sleep 0.5
+	only_staging_free "$T/p" ".mtc-upload-manifest-$hash"
+	[ "$(metric "$URL" 'mtc_peer_connections_cut_total{reason="head-timeout"}')" -gt 0 ]
+}
+
+@test "unauthenticated connections are cut to --max-unauth, oldest first; one address gets --max-conns-per-ip" {
+	start_daemon p --max-unauth 2 --head-timeout 30
+	start_daemon q --max-conns-per-ip 4 --head-timeout 30
+	run timeout 20 python3 - "${URL#http://}" "$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$T/p.out")" <<'PY'
+import socket, sys, time
+def conns(addr, n):
+    host, port = addr.rsplit(":", 1)
+    out = []
+    for _ in range(n):
+        out.append(socket.create_connection((host, int(port))))
+        time.sleep(0.05)
+    time.sleep(0.3)
+    return out
+def alive(s):
+    s.settimeout(0.2)
+    try:
+        return s.recv(1) != b""
+    except socket.timeout:
+        return True
+    except OSError:
+        return False
+p = conns(sys.argv[2], 3)
+print("unauthenticated:", [alive(s) for s in p])
+k = conns(sys.argv[2], 1)[0]
+k.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+k.settimeout(5)
+print("healthz:", k.recv(100).split(b"\r\n")[0].decode())
+print("one address:", [alive(s) for s in conns(sys.argv[1], 5)])
+PY
+	echo "$output"
+	assert_line "unauthenticated: [False, True, True]"
+	assert_line "healthz: HTTP/1.1 200 OK"
+	assert_line "one address: [True, True, True, True, False]"
+}
+
+@test "a body larger than the local dir's free space is refused with 413 before it is read" {
+	start_daemon p
+	run curl -s -o "$T/body" -w '%{http_code}' -X PUT -H 'Content-Length: 1125899906842624' \
+		"$URL/v1/objects/$(printf 'a%.0s' $(seq 64)).data"
+	assert_output 413
+	grep -q "over the limit of .*free space" "$T/body"
+	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-upload-*' | wc -l)" -eq 0 ]
+}
+
+@test "meta names: invalid UTF-8 and the daemon's own dot names are refused (400); every stored meta is in the inventory" {
+	local h
+	head -c 1000 /dev/urandom >"$T/blob"
+	h=$(mtc-replicate digest "$T/blob" | cut -d' ' -f1)
+	start_daemon p
+	run put_code "$URL" "$h.data" "$T/blob"
+	assert_output 201
+	printf %s "$h" >"$T/meta"
+	for name in 'j%FF-s1-n0-w0.meta' 'j%C3-s1-n0-w0.meta' '.mtc-upload-x-s1-n0-w0.meta' \
+		'.job-s1-n0-w0.meta'; do
+		run put_code "$URL" "$name" "$T/meta"
+		assert_output 400
+		grep -q "UTF-8 text, not starting with '.'" "$T/put.body"
+	done
+	run put_code "$URL" 'caf%C3%A9-s1-n0-w0.meta' "$T/meta"
+	assert_output 201
+	run curl -sf "$URL/v1/inventory"
+	assert_output --partial 'café-s1-n0-w0.meta'
+	ls -A "$T/p" | grep -q '^café-s1-n0-w0.meta$'
+	[ "$(ls -A "$T/p" | grep -c '\.meta$')" -eq 1 ]
+}

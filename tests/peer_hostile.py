@@ -15,9 +15,17 @@
                                           METHOD (PUT or GET) for data it flips
                                           the body byte at OFFSET (PUT: the
                                           request body, GET: the response body)
+  peer_hostile.py probes URL TOKENFILE MANIFEST HASH HEAD_TIMEOUT
+                                          every probe below against one daemon
+                                          (MANIFEST: a legitimate tree's manifest
+                                          named HASH), under a flood of half-open
+                                          connections; prints one line per probe
+                                          and exits 1 if one did not hold
 """
+import http.client
 import io
 import os
+import random
 import socket
 import sys
 import tarfile
@@ -198,6 +206,205 @@ def flip_relay(upstream, method, count, offset):
                          daemon=True).start()
 
 
+def request(url, method, path, body=None, token=None, headers=(), timeout=30):
+    """One request on a fresh connection: (HTTP code, body), or (0, why)."""
+    u = urllib.parse.urlsplit(url)
+    h = dict(headers)
+    if token:
+        h["Authorization"] = "Bearer " + token
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        return r.status, r.read()
+    except (OSError, http.client.HTTPException) as e:
+        return 0, str(e).encode()
+    finally:
+        c.close()
+
+
+def closed_by_peer(s):
+    try:
+        return s.recv(4096, socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+class Flood:
+    """n half-open connections, each sending one header line every interval s
+    (never the end of its head); records how long each one stayed open."""
+
+    def __init__(self, url, n, interval, limit):
+        u = urllib.parse.urlsplit(url)
+        self.addr, self.n, self.interval, self.limit = (u.hostname, u.port), n, interval, limit
+        self.lives, self.stop = [], threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        open_ = []
+        for _ in range(self.n):
+            try:
+                s = socket.create_connection(self.addr, timeout=5)
+                s.settimeout(None)
+                s.sendall(b"PUT /v1/objects/x.data HTTP/1.1\r\n")
+                open_.append((s, time.monotonic()))
+            except OSError:
+                self.lives.append(0.0)
+        t_end = time.monotonic() + self.limit
+        while open_ and not self.stop.is_set() and time.monotonic() < t_end:
+            time.sleep(self.interval)
+            still = []
+            for s, t0 in open_:
+                try:
+                    if closed_by_peer(s):
+                        raise OSError
+                    s.sendall(b"X-Trickle: 1\r\n")
+                    still.append((s, t0))
+                except OSError:
+                    self.lives.append(time.monotonic() - t0)
+                    s.close()
+            open_ = still
+        for s, t0 in open_:
+            self.lives.append(float("inf"))
+            s.close()
+
+
+def healthz_watch(url, stop, lat):
+    while not stop.is_set():
+        t0 = time.monotonic()
+        code, _ = request(url, "GET", "/healthz", timeout=5)
+        lat.append(time.monotonic() - t0 if code == 200 else float("inf"))
+        time.sleep(0.1)
+
+
+def fake_manifest(size):
+    """A manifest of about size bytes whose entries parse but do not compose."""
+    rnd = random.Random(size)
+    parts, n = ['{"path":"","type":"dir","size":0,"digest":"D' + "0" * 64 + '"}'], 0
+    total = len(parts[0]) + 2
+    while total < size - 200:
+        e = '{"path":"f%07d","type":"file","size":1,"digest":"%064x"}' % (n, rnd.getrandbits(256))
+        parts.append(e)
+        total += len(e) + 1
+        n += 1
+    return ("[" + ",".join(parts) + "]").encode()
+
+
+def trickle_body(url, path, token, per_s, limit):
+    """A PUT sending one byte every 1/per_s s: seconds until the daemon cut it (inf: never)."""
+    u = urllib.parse.urlsplit(url)
+    s = socket.create_connection((u.hostname, u.port), timeout=5)
+    s.settimeout(None)
+    s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Content-Length: 100000\r\n\r\n" % (path, token)).encode())
+    t0 = time.monotonic()
+    try:
+        while time.monotonic() - t0 < limit:
+            if closed_by_peer(s):
+                return time.monotonic() - t0
+            s.sendall(b"\0")
+            time.sleep(1.0 / per_s)
+    except OSError:
+        return time.monotonic() - t0
+    finally:
+        s.close()
+    return float("inf")
+
+
+def endless_chunked(url, path, token, limit):
+    """A chunked PUT that never ends: bytes sent before the daemon cut it (-1: never)."""
+    u = urllib.parse.urlsplit(url)
+    s = socket.create_connection((u.hostname, u.port), timeout=5)
+    s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n" % (path, token)).encode())
+    chunk, sent = b"%x\r\n" % (1 << 20) + b"\0" * (1 << 20) + b"\r\n", 0
+    try:
+        while sent < limit:
+            s.sendall(chunk)
+            sent += 1 << 20
+    except OSError:
+        return sent
+    finally:
+        s.close()
+    return -1
+
+
+def probes(url, token_file, manifest_file, tree_hash, head_timeout):
+    token = open(token_file).read().strip()
+    failed = []
+
+    clock = [time.monotonic()]
+
+    def check(ok, name, detail):
+        now = time.monotonic()
+        print("%s: %s (%.1f s)%s" % (name, detail, now - clock[0], "" if ok else "  <- FAILED"),
+              flush=True)
+        clock[0] = now
+        if not ok:
+            failed.append(name)
+
+    flood = Flood(url, 70, 1.0, head_timeout + 30)
+    stop, lat = threading.Event(), []
+    watch = threading.Thread(target=healthz_watch, args=(url, stop, lat), daemon=True)
+    watch.start()
+    time.sleep(1.5)
+    code, _ = request(url, "GET", "/v1/inventory", token=token, timeout=10)
+    check(code == 200, "an authorized request under the flood", "HTTP %d" % code)
+
+    big = fake_manifest(16 << 20)
+    codes, ths = [], []
+    for i in range(6):
+        name = "/v1/objects/D%064x.manifest" % (i + 1)
+        ths.append(threading.Thread(target=lambda n=name: codes.append(
+            request(url, "PUT", n, big, token, timeout=60)[0])))
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join(90)
+    check(len(codes) == 6 and set(codes) <= {422, 503}, "6 concurrent 16 MiB manifests",
+          " ".join(map(str, sorted(codes))))
+    del big
+
+    with open(manifest_file, "rb") as f:
+        body = f.read()
+    code, _ = request(url, "PUT", "/v1/objects/%s.manifest" % tree_hash, body, token, timeout=60)
+    check(code == 201, "a legitimate tree's manifest (%d bytes)" % len(body), "HTTP %d" % code)
+    del body
+
+    opened, seen = [], {}
+    for _ in range(500):
+        code, b = request(url, "POST", "/v1/uploads/%s.data" % tree_hash, token=token)
+        seen[code] = seen.get(code, 0) + 1
+        if code == 201:
+            opened.append(b.decode().split('"')[3])
+    for sid in opened:
+        request(url, "DELETE", "/v1/uploads/" + sid, token=token)
+    check(set(seen) <= {201, 503} and 0 < len(opened) <= 32, "500 session opens",
+          " ".join("%d x%d" % kv for kv in sorted(seen.items())))
+
+    cut = trickle_body(url, "/v1/objects/%064x.data" % 7, token, 2, 20)
+    check(cut < 15, "a body at 2 bytes/s", "cut after %.1f s" % cut)
+    sent = endless_chunked(url, "/v1/objects/%064x.data" % 8, token, 1 << 30)
+    check(sent >= 0, "an endless chunked body", "cut after %d MiB" % (sent >> 20))
+
+    flood.thread.join(head_timeout + 30)
+    stop.set()
+    watch.join(10)
+    lives = sorted(flood.lives)
+    check(len(lives) == 70 and lives[-1] <= head_timeout + 3,
+          "70 half-open connections trickling a head",
+          "%d refused or cut within 1.5 s, the longest open %.1f s (--head-timeout %d)"
+          % (sum(1 for x in lives if x < 1.5), lives[-1] if lives else -1, head_timeout))
+    worst = max(lat) if lat else float("inf")
+    check(worst < 1.0 and len(lat) > 10, "/healthz throughout",
+          "%d probes, median %.0f ms, worst %.0f ms"
+          % (len(lat), 1000 * sorted(lat)[len(lat) // 2] if lat else -1, 1000 * worst))
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "tar":
         sys.stdout.buffer.write(hostile_tar(sys.argv[2]) if sys.argv[2] != "truncated"
@@ -209,5 +416,7 @@ if __name__ == "__main__":
     elif sys.argv[1] == "upgrade":
         with open(sys.argv[3], "rb") as f:
             upgrade_put(sys.argv[2], f.read())
+    elif sys.argv[1] == "probes":
+        sys.exit(probes(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])))
     elif sys.argv[1] == "stall":
         stall(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))

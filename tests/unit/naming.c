@@ -45,6 +45,14 @@ int main(void)
 	valid_ckpt("llama3-70b-s12000-n511-w7.save", "llama3-70b", 12000, 511, 7, MTC_EXT_SAVE);
 
 	invalid_ckpt("job-s5-n0.meta");
+	/* job names: UTF-8 text, never the programs' own dot names */
+	valid_ckpt("caf\xc3\xa9-s1-n0-w0.meta", "caf\xc3\xa9", 1, 0, 0, MTC_EXT_META);
+	invalid_ckpt(".mtc-upload-x-s1-n0-w0.meta");
+	invalid_ckpt(".job-s1-n0-w0.meta");
+	invalid_ckpt("j\xff-s1-n0-w0.meta");
+	invalid_ckpt("j\xc3-s1-n0-w0.meta");
+	invalid_ckpt("j\xc0\xaf-s1-n0-w0.meta");
+	invalid_ckpt("j\xed\xa0\x80-s1-n0-w0.meta");
 	invalid_ckpt("job-s5-n0-w0");
 	invalid_ckpt("job-s5-n0-w0.data");
 	invalid_ckpt("job-s5-n0-w0.meta.tmp");
