@@ -7,7 +7,7 @@ PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libcrypto lib
 DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchive-dev \
             libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev libzstd-dev \
             bats bats-support bats-assert bats-file b3sum rclone python3 \
-            python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps rsync
+            python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps rsync nodejs npm
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
@@ -37,7 +37,7 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 LIBMTC   := $(B)/lib/libmtc.a
 
-.PHONY: all have-deps check check-long asan fuzz bench demo deps install clean venv
+.PHONY: all have-deps check check-long asan fuzz bench demo deps install clean venv node-client
 all: $(PROGS) $(UNITS)
 	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
 
@@ -67,7 +67,7 @@ have-deps:
 	    && command -v clang >/dev/null && command -v inotifywait >/dev/null || $(MAKE) --no-print-directory deps
 
 check: have-deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all venv
+	@$(MAKE) --no-print-directory -j$(JOBS) all venv node-client
 	@$(MAKE) --no-print-directory -j$(JOBS) SANITIZE=1 all
 	@$(MAKE) --no-print-directory -j$(JOBS) fuzz
 	@tests/run build/release build/asan
@@ -82,6 +82,20 @@ venv:
 	    && $(VENV)/bin/pip install -q --disable-pip-version-check $(PY_PKGS) >$(VENV).log 2>&1 \
 	    && touch $(VENV)/.complete \
 	    || echo "# venv: cannot install $(PY_PKGS) (see $(VENV).log): tests of the real frameworks are skipped"; }
+
+# Google's own Node.js client for Cloud Storage, a second real client that checks the
+# fake GCS server (tests/fakegcs.bats): from the npm registry into the build dir, the
+# version pinned (7.22 is the last release that runs on Debian 12's Node 18). Where the
+# registry cannot be reached the tests that need it say so and are skipped.
+NODE_DIR := build/node
+NODE_PKGS = @google-cloud/storage@7.22.0
+node-client:
+	@grep -qxF '$(NODE_PKGS)' $(NODE_DIR)/.complete 2>/dev/null || { mkdir -p $(NODE_DIR) \
+	    && command -v npm >$(NODE_DIR).log 2>&1 \
+	    && npm install --prefix $(NODE_DIR) --save-exact --no-audit --no-fund --fetch-retries=1 \
+	        $(NODE_PKGS) >>$(NODE_DIR).log 2>&1 \
+	    && echo '$(NODE_PKGS)' >$(NODE_DIR)/.complete \
+	    || echo "# node-client: cannot install $(NODE_PKGS) (see $(NODE_DIR).log): tests with Google's Node.js client are skipped"; }
 
 # Fuzz targets link a copy of the library built by clang with libFuzzer and the sanitizers.
 # The cluster scenarios at N = 16, the data-parallel and the multi-host ones at N = 8 (make check runs them at N = 4).

@@ -16,6 +16,15 @@ need_frameworks() {
 	MTC_PY=$venv/bin/python
 }
 
+# need_node_client: skips the test, saying why, unless `make node-client` installed
+# Google's Node.js client for Cloud Storage; exports NODE_PATH so node finds it.
+need_node_client() {
+	local dir=${MTC_NODE:-$BATS_TEST_DIRNAME/../build/node}
+	command -v node >/dev/null || skip "node is not installed: make deps"
+	[ -e "$dir/.complete" ] || skip "Google's Node.js client is not installed: make node-client (needs the npm registry)"
+	export NODE_PATH=$dir/node_modules
+}
+
 # True when the programs run under ASan/UBSan (slower; big inputs are scaled down).
 sanitized() { case "${MTC_BUILD:-}" in *asan*) return 0 ;; esac; return 1; }
 

@@ -4,6 +4,8 @@ import base64
 import json
 import secrets
 import time
+import xml.etree.ElementTree as ET
+from xml.sax.saxutils import escape
 
 
 class HTTPError(Exception):
@@ -144,6 +146,45 @@ def parse_content_range(value, length):
     if last < start or (length is not None and last - start + 1 != length):
         raise HTTPError(400, "Content-Range %r does not match the body length" % value, "invalid")
     return start, last, total
+
+
+XML_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
+XML_CODES = {400: "InvalidArgument", 401: "AuthenticationRequired", 403: "AccessDenied",
+             404: "NoSuchKey", 409: "Conflict", 412: "PreconditionFailed", 429: "SlowDown",
+             500: "InternalError", 502: "BadGateway", 503: "ServiceUnavailable"}
+
+
+def xml_doc(root, fields, ns=True):
+    """A small XML API answer: <root><k>v</k>...</root>."""
+    inner = "".join("<%s>%s</%s>" % (k, escape(str(v)), k) for k, v in fields)
+    attr = ' xmlns="%s"' % XML_NS if ns else ""
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<%s%s>%s</%s>' % (root, attr, inner, root)).encode()
+
+
+def xml_error(e):
+    """An XML API error body; an error raised with an XML code (CamelCase) as its reason keeps it."""
+    code = e.reason if e.reason and e.reason[:1].isupper() else XML_CODES.get(e.status, "InternalError")
+    return xml_doc("Error", [("Code", code), ("Message", e.message)], ns=False)
+
+
+def parse_complete_mpu(body):
+    """[(part_number, etag), ...] of a CompleteMultipartUpload body, in its order."""
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError:
+        raise HTTPError(400, "The XML you provided was not well-formed.", "MalformedXML")
+    out = []
+    for part in root.iter():
+        if part.tag.rsplit("}", 1)[-1] != "Part":
+            continue
+        fields = {c.tag.rsplit("}", 1)[-1]: (c.text or "").strip() for c in part}
+        try:
+            out.append((int(fields["PartNumber"]), fields.get("ETag", "").strip('"')))
+        except (KeyError, ValueError):
+            raise HTTPError(400, "A Part needs a PartNumber.", "MalformedXML")
+    if root.tag.rsplit("}", 1)[-1] != "CompleteMultipartUpload" or not out:
+        raise HTTPError(400, "The XML you provided was not well-formed.", "MalformedXML")
+    return out
 
 
 RATE_UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "KI": 1 << 10, "MI": 1 << 20, "GI": 1 << 30}

@@ -30,11 +30,14 @@ import crc32c  # noqa: E402
 from blobs import FileBlob, MemBlob  # noqa: E402
 from protocol import (HTTPError, check_hashes, check_preconditions, decode_token,  # noqa: E402
                       encode_token, expectations, parse_content_range, parse_goog_hash,
-                      parse_range, parse_rate, rfc3339, split_multipart)
+                      parse_complete_mpu, parse_range, parse_rate, rfc3339, split_multipart,
+                      xml_doc, xml_error)
 
 ALIGN = 256 * 1024
 PIECE = 1 << 20
 MAX_PAGE = 1000
+MPU_MIN_PART = 5 << 20
+MPU_MAX_PARTS = 10000
 
 
 class DropConnection(Exception):
@@ -131,6 +134,21 @@ class Session:
             self.hashed = end
 
 
+class MultipartUpload:
+    """An XML API multipart upload: parts by number, each (blob, etag), until completed."""
+
+    def __init__(self, bucket, name, meta, query):
+        self.id = secrets.token_urlsafe(18)
+        self.bucket, self.name, self.meta, self.query = bucket, name, meta, query
+        self.parts = {}
+        self.lock = threading.Lock()
+
+    def discard(self):
+        for blob, _ in self.parts.values():
+            blob.discard()
+        self.parts = {}
+
+
 class State:
     def __init__(self, args):
         self.lock = threading.RLock()
@@ -152,8 +170,11 @@ class State:
                     o.blob.discard()
             for s in getattr(self, "sessions", {}).values():
                 s.blob.discard()
+            for u in getattr(self, "mpus", {}).values():
+                u.discard()
             self.buckets = {}
             self.sessions = {}
+            self.mpus = {}
             self.faults = []
             self.fault_seq = 0
             self.tokens = {}
@@ -454,6 +475,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send(status, json.dumps(obj).encode(), headers)
 
     def send_error_json(self, e):
+        if (self.kind or "").startswith("xml-"):
+            self.send(e.status, xml_error(e), e.headers, "application/xml; charset=UTF-8")
+            return
         errors = [{"domain": "global", "reason": e.reason or "error", "message": e.message}]
         body = {"error": {"code": e.status, "message": e.message, "errors": errors}}
         self.send_json(e.status, body, e.headers)
@@ -528,6 +552,9 @@ class Handler(BaseHTTPRequestHandler):
             return ("token", self.oauth_token, None, None)
         if head == "computeMetadata":
             return ("metadata-server", self.metadata_server, None, "/".join(parts[1:]))
+        if head not in ("upload", "download", "storage", "b") and len(parts) >= 2 and parts[1] \
+                and ("uploads" in self.q or "uploadId" in self.q):
+            return self.route_xml(method, parts)
         mode = "json"
         if parts[:3] == ["upload", "storage", "v1"]:
             mode, parts = "upload", parts[3:]
@@ -580,6 +607,20 @@ class Handler(BaseHTTPRequestHandler):
             if method == "PATCH":
                 return ("patch", self.patch_object, bucket, name)
         raise HTTPError(405, "method not allowed")
+
+    def route_xml(self, method, parts):
+        """The XML API's multipart upload, path style: /BUCKET/OBJECT?uploads, ?uploadId=ID."""
+        bucket, name = unquote(parts[0]), unquote("/".join(parts[1:]))
+        if "uploadId" not in self.q and method == "POST":
+            return ("xml-mpu-init", self.xml_mpu_init, bucket, name)
+        if "uploadId" in self.q:
+            if method == "PUT" and "partNumber" in self.q:
+                return ("xml-mpu-part", self.xml_mpu_part, bucket, name)
+            if method == "POST":
+                return ("xml-mpu-complete", self.xml_mpu_complete, bucket, name)
+            if method == "DELETE":
+                return ("xml-mpu-abort", self.xml_mpu_abort, bucket, name)
+        raise HTTPError(405, "method not allowed", "MethodNotAllowed")
 
     # ---- auth
 
@@ -1055,6 +1096,138 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_json(200, o.resource(self.host()))
                 return
             self.send_incomplete(s)
+
+    # ---- XML API multipart uploads
+
+    def send_xml(self, status, root, fields, headers=None):
+        self.send(status, xml_doc(root, fields), headers, "application/xml; charset=UTF-8")
+
+    def xml_mpu_init(self, bucket, name):
+        meta = {}
+        md = {k.lower()[len("x-goog-meta-"):]: v for k, v in self.headers.items()
+              if k.lower().startswith("x-goog-meta-")}
+        if md:
+            meta["metadata"] = md
+        ctype = self.headers.get("Content-Type", "")
+        if ctype and not ctype.startswith("application/x-www-form-urlencoded"):
+            meta["contentType"] = ctype
+        query = {}
+        if self.headers.get("x-goog-if-generation-match") is not None:
+            query["ifGenerationMatch"] = self.headers["x-goog-if-generation-match"]
+        self.discard_body()
+        STATE.bucket(bucket)
+        u = MultipartUpload(bucket, name, meta, query)
+        with STATE.lock:
+            STATE.mpus[u.id] = u
+        self.send_xml(200, "InitiateMultipartUploadResult",
+                      [("Bucket", bucket), ("Key", name), ("UploadId", u.id)])
+
+    def mpu(self, bucket, name):
+        with STATE.lock:
+            u = STATE.mpus.get(self.q.get("uploadId", ""))
+        if u is None or u.bucket != bucket or u.name != name:
+            raise HTTPError(404, "The requested upload was not found.", "NoSuchUpload")
+        return u
+
+    def xml_mpu_part(self, bucket, name):
+        u = self.mpu(bucket, name)
+        try:
+            n = int(self.q["partNumber"])
+        except ValueError:
+            n = 0
+        if not 1 <= n <= MPU_MAX_PARTS:
+            raise HTTPError(400, "Part number must be an integer between 1 and %d." % MPU_MAX_PARTS,
+                            "InvalidArgument")
+        blob, crc, md5 = STATE.new_blob(), 0, hashlib.md5()
+        try:
+            for piece in self.body_pieces():
+                blob.append(piece)
+                crc = crc32c.update(crc, piece)
+                md5.update(piece)
+            expect = expectations({}, self.headers.get("x-goog-hash"))
+            if self.headers.get("Content-MD5"):
+                expect["md5"] = self.headers["Content-MD5"]
+            try:
+                check_hashes(expect, crc32c.b64(crc), base64.b64encode(md5.digest()).decode())
+            except HTTPError as e:
+                raise HTTPError(400, e.message, "BadDigest")
+        except BaseException:
+            blob.discard()
+            raise
+        STATE.count("upload_bytes_stored", blob.size())
+        etag = '"%s"' % md5.hexdigest()
+        with u.lock:
+            with STATE.lock:
+                live = STATE.mpus.get(u.id) is u
+            if not live:
+                blob.discard()
+                raise HTTPError(404, "The requested upload was not found.", "NoSuchUpload")
+            old = u.parts.get(n)
+            u.parts[n] = (blob, etag)
+        if old is not None:
+            old[0].discard()
+        self.send(200, headers={"ETag": etag})
+
+    def xml_mpu_complete(self, bucket, name):
+        """Joins the listed parts (numbers ascending, ETags as answered, all but the last at
+        least 5 MiB) into the object: crc32c and no md5, as GCS gives such objects."""
+        u = self.mpu(bucket, name)
+        listed = parse_complete_mpu(self.read_body())
+        with u.lock:
+            with STATE.lock:
+                if STATE.mpus.get(u.id) is not u:
+                    raise HTTPError(404, "The requested upload was not found.", "NoSuchUpload")
+            blobs, prev = [], 0
+            for i, (n, etag) in enumerate(listed):
+                if n <= prev:
+                    raise HTTPError(400, "The list of parts was not in ascending order.",
+                                    "InvalidPartOrder")
+                prev = n
+                part = u.parts.get(n)
+                if part is None or part[1].strip('"') != etag:
+                    raise HTTPError(400, "Part %d was not found or its ETag does not match." % n,
+                                    "InvalidPart")
+                if i < len(listed) - 1 and part[0].size() < MPU_MIN_PART:
+                    raise HTTPError(400, "Part %d is smaller than the minimum allowed size." % n,
+                                    "EntityTooSmall")
+                blobs.append(part[0])
+            blob, crc = STATE.new_blob(), 0
+            try:
+                for b in blobs:
+                    r = b.reader()
+                    try:
+                        off, size = 0, b.size()
+                        while off < size:
+                            piece = r.read_at(off, min(PIECE, size - off))
+                            blob.append(piece)
+                            crc = crc32c.update(crc, piece)
+                            off += len(piece)
+                    finally:
+                        if r is not b:
+                            r.close()
+            except BaseException:
+                blob.discard()
+                raise
+            try:
+                o = commit_object(bucket, name, blob, u.query, u.meta, crc32c.b64(crc), None)
+            except HTTPError as e:
+                raise HTTPError(e.status, e.message, "PreconditionFailed" if e.status == 412 else None)
+            with STATE.lock:
+                STATE.mpus.pop(u.id, None)
+            u.discard()
+        etag = '"%s"' % base64.b64decode(o.crc32c).hex()
+        self.send_xml(200, "CompleteMultipartUploadResult",
+                      [("Location", "http://%s/%s/%s" % (self.host(), quote(bucket, safe=""), quote(name))),
+                       ("Bucket", bucket), ("Key", name), ("ETag", etag)],
+                      {"x-goog-generation": str(o.generation), "ETag": etag})
+
+    def xml_mpu_abort(self, bucket, name):
+        u = self.mpu(bucket, name)
+        with u.lock:
+            with STATE.lock:
+                STATE.mpus.pop(u.id, None)
+            u.discard()
+        self.send(204)
 
     # ---- control
 
