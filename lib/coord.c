@@ -30,8 +30,11 @@ struct slot {
 	char session[64];
 };
 
+#define CHECK_EVERY_S 0.2
+
 struct round {
 	double opened; /* 0: no report yet */
+	double checked; /* the last check_round that scanned the ranks */
 	int n_reported;
 	struct slot *s;
 };
@@ -167,8 +170,13 @@ static void check_round(struct mtc_coord *c, enum kind k)
 	double now = mtc_now();
 	char msg[512], ranks[160];
 
-	if (!rd->opened)
+	/*
+	 * Every waiting report comes here four times a second: one of them a
+	 * tick scans the ranks, or N waiters would make each tick O(N^2).
+	 */
+	if (!rd->opened || now - rd->checked < CHECK_EVERY_S)
 		return;
+	rd->checked = now;
 	if (now - rd->opened > c->o.round_s) {
 		list_ranks(c, rd, 1, ranks, sizeof ranks);
 		snprintf(msg, sizeof msg,
