@@ -3,8 +3,7 @@
 #  1. one node's 2 GiB restored from its peer by mtc-restore (2-node cluster on
 #     loopback: node 1's RAM is empty, node 0 holds both nodes' data), as one
 #     object and as 8 workers' objects
-#  2. a coordinator restore round with 1024 simulated ranks, each reporting
-#     several steps; the coordinator's CPU seconds for the round
+# (the coordinator at scale: tests/bench/coord.sh)
 # MTC_BENCH_GIB changes the size of 1.
 set -eu
 base=/dev/shm
@@ -104,46 +103,3 @@ PY
 }
 peer_restore 1
 peer_restore 8
-
-# --- 2. a coordinator round with 1024 ranks
-mkdir -p "$W/c"
-mtc-replicate serve --dir "$W/c" --listen "127.0.0.1:${ports[2]}" --coordinator --nodes 1024 \
-	--max-connections 1200 >/dev/null &
-cpid=$!
-pids+=($cpid)
-sleep 0.5
-python3 - "${ports[2]}" "$cpid" <<'EOF'
-import http.client, json, os, sys, threading, time, hashlib
-port, pid = int(sys.argv[1]), int(sys.argv[2])
-N, STEPS = 1024, 4
-def h(*a): return hashlib.sha256("/".join(map(str, a)).encode()).hexdigest()
-def cpu():
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-cfg = {"job-name": "b", "framework": "orbax", "nodes": N, "peers-per-node": 1,
-       "backup-interval-minutes": 30, "workers-per-node": 1}
-bodies = []
-for r in range(N):
-    peer = r ^ 1
-    metas = [[s, n, 0, h(s, n)] for s in range(1, STEPS + 1) for n in (r, peer)]
-    bodies.append(json.dumps({"rank": r, "address": f"http://10.0.{r // 256}.{r % 256}:7070",
-                              "config": dict(cfg, **{"node-rank": r, "peer-ranks": [peer]}),
-                              "meta-files": metas, "data-files": [m[3] for m in metas]}))
-answers = [None] * N
-def post(r):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    while True:
-        c.request("POST", "/v1/coord/restore", bodies[r], {"Content-Type": "application/json"})
-        a = json.loads(c.getresponse().read())
-        if a["status"] != "waiting":
-            answers[r] = a
-            return
-c0, t0 = cpu(), time.time()
-ts = [threading.Thread(target=post, args=(r,)) for r in range(N)]
-for t in ts: t.start()
-for t in ts: t.join()
-c1, t1 = cpu(), time.time()
-ok = sum(1 for a in answers if a and a.get("step") == STEPS)
-print(f"coordinator restore round: {N} ranks x {STEPS} steps, {ok} answered step {STEPS}; "
-      f"{c1 - c0:.2f} s coordinator CPU, {t1 - t0:.2f} s wall (clients included)")
-EOF
