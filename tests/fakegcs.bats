@@ -829,7 +829,7 @@ secs_between() { awk -v a="$1" -v b="$2" -v c="$3" 'BEGIN { exit !(a <= b && b <
 	wait "${pids[@]}"
 	t_four=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 	cat "$WORK"/part[0-3] | cmp - "$WORK/f"
-	echo "upload $t_up s, one stream $t_one s, four ranges $t_four s" >&3
+	echo "# upload $t_up s, one stream $t_one s, four ranges $t_four s" >&3
 	secs_between 0.8 "$t_up" 3
 	secs_between 0.8 "$t_one" 3
 	secs_between 0.2 "$t_four" "$(awk -v a="$t_one" 'BEGIN { print a * 0.6 }')"
