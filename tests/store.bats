@@ -55,7 +55,7 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	mkdir "$BIG/server"
 	fakegcs_start --data-dir "$BIG/server"
 	fakegcs_fault '{"kind": "upload-chunk", "action": "drop-request", "after_bytes": 5000000, "skip": 1, "times": 3}'
-	run "$STORE" gs://bkt/p put big "$BIG/big"
+	TEST_SLICES=1 run "$STORE" gs://bkt/p put big "$BIG/big"
 	assert_success
 	[ "$(fakegcs_stat faults_fired)" -eq 3 ]
 	[ "$(fakegcs_stat upload_bytes_duplicate)" -eq 0 ]
