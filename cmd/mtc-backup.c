@@ -543,15 +543,8 @@ int main(int argc, const char **argv)
 		mtc_usage_error("--parallel, --threads and --stall-timeout take a positive number");
 		goto out;
 	}
-	if (slice_threshold_text && (mtc_store_parse_size(slice_threshold_text, &slice_threshold) < 0 ||
-				     slice_threshold == 0)) {
-		mtc_usage_error("--slice-threshold takes a size such as 64M, not '%s'", slice_threshold_text);
+	if (mtc_cli_slices(slice_threshold_text, slices, &slice_threshold))
 		goto out;
-	}
-	if (slices < 0 || slices > MTC_STORE_SLICES_MAX) {
-		mtc_usage_error("--slices takes 1 to %d", MTC_STORE_SLICES_MAX);
-		goto out;
-	}
 	if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {
 		mtc_error("cannot load config '%s': %s", config_file, err);
 		rc = MTC_EXIT_FAILURE;

@@ -1011,15 +1011,8 @@ int main(int argc, const char **argv)
 		mtc_usage_error("--slice-threshold and --slices go with --from");
 		goto out;
 	}
-	if (slice_threshold_text && (mtc_store_parse_size(slice_threshold_text, &slice_threshold) < 0 ||
-				     slice_threshold == 0)) {
-		mtc_usage_error("--slice-threshold takes a size such as 64M, not '%s'", slice_threshold_text);
+	if (mtc_cli_slices(slice_threshold_text, slices, &slice_threshold))
 		goto out;
-	}
-	if (slices < 0 || slices > MTC_STORE_SLICES_MAX) {
-		mtc_usage_error("--slices takes 1 to %d", MTC_STORE_SLICES_MAX);
-		goto out;
-	}
 	switch (mode) {
 	case MODE_FROM:
 		if (!out_dir + !archive_path + !verify_only != 2) {

@@ -130,21 +130,29 @@ static int survey_or_fail(struct mtc_store *s, struct survey *sv, char *err, siz
 	return errno == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
 }
 
+/* What the bucket root holds: 0, or an exit code with err (no such location: not found). */
+static int survey_location(const char *location, const struct mtc_store_options *opt,
+			   struct survey *sv, char *err, size_t errlen)
+{
+	struct mtc_store *s;
+	int rc = open_store(location, opt, &s, err, errlen);
+	if (rc)
+		return rc;
+	rc = survey_or_fail(s, sv, err, errlen);
+	mtc_store_close(s);
+	if (!rc && !sv->exists)
+		return mtc_fail(err, errlen, "no such location: '%s'", location), MTC_EXIT_NOTFOUND;
+	return rc;
+}
+
 /* Checks the bucket root when the job's root is missing or empty, to say why. */
 static int explain_missing(const char *location, const char *job,
 			   const struct mtc_store_options *opt, char *err, size_t errlen)
 {
-	struct mtc_store *s;
 	struct survey sv;
-	int rc = open_store(location, opt, &s, err, errlen);
+	int rc = survey_location(location, opt, &sv, err, errlen);
 	if (rc)
 		return rc;
-	rc = survey_or_fail(s, &sv, err, errlen);
-	mtc_store_close(s);
-	if (rc)
-		return rc;
-	if (!sv.exists)
-		return mtc_fail(err, errlen, "no such location: '%s'", location), MTC_EXIT_NOTFOUND;
 	if (sv.backups)
 		return job_root_given(location, err, errlen);
 	mtc_fail(err, errlen, "no backups of job '%s' at '%s' (%s%s)", job, location,
@@ -155,17 +163,10 @@ static int explain_missing(const char *location, const char *job,
 static int no_job_given(const char *location, const struct mtc_store_options *opt, char *err,
 			size_t errlen)
 {
-	struct mtc_store *s;
 	struct survey sv;
-	int rc = open_store(location, opt, &s, err, errlen);
+	int rc = survey_location(location, opt, &sv, err, errlen);
 	if (rc)
 		return rc;
-	rc = survey_or_fail(s, &sv, err, errlen);
-	mtc_store_close(s);
-	if (rc)
-		return rc;
-	if (!sv.exists)
-		return mtc_fail(err, errlen, "no such location: '%s'", location), MTC_EXIT_NOTFOUND;
 	if (sv.backups || sv.restore_version)
 		return job_root_given(location, err, errlen);
 	if (!*sv.jobs)

@@ -8,6 +8,7 @@
 
 #include "exitcode.h"
 #include "log.h"
+#include "store.h"
 
 enum { OPT_VERBOSE = 0x7601, OPT_QUIET, OPT_VERSION, OPT_LOG_FORMAT, OPT_TOKEN_FILE, OPT_HELP };
 
@@ -100,5 +101,16 @@ int mtc_parse_uint(const char *s, long long *out)
 	if (errno || *end)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold)
+{
+	if (threshold_text &&
+	    (mtc_store_parse_size(threshold_text, threshold) < 0 || *threshold == 0))
+		return mtc_usage_error("--slice-threshold takes a size such as 64M, not '%s'",
+				       threshold_text);
+	if (slices < 0 || slices > MTC_STORE_SLICES_MAX)
+		return mtc_usage_error("--slices takes 1 to %d", MTC_STORE_SLICES_MAX);
 	return 0;
 }

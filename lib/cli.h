@@ -22,6 +22,12 @@ int mtc_cli_parse(poptContext ctx);
 /* A usage error: one line to stderr, returns MTC_EXIT_USAGE. */
 int mtc_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * --slice-threshold SIZE and --slices N (store.h): the threshold parsed into
+ * *threshold when given. 0, or MTC_EXIT_USAGE after the one-line error.
+ */
+int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold);
+
 /* Parses a non-negative decimal integer that fits in a long long; -1 if it is not one. */
 int mtc_parse_uint(const char *s, long long *out);
 
