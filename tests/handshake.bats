@@ -281,7 +281,7 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 }
 
 @test "offer --style nemo writes what PyYAML's yaml.dump writes" {
-	for job in llama 123 'yes' 'a:b' '-lead' 'trail:' 'On' 'my-job_2' 1.5 0x10 '~' y 1e3 07 '%x' 'a#b' 1:30 .inf; do
+	for job in llama 123 'yes' 'a:b' '-lead' 'trail:' 'On' 'my-job_2' 1.5 0x10 '~' y 1e3 07 '%x' 'a#b' 1:30 1_000; do
 		mtc-handshake offer --dir "$D" --style nemo --framework pytorch.distributed --job-name "$job" \
 			--node-rank 0 --nodes 4 --peers-per-node 2 --peer-ranks 1,2 --backup-interval-minutes 30 --timeout 0.2 || true
 		python3 -c '
