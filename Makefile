@@ -7,7 +7,7 @@ PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libcrypto lib
 DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchive-dev \
             libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev libzstd-dev \
             bats bats-support bats-assert bats-file b3sum rclone python3 \
-            python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps rsync nodejs npm
+            python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps rsync
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
@@ -124,9 +124,13 @@ demo: have-deps
 	@$(MAKE) --no-print-directory all
 	@contrib/demo.sh build/release/bin
 
+# Node.js and npm (for Google's Node.js client in the tests) only where there are none:
+# Debian's npm conflicts with a nodejs from elsewhere (NodeSource bundles its own npm).
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBS)
+	@command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends nodejs npm || echo "# deps: no nodejs/npm: tests with Google's Node.js client are skipped"
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
