@@ -883,6 +883,8 @@ static int restore_cluster(void)
 	o.address = address;
 	o.token = token;
 	o.store_token_file = token_file;
+	o.slice_threshold = slice_threshold;
+	o.slices = slices;
 	o.timeout_s = timeout_s;
 	o.heartbeat_s = heartbeat_s;
 	o.threads = threads;
@@ -934,7 +936,7 @@ int main(int argc, const char **argv)
 		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
-		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0, "with --from on gs://: fetch a file at least this big as parallel ranged GETs (default 64M)", "SIZE" },
+		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0, "gs://: fetch a file at least this big as parallel ranged GETs (default 64M)", "SIZE" },
 		{ "slices", '\0', POPT_ARG_INT, &slices, 0, "ranged GETs of one such file (default 16, at most 32; 1: one stream)", "N" },
 		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal", NULL },
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "restore this node's local dir (cluster mode)", "DIR" },
@@ -1007,8 +1009,8 @@ int main(int argc, const char **argv)
 		mtc_usage_error("--parallel and --threads take a positive number");
 		goto out;
 	}
-	if (mode != MODE_FROM && (slice_threshold_text || slices)) {
-		mtc_usage_error("--slice-threshold and --slices go with --from");
+	if (mode != MODE_FROM && mode != MODE_CLUSTER && (slice_threshold_text || slices)) {
+		mtc_usage_error("--slice-threshold and --slices go with --from or --dir");
 		goto out;
 	}
 	if (mtc_cli_slices(slice_threshold_text, slices, &slice_threshold))

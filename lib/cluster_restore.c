@@ -400,6 +400,13 @@ static int fetch_alternative(struct ctx *x, struct mtc_store *store, json_t *f,
 	return rc;
 }
 
+
+static struct mtc_store_options backup_store_options(const struct mtc_cluster_restore_opts *o)
+{
+	return (struct mtc_store_options){ .token_file = o->store_token_file,
+					   .slice_threshold = o->slice_threshold,
+					   .slices = o->slices };
+}
 static void *fetch_worker(void *arg)
 {
 	struct fetch_queue *q = arg;
@@ -408,7 +415,7 @@ static void *fetch_worker(void *arg)
 	char err[1024];
 
 	if (x->o->backup) {
-		struct mtc_store_options so = { .token_file = x->o->store_token_file };
+		struct mtc_store_options so = backup_store_options(x->o);
 		char *url = xasprintf("%s/%s", x->o->backup, x->cfg->job_name);
 		if (mtc_store_open(url, &so, &store, err, sizeof err) < 0)
 			mtc_warn("cannot open the backup location '%s': %s", url, err);
@@ -568,7 +575,7 @@ static void write_pinned(struct ctx *x, const char *version, json_t *step)
 
 static int open_backup(struct ctx *x)
 {
-	struct mtc_store_options so = { .token_file = x->o->store_token_file };
+	struct mtc_store_options so = backup_store_options(x->o);
 	char err[512], *url;
 	int rc;
 

@@ -169,4 +169,13 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	run mtc-restore --from gs://bkt --job job --name 2025-01-01_00-00 --out "$WORK/out2" --slice-threshold 2X
 	assert_equal "$status" 2
 	assert_output --partial "--slice-threshold takes a size"
+	# a node's restore at its start, from the backup alone, slices the same way
+	fakegcs_ctl DELETE stats >/dev/null
+	mkdir -p "$WORK/n1"
+	run mtc-restore --dir "$WORK/n1" --config "$WORK/cfg" --backup gs://bkt --standalone \
+		--slice-threshold 2M --slices 4
+	assert_success
+	diff -r "$WORK/n0/$h.data" "$WORK/n1/$h.data"
+	# the small objects and the big file's opening range, then its other 3 slices (one stream: 1)
+	assert_equal "$(fakegcs_stat 'requests.GET download')" 9
 }
