@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "backup_check.h"
 #include "cli.h"
 #include "config.h"
 #include "data_name.h"
@@ -98,21 +99,7 @@ static size_t drop_present(struct mtc_store *s, const char *prefix, struct mtc_t
 		return 0;
 	}
 	for (size_t i = 0; i < t->n; i++) {
-		struct mtc_store_object key = { .name = (char *)t->x[i].key };
-		struct mtc_store_object *hit = NULL;
-		size_t lo = 0, hi = l.n_objects;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			int c = strcmp(l.objects[mid].name, key.name);
-			if (!c) {
-				hit = &l.objects[mid];
-				break;
-			}
-			if (c < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		const struct mtc_store_object *hit = mtc_store_list_find(&l, t->x[i].key);
 		long long local = local_size(&t->x[i]);
 		if (hit && hit->size == local) {
 			t->bytes -= local;
@@ -283,27 +270,13 @@ static long long present(struct mtc_store *s, const char *prefix, const char *ha
 		free(key);
 		return *whole ? st.size : 0;
 	}
-	data = xasprintf("%s%s.data/", prefix, hash);
+	data = xasprintf("%s%s.data", prefix, hash);
+	char *tree = xasprintf("%s/", data);
 	if (mtc_store_get_buf(s, key, MTC_MANIFEST_BODY_MAX, &text, &len) == 0 &&
 	    mtc_manifest_parse(text, len, &m, err, sizeof err) == 0 &&
-	    mtc_store_list(s, data, NULL, &l) == 0) {
-		/* both sorted by strcmp of the path (store.h, digest.h): one merge walk */
-		size_t k = 0, missing = 0;
-		for (size_t i = 0; i < m.n; i++) {
-			const struct mtc_manifest_entry *e = &m.entries[i];
-			int c = 1;
-			if (e->type != MTC_ENTRY_FILE)
-				continue;
-			while (k < l.n_objects &&
-			       (c = strcmp(l.objects[k].name + strlen(data), e->path)) < 0)
-				k++;
-			if (k < l.n_objects && c == 0 && l.objects[k].size == e->size)
-				bytes += e->size;
-			else
-				missing++;
-		}
-		*whole = !missing;
-	}
+	    mtc_store_list(s, tree, NULL, &l) == 0)
+		*whole = !mtc_backup_data_missing(&l, data, &m, &bytes, NULL, NULL);
+	free(tree);
 	mtc_store_list_free(&l);
 	mtc_manifest_free(&m);
 	free(text);

@@ -148,8 +148,7 @@ static int list_backups(const char *job, int nodes, int workers)
 		long long bytes = 0;
 		int is_pinned = pin == 1 && !strcmp(pinned, list[i].name), deep = 0;
 		mtc_info("checking backup %s", list[i].name);
-		if (mtc_backup_inspect(s, list[i].name, nodes, workers, &info) < 0 ||
-		    mtc_backup_check_sizes(s, &info, &bytes) < 0) {
+		if (mtc_backup_judge(s, list[i].name, nodes, workers, &info, &bytes) < 0) {
 			mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(s), list[i].name,
 				  mtc_store_error(s));
 			rc = MTC_EXIT_FAILURE;

@@ -237,14 +237,12 @@ static int inspect(struct mtc_store *s, struct backup *b, int nodes, int workers
 {
 	struct mtc_backup_info info;
 	struct mtc_verify_stats stats;
-	long long bytes;
 	char why[512];
 	int rc = 0;
 
 	if (b->state != UNCHECKED && !deep)
 		return 0;
-	if (mtc_backup_inspect(s, b->name, nodes, workers, &info) < 0 ||
-	    (info.state == MTC_BACKUP_VALID && mtc_backup_check_sizes(s, &info, &bytes) < 0)) {
+	if (mtc_backup_judge(s, b->name, nodes, workers, &info, NULL) < 0) {
 		mtc_error("cannot read backup '%s': %s", b->name, mtc_store_error(s));
 		mtc_backup_info_free(&info);
 		return -1;

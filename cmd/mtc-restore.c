@@ -219,15 +219,6 @@ static int verify(const char *path, const char *hash, const struct mtc_manifest 
 	return rc;
 }
 
-static const struct mtc_store_object *find_object(const struct mtc_store_list *l,
-						  const char *name)
-{
-	for (size_t i = 0; i < l->n_objects; i++)
-		if (!strcmp(l->objects[i].name, name))
-			return &l->objects[i];
-	return NULL;
-}
-
 static int store_exit(int e)
 {
 	return e == EIO ? MTC_EXIT_INTEGRITY : e == ETIMEDOUT ? MTC_EXIT_TIMEOUT : MTC_EXIT_FAILURE;
@@ -247,7 +238,7 @@ static int plan_fetch(struct mtc_store *s, const struct mtc_store_list *l, struc
 			continue;
 		snprintf(obj, sizeof obj, "%s.data", w[i].hash);
 		snprintf(pre, sizeof pre, "%s.data/", w[i].hash);
-		if ((o = find_object(l, obj))) {
+		if ((o = mtc_store_list_find(l, obj))) {
 			mtc_fetch_add(f, obj, obj, o->size, o->generation);
 		} else if (has_prefix(l, pre)) {
 			if (mtc_fetch_add_prefix(s, pre, obj, f) < 0) {
@@ -664,10 +655,7 @@ static struct mtc_store *open_job(const char *location, const char *job, int *rc
 /* Judges a backup by its metas and the sizes of its data; -1 when storage fails. */
 static int judge(struct mtc_store *s, const char *name, struct mtc_backup_info *info)
 {
-	long long bytes;
-
-	if (mtc_backup_inspect(s, name, 0, 0, info) == 0 &&
-	    mtc_backup_check_sizes(s, info, &bytes) == 0)
+	if (mtc_backup_judge(s, name, 0, 0, info, NULL) == 0)
 		return 0;
 	mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(s), name, mtc_store_error(s));
 	return -1;

@@ -18,18 +18,6 @@
 
 #define READ_PIECE (8 << 20)
 
-static int cmp_object_name(const void *key, const void *obj)
-{
-	return strcmp(key, ((const struct mtc_store_object *)obj)->name);
-}
-
-static const struct mtc_store_object *find(const struct mtc_store_list *l, const char *key)
-{
-	return l->n_objects ? bsearch(key, l->objects, l->n_objects, sizeof *l->objects,
-				      cmp_object_name)
-			    : NULL;
-}
-
 /* 1 when an earlier meta of info names the same data. */
 static int seen_before(const struct mtc_backup_info *info, size_t i)
 {
@@ -62,24 +50,32 @@ static int load_manifest(struct mtc_store *s, const char *name, const char *hash
 	return rc;
 }
 
-/* The first file of m that the listing lacks or holds at another size; NULL when none. */
-static const struct mtc_manifest_entry *first_size_difference(const struct mtc_store_list *l,
-							      const char *data,
-							      const struct mtc_manifest *m,
-							      long long *found)
+size_t mtc_backup_data_missing(const struct mtc_store_list *l, const char *data,
+			       const struct mtc_manifest *m, long long *bytes,
+			       const struct mtc_manifest_entry **first, long long *found)
 {
+	size_t missing = 0;
+
+	if (bytes)
+		*bytes = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		const struct mtc_manifest_entry *e = &m->entries[i];
 		if (e->type != MTC_ENTRY_FILE)
 			continue;
 		char *key = *e->path ? xasprintf("%s/%s", data, e->path) : xstrdup(data);
-		const struct mtc_store_object *o = find(l, key);
+		const struct mtc_store_object *o = mtc_store_list_find(l, key);
 		free(key);
-		*found = o ? o->size : -1;
-		if (!o || o->size != e->size)
-			return e;
+		if (o && o->size == e->size) {
+			if (bytes)
+				*bytes += e->size;
+			continue;
+		}
+		if (!missing++ && first) {
+			*first = e;
+			*found = o ? o->size : -1;
+		}
 	}
-	return NULL;
+	return missing;
 }
 
 int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, long long *bytes)
@@ -112,7 +108,7 @@ int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, lo
 				 mt->rank, mt->worker, mt->hash, why);
 		} else if (have < 0) {
 			rc = -1;
-		} else if (have && (e = first_size_difference(&l, data, &m, &found))) {
+		} else if (have && mtc_backup_data_missing(&l, data, &m, NULL, &e, &found)) {
 			info->state = MTC_BACKUP_DAMAGED;
 			snprintf(info->reason, sizeof info->reason,
 				 found < 0 ? "node %d worker %d: '%.12s….data%s%s' is missing"
@@ -327,4 +323,16 @@ int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 	free(v.c);
 	pthread_mutex_destroy(&v.lock);
 	return rc;
+}
+
+int mtc_backup_judge(struct mtc_store *s, const char *name, int nodes, int workers,
+		     struct mtc_backup_info *info, long long *bytes)
+{
+	long long total;
+
+	if (mtc_backup_inspect(s, name, nodes, workers, info) < 0)
+		return -1;
+	if (!bytes && info->state != MTC_BACKUP_VALID)
+		return 0;
+	return mtc_backup_check_sizes(s, info, bytes ? bytes : &total);
 }

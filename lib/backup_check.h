@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "backups.h"
+#include "digest.h"
 #include "store.h"
 
 /*
@@ -26,6 +27,25 @@
  * differs), -1 storage error (why).
  */
 int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, long long *bytes);
+
+/*
+ * mtc_backup_inspect and then the size check: a backup's state as the
+ * programs show it. bytes NULL: the size check runs only for a backup that
+ * reads as valid (the others have nothing to lose). -1 when storage fails.
+ */
+int mtc_backup_judge(struct mtc_store *s, const char *name, int nodes, int workers,
+		     struct mtc_backup_info *info, long long *bytes);
+
+/*
+ * The files of manifest m that a listing lacks or holds at another size,
+ * data being the data's key (a file) or its files' key prefix without the
+ * '/' (a tree): returns how many. bytes (may be NULL) gets the bytes of the
+ * files that are whole; first (may be NULL) the first that is not, and
+ * found its listed size (-1: not listed).
+ */
+size_t mtc_backup_data_missing(const struct mtc_store_list *l, const char *data,
+			       const struct mtc_manifest *m, long long *bytes,
+			       const struct mtc_manifest_entry **first, long long *found);
 
 struct mtc_verify_stats {
 	long long objects, files, bytes;

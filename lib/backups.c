@@ -133,11 +133,6 @@ static const char *base_name(const char *key)
 	return slash ? slash + 1 : key;
 }
 
-static int cmp_object_name(const void *key, const void *obj)
-{
-	return strcmp(key, ((const struct mtc_store_object *)obj)->name);
-}
-
 static int cmp_prefix(const void *key, const void *prefix)
 {
 	return strcmp(key, *(char *const *)prefix);
@@ -148,9 +143,7 @@ static int data_present(const struct mtc_store_list *l, const char *name, const 
 {
 	char *key = xasprintf("%s/%s.data", name, hash);
 	char *dir = xasprintf("%s/%s.data/", name, hash);
-	int found = (l->n_objects &&
-		     (bsearch(key, l->objects, l->n_objects, sizeof *l->objects, cmp_object_name) ||
-		      bsearch(dir, l->objects, l->n_objects, sizeof *l->objects, cmp_object_name))) ||
+	int found = mtc_store_list_find(l, key) || mtc_store_list_find(l, dir) ||
 		    (l->n_prefixes &&
 		     bsearch(dir, l->prefixes, l->n_prefixes, sizeof *l->prefixes, cmp_prefix));
 

@@ -244,6 +244,19 @@ int mtc_store_list(struct mtc_store *s, const char *prefix, const char *delim,
 	return s->ops->list(s, prefix ? prefix : "", delim, out);
 }
 
+static int cmp_object_name(const void *key, const void *obj)
+{
+	return strcmp(key, ((const struct mtc_store_object *)obj)->name);
+}
+
+const struct mtc_store_object *mtc_store_list_find(const struct mtc_store_list *l,
+						    const char *name)
+{
+	return l->n_objects ? bsearch(name, l->objects, l->n_objects, sizeof *l->objects,
+				      cmp_object_name)
+			    : NULL;
+}
+
 void mtc_store_list_free(struct mtc_store_list *l)
 {
 	for (size_t i = 0; i < l->n_objects; i++)

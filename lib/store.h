@@ -117,6 +117,9 @@ int mtc_store_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n);
 int mtc_store_list(struct mtc_store *s, const char *prefix, const char *delim,
 		   struct mtc_store_list *out);
 void mtc_store_list_free(struct mtc_store_list *l);
+/* The object named name in a listing (sorted: a binary search), or NULL. */
+const struct mtc_store_object *mtc_store_list_find(const struct mtc_store_list *l,
+						    const char *name);
 
 /* Size and generation of one object (out->name is set to NULL). */
 int mtc_store_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out);
