@@ -652,12 +652,13 @@ static struct mtc_store *open_job(const char *location, const char *job, int *rc
 	return s;
 }
 
-/* Judges a backup by its metas and the sizes of its data; -1 when storage fails. */
+/* Judges a backup by its metas and the sizes of its data; -1 (info freed) when storage fails. */
 static int judge(struct mtc_store *s, const char *name, struct mtc_backup_info *info)
 {
 	if (mtc_backup_judge(s, name, 0, 0, info, NULL) == 0)
 		return 0;
 	mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(s), name, mtc_store_error(s));
+	mtc_backup_info_free(info);
 	return -1;
 }
 
@@ -759,8 +760,12 @@ static int pick_rank(struct mtc_store *s, const char *name, long long *rank)
 			return MTC_EXIT_OK;
 		return mtc_usage_error("--rank takes a node rank, not '%s'", rank_text);
 	}
-	if (judge(s, name, &info) < 0)
+	if (mtc_backup_inspect(s, name, 0, 0, &info) < 0) { /* the metas say how many nodes */
+		mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(s), name,
+			  mtc_store_error(s));
+		mtc_backup_info_free(&info);
 		return MTC_EXIT_FAILURE;
+	}
 	if (info.nodes > 1)
 		rc = mtc_usage_error("backup %s holds %d nodes: say which with --rank R", name,
 				     info.nodes);
