@@ -207,10 +207,13 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	unset STORAGE_EMULATOR_HOST
 	export MTC_GCS_ENDPOINT="$FAKEGCS_URL"
 	mkdir "$WORK/t"
-	for i in $(seq 1 12); do echo "$i" >"$WORK/t/$i"; done
-	tok 1 >"$WORK/token"
+	for i in $(seq 1 16); do echo "$i" >"$WORK/t/$i"; done
+	# The new token is minted first, so only a rename stands between the
+	# uploads and it: it is in place long before the old one expires.
+	tok 3 >"$WORK/token"
+	tok 3600 >"$WORK/token.new"
 	fakegcs_fault '{"kind": "upload-multipart", "action": "delay", "seconds": 0.25, "times": -1}'
-	(sleep 0.5 && tok 3600 >"$WORK/token.new" && mv "$WORK/token.new" "$WORK/token") 3>&- &
+	(sleep 0.5 && mv "$WORK/token.new" "$WORK/token") 3>&- &
 	renewer=$!
 	TEST_TOKEN_FILE="$WORK/token" TEST_PARALLEL=1 run "$STORE" gs://bkt puttree t "$WORK/t"
 	wait "$renewer"
