@@ -3,7 +3,7 @@
 
 PREFIX   ?= /usr/local
 CC       ?= cc
-PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libcrypto libzstd
+PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libssl libcrypto libzstd
 DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchive-dev \
             libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev libzstd-dev \
             bats bats-support bats-assert bats-file b3sum rclone python3 \

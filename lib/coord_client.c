@@ -13,6 +13,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "peer_auth.h"
+#include "tls.h"
 #include "xalloc.h"
 
 #define ANSWER_MAX (256 << 20)
@@ -83,7 +84,11 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 	return cancelled(cc) || mtc_coord_client_lost(cc);
 }
 
-/* One HTTP POST. 0 with the parsed JSON answer and its HTTP code, or -1 with err (transport). */
+/*
+ * One HTTP POST. 0 with the parsed JSON answer and its HTTP code, -1 with
+ * err (transport), or -2 with err when no retry can help (the URL's scheme
+ * against the TLS set-up).
+ */
 static int post_once(struct mtc_coord_client *cc, const char *kind, const char *body,
 		     double timeout_s, json_t **answer, long *code, char *err, size_t errlen)
 {
@@ -101,6 +106,13 @@ static int post_once(struct mtc_coord_client *cc, const char *kind, const char *
 	if (cc->token) {
 		auth = mtc_bearer_header(cc->token);
 		hdr = curl_slist_append(hdr, auth);
+	}
+	if (mtc_tls_curl(h, url, err, errlen) < 0) {
+		curl_easy_cleanup(h);
+		curl_slist_free_all(hdr);
+		free(auth);
+		free(url);
+		return -2;
 	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -214,6 +226,7 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 	char *body;
 	double backoff = 0.2;
 	const char *status;
+	int rc;
 
 	*answer = NULL;
 	err[0] = '\0';
@@ -247,9 +260,13 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 			return MTC_EXIT_FAILURE;
 		}
 		err[0] = '\0';
-		if (post_once(cc, kind, body, (wait_s >= 0 ? wait_s : 60) + 30, &a, &code, err,
-			      errlen) < 0 ||
-		    code == 503) {
+		if ((rc = post_once(cc, kind, body, (wait_s >= 0 ? wait_s : 60) + 30, &a, &code, err,
+				    errlen)) == -2)
+		{
+			free(body);
+			return MTC_EXIT_FAILURE;
+		}
+		if (rc < 0 || code == 503) {
 			if (a)
 				snprintf(err, errlen, "coordinator '%s': %s", cc->url,
 					 json_string_value(json_object_get(a, "error")) ?: "unavailable");

@@ -25,6 +25,7 @@
 #include "peer_http.h"
 #include "peer_manifest.h"
 #include "peer_ring.h"
+#include "tls.h"
 #include "xalloc.h"
 
 #define RETRY (-100)
@@ -280,6 +281,10 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 
 	if (!h) {
 		snprintf(err, errlen, "cannot start curl");
+		return MTC_EXIT_FAILURE;
+	}
+	if (mtc_tls_curl(h, c->url, err, errlen) < 0) {
+		curl_easy_cleanup(h);
 		return MTC_EXIT_FAILURE;
 	}
 	c->raw = ((!strcmp(c->method, "PUT") && c->up_path) ||

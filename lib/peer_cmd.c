@@ -22,18 +22,19 @@
 #include "peer_client.h"
 #include "peer_server.h"
 #include "peers.h"
+#include "tls.h"
 #include "token_file.h"
 #include "xalloc.h"
 
 #define SERVE_USAGE                                                                            \
 	"serve --dir DIR --listen HOST:PORT [--peer-token-file FILE [--strict-ranks]] [--insecure] " \
-	"[--coordinator --nodes N] [--json]"
+	"[--tls-dir DIR] [--coordinator --nodes N] [--json]"
 #define PUSH_USAGE                                                                             \
 	"push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] "        \
-	"[--peer-token-file FILE] [--streams N] [--json]"
+	"[--peer-token-file FILE] [--tls-dir DIR] [--streams N] [--json]"
 #define FETCH_USAGE                                                                            \
 	"fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--peer-token-file FILE] "       \
-	"[--streams N] [--json]"
+	"[--tls-dir DIR] [--streams N] [--json]"
 
 int mtc_replicate_parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
 			poptContext *ctx)
@@ -56,7 +57,8 @@ static int parse(int argc, const char **argv, struct poptOption *opts, const cha
 int mtc_replicate_serve(int argc, const char **argv)
 {
 	struct mtc_peer_server_opts o;
-	char *dir = NULL, *listen = NULL, *token = NULL, *ready_file = NULL, err[512];
+	char *dir = NULL, *listen = NULL, *token = NULL, *ready_file = NULL, *tls_dir = NULL,
+	     err[512];
 	long long max_body = -1, max_files = -1, min_rate = -1;
 	int insecure = 0, strict_ranks = 0, max_depth = -1, max_conn = -1, timeout = -1, session_timeout = -1, sig, rc;
 	int coordinator = 0, nodes = 0, per_ip = -1, max_unauth = -1, head_timeout = -1;
@@ -74,6 +76,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "credential: the token file's plain secret may only read", NULL },
 		{ "insecure", '\0', POPT_ARG_NONE, &insecure, 0,
 		  "allow a non-loopback address without a token", NULL },
+		{ "tls-dir", '\0', POPT_ARG_STRING, &tls_dir, 0,
+		  "serve HTTPS only, with DIR/tls.crt and tls.key; the data needs a client "
+		  "certificate signed by DIR/ca.crt (else $MTC_TLS_DIR)", "DIR" },
 		{ "ready-file", '\0', POPT_ARG_STRING, &ready_file, 0,
 		  "GET /readyz answers 200 while FILE exists, else 503 (the node's service creates "
 		  "it once the handshake and the restore are done)", "FILE" },
@@ -137,6 +142,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	}
 	o.strict_ranks = strict_ranks;
 	o.insecure = insecure;
+	o.tls_dir = mtc_tls_dir_path(tls_dir);
 	o.ready_file = ready_file;
 	if (max_body >= 0)
 		o.max_body = max_body;
@@ -194,8 +200,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
-	mtc_json_print(json_pack("{s:s, s:s, s:b}", "listen", mtc_peer_server_address(s), "dir",
-				 dir, "coordinator", coordinator));
+	mtc_json_print(json_pack("{s:s, s:s, s:s, s:b}", "listen", mtc_peer_server_address(s),
+				 "scheme", o.tls_dir ? "https" : "http", "dir", dir, "coordinator",
+				 coordinator));
 	mtc_info("serving '%s' on %s", dir, mtc_peer_server_address(s));
 	sigwait(&set, &sig);
 	mtc_info("signal %d: shutting down", sig);
@@ -209,11 +216,12 @@ out:
 	free(dir);
 	free(listen);
 	free(token);
+	free(tls_dir);
 	return rc;
 }
 
-static int client_setup(struct mtc_peer_client *pc, const char *token_file, double timeout,
-			int retries, char **token)
+static int client_setup(struct mtc_peer_client *pc, const char *token_file, const char *tls_dir,
+			double timeout, int retries, char **token)
 {
 	char err[512];
 	mtc_peer_client_defaults(pc);
@@ -229,6 +237,10 @@ static int client_setup(struct mtc_peer_client *pc, const char *token_file, doub
 			return MTC_EXIT_FAILURE;
 		}
 		pc->token = *token;
+	}
+	if (mtc_tls_client_setup(tls_dir, err, sizeof err) < 0) {
+		mtc_error("%s", err);
+		return MTC_EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -252,7 +264,7 @@ static void free_argv(char **v)
 
 int mtc_replicate_push(int argc, const char **argv)
 {
-	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token_file = NULL,
+	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token_file = NULL, *tls_dir = NULL,
 	     *token = NULL, **peers = NULL, **urls = NULL, err[512];
 	double timeout = 0;
 	int retries = -1, n_urls = 0, failed = 0, streams = 0, rc;
@@ -267,6 +279,9 @@ int mtc_replicate_push(int argc, const char **argv)
 		  "turns a peer rank into its URL, e.g. http://job-0-{rank}.svc:7070", "T" },
 		{ "peer-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "bearer token for the peers (else $MTC_PEER_TOKEN_FILE)",
 		  "FILE" },
+		{ "tls-dir", '\0', POPT_ARG_STRING, &tls_dir, 0,
+		  "HTTPS: peers checked against DIR/ca.crt, DIR/tls.crt shown as the client "
+		  "certificate (else $MTC_TLS_DIR)", "DIR" },
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
 		  "seconds per object, retries included (default 3600)", "SEC" },
 		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
@@ -318,7 +333,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		for (int i = 0; i < n; i++)
 			urls[n_urls++] = mtc_peer_url(tmpl, ranks[i]);
 	}
-	if ((rc = client_setup(&pc, token_file, timeout, retries, &token)) >= 0) {
+	if ((rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token)) >= 0) {
 		mtc_config_free(&cfg);
 		goto out;
 	}
@@ -347,13 +362,14 @@ out:
 	free(step_s);
 	free(tmpl);
 	free(token_file);
+	free(tls_dir);
 	free(token);
 	return rc;
 }
 
 int mtc_replicate_fetch(int argc, const char **argv)
 {
-	char *dir = NULL, *from = NULL, *token_file = NULL, *token = NULL, **hashes = NULL,
+	char *dir = NULL, *from = NULL, *token_file = NULL, *tls_dir = NULL, *token = NULL, **hashes = NULL,
 	     **metas = NULL;
 	double timeout = 0;
 	int retries = -1, streams = 0, rc, worst = 0;
@@ -365,6 +381,9 @@ int mtc_replicate_fetch(int argc, const char **argv)
 		  "NAME" },
 		{ "peer-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "bearer token for the peer (else $MTC_PEER_TOKEN_FILE)",
 		  "FILE" },
+		{ "tls-dir", '\0', POPT_ARG_STRING, &tls_dir, 0,
+		  "HTTPS: peers checked against DIR/ca.crt, DIR/tls.crt shown as the client "
+		  "certificate (else $MTC_TLS_DIR)", "DIR" },
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
 		  "seconds per object, retries included (default 3600)", "SEC" },
 		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
@@ -397,7 +416,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 			goto out;
 		}
 	}
-	if ((rc = client_setup(&pc, token_file, timeout, retries, &token)) >= 0)
+	if ((rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token)) >= 0)
 		goto out;
 	if (streams > 0)
 		pc.streams = streams > 64 ? 64 : streams;
@@ -429,6 +448,7 @@ out:
 	free(dir);
 	free(from);
 	free(token_file);
+	free(tls_dir);
 	free(token);
 	return rc;
 }

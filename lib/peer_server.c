@@ -40,6 +40,7 @@
 #include "peer_manifest.h"
 #include "peer_ring.h"
 #include "peer_wire.h"
+#include "tls_front.h"
 #include "xalloc.h"
 
 #define STAGING_PREFIX ".mtc-upload-"
@@ -85,6 +86,11 @@ struct mtc_peer_server {
 	int guard_stop;
 	pthread_t guard;
 	atomic_llong cut_unauth, cut_head;
+
+	/* with TLS (tls_front.h): whether the client behind each of MHD's fds showed a CA-signed certificate */
+	struct mtc_tls_front *tls;
+	unsigned char *tls_client; /* by fd: 0 not known, 1 no certificate, 2 verified */
+	size_t tls_client_cap;
 };
 
 /* A tree's manifest, parsed once for all the sessions uploading it. */
@@ -1458,6 +1464,7 @@ struct conn {
 	struct conn *prev, *next;
 	int fd;
 	int authed, in_request, cut;
+	int client_cert; /* TLS: the client's certificate checked out against ca.crt */
 	double since; /* accept, or the last answer */
 };
 
@@ -1485,6 +1492,10 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
 		k = xcalloc(1, sizeof *k);
 		k->fd = ci ? ci->connect_fd : -1;
 		k->since = mtc_now();
+		if (k->fd >= 0 && (size_t)k->fd < s->tls_client_cap) {
+			k->client_cert = s->tls_client[k->fd] == 2;
+			s->tls_client[k->fd] = 0;
+		}
 		k->prev = s->conns_tail;
 		if (s->conns_tail)
 			s->conns_tail->next = k;
@@ -1520,6 +1531,17 @@ static struct conn *conn_of(struct MHD_Connection *c)
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	return ci ? ci->socket_context : NULL;
+}
+
+static int client_cert(struct mtc_peer_server *s, struct MHD_Connection *c)
+{
+	struct conn *k = conn_of(c);
+	int ok;
+
+	pthread_mutex_lock(&s->conns_mu);
+	ok = k && k->client_cert;
+	pthread_mutex_unlock(&s->conns_mu);
+	return ok;
 }
 
 /* A whole request head arrived on c; trusted: with a valid token (or none needed). */
@@ -1662,6 +1684,9 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 					 "not ready: waiting for the training job or the restore\n");
 	if (!strcmp(url, "/metrics") && get)
 		return get_metrics(r, c);
+	if (s->tls && !client_cert(s, c))
+		return respond(r, c, MHD_HTTP_FORBIDDEN, TEXT,
+			       "mutual TLS: this needs a client certificate signed by the job's CA\n");
 	if (!authorized(s, c, &r->who))
 		return respond(r, c, MHD_HTTP_UNAUTHORIZED, TEXT, "missing or wrong bearer token\n");
 	conn_head(s, c, 1);
@@ -1856,6 +1881,55 @@ static void remove_leftovers(const char *dir)
 	closedir(d);
 }
 
+/* With TLS, the front hands over each client's plain end of its relay: MHD serves it as a connection. */
+static void tls_hand_over(void *cls, int fd, const struct sockaddr *sa, socklen_t salen,
+			  int verified)
+{
+	struct mtc_peer_server *s = cls;
+
+	pthread_mutex_lock(&s->conns_mu);
+	if ((size_t)fd >= s->tls_client_cap) {
+		size_t cap = (size_t)fd * 2 + 64;
+		s->tls_client = xrealloc(s->tls_client, cap);
+		memset(s->tls_client + s->tls_client_cap, 0, cap - s->tls_client_cap);
+		s->tls_client_cap = cap;
+	}
+	s->tls_client[fd] = verified ? 2 : 1;
+	pthread_mutex_unlock(&s->conns_mu);
+	if (MHD_add_connection(s->daemon, fd, sa, salen) != MHD_YES) { /* MHD closed fd */
+		pthread_mutex_lock(&s->conns_mu);
+		s->tls_client[fd] = 0;
+		pthread_mutex_unlock(&s->conns_mu);
+	}
+}
+
+/* A listening socket on ss, for the TLS front; -1 with err. */
+static int listen_on(const struct sockaddr_storage *ss, const char *listen_s, char *err,
+		     size_t errlen)
+{
+	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						  : sizeof(struct sockaddr_in);
+	int one = 1, fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return mtc_fail(err, errlen, "cannot listen on '%s': %s", listen_s, strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 128) < 0) {
+		mtc_fail(err, errlen, "cannot listen on '%s': %s", listen_s, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void server_free(struct mtc_peer_server *s)
+{
+	mtc_peer_auth_free(s->auth);
+	free(s->tls_client);
+	free(s->dir);
+	free(s);
+}
+
 struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts *o, char *err,
 					      size_t errlen)
 {
@@ -1867,6 +1941,8 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
 	struct stat st;
+	int tls_fd = -1;
+	unsigned port = 0;
 
 	if (stat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "'%s' is not a directory", o->dir);
@@ -1909,6 +1985,20 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	remove_leftovers(s->dir);
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (o->tls_dir) {
+		struct sockaddr_storage bound;
+		socklen_t blen = sizeof bound;
+
+		if ((tls_fd = listen_on(&ss, o->listen, err, errlen)) < 0) {
+			server_free(s);
+			return NULL;
+		}
+		if (getsockname(tls_fd, (struct sockaddr *)&bound, &blen) == 0)
+			port = ntohs(bound.ss_family == AF_INET6
+					     ? ((struct sockaddr_in6 *)&bound)->sin6_port
+					     : ((struct sockaddr_in *)&bound)->sin_port);
+		flags |= MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+	}
 	s->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
@@ -1921,24 +2011,40 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	if (!s->daemon) {
 		snprintf(err, errlen, "cannot listen on '%s': %s", o->listen,
 			 errno ? strerror(errno) : "address in use or not available");
-		free(s->dir);
-		free(s);
+		if (tls_fd >= 0)
+			close(tls_fd);
+		server_free(s);
 		return NULL;
+	}
+	if (o->tls_dir) {
+		struct mtc_tls_front_opts fo = { .dir = o->tls_dir, .listen_fd = tls_fd,
+						 .max_handshakes = o->max_unauth,
+						 .handshake_timeout_s = o->head_timeout_s,
+						 .hand_over = tls_hand_over, .cls = s };
+		if (!(s->tls = mtc_tls_front_start(&fo, err, errlen))) {
+			close(tls_fd);
+			MHD_stop_daemon(s->daemon);
+			server_free(s);
+			return NULL;
+		}
 	}
 	if (pthread_create(&s->guard, NULL, guard_main, s)) {
 		snprintf(err, errlen, "cannot start the connection guard: out of threads");
+		if (s->tls)
+			mtc_tls_front_stop(s->tls);
 		MHD_stop_daemon(s->daemon);
-		free(s->dir);
-		free(s);
+		server_free(s);
 		return NULL;
 	}
-	info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	info = o->tls_dir ? NULL : MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	if (info)
+		port = info->port;
 	if (ss.ss_family == AF_INET6)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
 	else
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
 	snprintf(s->address, sizeof s->address, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
-		 host, info ? info->port : 0);
+		 host, port);
 	return s;
 }
 
@@ -1952,6 +2058,8 @@ void mtc_peer_server_stop(struct mtc_peer_server *s)
 	pthread_cond_signal(&s->conns_cv);
 	pthread_mutex_unlock(&s->conns_mu);
 	pthread_join(s->guard, NULL);
+	if (s->tls)
+		mtc_tls_front_stop(s->tls);
 	MHD_stop_daemon(s->daemon);
 	while (s->sessions) {
 		struct session *x = s->sessions;
@@ -1964,7 +2072,5 @@ void mtc_peer_server_stop(struct mtc_peer_server *s)
 	pthread_mutex_destroy(&s->conns_mu);
 	pthread_cond_destroy(&s->conns_cv);
 	remove_leftovers(s->dir);
-	mtc_peer_auth_free(s->auth);
-	free(s->dir);
-	free(s);
+	server_free(s);
 }

@@ -29,6 +29,7 @@ struct mtc_peer_server_opts {
 	const char *dir;
 	const char *listen;	/* HOST:PORT, :PORT, [V6]:PORT; port 0 picks a free one */
 	const char *token_file; /* NULL: no auth, loopback only unless insecure */
+	const char *tls_dir;	/* NULL: plain HTTP; else HTTPS only, mutual TLS for the data (tls.h) */
 	int strict_ranks;	/* the plain secret may read but not write (peer_auth.h) */
 	int insecure;
 	const char *ready_file; /* /readyz: 200 while it exists, else 503 (NULL: always ready) */

@@ -49,6 +49,31 @@ serve_on() {
 		grep -q listen "$dir.out" 2>/dev/null && break
 		sleep 0.05
 	done
-	URL="http://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir.out")"
-	[ "$URL" != "http://" ]
+	URL="$(sed -n 's/.*"scheme":"\([^"]*\)".*/\1/p' "$dir.out")://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$dir.out")"
+	[ "${URL#*://}" != "" ]
+}
+
+# make_tls DIR: a test CA in DIR/ca and, as a Kubernetes TLS Secret is
+# mounted, DIR/node (ca.crt, tls.crt, tls.key) for 127.0.0.1 and localhost;
+# DIR/rogue is the same from another CA, DIR/client-ca just the CA.
+make_tls() {
+	local d=$1 who
+	mkdir -p "$d/client-ca"
+	for who in ca rogue-ca; do
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+			-subj "/CN=mtc test $who" -keyout "$d/$who.key" -out "$d/$who.crt" 2>/dev/null
+	done
+	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >"$d/ext"
+	for who in node rogue; do
+		local ca=ca
+		[ "$who" = rogue ] && ca=rogue-ca
+		mkdir -p "$d/$who"
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$who" \
+			-keyout "$d/$who/tls.key" -out "$d/$who.csr" 2>/dev/null
+		openssl x509 -req -in "$d/$who.csr" -CA "$d/$ca.crt" -CAkey "$d/$ca.key" -CAcreateserial \
+			-days 2 -extfile "$d/ext" -out "$d/$who/tls.crt" 2>/dev/null
+		cp "$d/$ca.crt" "$d/$who/ca.crt"
+		chmod 600 "$d/$who/tls.key"
+	done
+	cp "$d/ca.crt" "$d/client-ca/ca.crt"
 }

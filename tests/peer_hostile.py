@@ -20,13 +20,20 @@
                                           (MANIFEST: a legitimate tree's manifest
                                           named HASH), under a flood of half-open
                                           connections; prints one line per probe
-                                          and exits 1 if one did not hold
+                                          and exits 1 if one did not hold;
+                                          an https:// URL runs them over TLS with
+                                          $MTC_TEST_TLS_DIR's ca.crt, tls.crt and
+                                          tls.key, and adds a flood of TCP
+                                          connections that never start the
+                                          handshake
 """
 import http.client
 import io
 import os
 import random
+import select
 import socket
+import ssl
 import sys
 import tarfile
 import threading
@@ -206,13 +213,31 @@ def flip_relay(upstream, method, count, offset):
                          daemon=True).start()
 
 
+TLS = None  # the client's ssl.SSLContext for https:// URLs
+SILENT = 140  # connections that never start the handshake: beyond twice the daemon's 64
+
+
+def tls_context():
+    d = os.environ["MTC_TEST_TLS_DIR"]
+    ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.crt"))
+    ctx.load_cert_chain(os.path.join(d, "tls.crt"), os.path.join(d, "tls.key"))
+    return ctx
+
+
+def connect(addr, timeout):
+    """A connection to (host, port): over TLS when TLS is set, handshake done."""
+    s = socket.create_connection(addr, timeout=timeout)
+    return TLS.wrap_socket(s, server_hostname=addr[0]) if TLS else s
+
+
 def request(url, method, path, body=None, token=None, headers=(), timeout=30):
     """One request on a fresh connection: (HTTP code, body), or (0, why)."""
     u = urllib.parse.urlsplit(url)
     h = dict(headers)
     if token:
         h["Authorization"] = "Bearer " + token
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    c = (http.client.HTTPSConnection(u.hostname, u.port, timeout=timeout, context=TLS)
+         if TLS else http.client.HTTPConnection(u.hostname, u.port, timeout=timeout))
     try:
         c.request(method, path, body=body, headers=h)
         r = c.getresponse()
@@ -225,8 +250,10 @@ def request(url, method, path, body=None, token=None, headers=(), timeout=30):
 
 def closed_by_peer(s):
     try:
-        return s.recv(4096, socket.MSG_DONTWAIT) == b""
-    except BlockingIOError:
+        if not select.select([s], [], [], 0)[0]:
+            return False
+        return s.recv(4096) == b""
+    except (BlockingIOError, ssl.SSLWantReadError):
         return False
     except OSError:
         return True
@@ -234,11 +261,13 @@ def closed_by_peer(s):
 
 class Flood:
     """n half-open connections, each sending one header line every interval s
-    (never the end of its head); records how long each one stayed open."""
+    (never the end of its head); records how long each one stayed open.
+    silent: plain TCP connections that send nothing, not even a TLS hello."""
 
-    def __init__(self, url, n, interval, limit):
+    def __init__(self, url, n, interval, limit, silent=False):
         u = urllib.parse.urlsplit(url)
         self.addr, self.n, self.interval, self.limit = (u.hostname, u.port), n, interval, limit
+        self.silent = silent
         self.lives, self.stop = [], threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
@@ -247,9 +276,12 @@ class Flood:
         open_ = []
         for _ in range(self.n):
             try:
-                s = socket.create_connection(self.addr, timeout=5)
+                if self.silent:
+                    s = socket.create_connection(self.addr, timeout=5)
+                else:
+                    s = connect(self.addr, 5)
+                    s.sendall(b"PUT /v1/objects/x.data HTTP/1.1\r\n")
                 s.settimeout(None)
-                s.sendall(b"PUT /v1/objects/x.data HTTP/1.1\r\n")
                 open_.append((s, time.monotonic()))
             except OSError:
                 self.lives.append(0.0)
@@ -261,7 +293,8 @@ class Flood:
                 try:
                     if closed_by_peer(s):
                         raise OSError
-                    s.sendall(b"X-Trickle: 1\r\n")
+                    if not self.silent:
+                        s.sendall(b"X-Trickle: 1\r\n")
                     still.append((s, t0))
                 except OSError:
                     self.lives.append(time.monotonic() - t0)
@@ -275,7 +308,9 @@ class Flood:
 def healthz_watch(url, stop, lat):
     while not stop.is_set():
         t0 = time.monotonic()
-        code, _ = request(url, "GET", "/healthz", timeout=5)
+        code, why = request(url, "GET", "/healthz", timeout=5)
+        if code != 200:
+            print("healthz: %d %s" % (code, why), file=sys.stderr, flush=True)
         lat.append(time.monotonic() - t0 if code == 200 else float("inf"))
         time.sleep(0.1)
 
@@ -296,7 +331,7 @@ def fake_manifest(size):
 def trickle_body(url, path, token, per_s, limit):
     """A PUT sending one byte every 1/per_s s: seconds until the daemon cut it (inf: never)."""
     u = urllib.parse.urlsplit(url)
-    s = socket.create_connection((u.hostname, u.port), timeout=5)
+    s = connect((u.hostname, u.port), 5)
     s.settimeout(None)
     s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
                "Content-Length: 100000\r\n\r\n" % (path, token)).encode())
@@ -317,7 +352,7 @@ def trickle_body(url, path, token, per_s, limit):
 def endless_chunked(url, path, token, limit):
     """A chunked PUT that never ends: bytes sent before the daemon cut it (-1: never)."""
     u = urllib.parse.urlsplit(url)
-    s = socket.create_connection((u.hostname, u.port), timeout=5)
+    s = connect((u.hostname, u.port), 5)
     s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
                "Transfer-Encoding: chunked\r\n\r\n" % (path, token)).encode())
     chunk, sent = b"%x\r\n" % (1 << 20) + b"\0" * (1 << 20) + b"\r\n", 0
@@ -347,6 +382,7 @@ def probes(url, token_file, manifest_file, tree_hash, head_timeout):
             failed.append(name)
 
     flood = Flood(url, 70, 1.0, head_timeout + 30)
+    silent = Flood(url, SILENT, 0.5, head_timeout + 30, silent=True) if TLS else None
     stop, lat = threading.Event(), []
     watch = threading.Thread(target=healthz_watch, args=(url, stop, lat), daemon=True)
     watch.start()
@@ -390,6 +426,13 @@ def probes(url, token_file, manifest_file, tree_hash, head_timeout):
     sent = endless_chunked(url, "/v1/objects/%064x.data" % 8, token, 1 << 30)
     check(sent >= 0, "an endless chunked body", "cut after %d MiB" % (sent >> 20))
 
+    if silent:
+        silent.thread.join(head_timeout + 30)
+        lives = sorted(silent.lives)
+        check(len(lives) == SILENT and lives[-1] <= head_timeout + 3,
+              "%d connections that never start the TLS handshake" % SILENT,
+              "%d cut within 1.5 s, the longest open %.1f s (--head-timeout %d)"
+              % (sum(1 for x in lives if x < 1.5), lives[-1] if lives else -1, head_timeout))
     flood.thread.join(head_timeout + 30)
     stop.set()
     watch.join(10)
@@ -417,6 +460,8 @@ if __name__ == "__main__":
         with open(sys.argv[3], "rb") as f:
             upgrade_put(sys.argv[2], f.read())
     elif sys.argv[1] == "probes":
+        if sys.argv[2].startswith("https://"):
+            TLS = tls_context()
         sys.exit(probes(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])))
     elif sys.argv[1] == "stall":
         stall(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))

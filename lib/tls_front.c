@@ -1,0 +1,369 @@
+#include "tls_front.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "fsutil.h"
+#include "log.h"
+#include "tls.h"
+#include "xalloc.h"
+
+#define RELAY_BUF (64 << 10)
+#define PAIR_BUF (1 << 20)
+#define STOP_POLL_MS 500
+#define BURST_S 1.0
+
+/* One client connection and the thread that serves it. */
+struct link {
+	struct mtc_tls_front *f;
+	struct link *prev, *next;
+	int tcp;
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	double since;
+	int handshaking;
+};
+
+struct mtc_tls_front {
+	struct mtc_tls_front_opts o;
+	SSL_CTX *ctx;
+	pthread_t acceptor;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct link *links; /* newest first */
+	int handshakes, threads, stopping;
+};
+
+static int ssl_fail(char *err, size_t errlen, const char *what, const char *path)
+{
+	char why[256];
+	ERR_error_string_n(ERR_get_error(), why, sizeof why);
+	ERR_clear_error();
+	return mtc_fail(err, errlen, "cannot load %s '%s': %s", what, path, why);
+}
+
+static SSL_CTX *server_ctx(const struct mtc_tls_files *t, char *err, size_t errlen)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	STACK_OF(X509_NAME) *cas;
+
+	if (!ctx) {
+		mtc_fail(err, errlen, "cannot start TLS: out of memory");
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+				      SSL_MODE_RELEASE_BUFFERS);
+	if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
+		ssl_fail(err, errlen, "the certificate", t->cert);
+	else if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1 ||
+		 SSL_CTX_check_private_key(ctx) != 1) {
+		if (ERR_GET_REASON(ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH)
+			ssl_fail(err, errlen, "the key", t->key);
+		else
+			mtc_fail(err, errlen, "'%s' is not the key of '%s'", t->key, t->cert);
+		ERR_clear_error();
+	}
+	else if (SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1 ||
+		 !(cas = SSL_load_client_CA_file(t->ca)))
+		ssl_fail(err, errlen, "the CA", t->ca);
+	else {
+		/* Asked for, not required: probes and metrics come without one (mtc(7) §4.3). */
+		SSL_CTX_set_client_CA_list(ctx, cas);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+		return ctx;
+	}
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* Under f->mu. */
+static void unlink_link(struct mtc_tls_front *f, struct link *l)
+{
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		f->links = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+}
+
+/* 0 when the handshake completed within the deadline; else -1, why logged. */
+static int handshake(struct link *l, SSL *ssl)
+{
+	struct mtc_tls_front *f = l->f;
+	double deadline = l->since + f->o.handshake_timeout_s;
+
+	for (;;) {
+		int n = SSL_accept(ssl), e, ms;
+		struct pollfd p = { .fd = l->tcp };
+
+		if (n == 1)
+			return 0;
+		e = SSL_get_error(ssl, n);
+		p.events = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+		if (!p.events) {
+			char why[256];
+			ERR_error_string_n(ERR_get_error(), why, sizeof why);
+			ERR_clear_error();
+			mtc_debug("TLS handshake failed: %s", e == SSL_ERROR_SSL ? why : "connection lost");
+			return -1;
+		}
+		if ((ms = (int)((deadline - mtc_now()) * 1000)) <= 0) {
+			mtc_debug("TLS handshake not done within %d s: cut", f->o.handshake_timeout_s);
+			return -1;
+		}
+		if (poll(&p, 1, ms < STOP_POLL_MS ? ms : STOP_POLL_MS) < 0 && errno != EINTR)
+			return -1;
+		if (__atomic_load_n(&f->stopping, __ATOMIC_RELAXED))
+			return -1;
+	}
+}
+
+/* What an SSL call that returned n < 1 waits for: POLLIN, POLLOUT, or 0 when the TLS side ended. */
+static short ssl_wants(SSL *ssl, int n)
+{
+	switch (SSL_get_error(ssl, n)) {
+	case SSL_ERROR_WANT_READ:
+		return POLLIN;
+	case SSL_ERROR_WANT_WRITE:
+		return POLLOUT;
+	default:
+		ERR_clear_error();
+		return 0;
+	}
+}
+
+/*
+ * Relays until both sides are done: what the client sends, decrypted, to
+ * plain; what the server writes to plain, encrypted, to the client. Each
+ * direction holds at most RELAY_BUF, so a slow reader slows its writer.
+ */
+static void relay(struct link *l, SSL *ssl, int plain)
+{
+	struct mtc_tls_front *f = l->f;
+	char *in = xmalloc(RELAY_BUF), *out = xmalloc(RELAY_BUF);
+	size_t in_len = 0, in_off = 0, out_len = 0, out_off = 0;
+	int tls_open = 1, plain_open = 1;
+
+	while (!__atomic_load_n(&f->stopping, __ATOMIC_RELAXED)) {
+		struct pollfd p[2] = { { .fd = l->tcp }, { .fd = plain } };
+		int moved = 0, n;
+		ssize_t k;
+
+		if (tls_open && in_off == in_len) {
+			in_off = in_len = 0;
+			if ((n = SSL_read(ssl, in, RELAY_BUF)) > 0) {
+				in_len = (size_t)n;
+				moved = 1;
+			} else if (!(p[0].events |= ssl_wants(ssl, n))) {
+				tls_open = 0; /* close_notify, a reset or a TLS error */
+				shutdown(plain, SHUT_WR);
+				moved = 1;
+			}
+		}
+		if (in_off < in_len) {
+			if ((k = write(plain, in + in_off, in_len - in_off)) > 0) {
+				in_off += (size_t)k;
+				moved = 1;
+			} else if (k < 0 && errno == EAGAIN) {
+				p[1].events |= POLLOUT;
+			} else {
+				break; /* the server closed its end */
+			}
+		}
+		if (plain_open && out_off == out_len) {
+			out_off = out_len = 0;
+			if ((k = read(plain, out, RELAY_BUF)) > 0) {
+				out_len = (size_t)k;
+				moved = 1;
+			} else if (k < 0 && errno == EAGAIN) {
+				p[1].events |= POLLIN;
+			} else {
+				plain_open = 0;
+				moved = 1;
+			}
+		}
+		if (out_off < out_len) {
+			if ((n = SSL_write(ssl, out + out_off, (int)(out_len - out_off))) > 0) {
+				out_off += (size_t)n;
+				moved = 1;
+			} else if (!(p[0].events |= ssl_wants(ssl, n))) {
+				break;
+			}
+		}
+		if (!plain_open && out_off == out_len) {
+			SSL_shutdown(ssl); /* all the server said is sent: close_notify, best effort */
+			break;
+		}
+		if (moved)
+			continue;
+		if (poll(p, 2, STOP_POLL_MS) < 0 && errno != EINTR)
+			break;
+	}
+	free(in);
+	free(out);
+}
+
+static void *link_main(void *arg)
+{
+	struct link *l = arg;
+	struct mtc_tls_front *f = l->f;
+	SSL *ssl = SSL_new(f->ctx);
+	int ok = ssl && SSL_set_fd(ssl, l->tcp) == 1 && handshake(l, ssl) == 0, pair[2] = { -1, -1 };
+
+	pthread_mutex_lock(&f->mu);
+	if (l->handshaking) { /* else cut_oldest_handshake took it off */
+		l->handshaking = 0;
+		f->handshakes--;
+	}
+	pthread_mutex_unlock(&f->mu);
+	if (ok && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0) {
+		int size = PAIR_BUF, verified = 0;
+		X509 *cert = SSL_get1_peer_certificate(ssl);
+
+		verified = cert && SSL_get_verify_result(ssl) == X509_V_OK;
+		X509_free(cert);
+		for (int i = 0; i < 2; i++) {
+			setsockopt(pair[i], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+			setsockopt(pair[i], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+		}
+		fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK);
+		f->o.hand_over(f->o.cls, pair[1], (struct sockaddr *)&l->sa, l->salen, verified);
+		relay(l, ssl, pair[0]);
+		close(pair[0]);
+	}
+	SSL_free(ssl);
+	close(l->tcp);
+	pthread_mutex_lock(&f->mu);
+	unlink_link(f, l);
+	f->threads--;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	free(l);
+	return NULL;
+}
+
+/*
+ * Under f->mu, beyond max_handshakes: the oldest handshake still going is
+ * cut. A burst of fresh ones (all younger than BURST_S: many nodes
+ * connecting at once) may go up to twice the limit first, so that a
+ * client's handshake is not cut merely because others arrived with it.
+ */
+static void cut_oldest_handshake(struct mtc_tls_front *f)
+{
+	struct link *old = NULL;
+
+	for (struct link *l = f->links; l; l = l->next)
+		if (l->handshaking)
+			old = l;
+	if (old && mtc_now() - old->since < BURST_S && f->handshakes <= 2 * f->o.max_handshakes)
+		return;
+	if (old) {
+		mtc_debug("%d TLS handshakes at once: cutting the oldest", f->handshakes);
+		shutdown(old->tcp, SHUT_RDWR);
+		old->handshaking = 0;
+		f->handshakes--;
+	}
+}
+
+static void *accept_main(void *arg)
+{
+	struct mtc_tls_front *f = arg;
+
+	for (;;) {
+		struct link *l = xcalloc(1, sizeof *l);
+		pthread_attr_t attr;
+		pthread_t t;
+
+		l->f = f;
+		l->salen = sizeof l->sa;
+		l->tcp = accept4(f->o.listen_fd, (struct sockaddr *)&l->sa, &l->salen,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (l->tcp < 0) {
+			int e = errno;
+			free(l);
+			if (__atomic_load_n(&f->stopping, __ATOMIC_RELAXED))
+				return NULL;
+			if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
+				usleep(100 * 1000); /* out of descriptors: let some close */
+			continue;
+		}
+		l->since = mtc_now();
+		l->handshaking = 1;
+		pthread_mutex_lock(&f->mu);
+		l->next = f->links;
+		if (f->links)
+			f->links->prev = l;
+		f->links = l;
+		f->threads++;
+		if (++f->handshakes > f->o.max_handshakes && f->o.max_handshakes > 0)
+			cut_oldest_handshake(f);
+		pthread_mutex_unlock(&f->mu);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 256 << 10);
+		if (pthread_create(&t, &attr, link_main, l)) {
+			pthread_mutex_lock(&f->mu);
+			unlink_link(f, l);
+			f->threads--;
+			if (l->handshaking)
+				f->handshakes--;
+			pthread_mutex_unlock(&f->mu);
+			close(l->tcp);
+			free(l);
+		}
+		pthread_attr_destroy(&attr);
+	}
+}
+
+struct mtc_tls_front *mtc_tls_front_start(const struct mtc_tls_front_opts *o, char *err,
+					  size_t errlen)
+{
+	struct mtc_tls_files t;
+	struct mtc_tls_front *f;
+	SSL_CTX *ctx;
+
+	if (mtc_tls_files(o->dir, 1, &t, err, errlen) < 0 || !(ctx = server_ctx(&t, err, errlen)))
+		return NULL;
+	f = xcalloc(1, sizeof *f);
+	f->o = *o;
+	f->ctx = ctx;
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	if (pthread_create(&f->acceptor, NULL, accept_main, f)) {
+		mtc_fail(err, errlen, "cannot start the TLS acceptor: out of threads");
+		SSL_CTX_free(ctx);
+		free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void mtc_tls_front_stop(struct mtc_tls_front *f)
+{
+	__atomic_store_n(&f->stopping, 1, __ATOMIC_RELAXED);
+	shutdown(f->o.listen_fd, SHUT_RDWR); /* wakes accept4 */
+	pthread_join(f->acceptor, NULL);
+	close(f->o.listen_fd);
+	pthread_mutex_lock(&f->mu);
+	for (struct link *l = f->links; l; l = l->next)
+		shutdown(l->tcp, SHUT_RDWR);
+	while (f->threads)
+		pthread_cond_wait(&f->cv, &f->mu);
+	pthread_mutex_unlock(&f->mu);
+	pthread_mutex_destroy(&f->mu);
+	pthread_cond_destroy(&f->cv);
+	SSL_CTX_free(f->ctx);
+	free(f);
+}

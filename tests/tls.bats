@@ -1,0 +1,170 @@
+#!/usr/bin/env bats
+# TLS between the nodes (mtc(7) §4.3): the daemon serves HTTPS only, the
+# data needs a client certificate signed by the job's CA, and every client
+# checks the server against it.
+
+load helpers
+
+setup() {
+	T=$(mktemp -d /dev/shm/mtc-tls.XXXXXX)
+	PIDS=()
+	make_tls "$T/pki"
+	CERT=(--cacert "$T/pki/ca.crt" --cert "$T/pki/node/tls.crt" --key "$T/pki/node/tls.key")
+}
+
+teardown() {
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$T"
+}
+
+# a step in DIR: <hash>.data (a tree) and job-s<STEP>-n0-w0.meta; sets HASH
+make_step() {
+	local dir=$1 step=$2
+	mkdir -p "$dir/tmp/sub"
+	head -c 3000000 /dev/urandom >"$dir/tmp/shard-0"
+	head -c 70000 /dev/urandom >"$dir/tmp/sub/shard-1"
+	echo "step $step" >"$dir/tmp/sub/note.txt"
+	HASH=$(mtc-replicate digest "$dir/tmp" | cut -d' ' -f1)
+	mv "$dir/tmp" "$dir/$HASH.data"
+	printf %s "$HASH" >"$dir/job-s$step-n0-w0.meta"
+	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":2,"peers-per-node":1,"backup-interval-minutes":30}\n' >"$T/cfg.json"
+}
+
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+
+@test "serve --tls-dir: HTTPS only; probes and metrics without a client certificate, the data only with one from the job's CA" {
+	mkdir "$T/p"
+	serve_on "$T/p" --tls-dir "$T/pki/node"
+	[[ "$URL" == https://127.0.0.1:* ]]
+	[ "$(code --cacert "$T/pki/ca.crt" "$URL/healthz")" = 200 ]
+	[ "$(code --cacert "$T/pki/ca.crt" "$URL/readyz")" = 200 ]
+	[ "$(code --cacert "$T/pki/ca.crt" "$URL/metrics")" = 200 ]
+	[ "$(code --cacert "$T/pki/ca.crt" "$URL/v1/inventory")" = 403 ]
+	run curl -s --cacert "$T/pki/ca.crt" "$URL/v1/inventory"
+	assert_output --partial "client certificate signed by the job's CA"
+	[ "$(code "${CERT[@]}" "$URL/v1/inventory")" = 200 ]
+	# a certificate from another CA: no handshake at all
+	[ "$(code --cacert "$T/pki/ca.crt" --cert "$T/pki/rogue/tls.crt" --key "$T/pki/rogue/tls.key" "$URL/healthz")" = 000 ]
+	# the server is checked too: a client that trusts another CA goes no further
+	[ "$(code --cacert "$T/pki/rogue-ca.crt" "$URL/healthz")" = 000 ]
+	# no plain HTTP on the TLS port
+	[ "$(code "http://${URL#https://}/healthz")" = 000 ]
+	# the same with $MTC_TLS_DIR instead of the flag
+	mkdir "$T/q"
+	MTC_TLS_DIR="$T/pki/node" serve_on "$T/q"
+	[[ "$URL" == https://* ]]
+	[ "$(code "${CERT[@]}" "$URL/v1/inventory")" = 200 ]
+}
+
+@test "a TLS dir that cannot serve is refused in one line naming what is wrong" {
+	mkdir "$T/p" "$T/bad"
+	cp "$T/pki/node/tls.crt" "$T/pki/node/ca.crt" "$T/bad/"
+	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --tls-dir "$T/bad"
+	assert_failure 1
+	assert_output --partial "has tls.crt but not tls.key"
+	cp "$T/pki/rogue/tls.key" "$T/bad/"
+	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --tls-dir "$T/bad"
+	assert_failure 1
+	assert_output --partial "is not the key of"
+	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --tls-dir "$T/pki/client-ca"
+	assert_failure 1
+	assert_output --partial "has no tls.crt and tls.key"
+	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --tls-dir "$T/missing"
+	assert_failure 1
+	assert_output --partial "is not a directory"
+	[ "${#lines[@]}" -eq 1 ]
+	# a client's dir needs ca.crt
+	rm "$T/bad/ca.crt"
+	run mtc-replicate fetch --dir "$T/p" --from https://127.0.0.1:1 --hash "$(printf '%064d' 0)" --tls-dir "$T/bad"
+	assert_failure 2
+	assert_output --partial "has no ca.crt"
+	# a key others can read is used, with a warning
+	cp -r "$T/pki/node" "$T/open"
+	chmod 644 "$T/open/tls.key"
+	serve_on "$T/p" --tls-dir "$T/open"
+	grep -q "readable by group or others" "$T/p.err"
+}
+
+@test "push and fetch over mutual TLS: byte-identical trees; an http:// peer with TLS set up is refused before a byte is sent" {
+	make_step "$T/src" 5
+	mkdir "$T/p"
+	serve_on "$T/p" --tls-dir "$T/pki/node"
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 5 --peer "$URL" --tls-dir "$T/pki/node"
+	assert_success
+	assert_output --partial '"ok":true'
+	diff -r "$T/src/$HASH.data" "$T/p/$HASH.data"
+	cmp "$T/src/job-s5-n0-w0.meta" "$T/p/job-s5-n0-w0.meta"
+	mkdir "$T/back"
+	MTC_TLS_DIR="$T/pki/node" run mtc-replicate fetch --dir "$T/back" --from "$URL" --meta job-s5-n0-w0.meta
+	assert_success
+	diff -r "$T/src/$HASH.data" "$T/back/$HASH.data"
+	# without a client certificate the data is refused, and nothing is written
+	mkdir "$T/none"
+	run mtc-replicate fetch --dir "$T/none" --from "$URL" --hash "$HASH" --tls-dir "$T/pki/client-ca" --retries 0
+	assert_failure
+	assert_output --partial "HTTP 403"
+	[ -z "$(ls -A "$T/none")" ]
+	# TLS set up, a plain http:// URL: refused at once, the token never sent
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 5 --peer "http://${URL#https://}" --tls-dir "$T/pki/node"
+	assert_failure
+	assert_output --partial "must be https://"
+	# without TLS set up, an https:// peer whose CA the system does not trust is refused
+	run mtc-replicate fetch --dir "$T/none" --from "$URL" --hash "$HASH" --retries 0
+	assert_failure
+	[ -z "$(ls -A "$T/none")" ]
+}
+
+@test "TLS handshakes cannot lock the daemon out: the hostile probe set over TLS, silent connections cut at --head-timeout, /healthz throughout" {
+	local n=20000 hash hwm
+	mkdir -p "$T/tree"
+	for i in $(seq 1 200); do mkdir "$T/tree/d$i"; for j in $(seq 1 $((n / 200))); do : >"$T/tree/d$i/f$j"; done; done
+	mtc-replicate digest --json --manifest "$T/tree" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+json.dump(j["manifest"], open(sys.argv[1], "w"), separators=(",", ":"))
+print(j["digest"])' "$T/man" >"$T/hash"
+	hash=$(cat "$T/hash")
+	rm -rf "$T/tree"
+	head -c 32 /dev/urandom | base64 >"$T/tok"
+	chmod 600 "$T/tok"
+	mkdir "$T/p"
+	serve_on "$T/p" --tls-dir "$T/pki/node" --peer-token-file "$T/tok" --timeout 6 --head-timeout 2 \
+		--max-body 33554432 --max-conns-per-ip 0
+	MTC_TEST_TLS_DIR="$T/pki/node" run timeout 120 python3 "$MTC_TESTS/peer_hostile.py" probes "$URL" "$T/tok" "$T/man" "$hash" 2
+	echo "$output"
+	[ "$status" -eq 0 ]
+	assert_output --partial "140 connections that never start the TLS handshake"
+	hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$PID/status")
+	echo "VmHWM: $hwm kB"
+	sanitized || [ "$hwm" -lt 65536 ]
+	sleep 0.5
+	run ls -A "$T/p"
+	assert_output ".mtc-upload-manifest-$hash"
+}
+
+@test "beyond --max-unauth handshakes at once the oldest is cut, once the burst allowance of fresh ones is spent" {
+	mkdir "$T/p"
+	serve_on "$T/p" --tls-dir "$T/pki/node" --max-unauth 2 --head-timeout 30
+	run timeout 20 python3 - "${URL#https://}" <<'PY'
+import select, socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+def opened():
+    s = socket.create_connection((host, int(port)))
+    time.sleep(0.1)
+    return s
+def closed(s):
+    return bool(select.select([s], [], [], 0)[0]) and s.recv(1) == b""
+old = [opened() for _ in range(3)]   # three fresh ones: within twice the limit, none cut
+time.sleep(0.3)
+print("fresh burst:", [closed(s) for s in old])
+time.sleep(1.0)
+new = opened()                       # a fourth, the others now older than a second
+time.sleep(0.3)
+print("after one more:", [closed(s) for s in old + [new]])
+PY
+	assert_success
+	assert_line "fresh burst: [False, False, False]"
+	assert_line "after one more: [True, False, False, False]"
+	[ "$(code --cacert "$T/pki/ca.crt" "$URL/healthz")" = 200 ]
+}
