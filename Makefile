@@ -7,7 +7,7 @@ PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libssl libcry
 DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchive-dev \
             libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev libzstd-dev \
             bats bats-support bats-assert bats-file b3sum rclone python3 \
-            python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps rsync
+            python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps rsync openssl
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 

@@ -93,6 +93,25 @@ no_markers() {
 		"http://127.0.0.1:${CL_PORTS[1]}/v1/objects/job-s9-n1-w0.meta")" = 403 ]
 }
 
+@test "cluster: over mutual TLS (mtc-node --tls-dir) a wiped node restores from its peers, and plain HTTP reaches nothing" {
+	cluster_tls
+	CL_TOKEN=$CL_ROOT/token
+	echo "the-job-secret-of-the-cluster-$$" >"$CL_TOKEN"
+	chmod 600 "$CL_TOKEN"
+	first_run orbax
+	node_kill 2
+	wipe_node 2
+	cluster_start 2
+	run trainers orbax --steps 0
+	assert_success
+	[ "$(restored_steps)" = 3 ]
+	grep -q '"source":"cluster","fetched":[1-9]' "$CL_ROOT/state2/restore.json"
+	run grep -hE "HTTP 40[13]|must be https|TLS handshake|SSL" "$CL_ROOT"/node*.log
+	assert_output ""
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${CL_PORTS[1]}/healthz")" = 000 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$CL_TLS/ca.crt" "https://127.0.0.1:${CL_PORTS[1]}/healthz")" = 200 ]
+}
+
 @test "cluster: with all RAM wiped the job restores from the backup" {
 	all_lost_after_a_backup
 	cluster_start

@@ -36,6 +36,14 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 EOF
 }
 
+# cluster_tls: the nodes speak HTTPS to each other, mutual TLS (mtc-node --tls-dir).
+cluster_tls() {
+	make_tls "$CL_ROOT/pki"
+	CL_TLS=$CL_ROOT/pki/node
+	sed -i 's|^http://|https://|' "$CL_ROOT/peers"
+	CL_COORD="https://${CL_COORD#http://}"
+}
+
 cluster_init() {
 	CL_N=$1
 	local base=/dev/shm
@@ -61,7 +69,7 @@ cluster_start() {
 		${CL_NETNS[$r]:+ip netns exec "${CL_NETNS[$r]}"} \
 			env ${CL_ENV[$r]:-} "$MTC_TESTS/../contrib/mtc-node" --dir "$CL_ROOT/node$r" \
 			--listen "${CL_LISTEN[$r]:-127.0.0.1:${CL_PORTS[$r]}}" --coordinator-url "$CL_COORD" \
-			${CL_TOKEN:+--peer-token-file "$CL_TOKEN"} \
+			${CL_TOKEN:+--peer-token-file "$CL_TOKEN"} ${CL_TLS:+--tls-dir "$CL_TLS"} \
 			--peers-file "$CL_ROOT/peers" --backup "$CL_BACKUP" --state-dir "$CL_ROOT/state$r" \
 			--heartbeat 0.5 --heartbeat-timeout 3 --round-timeout "${CL_ROUND_TIMEOUT:-60}" --sync-interval 0.5 \
 			--quiet-time 0.5 --verbose >>"$CL_ROOT/node$r.log" 2>&1 &
@@ -209,7 +217,8 @@ critical_seen() {
 }
 
 coord_reported() {
-	curl -s --max-time 2 "$CL_COORD/v1/coord/status" | grep -q "\"$1\":$2[,}]"
+	curl -s --max-time 2 ${CL_TLS:+--cacert "$CL_TLS/ca.crt" --cert "$CL_TLS/tls.crt" --key "$CL_TLS/tls.key"} \
+		"$CL_COORD/v1/coord/status" | grep -q "\"$1\":$2[,}]"
 }
 
 # Flips one bit in the middle of a file (the largest file of a tree), by a new
