@@ -7,7 +7,7 @@ _mtc_node()
 	case $prev in
 	--peers-file|--peer-token-file|--gcs-token-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
-	--dir|--state-dir|--backup)
+	--dir|--state-dir|--backup|--tls-dir)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
@@ -17,7 +17,7 @@ _mtc_node()
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--dir --listen --coordinator-url --peer-url-template
-			--peers-file --backup --peer-token-file --gcs-token-file --state-dir --strict-ranks --insecure
+			--peers-file --backup --peer-token-file --gcs-token-file --tls-dir --state-dir --strict-ranks --insecure
 			--round-timeout --heartbeat-timeout --heartbeat --sync-interval --quiet-time
 			--verbose --log-format --once --version --help' -- "$cur"))
 	fi

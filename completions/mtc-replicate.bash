@@ -10,7 +10,7 @@ _mtc_replicate() {
 		return
 	fi
 	case $prev in
-	--dir|-d) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	--dir|-d|--tls-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--config|-c) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--log-format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return ;;
 	--threads|-t|--keep|-k|--quiet-time|--timeout|--wait) return ;;
@@ -24,10 +24,10 @@ _mtc_replicate() {
 	digest) COMPREPLY=($(compgen -W "--json --manifest --threads --framework $common" -- "$cur") $(compgen -f -- "$cur")) ;;
 	commit) COMPREPLY=($(compgen -W "--dir --config --watch --wait --quiet-time --timeout --threads --json $common" -- "$cur")) ;;
 	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run --grace --json $common" -- "$cur")) ;;
-	serve) COMPREPLY=($(compgen -W "--dir --listen --peer-token-file --strict-ranks --insecure --ready-file --max-body --max-files --max-depth --max-connections --max-conns-per-ip --max-unauth --head-timeout --timeout --session-timeout --min-rate --coordinator --nodes --round-timeout --heartbeat-timeout --poll-timeout --json $common" -- "$cur")) ;;
+	serve) COMPREPLY=($(compgen -W "--dir --listen --peer-token-file --strict-ranks --insecure --tls-dir --ready-file --max-body --max-files --max-depth --max-connections --max-conns-per-ip --max-unauth --head-timeout --timeout --session-timeout --min-rate --coordinator --nodes --round-timeout --heartbeat-timeout --poll-timeout --json $common" -- "$cur")) ;;
 	run) COMPREPLY=($(compgen -W "--dir --config --backup --coordinator-url --peer-url-template --peers-file --peer-token-file --gcs-token-file --sync-interval --quiet-time --heartbeat --timeout --threads --json $common" -- "$cur")) ;;
-	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --peer-token-file --timeout --retries --streams --json $common" -- "$cur")) ;;
-	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --peer-token-file --timeout --retries --streams --json $common" -- "$cur")) ;;
+	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --peer-token-file --tls-dir --timeout --retries --streams --json $common" -- "$cur")) ;;
+	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --peer-token-file --tls-dir --timeout --retries --streams --json $common" -- "$cur")) ;;
 	*) COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;
 	esac
 }
