@@ -19,6 +19,7 @@
 #include "xalloc.h"
 
 #define RELAY_BUF (64 << 10)
+#define TLS_RECORD (16 << 10)
 #define PAIR_BUF (1 << 20)
 #define STOP_POLL_MS 500
 #define BURST_S 1.0
@@ -62,6 +63,10 @@ static SSL_CTX *server_ctx(const struct mtc_tls_files *t, char *err, size_t errl
 		return NULL;
 	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	/* AES-128-GCM first: as safe for this use, and the cheapest per byte with AES-NI */
+	SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+				      "TLS_CHACHA20_POLY1305_SHA256");
+	SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 				      SSL_MODE_RELEASE_BUFFERS);
 	if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
@@ -158,13 +163,16 @@ static void relay(struct link *l, SSL *ssl, int plain)
 
 	while (!__atomic_load_n(&f->stopping, __ATOMIC_RELAXED)) {
 		struct pollfd p[2] = { { .fd = l->tcp }, { .fd = plain } };
-		int moved = 0, n;
+		int moved = 0, n = 0;
 		ssize_t k;
 
 		if (tls_open && in_off == in_len) {
+			/* records are at most 16 KiB: a few at once make fewer writes to plain */
 			in_off = in_len = 0;
-			if ((n = SSL_read(ssl, in, RELAY_BUF)) > 0) {
-				in_len = (size_t)n;
+			while (in_len + TLS_RECORD <= RELAY_BUF &&
+			       (n = SSL_read(ssl, in + in_len, (int)(RELAY_BUF - in_len))) > 0)
+				in_len += (size_t)n;
+			if (in_len) {
 				moved = 1;
 			} else if (!(p[0].events |= ssl_wants(ssl, n))) {
 				tls_open = 0; /* close_notify, a reset or a TLS error */

@@ -101,6 +101,7 @@ best "push --streams 1 (one tar stream)" "$step_bytes" "$clean_dst" \
 
 best "fetch (4 streams, verified)" "$step_bytes" 'rm -rf "$root/back"; mkdir -p "$root/back"' \
 	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash" >/dev/null'
+fetch_s=$BEST
 diff -r "$root/src/$hash.data" "$root/back/$hash.data" >/dev/null || echo "FETCH COPY DIFFERS"
 best "fetch --streams 1 (one tar stream)" "$step_bytes" 'rm -rf "$root/back"; mkdir -p "$root/back"' \
 	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash" --streams 1 >/dev/null'
@@ -137,6 +138,40 @@ rm -f "$root/one"
 
 echo "# daemon peak RSS (VmHWM) after the runs above: $(awk '/VmHWM/ { print $2, $3 }' /proc/$dpid/status)"
 
+# The same push and fetch over mutual TLS (mtc(7) §4.3), to a second daemon on the same tmpfs.
+pki=$root/pki
+mkdir -p "$pki/node"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "/CN=bench CA" \
+	-keyout "$pki/ca.key" -out "$pki/node/ca.crt" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=node" \
+	-keyout "$pki/node/tls.key" -out "$pki/node.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$pki/ext"
+openssl x509 -req -in "$pki/node.csr" -CA "$pki/node/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+	-days 1 -extfile "$pki/ext" -out "$pki/node/tls.crt" 2>/dev/null
+chmod 600 "$pki/node/tls.key"
+mkdir -p "$root/tdst"
+"$bin/mtc-replicate" serve --dir "$root/tdst" --listen 127.0.0.1:0 --tls-dir "$pki/node" \
+	>"$root/tserve.out" 2>"$root/tserve.err" &
+tpid=$!
+pids="$pids $tpid"
+i=0
+while ! grep -q listen "$root/tserve.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+turl="https://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$root/tserve.out")"
+best "push over TLS (verified)" "$step_bytes" 'rm -rf "$root/tdst/"* "$root/tdst/".mtc-upload-*' \
+	'"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$turl" --tls-dir "$pki/node" >/dev/null'
+tls_push_s=$BEST
+diff -r "$root/src/$hash.data" "$root/tdst/$hash.data" >/dev/null || echo "TLS PUSH COPY DIFFERS"
+best "fetch over TLS (verified)" "$step_bytes" 'rm -rf "$root/back"; mkdir -p "$root/back"' \
+	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$turl" --hash "$hash" --tls-dir "$pki/node" >/dev/null'
+tls_fetch_s=$BEST
+diff -r "$root/src/$hash.data" "$root/back/$hash.data" >/dev/null || echo "TLS FETCH COPY DIFFERS"
+rm -rf "$root/back"
+best "curl GET of the tar stream over TLS" "$step_bytes" : \
+	'curl -sf -o /dev/null --cacert "$pki/node/ca.crt" --cert "$pki/node/tls.crt" --key "$pki/node/tls.key" "$turl/v1/objects/$hash.data"'
+echo "# TLS daemon peak RSS (VmHWM): $(awk '/VmHWM/ { print $2, $3 }' /proc/$tpid/status)"
+kill "$tpid" 2>/dev/null || true
+rm -rf "$root/tdst"
+
 # Memory under load: 16 nodes push distinct steps at once (64 connections) to a fresh
 # daemon (on loopback they share one address: no per-address limit here).
 rm -rf "$root/dst/"* "$root/back" "$root/src"
@@ -168,7 +203,9 @@ e=$(now)
 awk -v s="$s" -v e="$e" -v b="$((16 * (32 << 20) + 16 * 128 * 65536))" \
 	'BEGIN { printf "%-38s %7.2f s %8.0f MiB/s\n", "16 nodes pushing at once (4 streams)", e - s, b / 1048576 / (e - s) }'
 echo "# daemon peak RSS (VmHWM) with 16 nodes pushing at once: $(awk '/VmHWM/ { print $2, $3 }' /proc/$d16/status) (limit 64 MiB)"
-awk -v p="$push_s" -v l="$local_rate" -v r="$rsync_s" -v b="$step_bytes" 'BEGIN {
+awk -v p="$push_s" -v l="$local_rate" -v r="$rsync_s" -v b="$step_bytes" -v tp="$tls_push_s" \
+	-v f="$fetch_s" -v tf="$tls_fetch_s" 'BEGIN {
 	printf "# push vs local copy limit: %.2fx", b / 1048576 / p / l
 	if (r != "") printf ", push vs rsync: %.2fx", r / p
+	printf ", TLS push vs plain push: %.2fx (target 0.7), TLS fetch vs plain fetch: %.2fx", p / tp, f / tf
 	printf "\n" }'
