@@ -2019,7 +2019,10 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	if (o->tls_dir) {
 		struct mtc_tls_front_opts fo = { .dir = o->tls_dir, .listen_fd = tls_fd,
 						 .max_handshakes = o->max_unauth,
-						 .handshake_timeout_s = o->head_timeout_s,
+						 /* a handshake always has a deadline, the idle one at most */
+						 .handshake_timeout_s = o->head_timeout_s > 0
+										? o->head_timeout_s
+										: o->timeout_s,
 						 .hand_over = tls_hand_over, .cls = s };
 		if (!(s->tls = mtc_tls_front_start(&fo, err, errlen))) {
 			close(tls_fd);

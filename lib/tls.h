@@ -6,7 +6,7 @@
 #include <curl/curl.h>
 
 /*
- * TLS between the nodes (mtc(7) §4.3). One directory holds what a node
+ * TLS between the nodes (mtc(7) §4.4). One directory holds what a node
  * needs, laid out as a Kubernetes TLS Secret (cert-manager's) is mounted:
  *   ca.crt    the CA that signs every node's certificate: servers and
  *             clients are checked against it

@@ -83,7 +83,7 @@ static SSL_CTX *server_ctx(const struct mtc_tls_files *t, char *err, size_t errl
 		 !(cas = SSL_load_client_CA_file(t->ca)))
 		ssl_fail(err, errlen, "the CA", t->ca);
 	else {
-		/* Asked for, not required: probes and metrics come without one (mtc(7) §4.3). */
+		/* Asked for, not required: probes and metrics come without one (mtc(7) §4.4). */
 		SSL_CTX_set_client_CA_list(ctx, cas);
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 		return ctx;

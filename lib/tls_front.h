@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 
 /*
- * The daemon's TLS side (mtc(7) §4.3), in front of an HTTP server that
+ * The daemon's TLS side (mtc(7) §4.4), in front of an HTTP server that
  * speaks plain text: it accepts on a listening socket, does the TLS
  * handshake (OpenSSL) in a thread of its own within a deadline, and hands
  * the server one end of a socket pair whose other end it relays to and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# TLS between the nodes (mtc(7) §4.3): the daemon serves HTTPS only, the
+# TLS between the nodes (mtc(7) §4.4): the daemon serves HTTPS only, the
 # data needs a client certificate signed by the job's CA, and every client
 # checks the server against it.
 
@@ -167,4 +167,20 @@ PY
 	assert_line "fresh burst: [False, False, False]"
 	assert_line "after one more: [True, False, False, False]"
 	[ "$(code --cacert "$T/pki/ca.crt" "$URL/healthz")" = 200 ]
+}
+
+@test "--head-timeout 0 leaves the handshake the idle --timeout as its deadline" {
+	mkdir "$T/p"
+	serve_on "$T/p" --tls-dir "$T/pki/node" --head-timeout 0 --timeout 2
+	[ "$(code "${CERT[@]}" "$URL/v1/inventory")" = 200 ]
+	run timeout 10 python3 - "${URL#https://}" <<'PY'
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+t0 = time.monotonic()
+s.settimeout(8)
+print("closed" if s.recv(1) == b"" else "data", round(time.monotonic() - t0))
+PY
+	assert_success
+	assert_output "closed 2"
 }
