@@ -17,6 +17,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "peer_auth.h"
+#include "tls.h"
 #include "xalloc.h"
 
 #define CONNECT_TIMEOUT_S 10
@@ -27,6 +28,7 @@
 struct target {
 	char host[256], port[8];
 	const char *path;
+	int tls; /* https:// (tls.h) */
 };
 
 static int parse_url(const char *url, struct target *t)
@@ -34,9 +36,10 @@ static int parse_url(const char *url, struct target *t)
 	const char *a, *end, *colon;
 	size_t hl;
 
-	if (strncasecmp(url, "http://", 7))
+	t->tls = !strncasecmp(url, "https://", 8);
+	if (strncasecmp(url, "http://", 7) && !t->tls)
 		return -1;
-	a = url + 7;
+	a = url + (t->tls ? 8 : 7);
 	end = a + strcspn(a, "/?#");
 	t->path = *end == '/' ? end : "/";
 	if (*end && *end != '/')
@@ -69,14 +72,15 @@ static int parse_url(const char *url, struct target *t)
 		memcpy(t->port, colon + 1, pl);
 		t->port[pl] = '\0';
 	} else {
-		strcpy(t->port, "80");
+		strcpy(t->port, t->tls ? "443" : "80");
 	}
 	return 0;
 }
 
 int mtc_http_usable(const char *url)
 {
-	static const char *const proxies[] = { "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY" };
+	static const char *const proxies[] = { "http_proxy", "HTTP_PROXY",  "https_proxy",
+					       "HTTPS_PROXY", "all_proxy", "ALL_PROXY" };
 	struct target t;
 
 	for (size_t i = 0; i < sizeof proxies / sizeof *proxies; i++) {
@@ -84,7 +88,7 @@ int mtc_http_usable(const char *url)
 		if (v && *v)
 			return 0;
 	}
-	return parse_url(url, &t) == 0;
+	return parse_url(url, &t) == 0 && (!t.tls || mtc_tls_client_on());
 }
 
 /* Milliseconds to wait: the stall limit, within the deadline; 0 when the deadline passed. */
@@ -167,6 +171,8 @@ static int connect_to(const struct mtc_http_call *p, const struct target *t, cha
 	freeaddrinfo(res);
 	if (fd < 0)
 		snprintf(err, errlen, "cannot connect: %s", strerror(e));
+	else if (t->tls)
+		fd = mtc_tls_connect(fd, t->host, p->deadline, err, errlen);
 	return fd;
 }
 
@@ -345,7 +351,7 @@ static int send_head(struct mtc_http_call *p, const char *method, const char *ex
 
 	*fd = -1;
 	if (parse_url(p->url, &t) < 0) {
-		snprintf(err, errlen, "not an http:// URL");
+		snprintf(err, errlen, "not an http:// or https:// URL");
 		return -1;
 	}
 	if ((*fd = connect_to(p, &t, err, errlen)) < 0)

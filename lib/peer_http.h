@@ -50,7 +50,11 @@ struct mtc_http_call {
 	long long received; /* stream bytes */
 };
 
-/* 1 when url can go this way: http://host[:port][/path], no proxy in the environment. */
+/*
+ * 1 when url can go this way: http://host[:port][/path], or https:// once
+ * TLS is set up (tls.h: the connection is relayed through a socket pair),
+ * and no proxy in the environment.
+ */
 int mtc_http_usable(const char *url);
 
 /*

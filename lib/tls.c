@@ -9,12 +9,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "fsutil.h"
 #include "log.h"
+#include "tls_relay.h"
+#include "xalloc.h"
 
 static pthread_mutex_t client_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct mtc_tls_files client;
 static int client_state; /* 0 not set up yet, 1 no TLS, 2 TLS, 3 a TLS dir that cannot be used */
 static char client_err[512];
+static SSL_CTX *client_ctx; /* for mtc_tls_connect, made at its first call */
 
 const char *mtc_tls_dir_path(const char *given)
 {
@@ -108,4 +120,143 @@ int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen)
 		curl_easy_setopt(h, CURLOPT_SSLKEY, client.key);
 	}
 	return 0;
+}
+
+int mtc_tls_client_on(void)
+{
+	int on;
+
+	pthread_mutex_lock(&client_mu);
+	if (!client_state)
+		setup_locked(NULL);
+	on = client_state == 2;
+	pthread_mutex_unlock(&client_mu);
+	return on;
+}
+
+/* Under client_mu, with client_state 2. */
+static SSL_CTX *client_ctx_locked(char *err, size_t errlen)
+{
+	SSL_CTX *ctx;
+
+	if (client_ctx)
+		return client_ctx;
+	if (!(ctx = SSL_CTX_new(TLS_client_method()))) {
+		mtc_fail(err, errlen, "cannot start TLS: out of memory");
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+				      SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (SSL_CTX_load_verify_locations(ctx, client.ca, NULL) != 1 ||
+	    (client.has_cert && (SSL_CTX_use_certificate_chain_file(ctx, client.cert) != 1 ||
+				 SSL_CTX_use_PrivateKey_file(ctx, client.key, SSL_FILETYPE_PEM) != 1))) {
+		char why[256];
+		ERR_error_string_n(ERR_get_error(), why, sizeof why);
+		ERR_clear_error();
+		mtc_fail(err, errlen, "cannot load the TLS dir's files: %s", why);
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return client_ctx = ctx;
+}
+
+struct relay_arg {
+	SSL *ssl;
+	int tcp, plain;
+};
+
+static void *relay_main(void *arg)
+{
+	struct relay_arg *a = arg;
+
+	mtc_tls_relay(a->ssl, a->tcp, a->plain, NULL);
+	SSL_free(a->ssl);
+	close(a->tcp);
+	close(a->plain);
+	free(a);
+	return NULL;
+}
+
+/* The handshake on ssl by deadline: 0, or -1 with err. */
+static int handshake(SSL *ssl, int tcp, const char *host, double deadline, char *err,
+		     size_t errlen)
+{
+	for (;;) {
+		int n = SSL_connect(ssl), e, ms;
+		struct pollfd p = { .fd = tcp };
+		char why[256];
+
+		if (n == 1)
+			return 0;
+		e = SSL_get_error(ssl, n);
+		p.events = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+		if (!p.events) {
+			long v = SSL_get_verify_result(ssl);
+			ERR_error_string_n(ERR_get_error(), why, sizeof why);
+			ERR_clear_error();
+			return mtc_fail(err, errlen, "TLS handshake with '%s' failed: %s", host,
+					v != X509_V_OK		? X509_verify_cert_error_string(v)
+					: e == SSL_ERROR_SSL ? why
+								: "connection closed");
+		}
+		if ((ms = (int)((deadline - mtc_now()) * 1000)) <= 0)
+			return mtc_fail(err, errlen, "TLS handshake with '%s': deadline passed", host);
+		if (poll(&p, 1, ms) < 0 && errno != EINTR)
+			return mtc_fail(err, errlen, "TLS handshake with '%s': %s", host,
+					strerror(errno));
+	}
+}
+
+int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_t errlen)
+{
+	unsigned char ip[16];
+	struct relay_arg *a;
+	pthread_attr_t attr;
+	pthread_t t;
+	SSL_CTX *ctx;
+	SSL *ssl = NULL;
+	int pair[2] = { -1, -1 }, is_ip, rc;
+
+	pthread_mutex_lock(&client_mu);
+	ctx = client_state == 2 ? client_ctx_locked(err, errlen) : NULL;
+	if (client_state != 2)
+		mtc_fail(err, errlen, "TLS is not set up (--tls-dir or $MTC_TLS_DIR)");
+	pthread_mutex_unlock(&client_mu);
+	is_ip = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+	if (!ctx || !(ssl = SSL_new(ctx)) || SSL_set_fd(ssl, tcp) != 1 ||
+	    (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1
+		   : SSL_set1_host(ssl, host) != 1 || SSL_set_tlsext_host_name(ssl, host) != 1)) {
+		if (ctx)
+			mtc_fail(err, errlen, "cannot start TLS with '%s'", host);
+		goto fail;
+	}
+	if (handshake(ssl, tcp, host, deadline, err, errlen) < 0)
+		goto fail;
+	if (mtc_tls_pair(pair) < 0) {
+		mtc_fail(err, errlen, "cannot relay TLS: %s", strerror(errno));
+		goto fail;
+	}
+	fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK);
+	a = xmalloc(sizeof *a);
+	*a = (struct relay_arg){ .ssl = ssl, .tcp = tcp, .plain = pair[0] };
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &attr, relay_main, a);
+	pthread_attr_destroy(&attr);
+	if (rc) {
+		free(a);
+		mtc_fail(err, errlen, "cannot relay TLS: out of threads");
+		goto fail;
+	}
+	return pair[1];
+fail:
+	if (pair[0] >= 0) {
+		close(pair[0]);
+		close(pair[1]);
+	}
+	SSL_free(ssl);
+	close(tcp);
+	return -1;
 }

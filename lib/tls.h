@@ -46,4 +46,17 @@ int mtc_tls_client_setup(const char *given, char *err, size_t errlen);
  */
 int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen);
 
+/* 1 when this process's clients use TLS (a usable TLS dir was set up). */
+int mtc_tls_client_on(void);
+
+/*
+ * The client side of a raw connection (peer_http.h): the TLS handshake
+ * on tcp (connected, nonblocking) with host, checked against ca.crt and
+ * showing tls.crt, by deadline (mtc_now() clock); then a relay thread
+ * (tls_relay.h) owns tcp and the returned fd, nonblocking, is the plain
+ * side: close it when done. -1 with err (tcp closed) when the handshake
+ * failed.
+ */
+int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_t errlen);
+
 #endif

@@ -214,7 +214,7 @@ def flip_relay(upstream, method, count, offset):
 
 
 TLS = None  # the client's ssl.SSLContext for https:// URLs
-SILENT = 140  # connections that never start the handshake: beyond twice the daemon's 64
+SILENT = 100  # connections that never start the handshake: beyond the daemon's 64, within its burst allowance
 
 
 def tls_context():

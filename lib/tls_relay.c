@@ -1,0 +1,113 @@
+#include "tls_relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+
+#include "xalloc.h"
+
+#define RELAY_BUF (64 << 10)
+#define TLS_RECORD (16 << 10)
+#define PAIR_BUF (1 << 20)
+#define POLL_MS 500
+
+int mtc_tls_pair(int pair[2])
+{
+	int size = PAIR_BUF;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		setsockopt(pair[i], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+		setsockopt(pair[i], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	}
+	fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+/* What an SSL call that returned n < 1 waits for: POLLIN, POLLOUT, or 0 when the TLS side ended. */
+static short ssl_wants(SSL *ssl, int n)
+{
+	switch (SSL_get_error(ssl, n)) {
+	case SSL_ERROR_WANT_READ:
+		return POLLIN;
+	case SSL_ERROR_WANT_WRITE:
+		return POLLOUT;
+	default:
+		ERR_clear_error();
+		return 0;
+	}
+}
+
+void mtc_tls_relay(SSL *ssl, int tcp, int plain, const int *stop)
+{
+	char *in = xmalloc(RELAY_BUF), *out = xmalloc(RELAY_BUF);
+	size_t in_len = 0, in_off = 0, out_len = 0, out_off = 0;
+	int tls_open = 1, plain_open = 1;
+
+	while (!(stop && __atomic_load_n(stop, __ATOMIC_RELAXED))) {
+		struct pollfd p[2] = { { .fd = tcp }, { .fd = plain } };
+		int moved = 0, n = 0;
+		ssize_t k;
+
+		if (tls_open && in_off == in_len) {
+			/* records are at most 16 KiB: a few at once make fewer writes to plain */
+			in_off = in_len = 0;
+			while (in_len + TLS_RECORD <= RELAY_BUF &&
+			       (n = SSL_read(ssl, in + in_len, (int)(RELAY_BUF - in_len))) > 0)
+				in_len += (size_t)n;
+			if (in_len) {
+				moved = 1;
+			} else if (!(p[0].events |= ssl_wants(ssl, n))) {
+				tls_open = 0; /* close_notify, a reset or a TLS error */
+				shutdown(plain, SHUT_WR);
+				moved = 1;
+			}
+		}
+		if (in_off < in_len) {
+			if ((k = write(plain, in + in_off, in_len - in_off)) > 0) {
+				in_off += (size_t)k;
+				moved = 1;
+			} else if (k < 0 && errno == EAGAIN) {
+				p[1].events |= POLLOUT;
+			} else {
+				break; /* plain's reader closed its end */
+			}
+		}
+		if (plain_open && out_off == out_len) {
+			out_off = out_len = 0;
+			if ((k = read(plain, out, RELAY_BUF)) > 0) {
+				out_len = (size_t)k;
+				moved = 1;
+			} else if (k < 0 && errno == EAGAIN) {
+				p[1].events |= POLLIN;
+			} else {
+				plain_open = 0;
+				moved = 1;
+			}
+		}
+		if (out_off < out_len) {
+			if ((n = SSL_write(ssl, out + out_off, (int)(out_len - out_off))) > 0) {
+				out_off += (size_t)n;
+				moved = 1;
+			} else if (!(p[0].events |= ssl_wants(ssl, n))) {
+				break;
+			}
+		}
+		if (!plain_open && out_off == out_len) {
+			SSL_shutdown(ssl); /* all of plain's side is sent: close_notify, best effort */
+			break;
+		}
+		if (moved)
+			continue;
+		if (poll(p, 2, POLL_MS) < 0 && errno != EINTR)
+			break;
+	}
+	free(in);
+	free(out);
+}
