@@ -74,6 +74,9 @@ struct mtc_peer_server {
 	pthread_mutex_t manifest_mu;
 	pthread_cond_t manifest_cv;
 	int manifest_busy;
+	/* the tree last served in pieces (piece_reader), under split_mu */
+	pthread_mutex_t split_mu;
+	struct split *split;
 	/* manifest entries held by open sessions (twice: expected and what arrived) */
 	size_t held_entries;
 	struct session *sessions;
@@ -630,28 +633,85 @@ static int tree_piece(struct MHD_Connection *c, int *k, int *i, char *why, size_
 	return 0;
 }
 
-/* Piece i of k of the tree at path (peer_manifest.h: both ends split its manifest alike). */
+/*
+ * A tree's manifest split k ways (peer_manifest.h: both ends split it
+ * alike), shared by the k piece requests of one fetch, which come
+ * together: one parse for all of them. Dropped once k pieces have opened
+ * their lists, or when another tree or split is asked for.
+ */
+struct split {
+	char hash[MTC_HASH_MAX + 1];
+	int k, opened;
+	double made;
+	struct mtc_manifest m;
+	char ***bins;
+	size_t *counts;
+};
+
+#define SPLIT_KEEP_S 60
+
+static void split_free(struct split *x)
+{
+	if (!x)
+		return;
+	for (int b = 0; b < x->k; b++)
+		free(x->bins[b]);
+	free(x->bins);
+	free(x->counts);
+	mtc_manifest_free(&x->m);
+	free(x);
+}
+
+/*
+ * The tree's local manifest, parsed one at a time (manifest_enter): 0, 1
+ * when the data does not match its name, -1, or -2 when busy; why.
+ */
+static int local_manifest(struct mtc_peer_server *s, const char *hash, struct mtc_manifest *m,
+			  char **text, char *why, size_t whylen)
+{
+	int rc;
+
+	if (!manifest_enter(s)) {
+		mtc_fail(why, whylen, "busy checking other manifests");
+		return -2;
+	}
+	rc = mtc_peer_manifest_local(s->dir, hash, m, text, why, whylen);
+	manifest_leave(s);
+	return rc;
+}
+
+/* Piece i of k of the tree at path. */
 static struct mtc_wire_reader *piece_reader(struct mtc_peer_server *s, const char *hash,
 					    const char *path, int k, int i, long long *total,
 					    char *why, size_t whylen)
 {
-	struct mtc_manifest m;
 	struct mtc_wire_reader *reader = NULL;
-	char ***bins, *text = NULL;
-	size_t *counts;
+	struct split *x;
 
-	if (mtc_peer_manifest_local(s->dir, hash, &m, &text, why, whylen))
-		return NULL;
-	bins = xcalloc((size_t)k, sizeof *bins);
-	counts = xcalloc((size_t)k, sizeof *counts);
-	mtc_manifest_split(&m, k, bins, counts);
-	reader = mtc_wire_reader_open_list(path, bins[i], counts[i], total, why, whylen);
-	for (int b = 0; b < k; b++)
-		free(bins[b]);
-	free(bins);
-	free(counts);
-	free(text);
-	mtc_manifest_free(&m);
+	pthread_mutex_lock(&s->split_mu);
+	x = s->split;
+	if (!x || strcmp(x->hash, hash) || x->k != k || mtc_now() - x->made > SPLIT_KEEP_S) {
+		split_free(x);
+		s->split = x = xcalloc(1, sizeof *x);
+		if (local_manifest(s, hash, &x->m, NULL, why, whylen)) {
+			free(x);
+			s->split = NULL;
+			pthread_mutex_unlock(&s->split_mu);
+			return NULL;
+		}
+		snprintf(x->hash, sizeof x->hash, "%s", hash);
+		x->k = k;
+		x->made = mtc_now();
+		x->bins = xcalloc((size_t)k, sizeof *x->bins);
+		x->counts = xcalloc((size_t)k, sizeof *x->counts);
+		mtc_manifest_split(&x->m, k, x->bins, x->counts);
+	}
+	reader = mtc_wire_reader_open_list(path, x->bins[i], x->counts[i], total, why, whylen);
+	if (++x->opened >= k) {
+		split_free(x);
+		s->split = NULL;
+	}
+	pthread_mutex_unlock(&s->split_mu);
 	return reader;
 }
 
@@ -845,7 +905,10 @@ static enum MHD_Result get_manifest(struct req *r, struct MHD_Connection *c, int
 			MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 		return queue(r, c, MHD_HTTP_OK, resp);
 	}
-	rc = mtc_peer_manifest_local(r->s->dir, r->hash, &m, &text, why, sizeof why);
+	rc = local_manifest(r->s, r->hash, &m, &text, why, sizeof why);
+	if (rc == -2)
+		return respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, "'%s.manifest': %s; retry\n",
+			       r->hash, why);
 	if (rc)
 		return respond(r, c, rc > 0 ? MHD_HTTP_CONFLICT : 500, TEXT, "cannot list '%s.data': %s\n",
 			       r->hash, why);
@@ -1972,6 +2035,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	s->dir = xstrdup(o->dir);
 	pthread_mutex_init(&s->sessions_mu, NULL);
 	pthread_mutex_init(&s->manifest_mu, NULL);
+	pthread_mutex_init(&s->split_mu, NULL);
 	pthread_cond_init(&s->manifest_cv, NULL);
 	pthread_mutex_init(&s->conns_mu, NULL);
 	pthread_cond_init(&s->conns_cv, NULL);
@@ -2071,6 +2135,8 @@ void mtc_peer_server_stop(struct mtc_peer_server *s)
 	}
 	pthread_mutex_destroy(&s->sessions_mu);
 	pthread_mutex_destroy(&s->manifest_mu);
+	split_free(s->split);
+	pthread_mutex_destroy(&s->split_mu);
 	pthread_cond_destroy(&s->manifest_cv);
 	pthread_mutex_destroy(&s->conns_mu);
 	pthread_cond_destroy(&s->conns_cv);

@@ -880,3 +880,22 @@ PY
 	ls -A "$T/p" | grep -q '^café-s1-n0-w0.meta$'
 	[ "$(ls -A "$T/p" | grep -c '\.meta$')" -eq 1 ]
 }
+
+@test "a tree fetched in pieces: one manifest parse serves them all, and the daemon stays under 64 MiB with 100k files" {
+	local n=100000 hash hwm
+	sanitized && n=20000
+	many_files "$T/tree" "$n"
+	hash=$(mtc-replicate digest "$T/tree" | cut -d' ' -f1)
+	mkdir -p "$T/p" "$T/back"
+	mv "$T/tree" "$T/p/$hash.data"
+	mtc-replicate digest --json --manifest "$T/p/$hash.data" |
+		python3 -c 'import json, sys; json.dump(json.load(sys.stdin)["manifest"], sys.stdout, separators=(",", ":"))' \
+			>"$T/p/$hash.manifest"
+	serve_on "$T/p"
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$hash" --streams 4
+	assert_success
+	diff -r "$T/p/$hash.data" "$T/back/$hash.data"
+	hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$PID/status")
+	echo "VmHWM: $hwm kB"
+	sanitized || [ "$hwm" -lt 65536 ]
+}
