@@ -44,6 +44,26 @@ round_waiting_for_last() {
 	wait_for "$last ranks in the restore round" 30 coord_reported restore "$last"
 }
 
+# A job secret for the nodes (mtc-node --peer-token-file).
+job_token() {
+	CL_TOKEN=$CL_ROOT/token
+	echo "the-job-secret-of-the-cluster-$$" >"$CL_TOKEN"
+	chmod 600 "$CL_TOKEN"
+}
+
+# After a first run, node 2 is lost with its RAM and restarted: the restart
+# restores the newest step, node 2's from its peers.
+wiped_node_restores_from_peers() {
+	first_run orbax
+	node_kill 2
+	wipe_node 2
+	cluster_start 2
+	run trainers orbax --steps 0
+	assert_success
+	[ "$(restored_steps)" = 3 ]
+	grep -q '"source":"cluster","fetched":[1-9]' "$CL_ROOT/state2/restore.json"
+}
+
 no_markers() {
 	run ls "$CL_ROOT/node$1"
 	refute_output --partial .restore # no marker: the training job is not woken
@@ -62,30 +82,14 @@ no_markers() {
 }
 
 @test "cluster: a node whose RAM was wiped restores from its peers" {
-	first_run orbax
-	node_kill 2
-	wipe_node 2
-	cluster_start 2
-	run trainers orbax --steps 0
-	assert_success
-	[ "$(restored_steps)" = 3 ]
+	wiped_node_restores_from_peers
 	[ -L "$CL_ROOT/node2/3" ]
-	grep -q '"source":"cluster","fetched":[1-9]' "$CL_ROOT/state2/restore.json"
 }
 
 @test "cluster: with per-rank credentials and --strict-ranks a wiped node restores from its peers" {
-	CL_TOKEN=$CL_ROOT/token
-	echo "the-job-secret-of-the-cluster-$$" >"$CL_TOKEN"
-	chmod 600 "$CL_TOKEN"
+	job_token
 	for ((r = 0; r < N; r++)); do CL_ENV[$r]=MTC_STRICT_RANKS=1; done
-	first_run orbax
-	node_kill 2
-	wipe_node 2
-	cluster_start 2
-	run trainers orbax --steps 0
-	assert_success
-	[ "$(restored_steps)" = 3 ]
-	grep -q '"source":"cluster","fetched":[1-9]' "$CL_ROOT/state2/restore.json"
+	wiped_node_restores_from_peers
 	run grep -lE "cannot speak for|cannot write here|HTTP 40[13]" "$CL_ROOT"/node*.log
 	assert_output ""
 	# the daemons are strict: the plain secret cannot write a meta
@@ -95,17 +99,8 @@ no_markers() {
 
 @test "cluster: over mutual TLS (mtc-node --tls-dir) a wiped node restores from its peers, and plain HTTP reaches nothing" {
 	cluster_tls
-	CL_TOKEN=$CL_ROOT/token
-	echo "the-job-secret-of-the-cluster-$$" >"$CL_TOKEN"
-	chmod 600 "$CL_TOKEN"
-	first_run orbax
-	node_kill 2
-	wipe_node 2
-	cluster_start 2
-	run trainers orbax --steps 0
-	assert_success
-	[ "$(restored_steps)" = 3 ]
-	grep -q '"source":"cluster","fetched":[1-9]' "$CL_ROOT/state2/restore.json"
+	job_token
+	wiped_node_restores_from_peers
 	run grep -hE "HTTP 40[13]|must be https|TLS handshake|SSL" "$CL_ROOT"/node*.log
 	assert_output ""
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${CL_PORTS[1]}/healthz")" = 000 ]

@@ -77,3 +77,12 @@ make_tls() {
 	done
 	cp "$d/ca.crt" "$d/client-ca/ca.crt"
 }
+
+# tree_manifest DIR OUT: writes DIR's manifest, as peers send it, to OUT; prints DIR's digest.
+tree_manifest() {
+	mtc-replicate digest --json --manifest "$1" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+json.dump(j["manifest"], open(sys.argv[1], "w"), separators=(",", ":"))
+print(j["digest"])' "$2"
+}

@@ -135,12 +135,7 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 	local n=20000 hash hwm
 	mkdir -p "$T/tree"
 	for i in $(seq 1 200); do mkdir "$T/tree/d$i"; for j in $(seq 1 $((n / 200))); do : >"$T/tree/d$i/f$j"; done; done
-	mtc-replicate digest --json --manifest "$T/tree" | python3 -c '
-import json, sys
-j = json.load(sys.stdin)
-json.dump(j["manifest"], open(sys.argv[1], "w"), separators=(",", ":"))
-print(j["digest"])' "$T/man" >"$T/hash"
-	hash=$(cat "$T/hash")
+	hash=$(tree_manifest "$T/tree" "$T/man")
 	rm -rf "$T/tree"
 	head -c 32 /dev/urandom | base64 >"$T/tok"
 	chmod 600 "$T/tok"

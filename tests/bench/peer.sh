@@ -74,13 +74,22 @@ else
 	rsync_s=""
 fi
 
+# serve NAME DIR [OPTIONS]: a daemon for DIR; sets SERVED_PID and SERVED_URL.
+serve() {
+	name=$1 d=$2
+	shift 2
+	"$bin/mtc-replicate" serve --dir "$d" --listen 127.0.0.1:0 "$@" >"$root/$name.out" 2>"$root/$name.err" &
+	SERVED_PID=$!
+	pids="$pids $SERVED_PID"
+	i=0
+	while ! grep -q listen "$root/$name.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	SERVED_URL="$(sed -n 's/.*"scheme":"\([^"]*\)".*/\1/p' "$root/$name.out")://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$root/$name.out")"
+}
+
 fresh
-"$bin/mtc-replicate" serve --dir "$root/dst" --listen 127.0.0.1:0 >"$root/serve.out" 2>"$root/serve.err" &
-dpid=$!
-pids="$pids $dpid"
-i=0
-while ! grep -q listen "$root/serve.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-url="http://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$root/serve.out")"
+serve serve "$root/dst"
+dpid=$SERVED_PID
+url=$SERVED_URL
 clean_dst='rm -rf "$root/dst/"* "$root/dst/".mtc-upload-*'
 
 # Once without the kept manifest (a step not made by commit: push hashes it first).
@@ -150,13 +159,9 @@ openssl x509 -req -in "$pki/node.csr" -CA "$pki/node/ca.crt" -CAkey "$pki/ca.key
 	-days 1 -extfile "$pki/ext" -out "$pki/node/tls.crt" 2>/dev/null
 chmod 600 "$pki/node/tls.key"
 mkdir -p "$root/tdst"
-"$bin/mtc-replicate" serve --dir "$root/tdst" --listen 127.0.0.1:0 --tls-dir "$pki/node" \
-	>"$root/tserve.out" 2>"$root/tserve.err" &
-tpid=$!
-pids="$pids $tpid"
-i=0
-while ! grep -q listen "$root/tserve.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-turl="https://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$root/tserve.out")"
+serve tserve "$root/tdst" --tls-dir "$pki/node"
+tpid=$SERVED_PID
+turl=$SERVED_URL
 best "push over TLS (verified)" "$step_bytes" 'rm -rf "$root/tdst/"* "$root/tdst/".mtc-upload-*' \
 	'"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$turl" --tls-dir "$pki/node" >/dev/null'
 tls_push_s=$BEST
@@ -175,13 +180,9 @@ rm -rf "$root/tdst"
 # Memory under load: 16 nodes push distinct steps at once (64 connections) to a fresh
 # daemon (on loopback they share one address: no per-address limit here).
 rm -rf "$root/dst/"* "$root/back" "$root/src"
-"$bin/mtc-replicate" serve --dir "$root/dst" --listen 127.0.0.1:0 --max-conns-per-ip 0 \
-	>"$root/serve16.out" 2>"$root/serve16.err" &
-d16=$!
-pids="$pids $d16"
-i=0
-while ! grep -q listen "$root/serve16.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-url16="http://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$root/serve16.out")"
+serve serve16 "$root/dst" --max-conns-per-ip 0
+d16=$SERVED_PID
+url16=$SERVED_URL
 nodes=$(seq 16)
 for n in $nodes; do
 	mkdir -p "$root/n$n/1/small"
