@@ -148,6 +148,7 @@ static SSL_CTX *client_ctx_locked(char *err, size_t errlen)
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 				      SSL_MODE_RELEASE_BUFFERS);
+	mtc_tls_tune(ctx);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	if (SSL_CTX_load_verify_locations(ctx, client.ca, NULL) != 1 ||
 	    (client.has_cert && (SSL_CTX_use_certificate_chain_file(ctx, client.cert) != 1 ||

@@ -66,6 +66,7 @@ static SSL_CTX *server_ctx(const struct mtc_tls_files *t, char *err, size_t errl
 	SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 				      SSL_MODE_RELEASE_BUFFERS);
+	mtc_tls_tune(ctx);
 	if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
 		ssl_fail(err, errlen, "the certificate", t->cert);
 	else if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1 ||
@@ -154,14 +155,17 @@ static void *link_main(void *arg)
 		mtc_tls_relay(ssl, l->tcp, pair[0], &f->stopping);
 		close(pair[0]);
 	}
-	SSL_free(ssl);
-	close(l->tcp);
+	/* out of the list before tcp closes: the list's fds are shut down by others */
 	pthread_mutex_lock(&f->mu);
 	unlink_link(f, l);
+	pthread_mutex_unlock(&f->mu);
+	SSL_free(ssl);
+	close(l->tcp);
+	free(l);
+	pthread_mutex_lock(&f->mu);
 	f->threads--;
 	pthread_cond_broadcast(&f->cv);
 	pthread_mutex_unlock(&f->mu);
-	free(l);
 	return NULL;
 }
 

@@ -16,6 +16,12 @@
 #define PAIR_BUF (1 << 20)
 #define POLL_MS 500
 
+void mtc_tls_tune(SSL_CTX *ctx)
+{
+	SSL_CTX_set_read_ahead(ctx, 1);
+	SSL_CTX_set_default_read_buffer_len(ctx, RELAY_BUF);
+}
+
 int mtc_tls_pair(int pair[2])
 {
 	int size = PAIR_BUF;

@@ -2,9 +2,10 @@
 # Peer transfer throughput on loopback, tmpfs to tmpfs, against the tools of the
 # same run: the local copy limit (dd bs=4M per file), cp -r, rsync to an rsync
 # daemon, curl of the same bytes, and mtc-replicate push/fetch (with digest
-# verification on receipt). Each figure is the best of MTC_BENCH_RUNS runs
-# (default 5): the machine is shared. Then the daemon's peak RSS with 16 nodes
-# pushing to it at once.
+# verification on receipt), and push and fetch over mutual TLS against the
+# plain ones. Each figure is the best of MTC_BENCH_RUNS runs (default 5): the
+# machine is shared. Then the daemon's peak RSS with 16 nodes pushing to it at
+# once.
 #   tests/bench/peer.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 2048)
 set -eu
 build=${1:-build/release}
