@@ -197,3 +197,16 @@ PY
 	assert_success
 	assert_output "closed 2"
 }
+
+@test "the coordinator over TLS: no report without a client certificate, the size judged before the body, a round completes" {
+	mkdir "$T/p"
+	serve_on "$T/p" --tls-dir "$T/pki/node" --coordinator --nodes 1
+	head -c $((16 << 20)) /dev/zero | tr '\0' ' ' >"$T/big"
+	post() { curl -s -o "$T/body" -w '%{http_code}' --max-time 10 -H 'Content-Type: application/json' "$@"; }
+	[ "$(post --cacert "$T/pki/ca.crt" --data-binary '{"rank": 0}' "$URL/v1/coord/sync")" = 403 ]
+	[ "$(post "${CERT[@]}" --data-binary "@$T/big" "$URL/v1/coord/sync")" = 413 ]
+	[ "$(awk '/^VmHWM/ { print $2 }' "/proc/$PID/status")" -lt $((64 << 10)) ]
+	[ "$(post "${CERT[@]}" --data-binary '{"rank": 0, "session": "s", "replicated-step": 5}' "$URL/v1/coord/sync")" = 200 ]
+	run cat "$T/body"
+	assert_output --partial '"status":"done"'
+}
