@@ -1,6 +1,9 @@
 #include "tls.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,10 +11,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <poll.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -95,7 +94,8 @@ int mtc_tls_client_setup(const char *given, char *err, size_t errlen)
 	return state == 3 ? mtc_fail(err, errlen, "%s", client_err) : 0;
 }
 
-int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen)
+/* client_state, set up from $MTC_TLS_DIR when nothing set it up before. */
+static int state_now(void)
 {
 	int state;
 
@@ -104,6 +104,13 @@ int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen)
 		setup_locked(NULL);
 	state = client_state;
 	pthread_mutex_unlock(&client_mu);
+	return state;
+}
+
+int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen)
+{
+	int state = state_now();
+
 	if (state == 3)
 		return mtc_fail(err, errlen, "%s", client_err);
 	if (state != 2)
@@ -122,17 +129,7 @@ int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen)
 	return 0;
 }
 
-int mtc_tls_client_on(void)
-{
-	int on;
-
-	pthread_mutex_lock(&client_mu);
-	if (!client_state)
-		setup_locked(NULL);
-	on = client_state == 2;
-	pthread_mutex_unlock(&client_mu);
-	return on;
-}
+int mtc_tls_client_on(void) { return state_now() == 2; }
 
 /* Under client_mu, with client_state 2. */
 static SSL_CTX *client_ctx_locked(char *err, size_t errlen)
