@@ -861,6 +861,19 @@ static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 			 (double)atomic_load(&s->cut_unauth));
 	mtc_metric_value(&t, "mtc_peer_connections_cut_total", "reason=\"head-timeout\"",
 			 (double)atomic_load(&s->cut_head));
+	if (s->tls) {
+		struct mtc_tls_front_counts k;
+		mtc_tls_front_counts(s->tls, &k);
+		mtc_metric_header(&t, "mtc_peer_tls_handshakes_total", "counter",
+				  "TLS handshakes by how they ended: cut is beyond --max-unauth at once, "
+				  "timeout past --head-timeout");
+		mtc_metric_value(&t, "mtc_peer_tls_handshakes_total", "result=\"ok\"", (double)k.ok);
+		mtc_metric_value(&t, "mtc_peer_tls_handshakes_total", "result=\"failed\"",
+				 (double)k.failed);
+		mtc_metric_value(&t, "mtc_peer_tls_handshakes_total", "result=\"timeout\"",
+				 (double)k.timed_out);
+		mtc_metric_value(&t, "mtc_peer_tls_handshakes_total", "result=\"cut\"", (double)k.cut);
+	}
 	mtc_metric_header(&t, "mtc_peer_digest_failures_total", "counter",
 			  "uploads whose content did not hash to their name");
 	mtc_metric_value(&t, "mtc_peer_digest_failures_total", NULL,

@@ -29,7 +29,7 @@ struct link {
 	struct sockaddr_storage sa;
 	socklen_t salen;
 	double since;
-	int handshaking;
+	int handshaking, cut;
 };
 
 struct mtc_tls_front {
@@ -40,6 +40,7 @@ struct mtc_tls_front {
 	pthread_cond_t cv;
 	struct link *links; /* newest first */
 	int handshakes, threads, stopping;
+	struct mtc_tls_front_counts counts; /* under mu */
 };
 
 static int ssl_fail(char *err, size_t errlen, const char *what, const char *path)
@@ -101,7 +102,7 @@ static void unlink_link(struct mtc_tls_front *f, struct link *l)
 		l->next->prev = l->prev;
 }
 
-/* 0 when the handshake completed within the deadline; else -1, why logged. */
+/* 0 when the handshake completed within the deadline; -2 when the deadline passed, else -1; why logged. */
 static int handshake(struct link *l, SSL *ssl)
 {
 	struct mtc_tls_front *f = l->f;
@@ -124,7 +125,7 @@ static int handshake(struct link *l, SSL *ssl)
 		}
 		if ((ms = (int)((deadline - mtc_now()) * 1000)) <= 0) {
 			mtc_debug("TLS handshake not done within %d s: cut", f->o.handshake_timeout_s);
-			return -1;
+			return -2;
 		}
 		if (poll(&p, 1, ms < STOP_POLL_MS ? ms : STOP_POLL_MS) < 0 && errno != EINTR)
 			return -1;
@@ -138,13 +139,16 @@ static void *link_main(void *arg)
 	struct link *l = arg;
 	struct mtc_tls_front *f = l->f;
 	SSL *ssl = SSL_new(f->ctx);
-	int ok = ssl && SSL_set_fd(ssl, l->tcp) == 1 && handshake(l, ssl) == 0, pair[2] = { -1, -1 };
+	int rc = ssl && SSL_set_fd(ssl, l->tcp) == 1 ? handshake(l, ssl) : -1, ok = rc == 0,
+	    pair[2] = { -1, -1 };
 
 	pthread_mutex_lock(&f->mu);
 	if (l->handshaking) { /* else cut_oldest_handshake took it off */
 		l->handshaking = 0;
 		f->handshakes--;
 	}
+	if (!l->cut) /* a cut one is counted there */
+		(*(ok ? &f->counts.ok : rc == -2 ? &f->counts.timed_out : &f->counts.failed))++;
 	pthread_mutex_unlock(&f->mu);
 	if (ok && mtc_tls_pair(pair) == 0) {
 		X509 *cert = SSL_get1_peer_certificate(ssl);
@@ -188,7 +192,9 @@ static void cut_oldest_handshake(struct mtc_tls_front *f)
 		mtc_debug("%d TLS handshakes at once: cutting the oldest", f->handshakes);
 		shutdown(old->tcp, SHUT_RDWR);
 		old->handshaking = 0;
+		old->cut = 1;
 		f->handshakes--;
+		f->counts.cut++;
 	}
 }
 
@@ -263,6 +269,13 @@ struct mtc_tls_front *mtc_tls_front_start(const struct mtc_tls_front_opts *o, ch
 		return NULL;
 	}
 	return f;
+}
+
+void mtc_tls_front_counts(struct mtc_tls_front *f, struct mtc_tls_front_counts *c)
+{
+	pthread_mutex_lock(&f->mu);
+	*c = f->counts;
+	pthread_mutex_unlock(&f->mu);
 }
 
 void mtc_tls_front_stop(struct mtc_tls_front *f)

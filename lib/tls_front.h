@@ -36,6 +36,12 @@ struct mtc_tls_front;
 /* Loads tls.crt, tls.key and ca.crt and starts accepting; NULL with err. */
 struct mtc_tls_front *mtc_tls_front_start(const struct mtc_tls_front_opts *o, char *err,
 					  size_t errlen);
+/* Handshakes so far, by how they ended (beyond the limit: cut; within it: ok, failed, timed out). */
+struct mtc_tls_front_counts {
+	long long ok, failed, timed_out, cut;
+};
+void mtc_tls_front_counts(struct mtc_tls_front *f, struct mtc_tls_front_counts *c);
+
 /* Stops accepting, cuts every connection and waits for its threads; frees f. */
 void mtc_tls_front_stop(struct mtc_tls_front *f);
 

@@ -33,6 +33,12 @@ make_step() {
 
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 
+# handshakes RESULT: the daemon's count of TLS handshakes that ended so (ok, failed, timeout, cut)
+handshakes() {
+	curl -s --cacert "$T/pki/ca.crt" "$URL/metrics" |
+		awk -v m="mtc_peer_tls_handshakes_total{result=\"$1\"}" '$1 == m { print $2 }'
+}
+
 @test "serve --tls-dir: HTTPS only; probes and metrics without a client certificate, the data only with one from the job's CA" {
 	mkdir "$T/p"
 	serve_on "$T/p" --tls-dir "$T/pki/node"
@@ -50,6 +56,8 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 	[ "$(code --cacert "$T/pki/rogue-ca.crt" "$URL/healthz")" = 000 ]
 	# no plain HTTP on the TLS port
 	[ "$(code "http://${URL#https://}/healthz")" = 000 ]
+	[ "$(handshakes failed)" -ge 3 ]
+	[ "$(handshakes ok)" -ge 6 ]
 	# the same with $MTC_TLS_DIR instead of the flag
 	mkdir "$T/q"
 	MTC_TLS_DIR="$T/pki/node" serve_on "$T/q"
@@ -180,6 +188,7 @@ PY
 	assert_line "fresh burst: [False, False, False]"
 	assert_line "after one more: [True, False, False, False]"
 	[ "$(code --cacert "$T/pki/ca.crt" "$URL/healthz")" = 200 ]
+	[ "$(handshakes cut)" = 1 ]
 }
 
 @test "--head-timeout 0 leaves the handshake the idle --timeout as its deadline" {
@@ -196,6 +205,7 @@ print("closed" if s.recv(1) == b"" else "data", round(time.monotonic() - t0))
 PY
 	assert_success
 	assert_output "closed 2"
+	[ "$(handshakes timeout)" = 1 ]
 }
 
 @test "the coordinator over TLS: no report without a client certificate, the size judged before the body, a round completes" {
