@@ -101,18 +101,16 @@ static int post_once(struct mtc_coord_client *cc, const char *kind, const char *
 	json_error_t jerr;
 
 	*answer = NULL;
+	if (mtc_tls_curl(h, url, err, errlen) < 0) {
+		curl_easy_cleanup(h);
+		free(url);
+		return -2;
+	}
 	hdr = curl_slist_append(hdr, "Content-Type: application/json");
 	hdr = curl_slist_append(hdr, "Expect:");
 	if (cc->token) {
 		auth = mtc_bearer_header(cc->token);
 		hdr = curl_slist_append(hdr, auth);
-	}
-	if (mtc_tls_curl(h, url, err, errlen) < 0) {
-		curl_easy_cleanup(h);
-		curl_slist_free_all(hdr);
-		free(auth);
-		free(url);
-		return -2;
 	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -260,9 +258,9 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 			return MTC_EXIT_FAILURE;
 		}
 		err[0] = '\0';
-		if ((rc = post_once(cc, kind, body, (wait_s >= 0 ? wait_s : 60) + 30, &a, &code, err,
-				    errlen)) == -2)
-		{
+		rc = post_once(cc, kind, body, (wait_s >= 0 ? wait_s : 60) + 30, &a, &code, err,
+			       errlen);
+		if (rc == -2) {
 			free(body);
 			return MTC_EXIT_FAILURE;
 		}

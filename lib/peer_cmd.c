@@ -264,8 +264,8 @@ static void free_argv(char **v)
 
 int mtc_replicate_push(int argc, const char **argv)
 {
-	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token_file = NULL, *tls_dir = NULL,
-	     *token = NULL, **peers = NULL, **urls = NULL, err[512];
+	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token_file = NULL,
+	     *tls_dir = NULL, *token = NULL, **peers = NULL, **urls = NULL, err[512];
 	double timeout = 0;
 	int retries = -1, n_urls = 0, failed = 0, streams = 0, rc;
 	long long step;
@@ -369,8 +369,8 @@ out:
 
 int mtc_replicate_fetch(int argc, const char **argv)
 {
-	char *dir = NULL, *from = NULL, *token_file = NULL, *tls_dir = NULL, *token = NULL, **hashes = NULL,
-	     **metas = NULL;
+	char *dir = NULL, *from = NULL, *token_file = NULL, *tls_dir = NULL, *token = NULL,
+	     **hashes = NULL, **metas = NULL;
 	double timeout = 0;
 	int retries = -1, streams = 0, rc, worst = 0;
 	struct poptOption opts[] = {

@@ -2011,14 +2011,14 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 {
 	static const double buckets[] = { 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300 };
 	struct mtc_peer_server *s;
-	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_storage ss = { 0 }, bound;
+	socklen_t blen = sizeof bound;
 	const union MHD_DaemonInfo *info;
 	char host[INET6_ADDRSTRLEN];
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
 	struct stat st;
 	int tls_fd = -1;
-	unsigned port = 0;
 
 	if (stat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "'%s' is not a directory", o->dir);
@@ -2053,8 +2053,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	pthread_mutex_init(&s->conns_mu, NULL);
 	pthread_cond_init(&s->conns_cv, NULL);
 	if (o->token_file && !(s->auth = mtc_peer_auth_load(o->token_file, err, errlen))) {
-		free(s->dir);
-		free(s);
+		server_free(s);
 		return NULL;
 	}
 	mtc_histogram_init(&s->seconds, buckets, (int)(sizeof buckets / sizeof *buckets));
@@ -2063,17 +2062,10 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	if (o->tls_dir) {
-		struct sockaddr_storage bound;
-		socklen_t blen = sizeof bound;
-
 		if ((tls_fd = listen_on(&ss, o->listen, err, errlen)) < 0) {
 			server_free(s);
 			return NULL;
 		}
-		if (getsockname(tls_fd, (struct sockaddr *)&bound, &blen) == 0)
-			port = ntohs(bound.ss_family == AF_INET6
-					     ? ((struct sockaddr_in6 *)&bound)->sin6_port
-					     : ((struct sockaddr_in *)&bound)->sin_port);
 		flags |= MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	}
 	s->daemon = MHD_start_daemon(
@@ -2116,15 +2108,17 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		server_free(s);
 		return NULL;
 	}
-	info = o->tls_dir ? NULL : MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	if (info)
-		port = info->port;
+	/* the port bound (port 0 picks one), by the front's socket or MHD's */
+	info = tls_fd < 0 ? MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_LISTEN_FD) : NULL;
+	memset(&bound, 0, sizeof bound);
+	getsockname(info ? info->listen_fd : tls_fd, (struct sockaddr *)&bound, &blen);
 	if (ss.ss_family == AF_INET6)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
 	else
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
 	snprintf(s->address, sizeof s->address, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
-		 host, port);
+		 host, ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+						      : ((struct sockaddr_in *)&bound)->sin_port));
 	return s;
 }
 

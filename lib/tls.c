@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -138,22 +136,17 @@ static SSL_CTX *client_ctx_locked(char *err, size_t errlen)
 
 	if (client_ctx)
 		return client_ctx;
-	if (!(ctx = SSL_CTX_new(TLS_client_method()))) {
+	if (!(ctx = mtc_tls_ctx(TLS_client_method()))) {
 		mtc_fail(err, errlen, "cannot start TLS: out of memory");
 		return NULL;
 	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-				      SSL_MODE_RELEASE_BUFFERS);
-	mtc_tls_tune(ctx);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	if (SSL_CTX_load_verify_locations(ctx, client.ca, NULL) != 1 ||
 	    (client.has_cert && (SSL_CTX_use_certificate_chain_file(ctx, client.cert) != 1 ||
 				 SSL_CTX_use_PrivateKey_file(ctx, client.key, SSL_FILETYPE_PEM) != 1))) {
 		char why[256];
-		ERR_error_string_n(ERR_get_error(), why, sizeof why);
-		ERR_clear_error();
-		mtc_fail(err, errlen, "cannot load the TLS dir's files: %s", why);
+		mtc_fail(err, errlen, "cannot load the TLS dir's files: %s",
+			 mtc_tls_reason(why, sizeof why));
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
@@ -177,36 +170,6 @@ static void *relay_main(void *arg)
 	return NULL;
 }
 
-/* The handshake on ssl by deadline: 0, or -1 with err. */
-static int handshake(SSL *ssl, int tcp, const char *host, double deadline, char *err,
-		     size_t errlen)
-{
-	for (;;) {
-		int n = SSL_connect(ssl), e, ms;
-		struct pollfd p = { .fd = tcp };
-		char why[256];
-
-		if (n == 1)
-			return 0;
-		e = SSL_get_error(ssl, n);
-		p.events = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-		if (!p.events) {
-			long v = SSL_get_verify_result(ssl);
-			ERR_error_string_n(ERR_get_error(), why, sizeof why);
-			ERR_clear_error();
-			return mtc_fail(err, errlen, "TLS handshake with '%s' failed: %s", host,
-					v != X509_V_OK		? X509_verify_cert_error_string(v)
-					: e == SSL_ERROR_SSL ? why
-								: "connection closed");
-		}
-		if ((ms = (int)((deadline - mtc_now()) * 1000)) <= 0)
-			return mtc_fail(err, errlen, "TLS handshake with '%s': deadline passed", host);
-		if (poll(&p, 1, ms) < 0 && errno != EINTR)
-			return mtc_fail(err, errlen, "TLS handshake with '%s': %s", host,
-					strerror(errno));
-	}
-}
-
 int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_t errlen)
 {
 	unsigned char ip[16];
@@ -216,6 +179,7 @@ int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_
 	SSL_CTX *ctx;
 	SSL *ssl = NULL;
 	int pair[2] = { -1, -1 }, is_ip, rc;
+	char why[256];
 
 	pthread_mutex_lock(&client_mu);
 	ctx = client_state == 2 ? client_ctx_locked(err, errlen) : NULL;
@@ -230,8 +194,13 @@ int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_
 			mtc_fail(err, errlen, "cannot start TLS with '%s'", host);
 		goto fail;
 	}
-	if (handshake(ssl, tcp, host, deadline, err, errlen) < 0)
+	SSL_set_connect_state(ssl);
+	if ((rc = mtc_tls_handshake(ssl, tcp, deadline, NULL, why, sizeof why)) < 0) {
+		mtc_fail(err, errlen, rc == -2 ? "TLS handshake with '%s': %s"
+					       : "TLS handshake with '%s' failed: %s",
+			 host, why);
 		goto fail;
+	}
 	if (mtc_tls_pair(pair) < 0) {
 		mtc_fail(err, errlen, "cannot relay TLS: %s", strerror(errno));
 		goto fail;

@@ -1,7 +1,6 @@
 #include "tls_front.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +17,6 @@
 #include "tls_relay.h"
 #include "xalloc.h"
 
-#define STOP_POLL_MS 500
 #define BURST_S 1.0
 
 /* One client connection and the thread that serves it. */
@@ -46,28 +44,23 @@ struct mtc_tls_front {
 static int ssl_fail(char *err, size_t errlen, const char *what, const char *path)
 {
 	char why[256];
-	ERR_error_string_n(ERR_get_error(), why, sizeof why);
-	ERR_clear_error();
-	return mtc_fail(err, errlen, "cannot load %s '%s': %s", what, path, why);
+	return mtc_fail(err, errlen, "cannot load %s '%s': %s", what, path,
+			mtc_tls_reason(why, sizeof why));
 }
 
 static SSL_CTX *server_ctx(const struct mtc_tls_files *t, char *err, size_t errlen)
 {
-	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	SSL_CTX *ctx = mtc_tls_ctx(TLS_server_method());
 	STACK_OF(X509_NAME) *cas;
 
 	if (!ctx) {
 		mtc_fail(err, errlen, "cannot start TLS: out of memory");
 		return NULL;
 	}
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	/* AES-128-GCM first: as safe for this use, and the cheapest per byte with AES-NI */
 	SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
 				      "TLS_CHACHA20_POLY1305_SHA256");
 	SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-				      SSL_MODE_RELEASE_BUFFERS);
-	mtc_tls_tune(ctx);
 	if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
 		ssl_fail(err, errlen, "the certificate", t->cert);
 	else if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1 ||
@@ -102,45 +95,21 @@ static void unlink_link(struct mtc_tls_front *f, struct link *l)
 		l->next->prev = l->prev;
 }
 
-/* 0 when the handshake completed within the deadline; -2 when the deadline passed, else -1; why logged. */
-static int handshake(struct link *l, SSL *ssl)
-{
-	struct mtc_tls_front *f = l->f;
-	double deadline = l->since + f->o.handshake_timeout_s;
-
-	for (;;) {
-		int n = SSL_accept(ssl), e, ms;
-		struct pollfd p = { .fd = l->tcp };
-
-		if (n == 1)
-			return 0;
-		e = SSL_get_error(ssl, n);
-		p.events = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-		if (!p.events) {
-			char why[256];
-			ERR_error_string_n(ERR_get_error(), why, sizeof why);
-			ERR_clear_error();
-			mtc_debug("TLS handshake failed: %s", e == SSL_ERROR_SSL ? why : "connection lost");
-			return -1;
-		}
-		if ((ms = (int)((deadline - mtc_now()) * 1000)) <= 0) {
-			mtc_debug("TLS handshake not done within %d s: cut", f->o.handshake_timeout_s);
-			return -2;
-		}
-		if (poll(&p, 1, ms < STOP_POLL_MS ? ms : STOP_POLL_MS) < 0 && errno != EINTR)
-			return -1;
-		if (__atomic_load_n(&f->stopping, __ATOMIC_RELAXED))
-			return -1;
-	}
-}
-
 static void *link_main(void *arg)
 {
 	struct link *l = arg;
 	struct mtc_tls_front *f = l->f;
 	SSL *ssl = SSL_new(f->ctx);
-	int rc = ssl && SSL_set_fd(ssl, l->tcp) == 1 ? handshake(l, ssl) : -1, ok = rc == 0,
-	    pair[2] = { -1, -1 };
+	char why[256] = "out of memory";
+	int rc = -1, ok, pair[2] = { -1, -1 };
+
+	if (ssl && SSL_set_fd(ssl, l->tcp) == 1) {
+		SSL_set_accept_state(ssl);
+		rc = mtc_tls_handshake(ssl, l->tcp, l->since + f->o.handshake_timeout_s,
+				       &f->stopping, why, sizeof why);
+	}
+	if ((ok = rc == 0) == 0)
+		mtc_debug("TLS handshake with a client failed: %s", why);
 
 	pthread_mutex_lock(&f->mu);
 	if (l->handshaking) { /* else cut_oldest_handshake took it off */

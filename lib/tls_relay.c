@@ -4,11 +4,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
 
+#include "fsutil.h"
+#include "log.h"
 #include "xalloc.h"
 
 #define RELAY_BUF (64 << 10)
@@ -16,10 +19,57 @@
 #define PAIR_BUF (1 << 20)
 #define POLL_MS 500
 
-void mtc_tls_tune(SSL_CTX *ctx)
+SSL_CTX *mtc_tls_ctx(const SSL_METHOD *method)
 {
+	SSL_CTX *ctx = SSL_CTX_new(method);
+
+	if (!ctx)
+		return NULL;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+				      SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_read_ahead(ctx, 1);
 	SSL_CTX_set_default_read_buffer_len(ctx, RELAY_BUF);
+	return ctx;
+}
+
+char *mtc_tls_reason(char *buf, size_t len)
+{
+	ERR_error_string_n(ERR_get_error(), buf, len);
+	ERR_clear_error();
+	return buf;
+}
+
+int mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char *why,
+		      size_t whylen)
+{
+	for (;;) {
+		int n = SSL_do_handshake(ssl), e, ms;
+		struct pollfd p = { .fd = tcp };
+
+		if (n == 1)
+			return 0;
+		e = SSL_get_error(ssl, n);
+		p.events = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+		if (!p.events) {
+			long v = SSL_get_verify_result(ssl);
+			char ossl[256];
+
+			mtc_tls_reason(ossl, sizeof ossl);
+			return mtc_fail(why, whylen, "%s",
+					v != X509_V_OK	     ? X509_verify_cert_error_string(v)
+					: e == SSL_ERROR_SSL ? ossl
+							     : "connection closed");
+		}
+		if ((ms = (int)((deadline - mtc_now()) * 1000)) <= 0) {
+			mtc_fail(why, whylen, "deadline passed");
+			return -2;
+		}
+		if (poll(&p, 1, ms < POLL_MS ? ms : POLL_MS) < 0 && errno != EINTR)
+			return mtc_fail(why, whylen, "%s", strerror(errno));
+		if (stop && __atomic_load_n(stop, __ATOMIC_RELAXED))
+			return mtc_fail(why, whylen, "stopped");
+	}
 }
 
 int mtc_tls_pair(int pair[2])

@@ -8,11 +8,29 @@
  * HTTP on a socket (the daemon's HTTP server, the raw client of
  * peer_http.h) gets one end of a socket pair, and a relay thread carries
  * its bytes to and from the TLS connection. Without kernel TLS this costs
- * one copy each way through the pair.
+ * one copy each way through the pair. The daemon's side (tls_front.h) and
+ * the client's (tls.h) share what is here.
  */
 
-/* Sets what makes a relayed connection cheap per byte on ctx: records read ahead, in batches. */
-void mtc_tls_tune(SSL_CTX *ctx);
+/*
+ * A context for method (the server's or the client's) as both sides use
+ * it: TLS 1.2 or later, partial writes from a buffer that may move,
+ * buffers released when idle, records read ahead in batches. NULL when
+ * out of memory.
+ */
+SSL_CTX *mtc_tls_ctx(const SSL_METHOD *method);
+
+/* The oldest error in OpenSSL's queue as text in buf, the queue cleared; buf. */
+char *mtc_tls_reason(char *buf, size_t len);
+
+/*
+ * The handshake on ssl, whose role is set (SSL_set_accept_state or
+ * SSL_set_connect_state) and whose fd is tcp, nonblocking: 0 when done,
+ * -2 when deadline (mtc_now() clock) passed first, -1 when it failed or
+ * *stop was set (stop may be NULL); why says why.
+ */
+int mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char *why,
+		      size_t whylen);
 
 /* A connected AF_UNIX stream pair with large buffers, pair[0] nonblocking: 0, or -1 with errno. */
 int mtc_tls_pair(int pair[2]);
