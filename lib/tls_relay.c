@@ -18,6 +18,7 @@
 #define TLS_RECORD (16 << 10)
 #define PAIR_BUF (1 << 20)
 #define POLL_MS 500
+#define FLUSH_S 30 /* plain closed: this long without progress ends the delivery of its last bytes */
 
 SSL_CTX *mtc_tls_ctx(const SSL_METHOD *method)
 {
@@ -105,6 +106,7 @@ void mtc_tls_relay(SSL *ssl, int tcp, int plain, const int *stop)
 	char *in = xmalloc(RELAY_BUF), *out = xmalloc(RELAY_BUF);
 	size_t in_len = 0, in_off = 0, out_len = 0, out_off = 0;
 	int tls_open = 1, plain_open = 1;
+	double moved_at = mtc_now();
 
 	while (!(stop && __atomic_load_n(stop, __ATOMIC_RELAXED))) {
 		struct pollfd p[2] = { { .fd = tcp }, { .fd = plain } };
@@ -159,8 +161,12 @@ void mtc_tls_relay(SSL *ssl, int tcp, int plain, const int *stop)
 			SSL_shutdown(ssl); /* all of plain's side is sent: close_notify, best effort */
 			break;
 		}
-		if (moved)
+		if (moved) {
+			moved_at = mtc_now();
 			continue;
+		}
+		if (!plain_open && mtc_now() - moved_at > FLUSH_S)
+			break; /* the other end of tcp stopped reading */
 		if (poll(p, 2, POLL_MS) < 0 && errno != EINTR)
 			break;
 	}
