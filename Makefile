@@ -1,5 +1,6 @@
-# mtc — plain GNU make. Every lib/*.c goes into libmtc.a, every cmd/*.c is a program,
-# every tests/unit/*.c is a unit-test binary; adding a file needs no edit here.
+# mtc — plain GNU make. Every lib/*.c and lib/*/*.c (a subsystem's folder) goes into
+# libmtc.a, every cmd/*.c is a program and cmd/<program>/*.c are its other parts, every
+# tests/unit/*.c is a unit-test binary; adding a file needs no edit here.
 
 PREFIX   ?= /usr/local
 CC       ?= cc
@@ -29,7 +30,8 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS     += $(PKG_CFLAGS)
 LDLIBS     += $(PKG_LIBS)
 
-LIB_SRC  := $(wildcard lib/*.c)
+LIB_SRC  := $(wildcard lib/*.c lib/*/*.c)
+LIB_HDR  := $(wildcard lib/*.h lib/*/*.h)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
 CMD_SRC  := $(wildcard cmd/*.c)
 PROGS    := $(CMD_SRC:cmd/%.c=$(B)/bin/%)
@@ -37,19 +39,21 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 LIBMTC   := $(B)/lib/libmtc.a
 
+.SECONDEXPANSION:
 .PHONY: all have-deps check check-long asan fuzz bench demo deps install clean venv node-client
 all: $(PROGS) $(UNITS)
 	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
 
-$(B)/%.o: %.c $(wildcard lib/*.h)
+$(B)/%.o: %.c $(LIB_HDR) $(wildcard cmd/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(LIBMTC): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
+	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(B)/bin/%: $(B)/cmd/%.o $(LIBMTC)
+$(B)/bin/%: $(B)/cmd/%.o $$(addprefix $(B)/,$$(addsuffix .o,$$(basename $$(wildcard cmd/$$*/*.c)))) $(LIBMTC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -109,10 +113,11 @@ FUZZ_FLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -Ilib $(PKG_CFLAGS) -DMTC_V
               -fsanitize=fuzzer-no-link,address,undefined
 FUZZ_OBJ   := $(LIB_SRC:%.c=build/fuzz/%.o)
 fuzz: $(FUZZERS)
-build/fuzz/%.o: %.c $(wildcard lib/*.h)
+build/fuzz/%.o: %.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -c -o $@ $<
 build/fuzz/libmtc.a: $(FUZZ_OBJ)
+	@rm -f $@
 	$(AR) rcs $@ $^
 build/fuzz/%: tests/fuzz/%.c build/fuzz/libmtc.a
 	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lm

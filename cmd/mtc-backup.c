@@ -34,10 +34,10 @@
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"
-#include "peer_manifest.h"
+#include "peer/peer_manifest.h"
 #include "progress.h"
-#include "store.h"
-#include "store_tree.h"
+#include "store/store.h"
+#include "store/store_tree.h"
 #include "xalloc.h"
 
 static char *dir, *config_file, *step_text, *location, *name_opt, *token_file;

@@ -34,9 +34,9 @@
 #include "log.h"
 #include "peers.h"
 #include "naming.h"
-#include "peer_client.h"
+#include "peer/peer_client.h"
 #include "progress.h"
-#include "store.h"
+#include "store/store.h"
 #include "token_file.h"
 #include "xalloc.h"
 

@@ -27,7 +27,7 @@
 #include "log.h"
 #include "naming.h"
 #include "retention.h"
-#include "store.h"
+#include "store/store.h"
 #include "timestamp.h"
 #include "warden_ini.h"
 #include "xalloc.h"

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "blake3.h"
+#include "blake3/blake3.h"
 #include "cli.h"
 #include "commit.h"
 #include "config.h"
@@ -26,9 +26,9 @@
 #include "json_out.h"
 #include "log.h"
 #include "node_status.h"
-#include "orbax_digest.h"
-#include "coord_client.h"
-#include "peer_cmd.h"
+#include "ocdbt/orbax_digest.h"
+#include "coord/coord_client.h"
+#include "mtc-replicate/peer_cmd.h"
 #include "peers.h"
 #include "steady.h"
 #include "token_file.h"

@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blake3.h"
+#include "blake3/blake3.h"
 #include "data_name.h"
 #include "digest.h"
 #include "fsutil.h"
 #include "manifest_text.h"
 #include "naming.h"
-#include "peer_manifest.h"
-#include "store_tree.h"
+#include "peer/peer_manifest.h"
+#include "store/store_tree.h"
 #include "xalloc.h"
 
 #define READ_PIECE (8 << 20)

@@ -5,7 +5,7 @@
 
 #include "backups.h"
 #include "digest.h"
-#include "store.h"
+#include "store/store.h"
 
 /*
  * Whether a backup's data is intact (mtc(7) §6.5), in two depths. Both

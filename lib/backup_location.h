@@ -3,7 +3,7 @@
 
 #include <stddef.h>
 
-#include "store.h"
+#include "store/store.h"
 
 /*
  * The one location rule (mtc(7) §6.1): a backup LOCATION is the bucket

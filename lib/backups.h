@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "naming.h"
-#include "store.h"
+#include "store/store.h"
 
 /*
  * A job's backup root (mtc(7) §6.2), read through a store opened at that

@@ -8,7 +8,7 @@
 
 #include "exitcode.h"
 #include "log.h"
-#include "store.h"
+#include "store/store.h"
 
 enum { OPT_VERBOSE = 0x7601, OPT_QUIET, OPT_VERSION, OPT_LOG_FORMAT, OPT_TOKEN_FILE, OPT_HELP };
 

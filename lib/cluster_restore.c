@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "backups.h"
-#include "coord_client.h"
+#include "coord/coord_client.h"
 #include "data_name.h"
 #include "digest.h"
 #include "exitcode.h"
@@ -31,10 +31,10 @@
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"
-#include "peer_auth.h"
-#include "peer_client.h"
-#include "store.h"
-#include "store_tree.h"
+#include "peer/peer_auth.h"
+#include "peer/peer_client.h"
+#include "store/store.h"
+#include "store/store_tree.h"
 #include "xalloc.h"
 
 #define MAX_BACKUPS_REPORTED 8

@@ -29,9 +29,9 @@
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
-#include "orbax_digest.h"
-#include "peer_manifest.h"
-#include "peer_wire.h"
+#include "ocdbt/orbax_digest.h"
+#include "peer/peer_manifest.h"
+#include "peer/peer_wire.h"
 #include "xalloc.h"
 
 #define COMMIT_SUCCESS "commit_success.txt"

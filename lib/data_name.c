@@ -6,7 +6,7 @@
 
 #include "digest.h"
 #include "naming.h"
-#include "orbax_digest.h"
+#include "ocdbt/orbax_digest.h"
 
 int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads,
 			char *why, size_t whylen)

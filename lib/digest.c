@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blake3.h"
+#include "blake3/blake3.h"
 #include "digest.h"
 #include "naming.h"
 #include "xalloc.h"

@@ -4,7 +4,7 @@
 #include <jansson.h>
 
 #include "inventory.h"
-#include "store.h"
+#include "store/store.h"
 
 /*
  * Pieces of the LKG inventory (lkg.h) gathered from where they live: a

@@ -18,8 +18,8 @@
 #include "cluster_restore.h"
 #include "commit.h"
 #include "json_out.h"
-#include "coord.h"
-#include "coord_client.h"
+#include "coord/coord.h"
+#include "coord/coord_client.h"
 #include "dirwatch.h"
 #include "exitcode.h"
 #include "fsutil.h"
@@ -28,9 +28,9 @@
 #include "log.h"
 #include "naming.h"
 #include "node_status.h"
-#include "peer_auth.h"
-#include "peer_client.h"
-#include "store.h"
+#include "peer/peer_auth.h"
+#include "peer/peer_client.h"
+#include "store/store.h"
 #include "xalloc.h"
 
 /* A .data a peer just pushed is safe from gc this long, until its .meta lands (gc.h). */

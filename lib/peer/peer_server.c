@@ -26,7 +26,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "blake3.h"
+#include "blake3/blake3.h"
 #include "data_name.h"
 #include "fsutil.h"
 #include "inventory.h"

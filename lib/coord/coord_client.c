@@ -12,8 +12,8 @@
 #include "exitcode.h"
 #include "fsutil.h"
 #include "log.h"
-#include "peer_auth.h"
-#include "tls.h"
+#include "peer/peer_auth.h"
+#include "peer/tls.h"
 #include "xalloc.h"
 
 #define ANSWER_MAX (256 << 20)

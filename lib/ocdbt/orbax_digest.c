@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "blake3.h"
+#include "blake3/blake3.h"
 #include "ocdbt.h"
 #include "orbax_digest.h"
 #include "xalloc.h"

@@ -13,7 +13,7 @@
 
 #include <curl/curl.h>
 
-#include "blake3.h"
+#include "blake3/blake3.h"
 #include "data_name.h"
 #include "exitcode.h"
 #include "fsutil.h"

@@ -11,7 +11,7 @@
 
 #include <zstd.h>
 
-#include "crc32c.h"
+#include "store/crc32c.h"
 #include "ocdbt_format.h"
 #include "xalloc.h"
 

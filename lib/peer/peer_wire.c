@@ -17,7 +17,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
-#include "blake3.h"
+#include "blake3/blake3.h"
 #include "fsutil.h"
 #include "log.h"
 #include "xalloc.h"

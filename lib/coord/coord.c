@@ -18,7 +18,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "naming.h"
-#include "peer_auth.h"
+#include "peer/peer_auth.h"
 #include "xalloc.h"
 
 enum kind { K_RESTORE, K_DONE, K_SYNC, NKINDS };
