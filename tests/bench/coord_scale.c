@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "coord.h"
+#include "coord/coord.h"
 #include "fsutil.h"
 
 static double cpu(void)

@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "coord.h"
+#include "coord/coord.h"
 #include "log.h"
 #include "manifest_text.h"
 

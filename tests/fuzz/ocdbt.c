@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ocdbt_format.h"
+#include "ocdbt/ocdbt_format.h"
 
 static void check_node(const struct mtc_ocdbt_node *n)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "blake3.h"
+#include "blake3/blake3.h"
 #include "digest.h"
 #include "tap.h"
 

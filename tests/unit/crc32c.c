@@ -1,7 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32c.h"
+#include "store/crc32c.h"
 #include "tap.h"
 
 static const struct {

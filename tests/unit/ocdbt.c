@@ -11,9 +11,9 @@
 
 #include <zstd.h>
 
-#include "crc32c.h"
-#include "ocdbt_format.h"
-#include "orbax_digest.h"
+#include "store/crc32c.h"
+#include "ocdbt/ocdbt_format.h"
+#include "ocdbt/orbax_digest.h"
 #include "tap.h"
 
 #define B(...) (const uint8_t[]){ __VA_ARGS__ }, sizeof((const uint8_t[]){ __VA_ARGS__ })

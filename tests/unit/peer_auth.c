@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "peer_auth.h"
+#include "peer/peer_auth.h"
 #include "tap.h"
 
 #define SECRET "the-shared-secret-of-the-job-0123"

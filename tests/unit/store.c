@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "fsutil.h"
-#include "store.h"
-#include "store_tree.h"
+#include "store/store.h"
+#include "store/store_tree.h"
 #include "tap.h"
 #include "xalloc.h"
 
