@@ -47,6 +47,8 @@
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"
+#include "object.h"
+#include "object_fetch.h"
 #include "progress.h"
 #include "store/store.h"
 #include "store/store_tree.h"
@@ -85,14 +87,6 @@ static struct mtc_store *open_store(const char *url)
 		return NULL;
 	}
 	return s;
-}
-
-static int has_prefix(const struct mtc_store_list *l, const char *name)
-{
-	for (size_t i = 0; i < l->n_prefixes; i++)
-		if (!strcmp(l->prefixes[i], name))
-			return 1;
-	return 0;
 }
 
 /* Rank R's .meta files of the newest step it has in the backup. */
@@ -136,221 +130,44 @@ static int pick_metas(struct mtc_store *s, const struct mtc_store_list *l, int r
 	return MTC_EXIT_OK;
 }
 
-static int load_manifest(struct mtc_store *s, const char *hash, struct mtc_manifest *m,
-			 int *have)
+/* Every <hash>.data the .meta files name into staging, continuing what a killed run left, verified. */
+static int fetch_all(struct mtc_store *s, struct wanted *w, size_t n, const char *staging,
+		     struct mtc_object_fetched *got)
 {
-	char *key = xasprintf("%s.manifest", hash), *buf, err[256];
-	size_t len;
-	int rc = MTC_EXIT_OK;
+	char **hashes = xcalloc(n ? n : 1, sizeof *hashes), err[1024];
+	int rc;
 
-	*have = 0;
-	if (mtc_store_get_buf(s, key, 256 << 20, &buf, &len) < 0) {
-		free(key);
-		if (errno == ENOENT)
-			return MTC_EXIT_OK;
-		mtc_error("cannot read '%s/%s.manifest': %s", from, hash, mtc_store_error(s));
-		return MTC_EXIT_FAILURE;
-	}
-	if (mtc_manifest_parse(buf, len, m, err, sizeof err) < 0) {
-		mtc_error("'%s/%s' is not a manifest: %s", from, key, err);
+	for (size_t i = 0; i < n; i++)
+		hashes[i] = w[i].hash;
+	rc = mtc_object_fetch(s, "", hashes, n, staging, threads,
+			      !no_progress && mtc_log_level() >= MTC_LOG_WARN, got, err, sizeof err);
+	if (rc == MTC_EXIT_NOTFOUND) {
+		mtc_error("backup '%s' is incomplete: %s", from, err);
 		rc = MTC_EXIT_INTEGRITY;
-	} else {
-		*have = 1;
+	} else if (rc != MTC_EXIT_OK) {
+		mtc_error("%s", err);
 	}
-	free(buf);
-	free(key);
+	free(hashes);
 	return rc;
 }
 
-/* Names the first file (not directory) that differs: the most useful line for an operator. */
-static int first_file_difference(const struct mtc_manifest *want, const struct mtc_manifest *got,
-				 char *why, size_t whylen)
-{
-	size_t i = 0, j = 0;
-
-	while (i < want->n || j < got->n) {
-		const struct mtc_manifest_entry *a = i < want->n ? &want->entries[i] : NULL;
-		const struct mtc_manifest_entry *b = j < got->n ? &got->entries[j] : NULL;
-		int c = !a ? 1 : !b ? -1 : strcmp(a->path, b->path);
-		if (c < 0 && a->type == MTC_ENTRY_FILE) {
-			snprintf(why, whylen, "'%s' is missing", a->path);
-			return 1;
-		}
-		if (c > 0 && b->type == MTC_ENTRY_FILE) {
-			snprintf(why, whylen, "'%s' is not in the manifest", b->path);
-			return 1;
-		}
-		if (c == 0 && a->type == MTC_ENTRY_FILE &&
-		    (a->size != b->size || strcmp(a->digest, b->digest))) {
-			snprintf(why, whylen, "'%s' has %lld bytes with digest %s, expected %lld with %s",
-				 a->path, b->size, b->digest, a->size, a->digest);
-			return 1;
-		}
-		i += c <= 0;
-		j += c >= 0;
-	}
-	return 0;
-}
-
-/*
- * 0 when path matches its name and the manifest; 1 with the difference
- * (the manifest first, since it names the file), -1 on I/O error.
- */
-static int verify(const char *path, const char *hash, const struct mtc_manifest *expected,
-		  char *why, size_t whylen)
-{
-	struct mtc_manifest got;
-	char d[MTC_DIGEST_LEN];
-	int rc = 0;
-
-	mtc_manifest_init(&got);
-	if (mtc_digest_path(path, threads, d, &got) < 0) {
-		int e = errno;
-		mtc_manifest_free(&got);
-		errno = e;
-		return -1;
-	}
-	if (expected && (first_file_difference(expected, &got, why, whylen) ||
-			 mtc_manifest_compare(expected, &got, why, whylen)))
-		rc = 1;
-	else
-		rc = mtc_data_name_check(path, hash, d, threads, why, whylen);
-	mtc_manifest_free(&got);
-	return rc;
-}
-
-static int store_exit(int e)
-{
-	return e == EIO ? MTC_EXIT_INTEGRITY : e == ETIMEDOUT ? MTC_EXIT_TIMEOUT : MTC_EXIT_FAILURE;
-}
-
-/* Every object of each <hash>.data the .meta files name, once. */
-static int plan_fetch(struct mtc_store *s, const struct mtc_store_list *l, struct wanted *w,
-		      size_t n, struct mtc_fetch *f)
-{
-	for (size_t i = 0; i < n; i++) {
-		char obj[MTC_HASH_MAX + 8], pre[MTC_HASH_MAX + 8];
-		const struct mtc_store_object *o;
-		int dup = 0;
-		for (size_t j = 0; j < i; j++)
-			dup |= !strcmp(w[j].hash, w[i].hash);
-		if (dup)
-			continue;
-		snprintf(obj, sizeof obj, "%s.data", w[i].hash);
-		snprintf(pre, sizeof pre, "%s.data/", w[i].hash);
-		if ((o = mtc_store_list_find(l, obj))) {
-			mtc_fetch_add(f, obj, obj, o->size, o->generation);
-		} else if (has_prefix(l, pre)) {
-			if (mtc_fetch_add_prefix(s, pre, obj, f) < 0) {
-				mtc_error("cannot list '%s/%s': %s", from, pre, mtc_store_error(s));
-				return store_exit(errno);
-			}
-		} else {
-			mtc_error("backup '%s' is incomplete: no '%s'", from, obj);
-			return MTC_EXIT_INTEGRITY;
-		}
-	}
-	return MTC_EXIT_OK;
-}
-
-/* Checks staging/<hash>.data against its name and its manifest. */
-static int verify_one(struct mtc_store *s, const char *hash, const char *staging)
-{
-	char *dst = xasprintf("%s/%s.data", staging, hash), why[512];
-	struct mtc_manifest m;
-	int rc, have_manifest, v;
-
-	mtc_manifest_init(&m);
-	rc = load_manifest(s, hash, &m, &have_manifest);
-	if (rc != MTC_EXIT_OK)
-		goto out;
-	v = verify(dst, hash, have_manifest ? &m : NULL, why, sizeof why);
-	if (v < 0) {
-		mtc_error("cannot verify '%s':", dst);
-		rc = MTC_EXIT_FAILURE;
-	} else if (v > 0) {
-		mtc_error("integrity failure in '%s/%s.data': %s", from, hash, why);
-		rc = MTC_EXIT_INTEGRITY;
-	} else if (!have_manifest) {
-		mtc_info("'%s/%s.data' has no manifest; checked the digest only", from, hash);
-	}
-out:
-	mtc_manifest_free(&m);
-	free(dst);
-	return rc;
-}
-
-/* Downloads what staging lacks (continuing what an interrupted run left), then verifies it all. */
-static int fetch_all(struct mtc_store *s, const struct mtc_store_list *l, struct wanted *w,
-		     size_t n, const char *staging, long long *bytes, long long *kept)
-{
-	struct mtc_fetch f = { 0 };
-	struct mtc_progress *bar;
-	int rc = plan_fetch(s, l, w, n, &f), failed;
-
-	if (rc != MTC_EXIT_OK)
-		goto out;
-	*bytes = f.bytes;
-	if (mtc_fetch_prepare(s, staging, &f, kept) < 0) {
-		mtc_error("cannot resume in '%s': %s", staging, mtc_store_error(s));
-		rc = MTC_EXIT_FAILURE;
-		goto out;
-	}
-	if (*kept)
-		mtc_info("'%s' holds %lld of %lld bytes already", staging, *kept, f.bytes);
-	mtc_info("fetching %lld bytes into '%s'", f.bytes - *kept, staging);
-	bar = mtc_progress_new(f.bytes, *kept, !no_progress && mtc_log_level() >= MTC_LOG_WARN);
-	mtc_store_set_progress(s, mtc_progress_store, bar);
-	failed = mtc_fetch_run(s, staging, &f) < 0;
-	mtc_store_set_progress(s, NULL, NULL);
-	mtc_progress_end(bar);
-	if (failed) {
-		int e = errno;
-		mtc_error("cannot download from '%s': %s", from, mtc_store_error(s));
-		rc = store_exit(e);
-		goto out;
-	}
-	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++) {
-		int dup = 0;
-		for (size_t j = 0; j < i; j++)
-			dup |= !strcmp(w[j].hash, w[i].hash);
-		if (!dup) {
-			mtc_info("verifying %.12s….data against its name and manifest", w[i].hash);
-			rc = verify_one(s, w[i].hash, staging);
-		}
-	}
-out:
-	mtc_fetch_free(&f);
-	return rc;
-}
-
-/* --layout hash: DIR/<hash>.data by rename, then the .meta files, as on a local dir. */
-static int publish_hashes(const char *staging, struct wanted *w, size_t n)
+/* --layout hash: DIR/<hash>.data with its manifest, then the .meta files, as on a local dir. */
+static int publish_hashes(const char *staging, struct wanted *w, size_t n,
+			  const struct mtc_object_fetched *got)
 {
 	for (size_t i = 0; i < n; i++) {
 		char *src = xasprintf("%s/%s.data", staging, w[i].hash);
-		char *dst = xasprintf("%s/%s.data", out_dir, w[i].hash);
 		struct stat st;
-		int rc = 0;
-		if (lstat(src, &st) == 0 &&
-		    renameat2(AT_FDCWD, src, AT_FDCWD, dst, RENAME_NOREPLACE) < 0) {
-			if (errno == EEXIST)
-				mtc_info("'%s' is already there", dst); /* same name, same content */
-			else
-				rc = -1;
-		}
-		if (rc < 0) {
-			mtc_error("cannot rename '%s' to '%s':", src, dst);
-			free(src);
-			free(dst);
-			return -1;
-		}
+		int rc = lstat(src, &st) < 0 /* the same data as an earlier worker's */
+				 ? 1
+				 : mtc_object_publish(src, out_dir, w[i].hash, &got->manifests[i]);
+		if (rc < 0)
+			mtc_error("cannot publish '%s' in '%s':", src, out_dir);
+		else if (rc > 0)
+			mtc_info("'%s/%s.data' is already there", out_dir, w[i].hash);
 		free(src);
-		free(dst);
-	}
-	if (mtc_fsync_dir(out_dir) < 0) {
-		mtc_error("cannot sync '%s':", out_dir);
-		return -1;
+		if (rc < 0)
+			return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
 		char *path = xasprintf("%s/%s", out_dir, w[i].meta);
@@ -379,16 +196,12 @@ static int publish_step(const char *staging, struct wanted *w, size_t n, long lo
 		if (lstat(src, &st) < 0) /* the same data as an earlier worker's: it moved there */
 			mtc_warn("worker %d holds the same data as an earlier worker: not written "
 				 "twice", w[i].worker);
-		else if (mtc_mkdir_p(parent, 0755) < 0 ||
-			 renameat2(AT_FDCWD, src, AT_FDCWD, dst, RENAME_NOREPLACE) < 0)
-			rc = -1;
-		if (rc < 0)
-			mtc_error(errno == EEXIST ? "'%s' is already there: restore into another --out, "
-						    "or remove it first"
-						  : "cannot create '%s':",
-				  dst);
-		else if (mtc_fsync_dir(parent) < 0)
-			mtc_error("cannot sync '%s':", parent), rc = -1;
+		else if (mtc_mkdir_p(parent, 0755) < 0 || (rc = mtc_publish(src, dst)) < 0)
+			mtc_error("cannot create '%s':", dst), rc = -1;
+		else if (rc > 0)
+			mtc_error("'%s' is already there: restore into another --out, or remove it "
+				  "first",
+				  dst), rc = -1;
 		free(src);
 		free(dst);
 		free(parent);
@@ -565,7 +378,8 @@ static int restore_from(int rank)
 	struct mtc_store_list l = { 0 };
 	struct wanted *w = NULL;
 	size_t n = 0;
-	long long step, bytes = 0, kept = 0;
+	struct mtc_object_fetched got = { 0 };
+	long long step;
 	char *staging = NULL;
 	double start = mtc_now();
 	int rc, lock_fd = -1;
@@ -598,12 +412,12 @@ static int restore_from(int rank)
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
-	rc = fetch_all(s, &l, w, n, staging, &bytes, &kept);
+	rc = fetch_all(s, w, n, staging, &got);
 	if (rc != MTC_EXIT_OK)
 		goto out;
 	mtc_info("writing %s", archive_path ? archive_path : out_dir);
 	if (archive_path	       ? write_archive(staging, w, n) < 0
-	    : !strcmp(layout, "hash") ? publish_hashes(staging, w, n) < 0
+	    : !strcmp(layout, "hash") ? publish_hashes(staging, w, n, &got) < 0
 				       : publish_step(staging, w, n, step) < 0) {
 		rc = MTC_EXIT_FAILURE;
 		goto out;
@@ -612,9 +426,9 @@ static int restore_from(int rank)
 		double secs = mtc_now() - start;
 		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:I, s:o, s:f}", "backup", from,
 				      "rank", rank, "step", (json_int_t)step, "metas", (int)n, "bytes",
-				      (json_int_t)bytes, "kept", (json_int_t)kept, "seconds",
+				      (json_int_t)got.bytes, "kept", (json_int_t)got.kept, "seconds",
 				      mtc_json_seconds(secs), "mb-per-s",
-				      round((bytes - kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6) * 10) / 10);
+				      round((got.bytes - got.kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6) * 10) / 10);
 		if (!strcmp(layout, "step") && out_dir)
 			json_object_set_new(j, "path", n == 1 ? json_sprintf("%s/%lld", out_dir, step)
 							      : json_string(out_dir));
@@ -631,6 +445,7 @@ out:
 	if (lock_fd >= 0)
 		close(lock_fd);
 	free(w);
+	mtc_object_fetched_free(&got);
 	mtc_store_list_free(&l);
 	mtc_store_close(s);
 	return rc;

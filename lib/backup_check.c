@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "blake3/blake3.h"
-#include "data_name.h"
+#include "object.h"
 #include "digest.h"
 #include "fsutil.h"
 #include "manifest_text.h"
@@ -248,7 +248,7 @@ static int verify_staged(struct mtc_store *s, const char *name, const char *hash
 	}
 	if (rc < 0)
 		snprintf(why, whylen, "cannot read '%s': %s", key, mtc_store_error(s));
-	else if ((rc = mtc_data_verify(path, hash, m, threads, why, whylen)) < 0)
+	else if ((rc = mtc_object_verify(path, hash, m, threads, why, whylen)) < 0)
 		snprintf(why, whylen, "cannot read '%s': %s", path, strerror(errno));
 	else if (rc)
 		rc = 1;

@@ -18,7 +18,6 @@
 
 #include "backups.h"
 #include "coord/coord_client.h"
-#include "data_name.h"
 #include "digest.h"
 #include "exitcode.h"
 #include "fsutil.h"
@@ -31,6 +30,8 @@
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"
+#include "object.h"
+#include "object_fetch.h"
 #include "peer/peer_auth.h"
 #include "peer/peer_client.h"
 #include "store/store.h"
@@ -206,92 +207,43 @@ static int has_local(const char *dir, const char *hash)
 	return rc;
 }
 
-static int backup_holds(struct mtc_store *s, const char *name, const char *hash)
-{
-	char *prefix = xasprintf("%s/%s.data", name, hash);
-	struct mtc_store_list l;
-	int found = 0;
-	if (mtc_store_list(s, prefix, NULL, &l) == 0)
-		for (size_t i = 0; i < l.n_objects && !found; i++) {
-			const char *rest = l.objects[i].name + strlen(prefix);
-			found = !*rest || *rest == '/';
-		}
-	mtc_store_list_free(&l);
-	free(prefix);
-	return found;
-}
-
-/* Downloads <name>/<hash>.data into a private staging dir, verifies it, renames it in. */
+/*
+ * <name>/<hash>.data of the backups into a private staging dir, verified,
+ * then published (lib/object.h). MTC_EXIT_NOTFOUND when name does not hold it.
+ */
 static int fetch_from_backup(struct ctx *x, struct mtc_store *store, const char *name,
 			     const char *hash, char *err, size_t errlen)
 {
-	char *staging = xasprintf("%s/.mtc-restore-XXXXXX", x->o->dir), *dst = NULL, *key = NULL,
-	     *final = NULL, *mkey = NULL, *buf = NULL, why[512];
-	struct mtc_manifest m;
-	struct mtc_tree t = { 0 };
-	int rc = MTC_EXIT_FAILURE, have_manifest = 0, v;
-	size_t len;
+	char *staging = xasprintf("%s/.mtc-restore-XXXXXX", x->o->dir), *prefix = NULL,
+	     *path = NULL, *hashes[] = { (char *)hash };
+	struct mtc_object_fetched got = { 0 };
+	int rc;
 
-	mtc_manifest_init(&m);
 	if (!mkdtemp(staging)) {
 		snprintf(err, errlen, "cannot create a staging dir in '%s': %s", x->o->dir,
 			 strerror(errno));
 		free(staging);
 		return MTC_EXIT_FAILURE;
 	}
-	dst = xasprintf("%s/%s.data", staging, hash);
-	key = xasprintf("%s/%s.data", name, hash);
-	if (mtc_is_dir_hash(hash)) {
-		char *pre = xasprintf("%s/", key);
-		v = mtc_tree_download(store, pre, dst, &t);
-		free(pre);
-	} else {
-		v = mtc_store_get_file(store, key, dst);
-	}
-	if (v < 0) {
-		snprintf(err, errlen, "cannot download '%s/%s': %s", mtc_store_url(store), key,
-			 mtc_store_error(store));
-		rc = errno == EIO ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
-		goto out;
-	}
-	mkey = xasprintf("%s/%s.manifest", name, hash);
-	if (mtc_store_get_buf(store, mkey, 256 << 20, &buf, &len) == 0) {
-		if (mtc_manifest_parse(buf, len, &m, why, sizeof why) < 0) {
-			snprintf(err, errlen, "'%s/%s' is not a manifest: %s", mtc_store_url(store),
-				 mkey, why);
-			rc = MTC_EXIT_INTEGRITY;
-			goto out;
+	prefix = xasprintf("%s/", name);
+	rc = mtc_object_fetch(store, prefix, hashes, 1, staging, x->o->threads, 0, &got, err,
+			      errlen);
+	if (rc == MTC_EXIT_OK) {
+		path = xasprintf("%s/%s.data", staging, hash);
+		if (mtc_object_publish(path, x->o->dir, hash, &got.manifests[0]) < 0) {
+			snprintf(err, errlen, "cannot publish '%s': %s", path, strerror(errno));
+			rc = MTC_EXIT_FAILURE;
+		} else {
+			pthread_mutex_lock(&x->mu);
+			x->bytes += got.bytes;
+			pthread_mutex_unlock(&x->mu);
 		}
-		have_manifest = 1;
 	}
-	v = mtc_data_verify(dst, hash, have_manifest ? &m : NULL, x->o->threads, why, sizeof why);
-	if (v != 0) {
-		snprintf(err, errlen, "'%s/%s' is not what its name says: %s", mtc_store_url(store),
-			 key, v < 0 ? strerror(errno) : why);
-		rc = MTC_EXIT_INTEGRITY;
-		goto out;
-	}
-	final = xasprintf("%s/%s.data", x->o->dir, hash);
-	if (renameat2(AT_FDCWD, dst, AT_FDCWD, final, RENAME_NOREPLACE) < 0 && errno != EEXIST &&
-	    errno != ENOTEMPTY) {
-		snprintf(err, errlen, "cannot rename '%s' into place: %s", dst, strerror(errno));
-		goto out;
-	}
-	mtc_fsync_dir(x->o->dir);
-	pthread_mutex_lock(&x->mu);
-	x->bytes += mtc_tree_bytes(final);
-	pthread_mutex_unlock(&x->mu);
-	rc = MTC_EXIT_OK;
-out:
 	mtc_remove_tree(staging);
-	mtc_tree_free(&t);
-	mtc_manifest_free(&m);
+	mtc_object_fetched_free(&got);
 	free(staging);
-	free(dst);
-	free(key);
-	free(final);
-	free(mkey);
-	free(buf);
+	free(prefix);
+	free(path);
 	return rc;
 }
 
@@ -329,27 +281,31 @@ static int fetch_hash(struct ctx *x, struct mtc_store *store, json_t *f, const c
 	if (store) {
 		struct mtc_backup_entry *list = NULL;
 		size_t n = 0;
-		if (plan_backup && backup_holds(store, plan_backup, hash)) {
+		if (plan_backup) {
 			rc = fetch_from_backup(x, store, plan_backup, hash, why, sizeof why);
 			if (rc == 0) {
 				mtc_info("fetched '%s.data' from backup '%s'", hash, plan_backup);
 				return 0;
 			}
-			mtc_warn("%s", why);
+			if (rc != MTC_EXIT_NOTFOUND)
+				mtc_warn("%s", why);
 		}
 		if (mtc_backups_list(store, &list, &n) == 0)
 			for (size_t b = 0; b < n && b < MAX_BACKUPS_REPORTED; b++) {
-				if ((plan_backup && !strcmp(list[b].name, plan_backup)) ||
-				    !backup_holds(store, list[b].name, hash))
+				int got;
+				if (plan_backup && !strcmp(list[b].name, plan_backup))
 					continue;
-				rc = fetch_from_backup(x, store, list[b].name, hash, why, sizeof why);
-				if (rc == 0) {
+				got = fetch_from_backup(x, store, list[b].name, hash, why, sizeof why);
+				if (got == 0) {
 					mtc_info("fetched '%s.data' from backup '%s'", hash,
 						 list[b].name);
 					mtc_backups_free_list(list, n);
 					return 0;
 				}
-				mtc_warn("%s", why);
+				if (got != MTC_EXIT_NOTFOUND) {
+					rc = got;
+					mtc_warn("%s", why);
+				}
 			}
 		mtc_backups_free_list(list, n);
 	}

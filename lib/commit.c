@@ -29,6 +29,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
+#include "object.h"
 #include "ocdbt/orbax_digest.h"
 #include "peer/peer_manifest.h"
 #include "peer/peer_wire.h"
@@ -103,19 +104,6 @@ static int exists(const char *path)
  * <hash>.manifest beside a directory's data saves a push its own hashing pass;
  * it is only a saving, so a failure to keep it is not an error.
  */
-static void keep_manifest(const struct mtc_commit_opts *o, const char *hash,
-			  const struct mtc_manifest *m)
-{
-	if (!mtc_is_dir_hash(hash))
-		return;
-	char *path = xasprintf("%s/%s.manifest", o->dir, hash);
-	char *text = mtc_peer_manifest_text(m);
-	if (mtc_write_atomic(path, text, strlen(text)) < 0)
-		mtc_warn("cannot keep '%s':", path);
-	free(text);
-	free(path);
-}
-
 /*
  * framework: orbax names a step by its logical digest (orbax_digest.h), which
  * data-parallel replicas share although their bytes differ; a step without an
@@ -211,12 +199,18 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			goto out;
 		}
 	} else {
-		if (rename(save, data) < 0 || mtc_fsync_dir(o->dir) < 0) {
+		char *text = mtc_is_dir_hash(r.hash) ? mtc_peer_manifest_text(&m) : NULL;
+		int published = mtc_object_publish(
+			save, o->dir, r.hash,
+			&(struct mtc_object_manifest){ .text = text, .len = text ? strlen(text) : 0 });
+		free(text);
+		if (published != 0) {
+			if (published > 0)
+				errno = EEXIST;
 			mtc_error("cannot rename '%s' to '%s':", save, data);
 			goto out;
 		}
 		crash_point("data-renamed");
-		keep_manifest(o, r.hash, &m);
 		if (rename(tmp, meta) < 0 || mtc_fsync_dir(o->dir) < 0) {
 			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
 			goto out;

@@ -32,24 +32,3 @@ int mtc_data_name_check(const char *path, const char *name, const char *merkle, 
 		return 0;
 	return 1;
 }
-
-int mtc_data_verify(const char *path, const char *name, const struct mtc_manifest *expected,
-		    int threads, char *why, size_t whylen)
-{
-	struct mtc_manifest got;
-	char d[MTC_DIGEST_LEN];
-	int rc;
-
-	mtc_manifest_init(&got);
-	if (mtc_digest_path(path, threads, d, expected ? &got : NULL) < 0) {
-		int e = errno;
-		mtc_manifest_free(&got);
-		errno = e;
-		return -1;
-	}
-	rc = expected ? mtc_manifest_compare(expected, &got, why, whylen) : 0;
-	if (!rc)
-		rc = mtc_data_name_check(path, name, d, threads, why, whylen);
-	mtc_manifest_free(&got);
-	return rc;
-}

@@ -20,12 +20,4 @@
 int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads,
 			char *why, size_t whylen);
 
-/*
- * Reads path whole and checks it against its manifest (when expected is not
- * NULL) and its name, as above. 0 ok, 1 mismatch (why says what), -1 I/O
- * error (errno).
- */
-int mtc_data_verify(const char *path, const char *name, const struct mtc_manifest *expected,
-		    int threads, char *why, size_t whylen);
-
 #endif

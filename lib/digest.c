@@ -542,39 +542,55 @@ static const char *type_name(enum mtc_entry_type t)
 	return t == MTC_ENTRY_DIR ? "dir" : "file";
 }
 
+/* The difference between entries x (wanted, or NULL) and y (found, or NULL) in why; 0 when none. */
+static int entry_difference(const struct mtc_manifest_entry *x, const struct mtc_manifest_entry *y,
+			    char *why, size_t whylen)
+{
+	const char *name = x ? (*x->path ? x->path : ".") : y->path;
+
+	if (!y)
+		snprintf(why, whylen, "'%s' is missing", name);
+	else if (!x)
+		snprintf(why, whylen, "'%s' is not in the manifest", name);
+	else if (x->type != y->type)
+		snprintf(why, whylen, "'%s' is a %s, expected a %s", name, type_name(y->type),
+			 type_name(x->type));
+	else if (x->size != y->size)
+		snprintf(why, whylen, "'%s' has %lld bytes, expected %lld", name, y->size, x->size);
+	else if (strcmp(x->digest, y->digest))
+		snprintf(why, whylen, "'%s' has digest %s, expected %s", name, y->digest, x->digest);
+	else
+		return 0;
+	return 1;
+}
+
+/*
+ * One merge walk. A file that differs changes every directory above it, and
+ * those sort first, so the first file difference is the one told, else the
+ * first of any kind.
+ */
 int mtc_manifest_compare(const struct mtc_manifest *a, const struct mtc_manifest *b, char *why,
 			 size_t whylen)
 {
 	size_t i = 0, j = 0;
+	int differs = 0;
+
 	while (i < a->n || j < b->n) {
 		int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->entries[i].path, b->entries[j].path);
-		if (c < 0) {
-			snprintf(why, whylen, "'%s' is missing", a->entries[i].path);
-			return 1;
-		}
-		if (c > 0) {
-			snprintf(why, whylen, "'%s' is not expected", b->entries[j].path);
-			return 1;
-		}
-		const struct mtc_manifest_entry *x = &a->entries[i++], *y = &b->entries[j++];
-		const char *name = *x->path ? x->path : ".";
-		if (x->type != y->type) {
-			snprintf(why, whylen, "'%s' is a %s, expected a %s", name, type_name(y->type),
-				 type_name(x->type));
-			return 1;
-		}
-		if (x->size != y->size) {
-			snprintf(why, whylen, "'%s' has %lld bytes, expected %lld", name, y->size,
-				 x->size);
-			return 1;
-		}
-		if (strcmp(x->digest, y->digest)) {
-			snprintf(why, whylen, "'%s' has digest %s, expected %s", name, y->digest,
-				 x->digest);
-			return 1;
-		}
+		const struct mtc_manifest_entry *x = c <= 0 ? &a->entries[i++] : NULL;
+		const struct mtc_manifest_entry *y = c >= 0 ? &b->entries[j++] : NULL;
+		int file = (x ? x : y)->type == MTC_ENTRY_FILE || (y && y->type == MTC_ENTRY_FILE);
+		char diff[512];
+
+		if (!entry_difference(x, y, diff, sizeof diff))
+			continue;
+		if (!differs || file)
+			snprintf(why, whylen, "%s", diff);
+		differs = 1;
+		if (file)
+			break;
 	}
-	return 0;
+	return differs;
 }
 
 json_t *mtc_manifest_to_json(const struct mtc_manifest *m)

@@ -54,8 +54,9 @@ int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], lon
 long long mtc_manifest_bytes(const struct mtc_manifest *m);
 
 /*
- * 0 when a and b list the same paths with the same types, sizes and
- * digests; 1 otherwise, with the first difference described in why.
+ * 0 when a (wanted) and b (found) list the same paths with the same types,
+ * sizes and digests; 1 otherwise, with why naming the first file that
+ * differs, or else the first difference.
  */
 int mtc_manifest_compare(const struct mtc_manifest *a, const struct mtc_manifest *b, char *why,
 			 size_t whylen);

@@ -57,6 +57,26 @@ gs_backup_of_step() {
 	done
 }
 
+@test "both restores publish one way: the data's manifest kept beside it, a flipped byte named by its file" {
+	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
+	h=$(cat "$WORK/n0/job-s100-n0-w0.meta")
+	stored="$WORK/bk/job/2025-06-30_14-30/$h.manifest"
+	run mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --rank 0 --layout hash --out "$WORK/out"
+	assert_success
+	cmp "$stored" "$WORK/out/$h.manifest"
+	mkdir -p "$WORK/local"
+	run mtc-restore --dir "$WORK/local" --config "$WORK/cfg0" --backup "$WORK/bk" --standalone
+	assert_success
+	cmp "$stored" "$WORK/local/$h.manifest"
+	diff -r "$WORK/n0/$h.data" "$WORK/local/$h.data"
+	flip_byte "$WORK/bk/job/2025-06-30_14-30/$h.data/weights" 1000
+	rm -rf "$WORK/local" && mkdir "$WORK/local"
+	run -5 mtc-restore --dir "$WORK/local" --config "$WORK/cfg0" --backup "$WORK/bk" --standalone
+	assert_output --partial "'weights' has"
+	run ls -A "$WORK/local"
+	refute_output --partial "$h"
+}
+
 @test "--archive - streams a tar, optionally zstd-compressed" {
 	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
 	h=$(cat "$WORK/n0/job-s100-n0-w0.meta")

@@ -14,7 +14,7 @@
 #include <curl/curl.h>
 
 #include "blake3/blake3.h"
-#include "data_name.h"
+#include "object.h"
 #include "exitcode.h"
 #include "fsutil.h"
 #include "inventory.h"
@@ -783,58 +783,27 @@ static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, 
 			      char *err, size_t errlen)
 {
 	struct publish *p = arg;
+	struct mtc_manifest got;
+	struct mtc_object_manifest keep = { .text = p->manifest_text,
+					    .len = p->manifest_text ? strlen(p->manifest_text) : 0 };
+	char diff[512];
+	int bad;
 
-	if (c->down_tree) {
-		struct mtc_manifest got;
-		char diff[512];
-		int bad;
-		mtc_manifest_init(&got);
+	mtc_manifest_init(&got);
+	if (c->down_tree)
 		mtc_wire_manifest(&c->got_list, &got, c->got);
-		bad = mtc_manifest_compare(p->expected, &got, diff, sizeof diff);
-		mtc_manifest_free(&got);
-		if (bad) {
-			snprintf(err, errlen, "'%s': not what its manifest says: %s", c->url, diff);
-			c->code = 422;
-			return RETRY;
-		}
-		if (mtc_data_name_check(p->obj, p->hash, c->got, 0, diff, sizeof diff)) {
-			snprintf(err, errlen, "'%s': content does not match its name: %s", c->url,
-				 diff);
-			c->code = 422;
-			return RETRY;
-		}
-	} else if (strcmp(c->got, p->hash)) {
-		snprintf(err, errlen, "'%s': content does not match its name: digest is %s", c->url,
-			 c->got);
+	bad = mtc_object_check(p->obj, p->hash, c->down_tree ? p->expected : NULL, &got, c->got, 0,
+			       diff, sizeof diff);
+	mtc_manifest_free(&got);
+	if (bad) {
+		snprintf(err, errlen, "'%s': not what its name and manifest say: %s", c->url, diff);
 		c->code = 422;
 		return RETRY;
 	}
-	if (c->down_tree) {
-		/* the staged tree is on dir's filesystem: one syncfs before the rename publishes it */
-		int fd = open(p->obj, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0 || syncfs(fd) < 0) {
-			snprintf(err, errlen, "cannot sync '%s': %s", p->obj, strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			return MTC_EXIT_FAILURE;
-		}
-		close(fd);
+	if (mtc_object_publish(p->obj, p->dir, p->hash, &keep) < 0) {
+		snprintf(err, errlen, "cannot publish '%s': %s", p->final, strerror(errno));
+		return MTC_EXIT_FAILURE;
 	}
-	if (renameat2(AT_FDCWD, p->obj, AT_FDCWD, p->final, RENAME_NOREPLACE) < 0) {
-		if (errno != EEXIST && errno != ENOTEMPTY) {
-			snprintf(err, errlen, "cannot publish '%s': %s", p->final, strerror(errno));
-			return MTC_EXIT_FAILURE;
-		}
-	} else if (p->manifest_text) {
-		char *path = xasprintf("%s/%s.manifest", p->dir, p->hash);
-		char *tmp = xasprintf("%s/" STAGING_PREFIX "%s.manifest.%ld", p->dir, p->hash,
-				      (long)gettid());
-		if (mtc_write_atomic_via(tmp, path, p->manifest_text, strlen(p->manifest_text)) < 0)
-			mtc_warn("cannot keep '%s':", path);
-		free(tmp);
-		free(path);
-	}
-	mtc_fsync_parent(p->final);
 	return 0;
 }
 

@@ -27,7 +27,7 @@
 #include <openssl/evp.h>
 
 #include "blake3/blake3.h"
-#include "data_name.h"
+#include "object.h"
 #include "fsutil.h"
 #include "inventory.h"
 #include "log.h"
@@ -495,19 +495,6 @@ fail:
 	return NULL;
 }
 
-/* syncfs of the filesystem holding path. */
-static int sync_tree(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc, e;
-	if (fd < 0)
-		return -1;
-	rc = syncfs(fd);
-	e = errno;
-	close(fd);
-	errno = e;
-	return rc;
-}
-
 /*
  * Checks what arrived in x against its name and manifest and publishes it:
  * the tree by rename (never replacing), then its manifest beside it. The
@@ -517,7 +504,7 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 			     size_t whylen)
 {
 	struct mtc_manifest got;
-	char digest[MTC_DIGEST_LEN], diff[512], *final, *pending, *path;
+	char digest[MTC_DIGEST_LEN], diff[512], *pending;
 	int rc;
 
 	if (x->failed) {
@@ -526,52 +513,31 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 	}
 	mtc_manifest_init(&got);
 	mtc_wire_manifest(&x->got, &got, digest);
-	rc = mtc_manifest_compare(&x->exp->m, &got, diff, sizeof diff) ? 2
-	     : mtc_data_name_check(x->obj, x->hash, digest, 0, diff, sizeof diff) ? 1 : 0;
+	rc = mtc_object_check(x->obj, x->hash, &x->exp->m, &got, digest, 0, diff, sizeof diff);
 	mtc_manifest_free(&got);
 	if (rc) {
 		atomic_fetch_add(&s->digest_failures, 1);
-		if (rc == 1)
-			snprintf(why, whylen, "'%s.data' rejected: %s", x->hash, diff);
-		else
-			snprintf(why, whylen, "'%s.data' rejected: not what its manifest says: %s",
-				 x->hash, diff);
+		snprintf(why, whylen, "'%s.data' rejected: %s", x->hash, diff);
 		return HTTP_UNPROCESSABLE;
 	}
 	if (atomic_load(&s->stopping)) {
 		snprintf(why, whylen, "shutting down");
 		return MHD_HTTP_SERVICE_UNAVAILABLE;
 	}
-	/*
-	 * Crash safety without an fsync per file: the staged tree lives on the
-	 * dir's own filesystem, so one syncfs makes every file and directory
-	 * of it durable before the rename publishes it, and the fsync of the
-	 * dir after the rename makes that durable.
-	 */
-	if (sync_tree(x->obj) < 0) {
-		snprintf(why, whylen, "cannot sync '%s.data': %s", x->hash, strerror(errno));
-		return MHD_HTTP_INSUFFICIENT_STORAGE;
-	}
-	final = xasprintf("%s/%s.data", s->dir, x->hash);
-	rc = renameat2(AT_FDCWD, x->obj, AT_FDCWD, final, RENAME_NOREPLACE);
-	free(final);
-	if (rc < 0 && errno != EEXIST && errno != ENOTEMPTY) {
+	/* the manifest text checked when it came (made durable then) is kept as it is */
+	pending = xasprintf("%s/" PENDING_MANIFEST "%s", s->dir, x->hash);
+	rc = mtc_object_publish(x->obj, s->dir, x->hash,
+				&(struct mtc_object_manifest){ .file = pending });
+	free(pending);
+	if (rc < 0) {
 		snprintf(why, whylen, "cannot publish '%s.data': %s", x->hash, strerror(errno));
-		return 500;
+		return errno == ENOSPC || errno == EDQUOT ? MHD_HTTP_INSUFFICIENT_STORAGE : 500;
 	}
 	mtc_histogram_observe(&s->seconds, mtc_now() - x->t0);
-	if (rc < 0) {
+	if (rc > 0) {
 		snprintf(why, whylen, "'%s.data' is already present", x->hash);
 		return MHD_HTTP_OK;
 	}
-	/* the text checked when it came (made durable then) is kept as it is */
-	path = xasprintf("%s/%s.manifest", s->dir, x->hash);
-	pending = xasprintf("%s/" PENDING_MANIFEST "%s", s->dir, x->hash);
-	if (rename(pending, path) < 0 && errno != ENOENT)
-		mtc_warn("cannot keep '%s' (it is recomputed when asked for):", path);
-	free(pending);
-	free(path);
-	mtc_fsync_dir(s->dir);
 	snprintf(why, whylen, "'%s.data' stored", x->hash);
 	return MHD_HTTP_CREATED;
 }
@@ -1321,7 +1287,7 @@ static enum MHD_Result start_upgrade(struct req *r, struct MHD_Connection *c)
 static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
-	char why[1024], *final;
+	char why[1024];
 	unsigned code;
 	int rc;
 
@@ -1360,18 +1326,15 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 		remove_staging(r);
 		return respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, "shutting down\n");
 	}
-	final = xasprintf("%s/%s", s->dir, r->name);
-	rc = renameat2(AT_FDCWD, r->obj, AT_FDCWD, final, RENAME_NOREPLACE);
-	free(final);
-	if (rc < 0 && errno != EEXIST && errno != ENOTEMPTY) {
+	rc = mtc_object_publish(r->obj, s->dir, r->hash, NULL);
+	if (rc < 0) {
 		snprintf(why, sizeof why, "%s", strerror(errno));
 		remove_staging(r);
 		return respond(r, c, 500, TEXT, "cannot publish '%s': %s\n", r->name, why);
 	}
-	mtc_fsync_dir(s->dir);
 	mtc_histogram_observe(&s->seconds, mtc_now() - r->t0);
 	remove_staging(r);
-	if (rc < 0) {
+	if (rc > 0) {
 		atomic_fetch_add(&s->already_present, 1);
 		return respond(r, c, MHD_HTTP_OK, TEXT, "'%s' is already present\n", r->name);
 	}

@@ -1,0 +1,96 @@
+#include "object.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data_name.h"
+#include "fsutil.h"
+#include "log.h"
+#include "xalloc.h"
+
+int mtc_object_check(const char *path, const char *name, const struct mtc_manifest *expected,
+		     const struct mtc_manifest *got, const char *merkle, int threads, char *why,
+		     size_t whylen)
+{
+	if (expected && got && mtc_manifest_compare(expected, got, why, whylen))
+		return 1;
+	return mtc_data_name_check(path, name, merkle, threads, why, whylen);
+}
+
+int mtc_object_verify(const char *path, const char *name, const struct mtc_manifest *expected,
+		      int threads, char *why, size_t whylen)
+{
+	struct mtc_manifest got;
+	char merkle[MTC_DIGEST_LEN];
+	int rc;
+
+	mtc_manifest_init(&got);
+	if (mtc_digest_path(path, threads, merkle, expected ? &got : NULL) < 0) {
+		int e = errno;
+		mtc_manifest_free(&got);
+		errno = e;
+		return -1;
+	}
+	rc = mtc_object_check(path, name, expected, &got, merkle, threads, why, whylen);
+	mtc_manifest_free(&got);
+	return rc;
+}
+
+/* A file's bytes by fsync; a tree, which lives on final's filesystem, by one syncfs. */
+static int make_durable(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rc, e;
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	rc = fstat(fd, &st) < 0 ? -1 : S_ISDIR(st.st_mode) ? syncfs(fd) : fsync(fd);
+	e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int mtc_publish(const char *path, const char *final)
+{
+	if (make_durable(path) < 0)
+		return -1;
+	if (renameat2(AT_FDCWD, path, AT_FDCWD, final, RENAME_NOREPLACE) < 0)
+		return errno == EEXIST || errno == ENOTEMPTY ? 1 : -1;
+	if (mtc_fsync_parent(final) < 0)
+		mtc_warn("'%s' is in place, but its directory cannot be synced:", final);
+	return 0;
+}
+
+static void keep_manifest(const char *dir, const char *name, const struct mtc_object_manifest *m)
+{
+	char *path = xasprintf("%s/%s.manifest", dir, name);
+	int rc;
+
+	if (m->file) {
+		rc = rename(m->file, path) < 0 ? -1 : mtc_fsync_dir(dir);
+	} else {
+		char *tmp = xasprintf("%s/.mtc-upload-%s.manifest.%ld", dir, name, (long)gettid());
+		rc = mtc_write_atomic_via(tmp, path, m->text, m->len);
+		free(tmp);
+	}
+	if (rc < 0)
+		mtc_warn("cannot keep '%s' (it is recomputed when asked for):", path);
+	free(path);
+}
+
+int mtc_object_publish(const char *path, const char *dir, const char *name,
+		       const struct mtc_object_manifest *m)
+{
+	char *final = xasprintf("%s/%s.data", dir, name);
+	int rc = mtc_publish(path, final);
+
+	if (rc == 0 && m && (m->file || m->text))
+		keep_manifest(dir, name, m);
+	free(final);
+	return rc;
+}

@@ -1,0 +1,174 @@
+#include "object_fetch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcode.h"
+#include "log.h"
+#include "manifest_text.h"
+#include "progress.h"
+#include "store/store_tree.h"
+#include "xalloc.h"
+
+#define MANIFEST_MAX (256 << 20)
+
+static int store_exit(int e)
+{
+	return e == EIO ? MTC_EXIT_INTEGRITY : e == ETIMEDOUT ? MTC_EXIT_TIMEOUT : MTC_EXIT_FAILURE;
+}
+
+/* Whether hashes[i] came earlier in the list. */
+static int seen_before(char *const *hashes, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(hashes[j], hashes[i]))
+			return 1;
+	return 0;
+}
+
+/* <prefix><hash>.data, a file or a tree, into f as <hash>.data. */
+static int plan_one(struct mtc_store *s, const char *prefix, const char *hash,
+		    struct mtc_fetch *f, char *err, size_t errlen)
+{
+	char *key = xasprintf("%s%s.data", prefix, hash), *tree = xasprintf("%s/", key),
+	     *rel = xasprintf("%s.data", hash);
+	const struct mtc_store_object *o;
+	struct mtc_store_list l;
+	int rc = MTC_EXIT_OK;
+
+	if (mtc_store_list(s, key, "/", &l) < 0) {
+		snprintf(err, errlen, "cannot list '%s/%s': %s", mtc_store_url(s), key,
+			 mtc_store_error(s));
+		rc = store_exit(errno);
+	} else if ((o = mtc_store_list_find(&l, key))) {
+		mtc_fetch_add(f, key, rel, o->size, o->generation);
+	} else if (l.n_prefixes && !strcmp(l.prefixes[0], tree)) {
+		if (mtc_fetch_add_prefix(s, tree, rel, f) < 0) {
+			snprintf(err, errlen, "cannot list '%s/%s': %s", mtc_store_url(s), tree,
+				 mtc_store_error(s));
+			rc = store_exit(errno);
+		}
+	} else {
+		snprintf(err, errlen, "no '%s/%s'", mtc_store_url(s), key);
+		rc = MTC_EXIT_NOTFOUND;
+	}
+	mtc_store_list_free(&l);
+	free(key);
+	free(tree);
+	free(rel);
+	return rc;
+}
+
+/* The backup's <hash>.manifest into m and kept (no text when there is none). */
+static int get_manifest(struct mtc_store *s, const char *prefix, const char *hash,
+			struct mtc_manifest *m, struct mtc_object_manifest *kept, char *err,
+			size_t errlen)
+{
+	char *key = xasprintf("%s%s.manifest", prefix, hash), *text, why[512];
+	size_t len;
+	int rc = MTC_EXIT_OK;
+
+	if (mtc_store_get_buf(s, key, MANIFEST_MAX, &text, &len) < 0) {
+		if (errno != ENOENT) {
+			snprintf(err, errlen, "cannot read '%s/%s': %s", mtc_store_url(s), key,
+				 mtc_store_error(s));
+			rc = store_exit(errno);
+		}
+	} else if (mtc_manifest_parse(text, len, m, why, sizeof why) < 0) {
+		snprintf(err, errlen, "integrity failure: '%s/%s' is not a manifest: %s",
+			 mtc_store_url(s), key, why);
+		free(text);
+		rc = MTC_EXIT_INTEGRITY;
+	} else {
+		kept->text = text;
+		kept->len = len;
+	}
+	free(key);
+	return rc;
+}
+
+static int verify_one(struct mtc_store *s, const char *prefix, const char *hash,
+		      const char *staging, int threads, struct mtc_object_manifest *kept,
+		      char *err, size_t errlen)
+{
+	char *path = xasprintf("%s/%s.data", staging, hash), why[512];
+	struct mtc_manifest m;
+	int rc, v;
+
+	mtc_manifest_init(&m);
+	rc = get_manifest(s, prefix, hash, &m, kept, err, errlen);
+	if (rc != MTC_EXIT_OK)
+		goto out;
+	mtc_info("verifying %.12s….data against its name and manifest", hash);
+	v = mtc_object_verify(path, hash, kept->text ? &m : NULL, threads, why, sizeof why);
+	if (v < 0) {
+		snprintf(err, errlen, "cannot verify '%s': %s", path, strerror(errno));
+		rc = MTC_EXIT_FAILURE;
+	} else if (v > 0) {
+		snprintf(err, errlen, "integrity failure: '%s/%s%s.data' is not what its name says: %s",
+			 mtc_store_url(s), prefix, hash, why);
+		rc = MTC_EXIT_INTEGRITY;
+	} else if (!kept->text) {
+		mtc_info("'%s/%s%s.data' has no manifest; checked the digest only", mtc_store_url(s),
+			 prefix, hash);
+	}
+out:
+	mtc_manifest_free(&m);
+	free(path);
+	return rc;
+}
+
+int mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashes, size_t n,
+		     const char *staging, int threads, int progress, struct mtc_object_fetched *out,
+		     char *err, size_t errlen)
+{
+	struct mtc_fetch f = { 0 };
+	struct mtc_progress *bar;
+	int rc = MTC_EXIT_OK, failed;
+
+	*out = (struct mtc_object_fetched){ .manifests = xcalloc(n ? n : 1, sizeof *out->manifests),
+					    .n = n };
+	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++)
+		if (!seen_before(hashes, i))
+			rc = plan_one(s, prefix, hashes[i], &f, err, errlen);
+	if (rc != MTC_EXIT_OK)
+		goto out;
+	out->bytes = f.bytes;
+	if (mtc_fetch_prepare(s, staging, &f, &out->kept) < 0) {
+		snprintf(err, errlen, "cannot resume in '%s': %s", staging, mtc_store_error(s));
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
+	if (out->kept)
+		mtc_info("'%s' holds %lld of %lld bytes already", staging, out->kept, f.bytes);
+	mtc_info("fetching %lld bytes into '%s'", f.bytes - out->kept, staging);
+	bar = mtc_progress_new(f.bytes, out->kept, progress);
+	mtc_store_set_progress(s, mtc_progress_store, bar);
+	failed = mtc_fetch_run(s, staging, &f) < 0;
+	mtc_store_set_progress(s, NULL, NULL);
+	mtc_progress_end(bar);
+	if (failed) {
+		int e = errno;
+		snprintf(err, errlen, "cannot download from '%s': %s", mtc_store_url(s),
+			 mtc_store_error(s));
+		rc = store_exit(e);
+		goto out;
+	}
+	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++)
+		if (!seen_before(hashes, i))
+			rc = verify_one(s, prefix, hashes[i], staging, threads, &out->manifests[i],
+					err, errlen);
+out:
+	mtc_fetch_free(&f);
+	return rc;
+}
+
+void mtc_object_fetched_free(struct mtc_object_fetched *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free((char *)f->manifests[i].text);
+	free(f->manifests);
+	*f = (struct mtc_object_fetched){ 0 };
+}
