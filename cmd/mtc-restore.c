@@ -28,8 +28,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <jansson.h>
 
 #include "backup_check.h"
@@ -50,6 +48,7 @@
 #include "object.h"
 #include "object_fetch.h"
 #include "progress.h"
+#include "step_archive.h"
 #include "store/store.h"
 #include "store/store_tree.h"
 #include "token_file.h"
@@ -67,92 +66,77 @@ static char *dir, *config_file, *backup, *coordinator_url, *address, *peer_token
 static int standalone;
 static double timeout_s, heartbeat_s;
 
-struct wanted {
-	char meta[256];
-	char hash[MTC_HASH_MAX + 1];
-	int worker;
-};
-
-static struct mtc_store *open_store(const char *url)
+static struct mtc_store_options store_options(void)
 {
-	struct mtc_store_options opt = { .token_file = token_file,
-					 .parallel = parallel,
-					 .slice_threshold = slice_threshold,
-					 .slices = slices };
-	struct mtc_store *s;
-	char err[512];
-
-	if (mtc_store_open(url, &opt, &s, err, sizeof err) < 0) {
-		mtc_error("cannot open '%s': %s", url, err);
-		return NULL;
-	}
-	return s;
+	return (struct mtc_store_options){ .token_file = token_file,
+					   .parallel = parallel,
+					   .slice_threshold = slice_threshold,
+					   .slices = slices };
 }
 
-/* Rank R's .meta files of the newest step it has in the backup. */
-static int pick_metas(struct mtc_store *s, const struct mtc_store_list *l, int rank,
-		      struct wanted **out, size_t *n, long long *step)
+/* Rank R's parts of the backup's step (mtc_backup_inspect's metas, sorted by worker). */
+static int node_parts(const struct mtc_backup_info *info, int rank, struct mtc_step_part **out,
+		      size_t *n)
 {
-	struct mtc_ckpt_name cn;
-
-	*step = -1;
+	*out = xcalloc(info->n_metas ? info->n_metas : 1, sizeof **out);
 	*n = 0;
-	for (size_t i = 0; i < l->n_objects; i++)
-		if (mtc_parse_ckpt_name(l->objects[i].name, &cn) == 0 && cn.ext == MTC_EXT_META &&
-		    cn.rank == rank && cn.step > *step)
-			*step = cn.step;
-	if (*step < 0)
-		return MTC_EXIT_NOTFOUND;
-	*out = xcalloc(l->n_objects, sizeof **out);
-	for (size_t i = 0; i < l->n_objects; i++) {
-		struct wanted *w = &(*out)[*n];
-		char *buf;
-		size_t len;
-		if (mtc_parse_ckpt_name(l->objects[i].name, &cn) < 0 || cn.ext != MTC_EXT_META ||
-		    cn.rank != rank || cn.step != *step)
+	for (size_t i = 0; i < info->n_metas; i++) {
+		const struct mtc_backup_meta *m = &info->metas[i];
+		if (m->rank != rank)
 			continue;
-		if (mtc_store_get_buf(s, l->objects[i].name, MTC_HASH_MAX + 16, &buf, &len) < 0) {
-			mtc_error("cannot read '%s/%s': %s", from, l->objects[i].name,
-				  mtc_store_error(s));
-			return MTC_EXIT_FAILURE;
-		}
-		if (!mtc_is_hash(buf)) {
-			mtc_error("'%s/%s' does not hold a hash", from, l->objects[i].name);
-			free(buf);
+		if (!*m->hash) {
+			mtc_error("backup '%s': the .meta of rank %d worker %d does not hold a hash",
+				  info->name, rank, m->worker);
 			return MTC_EXIT_INTEGRITY;
 		}
-		snprintf(w->hash, sizeof w->hash, "%s", buf);
-		snprintf(w->meta, sizeof w->meta, "%s", l->objects[i].name);
-		w->worker = cn.worker;
-		free(buf);
-		(*n)++;
+		(*out)[(*n)++] = (struct mtc_step_part){
+			.meta = mtc_ckpt_name(info->job, m->step, rank, m->worker, MTC_EXT_META),
+			.hash = m->hash,
+			.worker = m->worker
+		};
 	}
-	return MTC_EXIT_OK;
+	return *n ? MTC_EXIT_OK : MTC_EXIT_NOTFOUND;
+}
+
+static void parts_free(struct mtc_step_part *p, size_t n)
+{
+	for (size_t i = 0; p && i < n; i++)
+		free(p[i].meta);
+	free(p);
 }
 
 /* Every <hash>.data the .meta files name into staging, continuing what a killed run left, verified. */
-static int fetch_all(struct mtc_store *s, struct wanted *w, size_t n, const char *staging,
-		     struct mtc_object_fetched *got)
+static int fetch_all(const char *url, const struct mtc_step_part *w, size_t n,
+		     const char *staging, struct mtc_object_fetched *got)
 {
+	struct mtc_store_options opt = store_options();
 	char **hashes = xcalloc(n ? n : 1, sizeof *hashes), err[1024];
+	struct mtc_store *s;
 	int rc;
 
+	/* opened at the backup itself: what a killed run left is keyed by the names in it */
+	if (mtc_store_open(url, &opt, &s, err, sizeof err) < 0) {
+		mtc_error("cannot open '%s': %s", url, err);
+		free(hashes);
+		return MTC_EXIT_FAILURE;
+	}
 	for (size_t i = 0; i < n; i++)
-		hashes[i] = w[i].hash;
+		hashes[i] = (char *)w[i].hash;
 	rc = mtc_object_fetch(s, "", hashes, n, staging, threads,
 			      !no_progress && mtc_log_level() >= MTC_LOG_WARN, got, err, sizeof err);
 	if (rc == MTC_EXIT_NOTFOUND) {
-		mtc_error("backup '%s' is incomplete: %s", from, err);
+		mtc_error("backup '%s' is incomplete: %s", url, err);
 		rc = MTC_EXIT_INTEGRITY;
 	} else if (rc != MTC_EXIT_OK) {
 		mtc_error("%s", err);
 	}
 	free(hashes);
+	mtc_store_close(s);
 	return rc;
 }
 
 /* --layout hash: DIR/<hash>.data with its manifest, then the .meta files, as on a local dir. */
-static int publish_hashes(const char *staging, struct wanted *w, size_t n,
+static int publish_hashes(const char *staging, const struct mtc_step_part *w, size_t n,
 			  const struct mtc_object_fetched *got)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -185,7 +169,8 @@ static int publish_hashes(const char *staging, struct wanted *w, size_t n,
  * --layout step: the step as its framework saved it, DIR/<step> (with
  * several workers DIR/w<worker>/<step>), never over something already there.
  */
-static int publish_step(const char *staging, struct wanted *w, size_t n, long long step)
+static int publish_step(const char *staging, const struct mtc_step_part *w, size_t n,
+			long long step)
 {
 	for (size_t i = 0; i < n; i++) {
 		char *src = xasprintf("%s/%s.data", staging, w[i].hash);
@@ -211,137 +196,13 @@ static int publish_step(const char *staging, struct wanted *w, size_t n, long lo
 	return 0;
 }
 
-static int archive_file(struct archive *a, const char *path, const char *name, struct stat *st)
-{
-	struct archive_entry *e = archive_entry_new();
-	int rc = 0;
-
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_mtime(e, st->st_mtime, 0);
-	if (S_ISDIR(st->st_mode)) {
-		archive_entry_set_filetype(e, AE_IFDIR);
-		archive_entry_set_perm(e, 0755);
-		rc = archive_write_header(a, e) == ARCHIVE_OK ? 0 : -1;
-	} else {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		char *buf = xmalloc(1 << 20);
-		ssize_t got;
-		archive_entry_set_filetype(e, AE_IFREG);
-		archive_entry_set_perm(e, 0644);
-		archive_entry_set_size(e, st->st_size);
-		if (fd < 0 || archive_write_header(a, e) != ARCHIVE_OK)
-			rc = -1;
-		while (rc == 0 && (got = read(fd, buf, 1 << 20)) > 0)
-			if (archive_write_data(a, buf, (size_t)got) != got)
-				rc = -1;
-		if (fd >= 0)
-			close(fd);
-		free(buf);
-	}
-	archive_entry_free(e);
-	return rc;
-}
-
-static int archive_tree(struct archive *a, const char *path, const char *name)
-{
-	struct stat st;
-	struct dirent **list;
-	int n, rc;
-
-	if (lstat(path, &st) < 0)
-		return -1;
-	if (archive_file(a, path, name, &st) < 0)
-		return -1;
-	if (!S_ISDIR(st.st_mode))
-		return 0;
-	n = scandir(path, &list, NULL, alphasort);
-	if (n < 0)
-		return -1;
-	rc = 0;
-	for (int i = 0; i < n; i++) {
-		if (rc == 0 && strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
-			char *p = xasprintf("%s/%s", path, list[i]->d_name);
-			char *nm = xasprintf("%s/%s", name, list[i]->d_name);
-			rc = archive_tree(a, p, nm);
-			free(p);
-			free(nm);
-		}
-		free(list[i]);
-	}
-	free(list);
-	return rc;
-}
-
-static int write_archive(const char *staging, struct wanted *w, size_t n)
-{
-	struct archive *a = archive_write_new();
-	int rc = -1;
-
-	archive_write_set_format_pax_restricted(a);
-	archive_write_set_bytes_in_last_block(a, 1);
-	if (compress && archive_write_add_filter_zstd(a) != ARCHIVE_OK)
-		goto out;
-	if ((strcmp(archive_path, "-") ? archive_write_open_filename(a, archive_path)
-				       : archive_write_open_fd(a, 1)) != ARCHIVE_OK)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		char *src = xasprintf("%s/%s.data", staging, w[i].hash);
-		char *name = xasprintf("%s.data", w[i].hash);
-		int dup = 0;
-		for (size_t j = 0; j < i; j++)
-			dup |= !strcmp(w[j].hash, w[i].hash);
-		int r = dup ? 0 : archive_tree(a, src, name);
-		free(src);
-		free(name);
-		if (r < 0)
-			goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct archive_entry *e = archive_entry_new();
-		archive_entry_set_pathname(e, w[i].meta);
-		archive_entry_set_filetype(e, AE_IFREG);
-		archive_entry_set_perm(e, 0644);
-		archive_entry_set_size(e, (la_int64_t)strlen(w[i].hash));
-		int bad = archive_write_header(a, e) != ARCHIVE_OK ||
-			  archive_write_data(a, w[i].hash, strlen(w[i].hash)) < 0;
-		archive_entry_free(e);
-		if (bad)
-			goto out;
-	}
-	if (archive_write_close(a) != ARCHIVE_OK)
-		goto out;
-	rc = 0;
-out:
-	if (rc < 0)
-		mtc_error("cannot write archive '%s': %s", archive_path,
-			  archive_error_string(a) ? archive_error_string(a) : strerror(errno));
-	archive_write_free(a);
-	return rc;
-}
-
-/* The backup's name: the last component of --from. */
-static int backup_name_of(const char *url, char *name, size_t len)
-{
-	size_t n = strlen(url);
-	const char *last;
-
-	while (n > 1 && url[n - 1] == '/')
-		n--;
-	last = memrchr(url, '/', n);
-	last = last ? last + 1 : url;
-	if ((size_t)(url + n - last) >= len)
-		return -1;
-	snprintf(name, len, "%.*s", (int)(url + n - last), last);
-	return mtc_parse_backup_name(name, NULL);
-}
-
 /*
  * DIR/.mtc-restore-<name>-n<rank>: the same for every run of this restore, so
  * a run continues what a killed one fetched; locked against a second run.
  */
-static char *open_staging(int rank, int *lock_fd)
+static char *open_staging(const char *name, int rank, int *lock_fd)
 {
-	char name[64], *staging;
+	char *staging;
 
 	*lock_fd = -1;
 	if (!out_dir) {
@@ -353,7 +214,6 @@ static char *open_staging(int rank, int *lock_fd)
 		free(staging);
 		return NULL;
 	}
-	backup_name_of(from, name, sizeof name);
 	staging = xasprintf("%s/.mtc-restore-%s-n%d", out_dir, name, rank);
 	if (mtc_mkdir_p(staging, 0700) < 0 ||
 	    (*lock_fd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
@@ -372,66 +232,59 @@ static char *open_staging(int rank, int *lock_fd)
 	return staging;
 }
 
-static int restore_from(int rank)
+/* Rank R's part of backup name (info: its metas) into --out or --archive. */
+static int restore_from(struct mtc_store *s, const struct mtc_backup_info *info, int rank)
 {
-	struct mtc_store *s = open_store(from);
-	struct mtc_store_list l = { 0 };
-	struct wanted *w = NULL;
-	size_t n = 0;
+	struct mtc_step_part *w = NULL;
 	struct mtc_object_fetched got = { 0 };
-	long long step;
-	char *staging = NULL;
+	size_t n = 0;
+	char *staging = NULL, *url = xasprintf("%s/%s", mtc_store_url(s), info->name), err[1024];
 	double start = mtc_now();
 	int rc, lock_fd = -1;
 
-	if (!s)
-		return MTC_EXIT_USAGE;
-	if (mtc_store_list(s, "", "/", &l) < 0) {
-		mtc_error("cannot list '%s': %s", from, mtc_store_error(s));
-		rc = MTC_EXIT_FAILURE;
-		goto out;
-	}
-	if (!l.n_objects && !l.n_prefixes) {
-		mtc_error("no backup at '%s'", from);
-		rc = MTC_EXIT_NOTFOUND;
-		goto out;
-	}
-	rc = pick_metas(s, &l, rank, &w, &n, &step);
+	rc = node_parts(info, rank, &w, &n);
 	if (rc == MTC_EXIT_NOTFOUND)
-		mtc_error("backup '%s' has no .meta of rank %d", from, rank);
+		mtc_error("backup '%s' has no .meta of rank %d", info->name, rank);
 	if (rc != MTC_EXIT_OK)
 		goto out;
-	mtc_info("backup %s: rank %d, step %lld, %zu worker%s", from, rank, step, n,
+	mtc_info("backup %s: rank %d, step %lld, %zu worker%s", url, rank, info->step, n,
 		 n == 1 ? "" : "s");
 	if (out_dir && mtc_mkdir_p(out_dir, 0755) < 0) {
 		mtc_error("cannot create '%s':", out_dir);
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
-	if (!(staging = open_staging(rank, &lock_fd))) {
+	if (!(staging = open_staging(info->name, rank, &lock_fd))) {
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
-	rc = fetch_all(s, w, n, staging, &got);
+	rc = fetch_all(url, w, n, staging, &got);
 	if (rc != MTC_EXIT_OK)
 		goto out;
 	mtc_info("writing %s", archive_path ? archive_path : out_dir);
-	if (archive_path	       ? write_archive(staging, w, n) < 0
-	    : !strcmp(layout, "hash") ? publish_hashes(staging, w, n, &got) < 0
-				       : publish_step(staging, w, n, step) < 0) {
+	if (archive_path && mtc_step_archive(archive_path, !!compress, staging, w, n, err,
+					     sizeof err) < 0) {
+		mtc_error("%s", err);
 		rc = MTC_EXIT_FAILURE;
-		goto out;
+	} else if (!archive_path && (!strcmp(layout, "hash") ? publish_hashes(staging, w, n, &got)
+							    : publish_step(staging, w, n, info->step)) <
+					    0) {
+		rc = MTC_EXIT_FAILURE;
 	}
-	if (!archive_path || strcmp(archive_path, "-")) {
+	if (rc == MTC_EXIT_OK && (!archive_path || strcmp(archive_path, "-"))) {
 		double secs = mtc_now() - start;
-		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:I, s:o, s:f}", "backup", from,
-				      "rank", rank, "step", (json_int_t)step, "metas", (int)n, "bytes",
-				      (json_int_t)got.bytes, "kept", (json_int_t)got.kept, "seconds",
-				      mtc_json_seconds(secs), "mb-per-s",
-				      round((got.bytes - got.kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6) * 10) / 10);
+		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:I, s:o, s:f}", "backup", url,
+				      "rank", rank, "step", (json_int_t)info->step,
+				      "metas", (int)n, "bytes", (json_int_t)got.bytes, "kept",
+				      (json_int_t)got.kept, "seconds", mtc_json_seconds(secs),
+				      "mb-per-s",
+				      round((got.bytes - got.kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6) *
+					    10) /
+					      10);
 		if (!strcmp(layout, "step") && out_dir)
-			json_object_set_new(j, "path", n == 1 ? json_sprintf("%s/%lld", out_dir, step)
-							      : json_string(out_dir));
+			json_object_set_new(j, "path",
+					    n == 1 ? json_sprintf("%s/%lld", out_dir, info->step)
+						   : json_string(out_dir));
 		mtc_json_print(j);
 	}
 out:
@@ -444,20 +297,16 @@ out:
 	free(staging);
 	if (lock_fd >= 0)
 		close(lock_fd);
-	free(w);
+	parts_free(w, n);
 	mtc_object_fetched_free(&got);
-	mtc_store_list_free(&l);
-	mtc_store_close(s);
+	free(url);
 	return rc;
 }
 
 /* The job's backup root (lib/backup_location.h); NULL with *rc set after an error. */
 static struct mtc_store *open_job(const char *location, const char *job, int *rc)
 {
-	struct mtc_store_options opt = { .token_file = token_file,
-					 .parallel = parallel,
-					 .slice_threshold = slice_threshold,
-					 .slices = slices };
+	struct mtc_store_options opt = store_options();
 	struct mtc_store *s;
 	char err[768];
 
@@ -526,10 +375,7 @@ static int state_exit(enum mtc_backup_state st)
 /* --verify: every byte of the backup against its manifests and names; nothing is written. */
 static int verify_backup(struct mtc_store *s, const char *name)
 {
-	struct mtc_store_options opt = { .token_file = token_file,
-					 .parallel = parallel,
-					 .slice_threshold = slice_threshold,
-					 .slices = slices };
+	struct mtc_store_options opt = store_options();
 	struct mtc_backup_info info;
 	struct mtc_verify_stats st = { 0 };
 	struct mtc_progress *bar;
@@ -565,33 +411,25 @@ static int verify_backup(struct mtc_store *s, const char *name)
 }
 
 /* --rank, or 0 when the backup holds one node. */
-static int pick_rank(struct mtc_store *s, const char *name, long long *rank)
+/* --rank, or 0 when the backup (info) holds one node. */
+static int pick_rank(const struct mtc_backup_info *info, long long *rank)
 {
-	struct mtc_backup_info info;
-	int rc = MTC_EXIT_OK;
-
+	*rank = 0;
 	if (rank_text) {
 		if (mtc_parse_uint(rank_text, rank) == 0 && *rank <= 1 << 30)
 			return MTC_EXIT_OK;
 		return mtc_usage_error("--rank takes a node rank, not '%s'", rank_text);
 	}
-	if (mtc_backup_inspect(s, name, 0, 0, &info) < 0) { /* the metas say how many nodes */
-		mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(s), name,
-			  mtc_store_error(s));
-		mtc_backup_info_free(&info);
-		return MTC_EXIT_FAILURE;
-	}
-	if (info.nodes > 1)
-		rc = mtc_usage_error("backup %s holds %d nodes: say which with --rank R", name,
-				     info.nodes);
-	*rank = 0;
-	mtc_backup_info_free(&info);
-	return rc;
+	if (info->nodes > 1)
+		return mtc_usage_error("backup %s holds %d nodes: say which with --rank R",
+				       info->name, info->nodes);
+	return MTC_EXIT_OK;
 }
 
 /* --from LOCATION --job JOB [--name NAME]: a backup's data onto a workstation, or --verify it. */
 static int from_backup(const char *job)
 {
+	struct mtc_backup_info info = { 0 };
 	char name[64];
 	long long rank = 0;
 	int rc;
@@ -600,15 +438,16 @@ static int from_backup(const char *job)
 	if (!js)
 		return rc;
 	rc = choose_backup(js, name, sizeof name);
-	if (rc == MTC_EXIT_OK && verify_only)
+	if (rc == MTC_EXIT_OK && verify_only) {
 		rc = verify_backup(js, name);
-	else if (rc == MTC_EXIT_OK && (rc = pick_rank(js, name, &rank)) == MTC_EXIT_OK) {
-		char *location = from; /* restore_from reads the backup at from */
-		from = xasprintf("%s/%s", mtc_store_url(js), name);
-		rc = restore_from((int)rank);
-		free(from);
-		from = location;
+	} else if (rc == MTC_EXIT_OK && mtc_backup_inspect(js, name, 0, 0, &info) < 0) {
+		mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(js), name,
+			  mtc_store_error(js));
+		rc = MTC_EXIT_FAILURE;
+	} else if (rc == MTC_EXIT_OK && (rc = pick_rank(&info, &rank)) == MTC_EXIT_OK) {
+		rc = restore_from(js, &info, (int)rank);
 	}
+	mtc_backup_info_free(&info);
 	mtc_store_close(js);
 	return rc;
 }
