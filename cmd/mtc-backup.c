@@ -34,7 +34,6 @@
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"
-#include "peer/peer_manifest.h"
 #include "progress.h"
 #include "store/store.h"
 #include "store/store_tree.h"
@@ -378,7 +377,7 @@ static int run(const struct mtc_config *cfg, long long step)
 				rc = MTC_EXIT_INTEGRITY;
 				goto fail_one;
 			}
-			char *text = mtc_peer_manifest_text(&m);
+			char *text = mtc_manifest_text(&m);
 			int mine = claim(s, prefix, metas[w].hash, text);
 			free(text);
 			if (mine < 0)

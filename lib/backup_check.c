@@ -12,7 +12,6 @@
 #include "fsutil.h"
 #include "manifest_text.h"
 #include "naming.h"
-#include "peer/peer_manifest.h"
 #include "store/store_tree.h"
 #include "xalloc.h"
 

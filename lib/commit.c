@@ -30,7 +30,7 @@
 #include "log.h"
 #include "naming.h"
 #include "ocdbt/orbax_digest.h"
-#include "peer/peer_manifest.h"
+#include "manifest_text.h"
 #include "peer/peer_wire.h"
 #include "xalloc.h"
 
@@ -109,7 +109,7 @@ static void keep_manifest(const struct mtc_commit_opts *o, const char *hash,
 	if (!mtc_is_dir_hash(hash))
 		return;
 	char *path = xasprintf("%s/%s.manifest", o->dir, hash);
-	char *text = mtc_peer_manifest_text(m);
+	char *text = mtc_manifest_text(m);
 	if (mtc_write_atomic(path, text, strlen(text)) < 0)
 		mtc_warn("cannot keep '%s':", path);
 	free(text);

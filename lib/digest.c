@@ -416,9 +416,27 @@ int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], lon
 	return digest_file(path, &st, threads > 0 ? threads : mtc_cpu_count(), out, size);
 }
 
-static int cmp_str(const void *a, const void *b)
+static int by_string(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void mtc_digest_dir(char **kids, size_t n, char out[MTC_DIGEST_LEN])
+{
+	struct mtc_blake3 h;
+	uint8_t raw[32];
+
+	if (n)
+		qsort(kids, n, sizeof *kids, by_string);
+	mtc_blake3_init(&h);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			mtc_blake3_update(&h, "\n", 1);
+		mtc_blake3_update(&h, kids[i], strlen(kids[i]));
+	}
+	mtc_blake3_final(&h, raw, 32);
+	out[0] = 'D';
+	mtc_hex(raw, 32, out + 1);
 }
 
 static void fold_dir(struct node *n)
@@ -431,60 +449,15 @@ static void fold_dir(struct node *n)
 		kids[i] = n->kids[i]->digest;
 		n->size += n->kids[i]->size;
 	}
-	if (n->nkids)
-		qsort(kids, n->nkids, sizeof *kids, cmp_str);
-	struct mtc_blake3 h;
-	mtc_blake3_init(&h);
-	for (size_t i = 0; i < n->nkids; i++) {
-		if (i)
-			mtc_blake3_update(&h, "\n", 1);
-		mtc_blake3_update(&h, kids[i], strlen(kids[i]));
-	}
-	uint8_t raw[32];
-	mtc_blake3_final(&h, raw, 32);
-	n->digest[0] = 'D';
-	mtc_hex(raw, 32, n->digest + 1);
+	mtc_digest_dir(kids, n->nkids, n->digest);
 	free(kids);
-}
-
-void mtc_manifest_init(struct mtc_manifest *m)
-{
-	memset(m, 0, sizeof *m);
-}
-
-void mtc_manifest_free(struct mtc_manifest *m)
-{
-	for (size_t i = 0; i < m->n; i++)
-		free(m->entries[i].path);
-	free(m->entries);
-	mtc_manifest_init(m);
-}
-
-static void manifest_add(struct mtc_manifest *m, const char *path, enum mtc_entry_type type,
-			 long long size, const char *digest)
-{
-	if (m->n == m->cap) {
-		m->cap = m->cap ? 2 * m->cap : 16;
-		m->entries = xrealloc(m->entries, m->cap * sizeof *m->entries);
-	}
-	struct mtc_manifest_entry *e = &m->entries[m->n++];
-	e->path = xstrdup(path);
-	e->type = type;
-	e->size = size;
-	snprintf(e->digest, sizeof e->digest, "%s", digest);
 }
 
 static void manifest_collect(struct mtc_manifest *m, const struct node *n)
 {
-	manifest_add(m, n->rel, n->is_dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, n->size, n->digest);
+	mtc_manifest_append(m, n->rel, strlen(n->rel), n->is_dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, n->size, n->digest);
 	for (size_t i = 0; i < n->nkids; i++)
 		manifest_collect(m, n->kids[i]);
-}
-
-static int by_path(const void *a, const void *b)
-{
-	return strcmp(((const struct mtc_manifest_entry *)a)->path,
-		      ((const struct mtc_manifest_entry *)b)->path);
 }
 
 int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
@@ -500,7 +473,7 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		if (digest_file(path, &st, threads, out, &size) < 0)
 			return -1;
 		if (manifest)
-			manifest_add(manifest, "", MTC_ENTRY_FILE, size, out);
+			mtc_manifest_append(manifest, "", 0, MTC_ENTRY_FILE, size, out);
 		return 0;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -518,8 +491,7 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		memcpy(out, root->digest, MTC_DIGEST_LEN);
 		if (manifest) {
 			manifest_collect(manifest, root);
-			if (manifest->n)
-				qsort(manifest->entries, manifest->n, sizeof *manifest->entries, by_path);
+			mtc_manifest_sort(manifest);
 		}
 	}
 	int saved = errno;
@@ -527,108 +499,5 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 	free_node(root);
 	errno = saved;
 	return rc;
-}
-
-long long mtc_manifest_bytes(const struct mtc_manifest *m)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (!*m->entries[i].path)
-			return m->entries[i].size;
-	return 0;
-}
-
-static const char *type_name(enum mtc_entry_type t)
-{
-	return t == MTC_ENTRY_DIR ? "dir" : "file";
-}
-
-int mtc_manifest_compare(const struct mtc_manifest *a, const struct mtc_manifest *b, char *why,
-			 size_t whylen)
-{
-	size_t i = 0, j = 0;
-	while (i < a->n || j < b->n) {
-		int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->entries[i].path, b->entries[j].path);
-		if (c < 0) {
-			snprintf(why, whylen, "'%s' is missing", a->entries[i].path);
-			return 1;
-		}
-		if (c > 0) {
-			snprintf(why, whylen, "'%s' is not expected", b->entries[j].path);
-			return 1;
-		}
-		const struct mtc_manifest_entry *x = &a->entries[i++], *y = &b->entries[j++];
-		const char *name = *x->path ? x->path : ".";
-		if (x->type != y->type) {
-			snprintf(why, whylen, "'%s' is a %s, expected a %s", name, type_name(y->type),
-				 type_name(x->type));
-			return 1;
-		}
-		if (x->size != y->size) {
-			snprintf(why, whylen, "'%s' has %lld bytes, expected %lld", name, y->size,
-				 x->size);
-			return 1;
-		}
-		if (strcmp(x->digest, y->digest)) {
-			snprintf(why, whylen, "'%s' has digest %s, expected %s", name, y->digest,
-				 x->digest);
-			return 1;
-		}
-	}
-	return 0;
-}
-
-json_t *mtc_manifest_to_json(const struct mtc_manifest *m)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < m->n; i++) {
-		const struct mtc_manifest_entry *e = &m->entries[i];
-		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:s}", "path", e->path, "type",
-						   type_name(e->type), "size", (json_int_t)e->size,
-						   "digest", e->digest));
-	}
-	return a;
-}
-
-static int valid_rel_path(const char *p)
-{
-	if (!*p)
-		return 1;
-	if (*p == '/' || strlen(p) >= PATH_MAX)
-		return 0;
-	const char *s = p;
-	for (;;) {
-		const char *slash = strchr(s, '/');
-		size_t len = slash ? (size_t)(slash - s) : strlen(s);
-		if (len == 0 || (len == 1 && s[0] == '.') || (len == 2 && !strncmp(s, "..", 2)))
-			return 0;
-		if (!slash)
-			return 1;
-		s = slash + 1;
-	}
-}
-
-int mtc_manifest_add_entry(struct mtc_manifest *m, const char *path, const char *type,
-			   long long size, const char *digest, size_t i, char *err, size_t errlen)
-{
-	int dir = !strcmp(type, "dir");
-	if ((!dir && strcmp(type, "file")) || size < 0 || !valid_rel_path(path) ||
-	    !(dir ? mtc_is_dir_hash(digest) : mtc_is_hash(digest) && digest[0] != 'D')) {
-		snprintf(err, errlen, "manifest entry %zu ('%s') is not valid", i, path);
-		return -1;
-	}
-	manifest_add(m, path, dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, size, digest);
-	return 0;
-}
-
-int mtc_manifest_seal(struct mtc_manifest *m, char *err, size_t errlen)
-{
-	if (m->n)
-		qsort(m->entries, m->n, sizeof *m->entries, by_path);
-	for (size_t i = 1; i < m->n; i++)
-		if (!strcmp(m->entries[i - 1].path, m->entries[i].path)) {
-			snprintf(err, errlen, "manifest lists '%s' twice", m->entries[i].path);
-			return -1;
-		}
-	return 0;
 }
 

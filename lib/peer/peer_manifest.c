@@ -7,8 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "data_name.h"
 #include "fsutil.h"
 #include "manifest_text.h"
@@ -102,14 +100,6 @@ int mtc_peer_manifest_parse(const char *text, size_t len, const char *hash,
 	return 0;
 }
 
-char *mtc_peer_manifest_text(const struct mtc_manifest *m)
-{
-	json_t *j = mtc_manifest_to_json(m);
-	char *text = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	return text;
-}
-
 int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manifest *m,
 			    char **text, char *why, size_t whylen)
 {
@@ -144,7 +134,7 @@ int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manife
 		snprintf(why, whylen, "'%s' does not match its name: %s", data, diff);
 		rc = 1;
 	} else {
-		char *t = mtc_peer_manifest_text(m);
+		char *t = mtc_manifest_text(m);
 		char *tmp = xasprintf("%s/.mtc-upload-%s.manifest.%ld", dir, hash, (long)gettid());
 		if (mtc_write_atomic_via(tmp, path, t, strlen(t)) < 0)
 			errno = 0; /* keeping it is only a saving */

@@ -4,11 +4,12 @@
 #include <stddef.h>
 
 #include "digest.h"
+#include "manifest_text.h"
 #include "peer_wire.h"
 
 /*
  * The name-aware check of a directory <hash>.data (mtc(7) §3.5): its
- * manifest, the compact JSON of digest.h's mtc_manifest_to_json, the same
+ * manifest, the text of manifest_text.h's mtc_manifest_text, the same
  * bytes mtc-backup stores as <hash>.manifest. Peers keep it beside the data
  * as <dir>/<hash>.manifest. A manifest is accepted only when it is
  * consistent: clean relative paths within the limits, every directory's
@@ -20,8 +21,6 @@
  * files the way the digest alone allows.
  */
 
-#define MTC_MANIFEST_BODY_MAX (16 << 20)
-
 /* 0 when m may be the manifest of a tree named hash (a "D" hash); else -1 and why. */
 int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
 			    const struct mtc_wire_limits *lim, char *why, size_t whylen);
@@ -30,9 +29,6 @@ int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
 int mtc_peer_manifest_parse(const char *text, size_t len, const char *hash,
 			    const struct mtc_wire_limits *lim, struct mtc_manifest *m, char *why,
 			    size_t whylen);
-
-/* The text to send or keep (malloc'd). */
-char *mtc_peer_manifest_text(const struct mtc_manifest *m);
 
 /*
  * The manifest of dir/<hash>.data: dir/<hash>.manifest when it is there and

@@ -429,11 +429,6 @@ static int by_entry_path(const void *x, const void *y)
 			((const struct mtc_wire_entry *)y)->path);
 }
 
-static int by_string(const void *x, const void *y)
-{
-	return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
 /*
  * An open directory: its children's digests, files' borrowed from the list
  * (which outlives the composition), subdirectories' owned (a copy costs
@@ -464,49 +459,13 @@ static void add_kid(struct level *l, char *digest, int own)
 	l->kids[l->n++] = digest;
 }
 
-static void manifest_add(struct mtc_manifest *m, const char *path, size_t len,
-			 enum mtc_entry_type type, long long size, const char *digest)
-{
-	struct mtc_manifest_entry *e;
-	if (!m)
-		return;
-	if (m->n == m->cap) {
-		m->cap = m->cap ? m->cap * 2 : 64;
-		m->entries = xrealloc(m->entries, m->cap * sizeof *m->entries);
-	}
-	e = &m->entries[m->n++];
-	e->path = xmalloc(len + 1);
-	memcpy(e->path, path, len);
-	e->path[len] = '\0';
-	e->type = type;
-	e->size = size;
-	snprintf(e->digest, sizeof e->digest, "%s", digest);
-}
-
 static void close_level(struct level *l, char out[66], struct mtc_manifest *m)
 {
-	size_t total = 0, off = 0;
-	uint8_t h[MTC_BLAKE3_OUT_LEN];
-	char *buf;
-
-	if (l->n)
-		qsort(l->kids, l->n, sizeof *l->kids, by_string);
-	for (size_t i = 0; i < l->n; i++)
-		total += strlen(l->kids[i]) + 1;
-	buf = xmalloc(total + 1);
-	for (size_t i = 0; i < l->n; i++) {
-		size_t k = strlen(l->kids[i]);
-		memcpy(buf + off, l->kids[i], k);
-		off += k;
-		buf[off++] = '\n';
-	}
+	mtc_digest_dir(l->kids, l->n, out);
 	for (size_t i = 0; i < l->n_owned; i++)
 		free(l->owned[i]);
-	mtc_blake3(buf, off ? off - 1 : 0, h);
-	out[0] = 'D';
-	mtc_hex(h, sizeof h, out + 1);
-	manifest_add(m, l->path ? l->path : "", l->len, MTC_ENTRY_DIR, l->size, out);
-	free(buf);
+	if (m)
+		mtc_manifest_append(m, l->path ? l->path : "", l->len, MTC_ENTRY_DIR, l->size, out);
 	free(l->kids);
 	free(l->owned);
 	memset(l, 0, sizeof *l);
@@ -525,12 +484,6 @@ static void pop(struct level *stack, size_t *depth, struct mtc_manifest *m)
 static int inside(const struct level *l, const char *path)
 {
 	return l->len == 0 || (!strncmp(path, l->path, l->len) && path[l->len] == '/');
-}
-
-static int by_manifest_path(const void *x, const void *y)
-{
-	return strcmp(((const struct mtc_manifest_entry *)x)->path,
-		      ((const struct mtc_manifest_entry *)y)->path);
 }
 
 static int by_item_path(const void *x, const void *y)
@@ -567,16 +520,16 @@ static void compose(struct mtc_wire_item *e, size_t n, struct mtc_manifest *m, c
 		if (!e[i].is_dir) {
 			add_kid(&stack[depth - 1], (char *)e[i].digest, 0);
 			stack[depth - 1].size += e[i].size;
-			if (files)
-				manifest_add(m, p, plen, MTC_ENTRY_FILE, e[i].size, e[i].digest);
+			if (files && m)
+				mtc_manifest_append(m, p, plen, MTC_ENTRY_FILE, e[i].size, e[i].digest);
 		}
 	}
 	while (depth > 1)
 		pop(stack, &depth, m);
 	close_level(&stack[0], digest, m);
 	free(stack);
-	if (m && m->n)
-		qsort(m->entries, m->n, sizeof *m->entries, by_manifest_path);
+	if (m)
+		mtc_manifest_sort(m);
 }
 
 void mtc_wire_manifest(struct mtc_wire_list *l, struct mtc_manifest *m, char digest[66])
