@@ -1,9 +1,8 @@
 /*
- * The content digest (see digest.h). A directory is walked once into a tree;
+ * The content digest (see digest.h). A directory is walked once (walk.h) into a tree;
  * its files are hashed by a pool (large files one after another with every
  * thread, small files one per thread), then directory digests are folded up.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,6 +18,7 @@
 #include "blake3/blake3.h"
 #include "digest.h"
 #include "naming.h"
+#include "walk.h"
 #include "xalloc.h"
 
 #define MAX_DEPTH 64
@@ -56,19 +56,21 @@ static int hash_fd(int fd, long long size, uint8_t out[32])
 }
 
 struct node {
-	char *rel;  /* relative path; "" for the root */
-	char *full; /* path to open */
+	char *full;	 /* path to open */
+	const char *rel; /* below the root, in full; "" for the root */
 	int is_dir;
 	long long size;
 	char digest[MTC_DIGEST_LEN];
 	struct node **kids;
-	size_t nkids;
+	size_t nkids, cap;
 };
 
-struct walk {
+/* The walk's product: the tree, its files, and the open directories by depth. */
+struct tree {
+	struct node *open[MAX_DEPTH + 2];
+	size_t rootlen;
 	struct node **files;
 	size_t nfiles, cap;
-	size_t nnodes;
 };
 
 static void free_node(struct node *n)
@@ -76,79 +78,50 @@ static void free_node(struct node *n)
 	for (size_t i = 0; i < n->nkids; i++)
 		free_node(n->kids[i]);
 	free(n->kids);
-	free(n->rel);
 	free(n->full);
 	free(n);
 }
 
-static struct node *new_node(const char *rel, const char *full)
+static struct node *new_node(const char *full, size_t rootlen)
 {
 	struct node *n = xcalloc(1, sizeof *n);
-	n->rel = xstrdup(rel);
 	n->full = xstrdup(full);
+	n->rel = n->full[rootlen] ? n->full + rootlen + 1 : "";
 	return n;
 }
 
-/* Builds the tree below n (a directory), following symlinks as the reference does. */
-static int walk_dir(struct node *n, struct walk *w, int depth)
+/* A walk's visit (walk.h): every entry becomes a node of the tree. */
+static int add_entry(const struct mtc_walk_entry *e, void *arg)
 {
-	if (depth > MAX_DEPTH) {
-		errno = ELOOP;
+	struct tree *t = arg;
+	struct node *parent = t->open[e->depth - 1], *k;
+
+	if (e->error) {
+		errno = e->error;
 		return -1;
 	}
-	DIR *d = opendir(n->full);
-	if (!d)
+	if (!S_ISDIR(e->st.st_mode) && !S_ISREG(e->st.st_mode)) {
+		errno = EINVAL;
 		return -1;
-	size_t cap = 0;
-	struct dirent *e;
-	int rc = 0;
-	errno = 0;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		char *full = xasprintf("%s/%s", n->full, e->d_name);
-		char *rel = *n->rel ? xasprintf("%s/%s", n->rel, e->d_name) : xstrdup(e->d_name);
-		struct stat st;
-		struct node *k = NULL;
-		if (stat(full, &st) < 0) {
-			rc = -1;
-		} else if (S_ISDIR(st.st_mode)) {
-			k = new_node(rel, full);
-			k->is_dir = 1;
-		} else if (S_ISREG(st.st_mode)) {
-			k = new_node(rel, full);
-			k->size = st.st_size;
-			if (w->nfiles == w->cap) {
-				w->cap = w->cap ? 2 * w->cap : 64;
-				w->files = xrealloc(w->files, w->cap * sizeof *w->files);
-			}
-			w->files[w->nfiles++] = k;
-		} else {
-			errno = EINVAL;
-			rc = -1;
-		}
-		free(full);
-		free(rel);
-		if (rc < 0)
-			break;
-		if (n->nkids == cap) {
-			cap = cap ? 2 * cap : 8;
-			n->kids = xrealloc(n->kids, cap * sizeof *n->kids);
-		}
-		n->kids[n->nkids++] = k;
-		w->nnodes++;
-		if (k->is_dir && walk_dir(k, w, depth + 1) < 0) {
-			rc = -1;
-			break;
-		}
-		errno = 0;
 	}
-	if (rc == 0 && errno != 0)
-		rc = -1;
-	int saved = errno;
-	closedir(d);
-	errno = saved;
-	return rc;
+	k = new_node(e->path, t->rootlen);
+	if (S_ISDIR(e->st.st_mode)) {
+		k->is_dir = 1;
+		t->open[e->depth] = k;
+	} else {
+		k->size = e->st.st_size;
+		if (t->nfiles == t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 64;
+			t->files = xrealloc(t->files, t->cap * sizeof *t->files);
+		}
+		t->files[t->nfiles++] = k;
+	}
+	if (parent->nkids == parent->cap) {
+		parent->cap = parent->cap ? 2 * parent->cap : 8;
+		parent->kids = xrealloc(parent->kids, parent->cap * sizeof *parent->kids);
+	}
+	parent->kids[parent->nkids++] = k;
+	return 0;
 }
 
 /*
@@ -390,7 +363,7 @@ static int hash_files(struct node **files, size_t n, int threads)
 static int digest_file(const char *path, const struct stat *st, int threads,
 		       char out[MTC_DIGEST_LEN], long long *size)
 {
-	struct node *n = new_node("", path);
+	struct node *n = new_node(path, strlen(path));
 	n->size = st->st_size;
 	int rc = hash_files(&n, 1, threads);
 	int e = errno;
@@ -480,12 +453,13 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		errno = EINVAL;
 		return -1;
 	}
-	struct node *root = new_node("", path);
+	struct tree t = { .rootlen = strlen(path) };
+	struct node *root = t.open[0] = new_node(path, t.rootlen);
 	root->is_dir = 1;
-	struct walk w = { 0 };
-	int rc = walk_dir(root, &w, 0);
+	struct mtc_walk w = { .root = path, .max_depth = MAX_DEPTH, .visit = add_entry, .arg = &t };
+	int rc = mtc_walk(&w);
 	if (rc == 0)
-		rc = hash_files(w.files, w.nfiles, threads);
+		rc = hash_files(t.files, t.nfiles, threads);
 	if (rc == 0) {
 		fold_dir(root);
 		memcpy(out, root->digest, MTC_DIGEST_LEN);
@@ -495,7 +469,7 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		}
 	}
 	int saved = errno;
-	free(w.files);
+	free(t.files);
 	free_node(root);
 	errno = saved;
 	return rc;
