@@ -17,9 +17,9 @@
  *       plan from the coordinator, replicator.prerestore, fetch and verify,
  *       the restore-done barrier, local GC, and the .restore markers last
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +51,7 @@
 #include "store/store.h"
 #include "store/store_tree.h"
 #include "token_file.h"
+#include "walk.h"
 #include "xalloc.h"
 
 enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };
@@ -429,11 +430,38 @@ static int archive_file(struct archive *a, const char *path, const char *name, s
 	return rc;
 }
 
+struct archiving {
+	struct archive *a;
+	const char *name;
+};
+
+/* A walk's visit (walk.h): each entry below the tree, named below its name. */
+static int archive_entry_of(const struct mtc_walk_entry *e, void *arg)
+{
+	struct archiving *g = arg;
+	struct stat st = e->st;
+	char *name;
+	int rc;
+
+	if (e->error) {
+		errno = e->error;
+		return -1;
+	}
+	name = xasprintf("%s/%s", g->name, e->rel);
+	rc = archive_file(g->a, e->path, name, &st);
+	free(name);
+	return rc;
+}
+
 static int archive_tree(struct archive *a, const char *path, const char *name)
 {
 	struct stat st;
-	struct dirent **list;
-	int n, rc;
+	struct archiving g = { a, name };
+	struct mtc_walk w = { .root = path,
+			      .flags = MTC_WALK_SORTED | MTC_WALK_PHYS,
+			      .max_depth = INT_MAX,
+			      .visit = archive_entry_of,
+			      .arg = &g };
 
 	if (lstat(path, &st) < 0)
 		return -1;
@@ -441,22 +469,7 @@ static int archive_tree(struct archive *a, const char *path, const char *name)
 		return -1;
 	if (!S_ISDIR(st.st_mode))
 		return 0;
-	n = scandir(path, &list, NULL, alphasort);
-	if (n < 0)
-		return -1;
-	rc = 0;
-	for (int i = 0; i < n; i++) {
-		if (rc == 0 && strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
-			char *p = xasprintf("%s/%s", path, list[i]->d_name);
-			char *nm = xasprintf("%s/%s", name, list[i]->d_name);
-			rc = archive_tree(a, p, nm);
-			free(p);
-			free(nm);
-		}
-		free(list[i]);
-	}
-	free(list);
-	return rc;
+	return mtc_walk(&w);
 }
 
 static int write_archive(const char *staging, struct wanted *w, size_t n)

@@ -180,13 +180,14 @@ static int walk_dir(struct walker *k, size_t plen, int depth, const struct stat 
 int mtc_walk(const struct mtc_walk *w)
 {
 	struct walker k = { .w = w };
+	struct stat st;
 	int rc, e;
 
 	k.rootlen = strlen(w->root);
 	k.cap = k.rootlen + 256;
 	k.path = xmalloc(k.cap);
 	memcpy(k.path, w->root, k.rootlen + 1);
-	rc = walk_dir(&k, k.rootlen, 0, NULL);
+	rc = walk_dir(&k, k.rootlen, 0, stat_entry(&k, k.rootlen, &st) == 0 ? &st : NULL);
 	e = errno;
 	for (int i = 0; i < k.nlevels; i++) {
 		free(k.levels[i].buf);

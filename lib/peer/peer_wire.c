@@ -20,6 +20,7 @@
 #include "blake3/blake3.h"
 #include "fsutil.h"
 #include "log.h"
+#include "walk.h"
 #include "xalloc.h"
 
 #define BLOCK (1 << 20)
@@ -922,11 +923,6 @@ struct mtc_wire_reader {
 
 static long long stream_total(const struct mtc_wire_reader *r);
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static const char *leave_reason(int e)
 {
 	return e == EXDEV || e == ELOOP ? "a symlink that leads out of the tree: refused"
@@ -946,75 +942,47 @@ static int stat_beneath(struct mtc_wire_reader *r, const char *rel, struct stat 
 	return rc;
 }
 
-/* The names in directory rel (beneath the root), sorted; -1 with errno. */
-static int list_beneath(struct mtc_wire_reader *r, const char *rel, char ***names, size_t *n)
-{
-	int fd = mtc_open_beneath(r->rootfd, rel, O_RDONLY | O_DIRECTORY);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	struct dirent *e;
-	size_t cap = 0;
+struct scan {
+	struct mtc_wire_reader *r;
+	char *why;
+	size_t whylen;
+};
 
-	*names = NULL;
-	*n = 0;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
+/* A walk's visit (walk.h): every file and directory below the root, in path order. */
+static int scan_entry(const struct mtc_walk_entry *e, void *arg)
+{
+	struct scan *sc = arg;
+	struct mtc_wire_reader *r = sc->r;
+	int is_dir;
+
+	if (e->error == ELOOP && e->reading)
+		return mtc_fail(sc->why, sc->whylen, "'%s': too deep", e->path);
+	if (e->error)
+		return mtc_fail(sc->why, sc->whylen, "'%s': %s", e->path, leave_reason(e->error));
+	if (!S_ISREG(e->st.st_mode) && !S_ISDIR(e->st.st_mode))
+		return mtc_fail(sc->why, sc->whylen, "'%s': neither a file nor a directory", e->path);
+	if (strlen(e->rel) >= MTC_WIRE_PATH_MAX)
+		return mtc_fail(sc->why, sc->whylen, "'%s': path too long", e->path);
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 64;
+		r->files = xrealloc(r->files, r->cap * sizeof *r->files);
 	}
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (*n == cap)
-			*names = xrealloc(*names, (cap = cap ? 2 * cap : 16) * sizeof **names);
-		(*names)[(*n)++] = xstrdup(e->d_name);
-	}
-	closedir(d);
-	if (*n)
-		qsort(*names, *n, sizeof **names, by_name);
+	is_dir = S_ISDIR(e->st.st_mode);
+	r->files[r->n++] = (struct wire_file){ xstrdup(e->path), xstrdup(e->rel), is_dir,
+						is_dir ? 0 : e->st.st_size };
 	return 0;
 }
 
-static int scan(struct mtc_wire_reader *r, const char *abs, const char *rel, int depth, char *why,
-		size_t whylen)
+static int scan(struct mtc_wire_reader *r, const char *root, char *why, size_t whylen)
 {
-	char **names;
-	size_t n;
-	int rc = 0;
-
-	if (depth > 256)
-		return mtc_fail(why, whylen, "'%s': too deep", abs);
-	if (list_beneath(r, rel, &names, &n) < 0)
-		return mtc_fail(why, whylen, "'%s': %s", abs, leave_reason(errno));
-	for (size_t i = 0; i < n; i++) {
-		const char *d = names[i];
-		struct stat st;
-		if (!rc) {
-			char *cabs = xasprintf("%s/%s", abs, d);
-			char *crel = *rel ? xasprintf("%s/%s", rel, d) : xstrdup(d);
-			if (stat_beneath(r, crel, &st) < 0)
-				rc = mtc_fail(why, whylen, "'%s': %s", cabs, leave_reason(errno));
-			else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-				rc = mtc_fail(why, whylen, "'%s': neither a file nor a directory", cabs);
-			else if (strlen(crel) >= MTC_WIRE_PATH_MAX)
-				rc = mtc_fail(why, whylen, "'%s': path too long", cabs);
-			if (rc) {
-				free(cabs);
-				free(crel);
-			} else {
-				if (r->n == r->cap) {
-					r->cap = r->cap ? r->cap * 2 : 64;
-					r->files = xrealloc(r->files, r->cap * sizeof *r->files);
-				}
-				r->files[r->n++] = (struct wire_file){ cabs, crel, S_ISDIR(st.st_mode),
-									S_ISDIR(st.st_mode) ? 0 : st.st_size };
-				if (S_ISDIR(st.st_mode))
-					rc = scan(r, cabs, crel, depth + 1, why, whylen);
-			}
-		}
-		free(names[i]);
-	}
-	free(names);
-	return rc;
+	struct scan sc = { r, why, whylen };
+	struct mtc_walk w = { .root = root,
+			      .flags = MTC_WALK_SORTED | MTC_WALK_BENEATH,
+			      .max_depth = 256,
+			      .rootfd = r->rootfd,
+			      .visit = scan_entry,
+			      .arg = &sc };
+	return mtc_walk(&w);
 }
 
 /* A reader of the tree at root, which must not itself be a symlink; NULL with why. */
@@ -1046,7 +1014,7 @@ struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total,
 	struct mtc_wire_reader *r = reader_at(root, why, whylen);
 	if (!r)
 		return NULL;
-	if (scan(r, root, "", 0, why, whylen) < 0) {
+	if (scan(r, root, why, whylen) < 0) {
 		mtc_wire_reader_close(r);
 		return NULL;
 	}
