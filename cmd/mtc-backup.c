@@ -37,6 +37,7 @@
 #include "progress.h"
 #include "store/store.h"
 #include "store/store_tree.h"
+#include "strset.h"
 #include "xalloc.h"
 
 static char *dir, *config_file, *step_text, *location, *name_opt, *token_file;
@@ -321,6 +322,7 @@ static int run(const struct mtc_config *cfg, long long step)
 					 .slices = slices };
 	struct mtc_store *s = NULL;
 	struct mtc_tree t = { 0 };
+	struct mtc_strset seen = { 0 };
 	char name[17], err[512], *prefix = NULL;
 	struct mtc_progress *bar;
 	double start = mtc_now();
@@ -352,10 +354,8 @@ static int run(const struct mtc_config *cfg, long long step)
 		char digest[MTC_DIGEST_LEN];
 		struct mtc_manifest m;
 		struct mtc_tree one = { 0 };
-		int dup = 0;
+		int dup = mtc_strset_add(&seen, metas[w].hash);
 
-		for (int v = 0; v < w; v++)
-			dup |= !strcmp(metas[v].hash, metas[w].hash);
 		metas[w].wait = !owns_data(cfg, step, w, metas[w].hash);
 		if (dup || metas[w].wait) {
 			free(data);
@@ -455,6 +455,7 @@ fail_one:
 	}
 	rc = MTC_EXIT_OK;
 out:
+	mtc_strset_free(&seen);
 	mtc_tree_free(&t);
 	for (int w = 0; w < nw; w++)
 		free(metas[w].file);

@@ -50,6 +50,7 @@
 #include "progress.h"
 #include "store/store.h"
 #include "store/store_tree.h"
+#include "strset.h"
 #include "token_file.h"
 #include "walk.h"
 #include "xalloc.h"
@@ -475,6 +476,7 @@ static int archive_tree(struct archive *a, const char *path, const char *name)
 static int write_archive(const char *staging, struct wanted *w, size_t n)
 {
 	struct archive *a = archive_write_new();
+	struct mtc_strset seen = { 0 };
 	int rc = -1;
 
 	archive_write_set_format_pax_restricted(a);
@@ -487,10 +489,7 @@ static int write_archive(const char *staging, struct wanted *w, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		char *src = xasprintf("%s/%s.data", staging, w[i].hash);
 		char *name = xasprintf("%s.data", w[i].hash);
-		int dup = 0;
-		for (size_t j = 0; j < i; j++)
-			dup |= !strcmp(w[j].hash, w[i].hash);
-		int r = dup ? 0 : archive_tree(a, src, name);
+		int r = mtc_strset_add(&seen, w[i].hash) ? 0 : archive_tree(a, src, name);
 		free(src);
 		free(name);
 		if (r < 0)
@@ -516,6 +515,7 @@ out:
 		mtc_error("cannot write archive '%s': %s", archive_path,
 			  archive_error_string(a) ? archive_error_string(a) : strerror(errno));
 	archive_write_free(a);
+	mtc_strset_free(&seen);
 	return rc;
 }
 

@@ -13,18 +13,10 @@
 #include "manifest_text.h"
 #include "naming.h"
 #include "store/store_tree.h"
+#include "strset.h"
 #include "xalloc.h"
 
 #define READ_PIECE (8 << 20)
-
-/* 1 when an earlier meta of info names the same data. */
-static int seen_before(const struct mtc_backup_info *info, size_t i)
-{
-	for (size_t k = 0; k < i; k++)
-		if (!strcmp(info->metas[k].hash, info->metas[i].hash))
-			return 1;
-	return 0;
-}
 
 /* name/hash.manifest into m: 1 read, 0 there is none, -1 storage error; a bad one is EBADMSG. */
 static int load_manifest(struct mtc_store *s, const char *name, const char *hash,
@@ -80,6 +72,7 @@ size_t mtc_backup_data_missing(const struct mtc_store_list *l, const char *data,
 int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, long long *bytes)
 {
 	struct mtc_store_list l = { 0 };
+	struct mtc_strset seen = { 0 };
 	char *prefix = xasprintf("%s/", info->name);
 	int rc = 0;
 
@@ -96,7 +89,7 @@ int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, lo
 		long long found;
 		int have;
 
-		if (seen_before(info, i))
+		if (mtc_strset_add(&seen, mt->hash))
 			continue;
 		mtc_manifest_init(&m);
 		have = load_manifest(s, info->name, mt->hash, &m, why, sizeof why);
@@ -119,6 +112,7 @@ int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, lo
 		free(data);
 		mtc_manifest_free(&m);
 	}
+	mtc_strset_free(&seen);
 	mtc_store_list_free(&l);
 	free(prefix);
 	return rc;
@@ -264,6 +258,7 @@ int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 		      void *arg, struct mtc_verify_stats *stats, char *why, size_t whylen)
 {
 	struct verify v = { .url = mtc_store_url(s), .opt = opt, .progress = progress, .arg = arg };
+	struct mtc_strset seen = { 0 };
 	int rc = 0, readers = opt && opt->parallel > 0 ? opt->parallel : 8;
 
 	memset(stats, 0, sizeof *stats);
@@ -274,7 +269,7 @@ int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 		char *data;
 		int have;
 
-		if (!mt->hash[0] || seen_before(info, i))
+		if (!mt->hash[0] || mtc_strset_add(&seen, mt->hash))
 			continue;
 		stats->objects++;
 		mtc_manifest_init(&m);
@@ -302,6 +297,7 @@ int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 		free(data);
 		mtc_manifest_free(&m);
 	}
+	mtc_strset_free(&seen);
 	if (!rc && v.n) {
 		size_t nthreads = (size_t)readers < v.n ? (size_t)readers : v.n, started = 0;
 		pthread_t *t = xcalloc(nthreads, sizeof *t);
