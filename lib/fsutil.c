@@ -271,3 +271,15 @@ int mtc_open_beneath(int dirfd, const char *rel, int flags)
 		return (int)fd;
 	return open_walk(dirfd, rel, flags);
 }
+
+int mtc_stat_beneath(int dirfd, const char *rel, struct stat *st)
+{
+	int fd = mtc_open_beneath(dirfd, rel, O_PATH), rc, e;
+	if (fd < 0)
+		return -1;
+	rc = fstat(fd, st);
+	e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}

@@ -111,16 +111,8 @@ static int by_name(const void *a, const void *b, void *buf)
 
 static int stat_entry(const struct walker *k, size_t plen, struct stat *st)
 {
-	if (k->w->flags & MTC_WALK_BENEATH) {
-		int fd = mtc_open_beneath(k->w->rootfd, rel_of(k, plen), O_PATH), rc, e;
-		if (fd < 0)
-			return -1;
-		rc = fstat(fd, st);
-		e = errno;
-		close(fd);
-		errno = e;
-		return rc;
-	}
+	if (k->w->flags & MTC_WALK_BENEATH)
+		return mtc_stat_beneath(k->w->rootfd, rel_of(k, plen), st);
 	return k->w->flags & MTC_WALK_PHYS ? lstat(k->path, st) : stat(k->path, st);
 }
 
