@@ -25,6 +25,7 @@
 
 #include "backup_check.h"
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "data_name.h"
 #include "digest.h"

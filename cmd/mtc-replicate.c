@@ -17,6 +17,7 @@
 
 #include "blake3/blake3.h"
 #include "cli.h"
+#include "clock.h"
 #include "commit.h"
 #include "config.h"
 #include "digest.h"

@@ -36,6 +36,7 @@
 #include "backup_location.h"
 #include "backups.h"
 #include "cli.h"
+#include "clock.h"
 #include "cluster_restore.h"
 #include "config.h"
 #include "coord/coord_client.h"

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "commit.h"
+#include "clock.h"
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"

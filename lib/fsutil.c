@@ -214,20 +214,6 @@ int mtc_mkdir_p(const char *path, unsigned mode)
 	return rc;
 }
 
-double mtc_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-double mtc_wall_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The walk for kernels without openat2: every component opened without following a symlink. */
 static int open_walk(int dirfd, const char *rel, int flags)
 {

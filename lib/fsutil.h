@@ -40,9 +40,4 @@ int mtc_remove_tree(const char *path);
 /* mkdir -p */
 int mtc_mkdir_p(const char *path, unsigned mode);
 
-/* Monotonic clock in seconds. */
-double mtc_now(void);
-/* Seconds since the epoch (CLOCK_REALTIME), to compare with file times. */
-double mtc_wall_now(void);
-
 #endif

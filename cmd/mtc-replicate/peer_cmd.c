@@ -11,6 +11,7 @@
 #include <popt.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "coord/coord.h"
 #include "exitcode.h"

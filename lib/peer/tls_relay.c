@@ -10,6 +10,7 @@
 
 #include <openssl/err.h>
 
+#include "clock.h"
 #include "fsutil.h"
 #include "log.h"
 #include "xalloc.h"
