@@ -494,7 +494,7 @@ int main(int argc, const char **argv)
 	mtc_log_init(argv[0]);
 	ctx = mtc_cli_context("mtc-backup", argc, argv, opts,
 			      "--dir DIR --config FILE --step S --to LOCATION [OPTIONS]");
-	if ((rc = mtc_cli_parse(ctx)) >= 0)
+	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
 	if (poptPeekArg(ctx)) {

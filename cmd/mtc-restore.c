@@ -970,7 +970,7 @@ int main(int argc, const char **argv)
 			      "  or: mtc-restore --from LOCATION --job JOB [--name NAME] [--rank R] (--out DIR | --archive FILE|- | --verify)\n"
 			      "  or: mtc-restore --pin LOCATION --job JOB NAME [--force]\n"
 			      "  or: mtc-restore --unpin LOCATION --job JOB");
-	if ((rc = mtc_cli_parse(ctx)) >= 0)
+	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
 	if (!!from + !!pin_root + !!unpin_root + !!dir > 1) {
