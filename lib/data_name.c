@@ -9,32 +9,32 @@
 #include "ocdbt/orbax_digest.h"
 
 int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads,
-			char *why, size_t whylen)
+			char *err, size_t errlen)
 {
-	char logical[MTC_DIGEST_LEN], err[512];
+	char logical[MTC_DIGEST_LEN], store_err[512];
 	int rc;
 
 	if (!strcmp(name, merkle))
 		return 0;
 	if (!mtc_is_dir_hash(name) || !mtc_is_dir_hash(merkle)) {
-		snprintf(why, whylen, "its digest is %s", merkle);
+		snprintf(err, errlen, "its digest is %s", merkle);
 		return 1;
 	}
-	rc = mtc_orbax_digest(path, threads, logical, err, sizeof err);
+	rc = mtc_orbax_digest(path, threads, logical, store_err, sizeof store_err);
 	if (rc < 0)
-		snprintf(why, whylen, "its digest is %s, and its OCDBT store cannot be read: %s",
-			 merkle, err);
+		snprintf(err, errlen, "its digest is %s, and its OCDBT store cannot be read: %s",
+			 merkle, store_err);
 	else if (rc == 0)
-		snprintf(why, whylen, "its digest is %s (it holds no OCDBT store)", merkle);
+		snprintf(err, errlen, "its digest is %s (it holds no OCDBT store)", merkle);
 	else if (strcmp(logical, name))
-		snprintf(why, whylen, "its digest is %s, its logical digest %s", merkle, logical);
+		snprintf(err, errlen, "its digest is %s, its logical digest %s", merkle, logical);
 	else
 		return 0;
 	return 1;
 }
 
 int mtc_data_verify(const char *path, const char *name, const struct mtc_manifest *expected,
-		    int threads, char *why, size_t whylen)
+		    int threads, char *err, size_t errlen)
 {
 	struct mtc_manifest got;
 	char d[MTC_DIGEST_LEN];
@@ -47,9 +47,9 @@ int mtc_data_verify(const char *path, const char *name, const struct mtc_manifes
 		errno = e;
 		return -1;
 	}
-	rc = expected ? mtc_manifest_compare(expected, &got, why, whylen) : 0;
+	rc = expected ? mtc_manifest_compare(expected, &got, err, errlen) : 0;
 	if (!rc)
-		rc = mtc_data_name_check(path, name, d, threads, why, whylen);
+		rc = mtc_data_name_check(path, name, d, threads, err, errlen);
 	mtc_manifest_free(&got);
 	return rc;
 }

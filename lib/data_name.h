@@ -14,18 +14,18 @@
  * name to the OCDBT key/values; the manifest binds every file's bytes, so
  * callers check both.
  *
- * 0 it may; 1 it may not (why says what, including a store that cannot be
+ * 0 it may; 1 it may not (err says what, including a store that cannot be
  * read: the caller has just read the same tree whole).
  */
 int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads,
-			char *why, size_t whylen);
+			char *err, size_t errlen);
 
 /*
  * Reads path whole and checks it against its manifest (when expected is not
- * NULL) and its name, as above. 0 ok, 1 mismatch (why says what), -1 I/O
+ * NULL) and its name, as above. 0 ok, 1 mismatch (err says what), -1 I/O
  * error (errno).
  */
 int mtc_data_verify(const char *path, const char *name, const struct mtc_manifest *expected,
-		    int threads, char *why, size_t whylen);
+		    int threads, char *err, size_t errlen);
 
 #endif

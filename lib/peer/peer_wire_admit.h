@@ -20,14 +20,14 @@ struct mtc_wire_admission {
  * An entry whose clean path, type and size are known, against the limits
  * and the expected manifest: a directory is created and listed (1); a
  * file is listed and created, *fd open for writing, *w its list entry and
- * *x its manifest entry (NULL without one) (0); -1 with why.
+ * *x its manifest entry (NULL without one) (0); -1 with err.
  */
 int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long long size, int *fd,
-		   struct mtc_wire_entry **w, const struct mtc_manifest_entry **x, char *why,
-		   size_t whylen);
+		   struct mtc_wire_entry **w, const struct mtc_manifest_entry **x, char *err,
+		   size_t errlen);
 
-/* A file that arrived against its manifest entry: 0, or -1 with why. */
+/* A file that arrived against its manifest entry: 0, or -1 with err. */
 int mtc_wire_digest_matches(const struct mtc_manifest_entry *x, const struct mtc_wire_entry *w,
-			    char *why, size_t whylen);
+			    char *err, size_t errlen);
 
 #endif

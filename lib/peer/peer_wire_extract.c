@@ -22,7 +22,7 @@
 
 /* The entry's data from the archive into fd (closed here), hashed into digest. */
 static int extract_file(struct archive *a, int fd, const char *path, long long size,
-			char digest[66], char *why, size_t whylen)
+			char digest[66], char *err, size_t errlen)
 {
 	struct mtc_blake3 h;
 	uint8_t out[MTC_BLAKE3_OUT_LEN];
@@ -36,21 +36,21 @@ static int extract_file(struct archive *a, int fd, const char *path, long long s
 	while ((rc = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
 		if (off != done || done + (long long)len > size) {
 			close(fd);
-			return mtc_fail(why, whylen, "'%.200s': data does not match its size", path);
+			return mtc_fail(err, errlen, "'%.200s': data does not match its size", path);
 		}
 		if (mtc_write_all(fd, buf, len) < 0) {
 			int e = errno;
 			close(fd);
-			return mtc_fail(why, whylen, "'%.200s': %s", path, strerror(e));
+			return mtc_fail(err, errlen, "'%.200s': %s", path, strerror(e));
 		}
 		mtc_blake3_update(&h, buf, len);
 		done += (long long)len;
 	}
 	close(fd);
 	if (rc != ARCHIVE_EOF)
-		return mtc_fail(why, whylen, "'%.200s': %s", path, archive_error_string(a));
+		return mtc_fail(err, errlen, "'%.200s': %s", path, archive_error_string(a));
 	if (done != size)
-		return mtc_fail(why, whylen, "'%.200s': %lld of %lld bytes", path, done, size);
+		return mtc_fail(err, errlen, "'%.200s': %lld of %lld bytes", path, done, size);
 	mtc_blake3_final(&h, out, sizeof out);
 	mtc_hex(out, sizeof out, digest);
 	return 0;
@@ -58,14 +58,14 @@ static int extract_file(struct archive *a, int fd, const char *path, long long s
 
 /* 0: extract into path; 1: the root entry, skip; -1: rejected. */
 static int check_entry(struct archive_entry *e, const struct mtc_wire_limits *lim, char *path,
-		       char *why, size_t whylen)
+		       char *err, size_t errlen)
 {
 	const char *name = archive_entry_pathname(e);
 	mode_t type = archive_entry_filetype(e);
 	size_t len;
 
 	if (!name)
-		return mtc_fail(why, whylen, "entry without a path");
+		return mtc_fail(err, errlen, "entry without a path");
 	while (name[0] == '.' && name[1] == '/')
 		name += 2;
 	if (type == AE_IFDIR && (!strcmp(name, ".") || !*name)) {
@@ -74,23 +74,23 @@ static int check_entry(struct archive_entry *e, const struct mtc_wire_limits *li
 	}
 	len = strlen(name);
 	if (len >= MTC_WIRE_PATH_MAX)
-		return mtc_fail(why, whylen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
+		return mtc_fail(err, errlen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
 	memcpy(path, name, len + 1);
 	if (type == AE_IFDIR && len > 1 && path[len - 1] == '/')
 		path[len - 1] = '\0';
-	if (mtc_wire_check_path(path, lim->max_depth, why, whylen) < 0)
+	if (mtc_wire_check_path(path, lim->max_depth, err, errlen) < 0)
 		return -1;
 	if (archive_entry_hardlink(e))
-		return mtc_fail(why, whylen, "'%.200s': hard links are not accepted", path);
+		return mtc_fail(err, errlen, "'%.200s': hard links are not accepted", path);
 	if (type == AE_IFLNK || archive_entry_symlink(e))
-		return mtc_fail(why, whylen, "'%.200s': symbolic links are not accepted", path);
+		return mtc_fail(err, errlen, "'%.200s': symbolic links are not accepted", path);
 	if (type != AE_IFREG && type != AE_IFDIR)
-		return mtc_fail(why, whylen, "'%.200s': only regular files and directories are accepted",
+		return mtc_fail(err, errlen, "'%.200s': only regular files and directories are accepted",
 			    path);
 	if (type == AE_IFREG && (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0))
-		return mtc_fail(why, whylen, "'%.200s': no size", path);
+		return mtc_fail(err, errlen, "'%.200s': no size", path);
 	if (archive_entry_sparse_count(e) > 0)
-		return mtc_fail(why, whylen, "'%.200s': sparse files are not accepted", path);
+		return mtc_fail(err, errlen, "'%.200s': sparse files are not accepted", path);
 	return 0;
 }
 
@@ -108,7 +108,7 @@ static la_ssize_t source_read(struct archive *a, void *arg, const void **buf)
 	return n;
 }
 
-static int drain_trailer(struct source *src, char *why, size_t whylen)
+static int drain_trailer(struct source *src, char *err, size_t errlen)
 {
 	const void *buf;
 	long long total = 0;
@@ -116,19 +116,19 @@ static int drain_trailer(struct source *src, char *why, size_t whylen)
 
 	while ((n = src->next(src->arg, &buf)) != 0) {
 		if (n < 0)
-			return mtc_fail(why, whylen, "reading the stream: %s", strerror(errno));
+			return mtc_fail(err, errlen, "reading the stream: %s", strerror(errno));
 		for (ssize_t i = 0; i < n; i++)
 			if (((const char *)buf)[i])
-				return mtc_fail(why, whylen, "data after the end of the archive");
+				return mtc_fail(err, errlen, "data after the end of the archive");
 		if ((total += n) > TRAILING_MAX)
-			return mtc_fail(why, whylen, "too much padding after the end of the archive");
+			return mtc_fail(err, errlen, "too much padding after the end of the archive");
 	}
 	return 0;
 }
 
 int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 			  const struct mtc_wire_limits *lim, const struct mtc_manifest *expected,
-			  struct mtc_wire_list *got, char *why, size_t whylen)
+			  struct mtc_wire_list *got, char *err, size_t errlen)
 {
 	struct source src = { next, arg };
 	struct archive *a = archive_read_new();
@@ -139,18 +139,18 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 
 	rootfd = ad.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rootfd < 0) {
-		mtc_fail(why, whylen, "'%s': %s", root, strerror(errno));
+		mtc_fail(err, errlen, "'%s': %s", root, strerror(errno));
 		goto out;
 	}
 	archive_read_support_format_tar(a);
 	if (archive_read_open(a, &src, NULL, source_read, NULL) != ARCHIVE_OK) {
-		mtc_fail(why, whylen, "not a tar stream: %s", archive_error_string(a));
+		mtc_fail(err, errlen, "not a tar stream: %s", archive_error_string(a));
 		goto out;
 	}
 	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
 		const struct mtc_manifest_entry *x;
 		struct mtc_wire_entry *w;
-		int c = check_entry(e, lim, path, why, whylen), is_dir, fd;
+		int c = check_entry(e, lim, path, err, errlen), is_dir, fd;
 		long long size;
 		if (c < 0)
 			goto out;
@@ -158,22 +158,22 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 			continue; /* the root itself, as "tar -C dir ." writes it */
 		is_dir = archive_entry_filetype(e) == AE_IFDIR;
 		size = is_dir ? 0 : archive_entry_size(e);
-		if ((c = mtc_wire_admit(&ad, path, is_dir, size, &fd, &w, &x, why, whylen)) < 0)
+		if ((c = mtc_wire_admit(&ad, path, is_dir, size, &fd, &w, &x, err, errlen)) < 0)
 			goto out;
 		if (c > 0)
 			continue;
-		if (extract_file(a, fd, path, size, w->digest, why, whylen) < 0)
+		if (extract_file(a, fd, path, size, w->digest, err, errlen) < 0)
 			goto out;
-		if (mtc_wire_digest_matches(x, w, why, whylen) < 0) {
+		if (mtc_wire_digest_matches(x, w, err, errlen) < 0) {
 			rc = -2;
 			goto out;
 		}
 	}
 	if (r != ARCHIVE_EOF) {
-		mtc_fail(why, whylen, "bad tar stream: %s", archive_error_string(a));
+		mtc_fail(err, errlen, "bad tar stream: %s", archive_error_string(a));
 		goto out;
 	}
-	rc = drain_trailer(&src, why, whylen);
+	rc = drain_trailer(&src, err, errlen);
 out:
 	if (rootfd >= 0)
 		close(rootfd);
@@ -199,11 +199,11 @@ static ssize_t fd_next(void *arg, const void **buf)
 }
 
 int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
-		     const struct mtc_manifest *expected, struct mtc_wire_list *got, char *why,
-		     size_t whylen)
+		     const struct mtc_manifest *expected, struct mtc_wire_list *got, char *err,
+		     size_t errlen)
 {
 	struct fd_source f = { fd, xmalloc(BLOCK) };
-	int rc = mtc_wire_extract_from(fd_next, &f, root, lim, expected, got, why, whylen);
+	int rc = mtc_wire_extract_from(fd_next, &f, root, lim, expected, got, err, errlen);
 	free(f.buf);
 	return rc;
 }

@@ -45,8 +45,8 @@ static const char *leave_reason(int e)
 
 struct scan {
 	struct mtc_wire_reader *r;
-	char *why;
-	size_t whylen;
+	char *err;
+	size_t errlen;
 };
 
 /* A walk's visit (walk.h): every file and directory below the root, in path order. */
@@ -57,13 +57,13 @@ static int scan_entry(const struct mtc_walk_entry *e, void *arg)
 	int is_dir;
 
 	if (e->error == ELOOP && e->reading)
-		return mtc_fail(sc->why, sc->whylen, "'%s': too deep", e->path);
+		return mtc_fail(sc->err, sc->errlen, "'%s': too deep", e->path);
 	if (e->error)
-		return mtc_fail(sc->why, sc->whylen, "'%s': %s", e->path, leave_reason(e->error));
+		return mtc_fail(sc->err, sc->errlen, "'%s': %s", e->path, leave_reason(e->error));
 	if (!S_ISREG(e->st.st_mode) && !S_ISDIR(e->st.st_mode))
-		return mtc_fail(sc->why, sc->whylen, "'%s': neither a file nor a directory", e->path);
+		return mtc_fail(sc->err, sc->errlen, "'%s': neither a file nor a directory", e->path);
 	if (strlen(e->rel) >= MTC_WIRE_PATH_MAX)
-		return mtc_fail(sc->why, sc->whylen, "'%s': path too long", e->path);
+		return mtc_fail(sc->err, sc->errlen, "'%s': path too long", e->path);
 	if (r->n == r->cap) {
 		r->cap = r->cap ? r->cap * 2 : 64;
 		r->files = xrealloc(r->files, r->cap * sizeof *r->files);
@@ -74,9 +74,9 @@ static int scan_entry(const struct mtc_walk_entry *e, void *arg)
 	return 0;
 }
 
-static int scan(struct mtc_wire_reader *r, const char *root, char *why, size_t whylen)
+static int scan(struct mtc_wire_reader *r, const char *root, char *err, size_t errlen)
 {
-	struct scan sc = { r, why, whylen };
+	struct scan sc = { r, err, errlen };
 	struct mtc_walk w = { .root = root,
 			      .flags = MTC_WALK_SORTED | MTC_WALK_BENEATH,
 			      .max_depth = 256,
@@ -86,14 +86,14 @@ static int scan(struct mtc_wire_reader *r, const char *root, char *why, size_t w
 	return mtc_walk(&w);
 }
 
-/* A reader of the tree at root, which must not itself be a symlink; NULL with why. */
-static struct mtc_wire_reader *reader_at(const char *root, char *why, size_t whylen)
+/* A reader of the tree at root, which must not itself be a symlink; NULL with err. */
+static struct mtc_wire_reader *reader_at(const char *root, char *err, size_t errlen)
 {
 	struct mtc_wire_reader *r = xcalloc(1, sizeof *r);
 	r->fd = -1;
 	r->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (r->rootfd < 0) {
-		mtc_fail(why, whylen, "'%s': %s", root,
+		mtc_fail(err, errlen, "'%s': %s", root,
 			 errno == ELOOP ? "a symlink: refused" : strerror(errno));
 		free(r);
 		return NULL;
@@ -109,13 +109,13 @@ static int open_file(struct mtc_wire_reader *r, const struct wire_file *f)
 	return mtc_open_beneath(r->rootfd, f->rel, O_RDONLY);
 }
 
-struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *why,
-					     size_t whylen)
+struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *err,
+					     size_t errlen)
 {
-	struct mtc_wire_reader *r = reader_at(root, why, whylen);
+	struct mtc_wire_reader *r = reader_at(root, err, errlen);
 	if (!r)
 		return NULL;
-	if (scan(r, root, why, whylen) < 0) {
+	if (scan(r, root, err, errlen) < 0) {
 		mtc_wire_reader_close(r);
 		return NULL;
 	}
@@ -125,9 +125,9 @@ struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total,
 }
 
 struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const *paths, size_t n,
-						  long long *total, char *why, size_t whylen)
+						  long long *total, char *err, size_t errlen)
 {
-	struct mtc_wire_reader *r = reader_at(root, why, whylen);
+	struct mtc_wire_reader *r = reader_at(root, err, errlen);
 	if (!r)
 		return NULL;
 	r->files = xcalloc(n ? n : 1, sizeof *r->files);
@@ -137,7 +137,7 @@ struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const 
 		errno = 0;
 		if (mtc_stat_beneath(r->rootfd, paths[i], &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
 		    strlen(paths[i]) >= MTC_WIRE_PATH_MAX) {
-			mtc_fail(why, whylen, "'%s': %s", abs,
+			mtc_fail(err, errlen, "'%s': %s", abs,
 			     errno ? leave_reason(errno) : "neither a file nor a directory");
 			free(abs);
 			mtc_wire_reader_close(r);
@@ -151,15 +151,15 @@ struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const 
 	return r;
 }
 
-struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *total, char *why,
-						  size_t whylen)
+struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *total, char *err,
+						  size_t errlen)
 {
 	struct mtc_wire_reader *r;
 	struct stat st;
 
 	errno = 0;
 	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
-		mtc_fail(why, whylen, "'%s': %s", path,
+		mtc_fail(err, errlen, "'%s': %s", path,
 			 errno ? strerror(errno) : S_ISLNK(st.st_mode) ? "a symlink: refused" : "not a file");
 		return NULL;
 	}
@@ -264,8 +264,8 @@ static long long stream_total(const struct mtc_wire_reader *r)
 	return total;
 }
 
-ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *why,
-			     size_t whylen)
+ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *err,
+			     size_t errlen)
 {
 	size_t done = 0;
 
@@ -298,7 +298,7 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 			}
 			r->fd = open_file(r, &r->files[r->cur]);
 			if (r->fd < 0)
-				return mtc_fail(why, whylen, "'%s': %s", r->files[r->cur].abs,
+				return mtc_fail(err, errlen, "'%s': %s", r->files[r->cur].abs,
 						leave_reason(errno));
 			r->left = r->files[r->cur].size;
 			r->pad = (512 - r->left % 512) % 512;
@@ -308,7 +308,7 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 			size_t want = len - done;
 			ssize_t n;
 			if (r->fd < 0 && (r->fd = open_file(r, &r->files[r->cur])) < 0)
-				return mtc_fail(why, whylen, "'%s': %s", r->files[r->cur].abs,
+				return mtc_fail(err, errlen, "'%s': %s", r->files[r->cur].abs,
 						leave_reason(errno));
 			if ((long long)want > r->left)
 				want = (size_t)r->left;
@@ -317,7 +317,7 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 				if (n < 0 && errno == EINTR)
 					continue;
 				if (n <= 0)
-					return mtc_fail(why, whylen, "'%s': %s", r->files[r->cur].abs,
+					return mtc_fail(err, errlen, "'%s': %s", r->files[r->cur].abs,
 						    n < 0 ? strerror(errno) : "shrank while being sent");
 				done += (size_t)n;
 				r->left -= n;
@@ -345,7 +345,7 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 #define SEGMENT_MAX (64LL << 20)
 
 ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *fd, off_t *off,
-			     char *why, size_t whylen)
+			     char *err, size_t errlen)
 {
 	static const char zeros[512];
 
@@ -370,7 +370,7 @@ ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *f
 		if (r->phase == 1) {
 			const struct wire_file *f = &r->files[r->cur];
 			if (r->fd < 0 && (r->fd = open_file(r, f)) < 0)
-				return mtc_fail(why, whylen, "'%s': %s", f->abs, leave_reason(errno));
+				return mtc_fail(err, errlen, "'%s': %s", f->abs, leave_reason(errno));
 			if (r->left > 0) {
 				*fd = r->fd;
 				*off = (off_t)(f->size - r->left);

@@ -76,8 +76,8 @@ struct sock_in {
 	long long consumed;
 };
 
-/* 0 when fd has data; -1 with why after timeout_s without any, or when stopping. */
-static int sock_wait(struct sock_in *in, char *why, size_t whylen)
+/* 0 when fd has data; -1 with err after timeout_s without any, or when stopping. */
+static int sock_wait(struct sock_in *in, char *err, size_t errlen)
 {
 	int waited = 0;
 	for (;;) {
@@ -86,15 +86,15 @@ static int sock_wait(struct sock_in *in, char *why, size_t whylen)
 		if (n > 0)
 			return 0;
 		if (n < 0 && errno != EINTR)
-			return mtc_fail(why, whylen, "waiting for the stream: %s", strerror(errno));
+			return mtc_fail(err, errlen, "waiting for the stream: %s", strerror(errno));
 		if (in->stop && __atomic_load_n(in->stop, __ATOMIC_RELAXED))
-			return mtc_fail(why, whylen, "shutting down");
+			return mtc_fail(err, errlen, "shutting down");
 		if ((waited += SOCK_POLL_MS) >= in->timeout_s * 1000)
-			return mtc_fail(why, whylen, "no data for %d s", in->timeout_s);
+			return mtc_fail(err, errlen, "no data for %d s", in->timeout_s);
 	}
 }
 
-static int sock_read(struct sock_in *in, char *dst, size_t len, char *why, size_t whylen)
+static int sock_read(struct sock_in *in, char *dst, size_t len, char *err, size_t errlen)
 {
 	while (len) {
 		ssize_t n;
@@ -108,14 +108,14 @@ static int sock_read(struct sock_in *in, char *dst, size_t len, char *why, size_
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0 && errno == EAGAIN) {
-				if (sock_wait(in, why, whylen) < 0)
+				if (sock_wait(in, err, errlen) < 0)
 					return -1;
 				continue;
 			}
 			if (n < 0)
-				return mtc_fail(why, whylen, "reading the stream: %s", strerror(errno));
+				return mtc_fail(err, errlen, "reading the stream: %s", strerror(errno));
 			if (n == 0)
-				return mtc_fail(why, whylen, "the stream ended early");
+				return mtc_fail(err, errlen, "the stream ended early");
 		}
 		dst += n;
 		len -= (size_t)n;
@@ -124,12 +124,12 @@ static int sock_read(struct sock_in *in, char *dst, size_t len, char *why, size_
 	return 0;
 }
 
-static int sock_skip(struct sock_in *in, size_t len, char *why, size_t whylen)
+static int sock_skip(struct sock_in *in, size_t len, char *err, size_t errlen)
 {
 	char pad[512];
 	while (len) {
 		size_t k = len < sizeof pad ? len : sizeof pad;
-		if (sock_read(in, pad, k, why, whylen) < 0)
+		if (sock_read(in, pad, k, err, errlen) < 0)
 			return -1;
 		len -= k;
 	}
@@ -138,7 +138,7 @@ static int sock_skip(struct sock_in *in, size_t len, char *why, size_t whylen)
 
 /* size bytes of the stream into fd, hashed into digest. */
 static int sock_file(struct sock_in *in, int fd, const char *path, long long size,
-		     char digest[66], char *why, size_t whylen)
+		     char digest[66], char *err, size_t errlen)
 {
 	struct mtc_blake3 h;
 	uint8_t out[MTC_BLAKE3_OUT_LEN];
@@ -146,11 +146,11 @@ static int sock_file(struct sock_in *in, int fd, const char *path, long long siz
 	mtc_blake3_init(&h);
 	for (long long off = 0; off < size;) {
 		size_t k = size - off < (long long)in->buf_len ? (size_t)(size - off) : in->buf_len;
-		if (sock_read(in, in->buf, k, why, whylen) < 0)
+		if (sock_read(in, in->buf, k, err, errlen) < 0)
 			return -1;
 		mtc_blake3_update(&h, in->buf, k);
 		if (mtc_write_all(fd, in->buf, k) < 0)
-			return mtc_fail(why, whylen, "'%.200s': %s", path, strerror(errno));
+			return mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
 		off += (long long)k;
 	}
 	mtc_blake3_final(&h, out, sizeof out);
@@ -188,31 +188,31 @@ static int header_ok(const unsigned char *b)
 }
 
 /* The pax records of an 'x' header: path and size taken, sparse files refused, others ignored. */
-static int pax_parse(char *p, size_t len, char *path, long long *size, char *why, size_t whylen)
+static int pax_parse(char *p, size_t len, char *path, long long *size, char *err, size_t errlen)
 {
 	size_t off = 0;
 	while (off < len) {
 		char *end, *key, *eq;
 		unsigned long rl = strtoul(p + off, &end, 10);
 		if (end == p + off || *end != ' ' || rl < 5 || rl > len - off || p[off + rl - 1] != '\n')
-			return mtc_fail(why, whylen, "bad pax header");
+			return mtc_fail(err, errlen, "bad pax header");
 		key = end + 1;
 		p[off + rl - 1] = '\0';
 		if (!(eq = strchr(key, '=')))
-			return mtc_fail(why, whylen, "bad pax header");
+			return mtc_fail(err, errlen, "bad pax header");
 		*eq = '\0';
 		if (!strcmp(key, "path")) {
 			if (strlen(eq + 1) >= MTC_WIRE_PATH_MAX)
-				return mtc_fail(why, whylen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
+				return mtc_fail(err, errlen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
 			strcpy(path, eq + 1);
 		} else if (!strcmp(key, "size")) {
 			char *e;
 			errno = 0;
 			*size = strtoll(eq + 1, &e, 10);
 			if (errno || *e || e == eq + 1 || *size < 0)
-				return mtc_fail(why, whylen, "bad pax size");
+				return mtc_fail(err, errlen, "bad pax size");
 		} else if (!strncmp(key, "GNU.sparse", 10)) {
-			return mtc_fail(why, whylen, "sparse files are not accepted");
+			return mtc_fail(err, errlen, "sparse files are not accepted");
 		}
 		off += rl;
 	}
@@ -221,14 +221,14 @@ static int pax_parse(char *p, size_t len, char *path, long long *size, char *why
 
 int mtc_wire_receive_file(int sock, const void *pre, size_t pre_len, int timeout_s,
 			  const int *stop, int fd, long long size, char digest[66],
-			  long long *consumed, char *why, size_t whylen)
+			  long long *consumed, char *err, size_t errlen)
 {
 	struct sock_in in = { .fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s,
 			      .stop = stop };
 	int rc;
 
 	in.buf = recv_buffer(&in.buf_len);
-	rc = sock_file(&in, fd, "the body", size, digest, why, whylen);
+	rc = sock_file(&in, fd, "the body", size, digest, err, errlen);
 	recv_buffer_done(in.buf, in.buf_len);
 	if (consumed)
 		*consumed = in.consumed;
@@ -238,7 +238,7 @@ int mtc_wire_receive_file(int sock, const void *pre, size_t pre_len, int timeout
 int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout_s,
 			  const int *stop, const char *root, const struct mtc_wire_limits *lim,
 			  const struct mtc_manifest *expected, struct mtc_wire_list *got,
-			  long long *consumed, char *why, size_t whylen)
+			  long long *consumed, char *err, size_t errlen)
 {
 	struct sock_in in = { .fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s,
 			      .stop = stop };
@@ -249,7 +249,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 	long long pax_size = -1;
 
 	if ((rootfd = ad.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		mtc_fail(why, whylen, "'%s': %s", root, strerror(errno));
+		mtc_fail(err, errlen, "'%s': %s", root, strerror(errno));
 		goto out;
 	}
 	in.buf = recv_buffer(&in.buf_len);
@@ -260,54 +260,54 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 		char type, *name;
 		int is_dir, fd, c;
 
-		if (sock_read(&in, (char *)hdr, 512, why, whylen) < 0)
+		if (sock_read(&in, (char *)hdr, 512, err, errlen) < 0)
 			goto out;
 		if (!memcmp(hdr, zero_block, 512)) {
 			if (have_pax) {
-				mtc_fail(why, whylen, "pax header without an entry");
+				mtc_fail(err, errlen, "pax header without an entry");
 				goto out;
 			}
-			if (sock_read(&in, (char *)hdr, 512, why, whylen) < 0)
+			if (sock_read(&in, (char *)hdr, 512, err, errlen) < 0)
 				goto out;
 			if (memcmp(hdr, zero_block, 512)) {
-				mtc_fail(why, whylen, "data after the end of the archive");
+				mtc_fail(err, errlen, "data after the end of the archive");
 				goto out;
 			}
 			rc = 0;
 			break;
 		}
 		if (!header_ok(hdr)) {
-			mtc_fail(why, whylen, "bad tar header (not ustar, or its checksum does not match)");
+			mtc_fail(err, errlen, "bad tar header (not ustar, or its checksum does not match)");
 			goto out;
 		}
 		type = (char)hdr[156];
 		size = octal((const char *)hdr + 124, 12);
 		if (type == 'x') {
 			if (have_pax || size < 0 || size > PAX_MAX) {
-				mtc_fail(why, whylen, "bad pax header");
+				mtc_fail(err, errlen, "bad pax header");
 				goto out;
 			}
 			pax = xrealloc(pax, (size_t)size + 1);
-			if (sock_read(&in, pax, (size_t)size, why, whylen) < 0 ||
-			    sock_skip(&in, (size_t)((512 - size % 512) % 512), why, whylen) < 0)
+			if (sock_read(&in, pax, (size_t)size, err, errlen) < 0 ||
+			    sock_skip(&in, (size_t)((512 - size % 512) % 512), err, errlen) < 0)
 				goto out;
 			path[0] = '\0';
 			pax_size = -1;
-			if (pax_parse(pax, (size_t)size, path, &pax_size, why, whylen) < 0)
+			if (pax_parse(pax, (size_t)size, path, &pax_size, err, errlen) < 0)
 				goto out;
 			have_pax = 1;
 			continue;
 		}
 		if (type == '1') {
-			mtc_fail(why, whylen, "hard links are not accepted");
+			mtc_fail(err, errlen, "hard links are not accepted");
 			goto out;
 		}
 		if (type == '2') {
-			mtc_fail(why, whylen, "symbolic links are not accepted");
+			mtc_fail(err, errlen, "symbolic links are not accepted");
 			goto out;
 		}
 		if (type != '0' && type != '\0' && type != '5') {
-			mtc_fail(why, whylen, "only regular files and directories are accepted");
+			mtc_fail(err, errlen, "only regular files and directories are accepted");
 			goto out;
 		}
 		if (!have_pax || !path[0]) {
@@ -322,7 +322,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			size = pax_size;
 		have_pax = 0;
 		if (size < 0) {
-			mtc_fail(why, whylen, "'%.200s': no size", path);
+			mtc_fail(err, errlen, "'%.200s': no size", path);
 			goto out;
 		}
 		is_dir = type == '5';
@@ -335,24 +335,24 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			continue; /* the root itself */
 		if (is_dir && strlen(path) > 1 && path[strlen(path) - 1] == '/')
 			path[strlen(path) - 1] = '\0';
-		if (mtc_wire_check_path(path, lim->max_depth, why, whylen) < 0)
+		if (mtc_wire_check_path(path, lim->max_depth, err, errlen) < 0)
 			goto out;
 		if (is_dir)
 			size = 0;
-		if ((c = mtc_wire_admit(&ad, path, is_dir, size, &fd, &w, &x, why, whylen)) < 0)
+		if ((c = mtc_wire_admit(&ad, path, is_dir, size, &fd, &w, &x, err, errlen)) < 0)
 			goto out;
 		if (c > 0)
 			continue;
-		if (sock_file(&in, fd, path, size, w->digest, why, whylen) < 0) {
+		if (sock_file(&in, fd, path, size, w->digest, err, errlen) < 0) {
 			close(fd);
 			goto out;
 		}
 		close(fd);
-		if (mtc_wire_digest_matches(x, w, why, whylen) < 0) {
+		if (mtc_wire_digest_matches(x, w, err, errlen) < 0) {
 			rc = -2;
 			goto out;
 		}
-		if (sock_skip(&in, (size_t)((512 - size % 512) % 512), why, whylen) < 0)
+		if (sock_skip(&in, (size_t)((512 - size % 512) % 512), err, errlen) < 0)
 			goto out;
 	}
 out:
