@@ -1,6 +1,6 @@
 /*
- * The content digest (see digest.h). A directory is walked once (walk.h) into a tree;
- * its files are hashed by a pool (large files one after another with every
+ * The content digest (see digest.h). A directory is walked once (walk.h) into a
+ * tree; its files are hashed by a pool (large files one after another with every
  * thread, small files one per thread), then directory digests are folded up.
  */
 #include <errno.h>
@@ -94,7 +94,7 @@ static struct node *new_node(const char *full, size_t rootlen)
 static int add_entry(const struct mtc_walk_entry *e, void *arg)
 {
 	struct tree *t = arg;
-	struct node *parent = t->open[e->depth - 1], *k;
+	struct node *parent, *k;
 
 	if (e->error) {
 		errno = e->error;
@@ -104,6 +104,7 @@ static int add_entry(const struct mtc_walk_entry *e, void *arg)
 		errno = EINVAL;
 		return -1;
 	}
+	parent = t->open[e->depth - 1];
 	k = new_node(e->path, t->rootlen);
 	if (S_ISDIR(e->st.st_mode)) {
 		k->is_dir = 1;
@@ -428,7 +429,8 @@ static void fold_dir(struct node *n)
 
 static void manifest_collect(struct mtc_manifest *m, const struct node *n)
 {
-	mtc_manifest_append(m, n->rel, strlen(n->rel), n->is_dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, n->size, n->digest);
+	mtc_manifest_append(m, n->rel, strlen(n->rel), n->is_dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE,
+			    n->size, n->digest);
 	for (size_t i = 0; i < n->nkids; i++)
 		manifest_collect(m, n->kids[i]);
 }

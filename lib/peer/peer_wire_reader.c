@@ -264,80 +264,35 @@ static long long stream_total(const struct mtc_wire_reader *r)
 	return total;
 }
 
+/* The stream copied out segment by segment: the same state as peek and advance. */
 ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *err,
 			     size_t errlen)
 {
 	size_t done = 0;
 
-	while (done < len && r->phase != 4) {
-		if (r->phase == 0 && r->cur == r->n) {
-			memset(r->hdr, 0, 1024);
-			r->hdr_len = 1024;
-			r->hdr_off = 0;
-			r->phase = 3;
-		} else if (r->phase == 0 && r->hdr_len == 0) {
-			make_header(r);
-		}
-		if (r->phase == 0 || r->phase == 3) {
-			size_t k = r->hdr_len - r->hdr_off;
-			if (k > len - done)
-				k = len - done;
-			memcpy(buf + done, r->hdr + r->hdr_off, k);
-			done += k;
-			r->hdr_off += k;
-			if (r->hdr_off < r->hdr_len)
+	while (done < len) {
+		const char *mem;
+		int fd;
+		off_t off;
+		ssize_t n = mtc_wire_reader_peek(r, &mem, &fd, &off, err, errlen);
+		size_t k;
+
+		if (n <= 0)
+			return n < 0 ? -1 : (ssize_t)done;
+		k = (size_t)n < len - done ? (size_t)n : len - done;
+		if (fd < 0) {
+			memcpy(buf + done, mem, k);
+		} else {
+			ssize_t got = pread(fd, buf + done, k, off);
+			if (got < 0 && errno == EINTR)
 				continue;
-			r->hdr_len = 0;
-			if (r->phase == 3) {
-				r->phase = 4;
-				continue;
-			}
-			if (r->files[r->cur].is_dir) {
-				r->cur++;
-				continue;
-			}
-			r->fd = open_file(r, &r->files[r->cur]);
-			if (r->fd < 0)
+			if (got <= 0)
 				return mtc_fail(err, errlen, "'%s': %s", r->files[r->cur].abs,
-						leave_reason(errno));
-			r->left = r->files[r->cur].size;
-			r->pad = (512 - r->left % 512) % 512;
-			r->phase = 1;
+						got < 0 ? strerror(errno) : "shrank while being sent");
+			k = (size_t)got;
 		}
-		if (r->phase == 1) {
-			size_t want = len - done;
-			ssize_t n;
-			if (r->fd < 0 && (r->fd = open_file(r, &r->files[r->cur])) < 0)
-				return mtc_fail(err, errlen, "'%s': %s", r->files[r->cur].abs,
-						leave_reason(errno));
-			if ((long long)want > r->left)
-				want = (size_t)r->left;
-			if (want) {
-				n = read(r->fd, buf + done, want);
-				if (n < 0 && errno == EINTR)
-					continue;
-				if (n <= 0)
-					return mtc_fail(err, errlen, "'%s': %s", r->files[r->cur].abs,
-						    n < 0 ? strerror(errno) : "shrank while being sent");
-				done += (size_t)n;
-				r->left -= n;
-			}
-			if (r->left == 0) {
-				close(r->fd);
-				r->fd = -1;
-				r->phase = 2;
-			}
-		}
-		if (r->phase == 2) {
-			size_t k = (size_t)r->pad < len - done ? (size_t)r->pad : len - done;
-			memset(buf + done, 0, k);
-			done += k;
-			r->pad -= (long long)k;
-			if (r->pad == 0) {
-				r->phase = r->raw ? 4 : 0;
-				r->cur++;
-			}
-		}
+		done += k;
+		mtc_wire_reader_advance(r, k);
 	}
 	return (ssize_t)done;
 }
