@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "blake3/blake3.h"
+#include "cpu_count.h"
 #include "digest.h"
 #include "naming.h"
 #include "walk.h"
