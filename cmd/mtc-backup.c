@@ -25,6 +25,7 @@
 
 #include "backup_check.h"
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "data_name.h"
 #include "digest.h"
@@ -34,10 +35,10 @@
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"
-#include "peer/peer_manifest.h"
 #include "progress.h"
 #include "store/store.h"
 #include "store/store_tree.h"
+#include "strset.h"
 #include "xalloc.h"
 
 static char *dir, *config_file, *step_text, *location, *name_opt, *token_file;
@@ -322,6 +323,7 @@ static int run(const struct mtc_config *cfg, long long step)
 					 .slices = slices };
 	struct mtc_store *s = NULL;
 	struct mtc_tree t = { 0 };
+	struct mtc_strset seen = { 0 };
 	char name[17], err[512], *prefix = NULL;
 	struct mtc_progress *bar;
 	double start = mtc_now();
@@ -353,10 +355,8 @@ static int run(const struct mtc_config *cfg, long long step)
 		char digest[MTC_DIGEST_LEN];
 		struct mtc_manifest m;
 		struct mtc_tree one = { 0 };
-		int dup = 0;
+		int dup = mtc_strset_add(&seen, metas[w].hash);
 
-		for (int v = 0; v < w; v++)
-			dup |= !strcmp(metas[v].hash, metas[w].hash);
 		metas[w].wait = !owns_data(cfg, step, w, metas[w].hash);
 		if (dup || metas[w].wait) {
 			free(data);
@@ -378,7 +378,7 @@ static int run(const struct mtc_config *cfg, long long step)
 				rc = MTC_EXIT_INTEGRITY;
 				goto fail_one;
 			}
-			char *text = mtc_peer_manifest_text(&m);
+			char *text = mtc_manifest_text(&m);
 			int mine = claim(s, prefix, metas[w].hash, text);
 			free(text);
 			if (mine < 0)
@@ -456,6 +456,7 @@ fail_one:
 	}
 	rc = MTC_EXIT_OK;
 out:
+	mtc_strset_free(&seen);
 	mtc_tree_free(&t);
 	for (int w = 0; w < nw; w++)
 		free(metas[w].file);
@@ -493,7 +494,7 @@ int main(int argc, const char **argv)
 	mtc_log_init(argv[0]);
 	ctx = mtc_cli_context("mtc-backup", argc, argv, opts,
 			      "--dir DIR --config FILE --step S --to LOCATION [OPTIONS]");
-	if ((rc = mtc_cli_parse(ctx)) >= 0)
+	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
 	if (poptPeekArg(ctx)) {

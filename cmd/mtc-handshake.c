@@ -423,7 +423,7 @@ int main(int argc, const char **argv)
 		argv[1] = argv[0]; /* popt prints "Usage: ARGV0 USAGE", and each usage starts with its verb */
 	ctx = mtc_cli_context(verbs[verb].help, verb == NVERBS ? argc : argc - 1,
 			      verb == NVERBS ? argv : argv + 1, opts, verbs[verb].usage);
-	if ((rc = mtc_cli_parse(ctx)) >= 0)
+	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
 	if (verb == NVERBS) {
 		rc = argc > 1 && argv[1][0] != '-'

@@ -394,7 +394,7 @@ static int peer_list(int local, int nodes, struct peer **out, int *n)
 		}
 	}
 	*out = p;
-	return -1;
+	return MTC_EXIT_OK;
 }
 
 static void note_shape(const struct mtc_inventory *inv, const char *job, int *max_node,
@@ -492,7 +492,7 @@ static int gather(void)
 	}
 	if (rank_opt >= 0)
 		local = rank_opt;
-	if ((rc = peer_list(local, nodes, &peers, &n_peers)) >= 0)
+	if ((rc = peer_list(local, nodes, &peers, &n_peers)) != MTC_EXIT_OK)
 		goto out;
 	rc = MTC_EXIT_FAILURE;
 	invs = xcalloc((size_t)n_peers + 1, sizeof *invs);
@@ -643,7 +643,7 @@ int main(int argc, const char **argv)
 
 	mtc_log_init(argv[0]);
 	ctx = mtc_cli_context("mtc-lkg", argc, argv, opts, "--backups LOCATION (--job NAME | --config CFG) [--verify] | --inventory FILE|- | --dir DIR [--peer URL]... [--backups LOCATION] [--json]");
-	if ((rc = mtc_cli_parse(ctx)) >= 0)
+	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
 	if (poptPeekArg(ctx)) {

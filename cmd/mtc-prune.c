@@ -704,7 +704,7 @@ static int parse_policy(struct mtc_retention_policy *p)
 	}
 	if (mtc_retention_keeps_nothing(p))
 		return mtc_usage_error("refusing a policy where every count is 0: it would delete every backup");
-	return -1;
+	return MTC_EXIT_OK;
 }
 
 static int rules_init(struct rules *r, const char *pat, char **inc, char **exc, char **inc_list,
@@ -719,7 +719,7 @@ static int rules_init(struct rules *r, const char *pat, char **inc, char **exc, 
 	add_globs(&r->in, &r->n_in, inc_list, 1);
 	add_globs(&r->out, &r->n_out, exc, 0);
 	add_globs(&r->out, &r->n_out, exc_list, 1);
-	return -1;
+	return MTC_EXIT_OK;
 }
 
 static void rules_free(struct rules *r)
@@ -733,7 +733,10 @@ static void rules_free(struct rules *r)
 	free(r->out);
 }
 
-/* backup-warden takes only these beside its config file: the policy is the file's. */
+/*
+ * backup-warden takes only these beside its config file: the policy is the
+ * file's. MTC_EXIT_OK, or the usage error's code.
+ */
 static int refuse_beside_ini(void)
 {
 	static const char *freq_flags[MTC_FREQ_COUNT] = { "--minutely", "--hourly", "--daily",
@@ -750,7 +753,7 @@ static int refuse_beside_ini(void)
 		return mtc_usage_error("%s cannot be given with the backup-warden config '%s': "
 				       "the file's sections say where and how to prune",
 				       given, config_file);
-	return -1;
+	return MTC_EXIT_OK;
 }
 
 static int load_ini(struct rules **all)
@@ -770,13 +773,13 @@ static int load_ini(struct rules **all)
 		int rc;
 		(*all)[i].section = sec;
 		(*all)[i].policy = sec->policy;
-		if ((rc = rules_init(&(*all)[i], sec->timestamp_pattern, NULL, NULL, inc, exc)) >= 0)
+		if ((rc = rules_init(&(*all)[i], sec->timestamp_pattern, NULL, NULL, inc, exc)) != MTC_EXIT_OK)
 			return rc;
 		if (!ini.main_path && strpbrk(sec->path, "*?["))
 			return mtc_usage_error("'%s': [%s] is a glob: globs need a [main] path to search below",
 					       config_file, sec->path);
 	}
-	return -1;
+	return MTC_EXIT_OK;
 }
 
 static void free_argv(char **v)
@@ -803,7 +806,7 @@ static void free_options(void)
 	free_argv(exclude_list);
 }
 
-/* The mixtures refused before anything is read; -1 to go on. */
+/* The mixtures refused before anything is read: MTC_EXIT_OK, or the usage error's code. */
 static int check_modes(int ini_mode)
 {
 	if (ini_mode)
@@ -819,7 +822,7 @@ static int check_modes(int ini_mode)
 				       "root as LOCATION with %s", job ? "--job" : "--config");
 	if (list_file && (do_delete || config_file || job))
 		return mtc_usage_error("--list decides only: no --delete, --config or --job");
-	return -1;
+	return MTC_EXIT_OK;
 }
 
 int main(int argc, const char **argv)
@@ -877,7 +880,7 @@ int main(int argc, const char **argv)
 	mtc_log_init(argv[0]);
 	ctx = mtc_cli_context("mtc-prune", argc, argv, opts,
 			      "[OPTIONS] LOCATION --job NAME | -p PATH | --list FILE | -c FILE.ini");
-	if ((rc = mtc_cli_parse(ctx)) >= 0)
+	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
 	if (show_version) {
 		printf("%s (mtc) %s\n", mtc_prog(), MTC_VERSION);
@@ -917,7 +920,7 @@ int main(int argc, const char **argv)
 		}
 		ini_mode = !is_json;
 	}
-	if ((rc = check_modes(ini_mode)) >= 0)
+	if ((rc = check_modes(ini_mode)) != MTC_EXIT_OK)
 		goto out;
 	if (parse_duration(grace_text ? grace_text : "6h", &grace) < 0) {
 		rc = mtc_usage_error("--grace: '%s' is not a duration (like 30m, 6h, 2d)", grace_text);
@@ -925,13 +928,13 @@ int main(int argc, const char **argv)
 	}
 	store_opt = (struct mtc_store_options){ .token_file = token_file, .parallel = parallel };
 	if (ini_mode) {
-		if ((rc = load_ini(&all)) >= 0)
+		if ((rc = load_ini(&all)) != MTC_EXIT_OK)
 			goto out;
 		rc = prune_ini(all, &t);
 	} else {
-		if ((rc = parse_policy(&cli.policy)) >= 0)
+		if ((rc = parse_policy(&cli.policy)) != MTC_EXIT_OK)
 			goto out;
-		if ((rc = rules_init(&cli, pattern, include, exclude, include_list, exclude_list)) >= 0)
+		if ((rc = rules_init(&cli, pattern, include, exclude, include_list, exclude_list)) != MTC_EXIT_OK)
 			goto out;
 		rc = list_file ? prune_list(&cli, &t) : prune_location(&cli, &t);
 	}

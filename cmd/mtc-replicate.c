@@ -17,6 +17,7 @@
 
 #include "blake3/blake3.h"
 #include "cli.h"
+#include "clock.h"
 #include "commit.h"
 #include "config.h"
 #include "digest.h"
@@ -53,12 +54,6 @@ static const struct {
 	[FETCH] = { "fetch", mtc_replicate_fetch, "fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--json]" },
 	[RUN] = { "run", do_run, "run --dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL] [--peer-url-template T | --peers-file FILE] [--json]" },
 };
-
-static int parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
-		 poptContext *ctx)
-{
-	return mtc_replicate_parse(argc, argv, opts, usage, ctx);
-}
 
 /* b3sum escapes a name holding a newline or backslash and marks the line with a leading '\'. */
 static void print_b3sum_line(const char *digest, const char *path)
@@ -145,8 +140,8 @@ static int do_digest(int argc, const char **argv)
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
-	int rc = parse(argc, argv, opts, verbs[DIGEST].usage, &ctx);
-	if (rc >= 0)
+	int rc;
+	if (mtc_replicate_parse(argc, argv, opts, verbs[DIGEST].usage, &ctx, &rc) < 0)
 		goto out;
 	if (threads < 0) {
 		rc = mtc_usage_error("--threads must be 0 or more");
@@ -206,7 +201,7 @@ static int load_config(const char *path, struct mtc_config *cfg)
 		mtc_error("invalid config '%s': %s", path, err);
 		return MTC_EXIT_FAILURE;
 	}
-	return -1;
+	return MTC_EXIT_OK;
 }
 
 static void print_commit(const struct mtc_commit_result *r, void *arg)
@@ -294,8 +289,8 @@ static int do_commit(int argc, const char **argv)
 	poptContext ctx;
 	struct mtc_config cfg;
 	struct mtc_commit_pendings pending = { 0 };
-	int rc = parse(argc, argv, opts, verbs[COMMIT].usage, &ctx);
-	if (rc >= 0)
+	int rc;
+	if (mtc_replicate_parse(argc, argv, opts, verbs[COMMIT].usage, &ctx, &rc) < 0)
 		goto out;
 	if (!dir) {
 		rc = mtc_usage_error("--dir is required");
@@ -309,7 +304,7 @@ static int do_commit(int argc, const char **argv)
 		rc = mtc_usage_error("--watch and --wait exclude each other");
 		goto out;
 	}
-	if ((rc = load_config(config, &cfg)) >= 0)
+	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
 	struct mtc_commit_opts o = { dir, &cfg, threads, quiet, print_commit, NULL };
 	if (watch) {
@@ -403,8 +398,8 @@ static int do_gc(int argc, const char **argv)
 	struct mtc_config cfg;
 	long long *steps = NULL;
 	size_t nsteps = 0;
-	int rc = parse(argc, argv, opts, verbs[GC].usage, &ctx);
-	if (rc >= 0)
+	int rc;
+	if (mtc_replicate_parse(argc, argv, opts, verbs[GC].usage, &ctx, &rc) < 0)
 		goto out;
 	if (!dir || !keep) {
 		rc = mtc_usage_error("--dir and --keep are required");
@@ -418,7 +413,7 @@ static int do_gc(int argc, const char **argv)
 		rc = mtc_usage_error("--grace takes seconds, 0 or more");
 		goto out;
 	}
-	if ((rc = load_config(config, &cfg)) >= 0)
+	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
 	json_t *would = json ? json_array() : NULL;
 	struct mtc_gc_opts g = { dir, &cfg, steps, nsteps, own_only, dry_run, grace };
@@ -564,9 +559,9 @@ static int do_run(int argc, const char **argv)
 	struct mtc_config cfg;
 	char **urls = NULL, *context;
 	int n_urls = 0;
-	int rc = parse(argc, argv, opts, verbs[RUN].usage, &ctx);
+	int rc;
 
-	if (rc >= 0)
+	if (mtc_replicate_parse(argc, argv, opts, verbs[RUN].usage, &ctx, &rc) < 0)
 		goto out;
 	if (!dir || !config || !strcmp(config, "-")) {
 		rc = mtc_usage_error("--dir and --config FILE are required (mtc-backup reads the file)");
@@ -576,7 +571,7 @@ static int do_run(int argc, const char **argv)
 		rc = mtc_usage_error("--peer-url-template and --peers-file exclude each other");
 		goto out;
 	}
-	if ((rc = load_config(config, &cfg)) >= 0)
+	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
 	context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
 	mtc_log_status_dir(dir, context);

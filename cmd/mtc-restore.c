@@ -17,7 +17,6 @@
  *       plan from the coordinator, replicator.prerestore, fetch and verify,
  *       the restore-done barrier, local GC, and the .restore markers last
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -34,6 +33,7 @@
 #include "backup_location.h"
 #include "backups.h"
 #include "cli.h"
+#include "clock.h"
 #include "cluster_restore.h"
 #include "config.h"
 #include "coord/coord_client.h"
@@ -610,7 +610,7 @@ int main(int argc, const char **argv)
 			      "  or: mtc-restore --from LOCATION --job JOB [--name NAME] [--rank R] (--out DIR | --archive FILE|- | --verify)\n"
 			      "  or: mtc-restore --pin LOCATION --job JOB NAME [--force]\n"
 			      "  or: mtc-restore --unpin LOCATION --job JOB");
-	if ((rc = mtc_cli_parse(ctx)) >= 0)
+	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
 	if (!!from + !!pin_root + !!unpin_root + !!dir > 1) {

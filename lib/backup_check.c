@@ -12,24 +12,15 @@
 #include "fsutil.h"
 #include "manifest_text.h"
 #include "naming.h"
-#include "peer/peer_manifest.h"
 #include "store/store_tree.h"
+#include "strset.h"
 #include "xalloc.h"
 
 #define READ_PIECE (8 << 20)
 
-/* 1 when an earlier meta of info names the same data. */
-static int seen_before(const struct mtc_backup_info *info, size_t i)
-{
-	for (size_t k = 0; k < i; k++)
-		if (!strcmp(info->metas[k].hash, info->metas[i].hash))
-			return 1;
-	return 0;
-}
-
 /* name/hash.manifest into m: 1 read, 0 there is none, -1 storage error; a bad one is EBADMSG. */
 static int load_manifest(struct mtc_store *s, const char *name, const char *hash,
-			 struct mtc_manifest *m, char *why, size_t whylen)
+			 struct mtc_manifest *m, char *err, size_t errlen)
 {
 	char *key = xasprintf("%s/%s.manifest", name, hash), *text;
 	size_t len;
@@ -38,9 +29,9 @@ static int load_manifest(struct mtc_store *s, const char *name, const char *hash
 	if (mtc_store_get_buf(s, key, MTC_MANIFEST_BODY_MAX, &text, &len) < 0) {
 		rc = errno == ENOENT ? 0 : -1;
 		if (rc)
-			snprintf(why, whylen, "cannot read '%s': %s", key, mtc_store_error(s));
+			snprintf(err, errlen, "cannot read '%s': %s", key, mtc_store_error(s));
 	} else {
-		if (mtc_manifest_parse(text, len, m, why, whylen) < 0) {
+		if (mtc_manifest_parse(text, len, m, err, errlen) < 0) {
 			errno = EBADMSG;
 			rc = -1;
 		}
@@ -81,6 +72,7 @@ size_t mtc_backup_data_missing(const struct mtc_store_list *l, const char *data,
 int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, long long *bytes)
 {
 	struct mtc_store_list l = { 0 };
+	struct mtc_strset seen = { 0 };
 	char *prefix = xasprintf("%s/", info->name);
 	int rc = 0;
 
@@ -93,19 +85,19 @@ int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, lo
 		const struct mtc_backup_meta *mt = &info->metas[i];
 		const struct mtc_manifest_entry *e;
 		struct mtc_manifest m;
-		char why[160], *data;
+		char err[160], *data;
 		long long found;
 		int have;
 
-		if (seen_before(info, i))
+		if (mtc_strset_add(&seen, mt->hash))
 			continue;
 		mtc_manifest_init(&m);
-		have = load_manifest(s, info->name, mt->hash, &m, why, sizeof why);
+		have = load_manifest(s, info->name, mt->hash, &m, err, sizeof err);
 		data = xasprintf("%s/%s.data", info->name, mt->hash);
 		if (have < 0 && errno == EBADMSG) {
 			info->state = MTC_BACKUP_DAMAGED;
 			snprintf(info->reason, sizeof info->reason, "node %d worker %d: %.12s.manifest: %s",
-				 mt->rank, mt->worker, mt->hash, why);
+				 mt->rank, mt->worker, mt->hash, err);
 		} else if (have < 0) {
 			rc = -1;
 		} else if (have && mtc_backup_data_missing(&l, data, &m, NULL, &e, &found)) {
@@ -120,6 +112,7 @@ int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, lo
 		free(data);
 		mtc_manifest_free(&m);
 	}
+	mtc_strset_free(&seen);
 	mtc_store_list_free(&l);
 	free(prefix);
 	return rc;
@@ -139,7 +132,7 @@ struct verify {
 	size_t n, next;
 	long long done, total;
 	int failed;	   /* 1 damaged, -1 storage error */
-	char why[512];
+	char err[512];
 	mtc_store_progress_fn progress;
 	void *arg;
 	pthread_mutex_t lock;
@@ -150,7 +143,7 @@ static void verify_fail(struct verify *v, int rc, const char *fmt, const char *a
 	pthread_mutex_lock(&v->lock);
 	if (!v->failed) {
 		v->failed = rc;
-		snprintf(v->why, sizeof v->why, fmt, a, b);
+		snprintf(v->err, sizeof v->err, fmt, a, b);
 	}
 	pthread_mutex_unlock(&v->lock);
 }
@@ -224,7 +217,7 @@ static void add_check(struct verify *v, const char *key, long long size, const c
 
 /* Data that only its own tree can check: fetched into a private directory and verified there. */
 static int verify_staged(struct mtc_store *s, const char *name, const char *hash,
-			 const struct mtc_manifest *m, int threads, char *why, size_t whylen)
+			 const struct mtc_manifest *m, int threads, char *err, size_t errlen)
 {
 	const char *tmp = getenv("TMPDIR");
 	char *dir = xasprintf("%s/mtc-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -233,7 +226,7 @@ static int verify_staged(struct mtc_store *s, const char *name, const char *hash
 	int rc = -1;
 
 	if (!mkdtemp(dir)) {
-		snprintf(why, whylen, "cannot create a directory under %s: %s",
+		snprintf(err, errlen, "cannot create a directory under %s: %s",
 			 tmp && *tmp ? tmp : "/tmp", strerror(errno));
 		free(dir);
 		return -1;
@@ -247,9 +240,9 @@ static int verify_staged(struct mtc_store *s, const char *name, const char *hash
 		rc = mtc_store_get_file(s, key, path);
 	}
 	if (rc < 0)
-		snprintf(why, whylen, "cannot read '%s': %s", key, mtc_store_error(s));
-	else if ((rc = mtc_object_verify(path, hash, m, threads, why, whylen)) < 0)
-		snprintf(why, whylen, "cannot read '%s': %s", path, strerror(errno));
+		snprintf(err, errlen, "cannot read '%s': %s", key, mtc_store_error(s));
+	else if ((rc = mtc_object_verify(path, hash, m, threads, err, errlen)) < 0)
+		snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
 	else if (rc)
 		rc = 1;
 	mtc_tree_free(&t);
@@ -262,9 +255,10 @@ static int verify_staged(struct mtc_store *s, const char *name, const char *hash
 
 int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 		      const struct mtc_backup_info *info, int threads, mtc_store_progress_fn progress,
-		      void *arg, struct mtc_verify_stats *stats, char *why, size_t whylen)
+		      void *arg, struct mtc_verify_stats *stats, char *err, size_t errlen)
 {
 	struct verify v = { .url = mtc_store_url(s), .opt = opt, .progress = progress, .arg = arg };
+	struct mtc_strset seen = { 0 };
 	int rc = 0, readers = opt && opt->parallel > 0 ? opt->parallel : 8;
 
 	memset(stats, 0, sizeof *stats);
@@ -275,19 +269,19 @@ int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 		char *data;
 		int have;
 
-		if (!mt->hash[0] || seen_before(info, i))
+		if (!mt->hash[0] || mtc_strset_add(&seen, mt->hash))
 			continue;
 		stats->objects++;
 		mtc_manifest_init(&m);
-		have = load_manifest(s, info->name, mt->hash, &m, why, whylen);
+		have = load_manifest(s, info->name, mt->hash, &m, err, errlen);
 		data = xasprintf("%s/%s.data", info->name, mt->hash);
 		if (have < 0)
 			rc = errno == EBADMSG ? 1 : -1;
 		else if (!have || (mtc_is_dir_hash(mt->hash) && strcmp(m.entries[0].digest, mt->hash)))
-			rc = verify_staged(s, info->name, mt->hash, have ? &m : NULL, threads, why,
-					   whylen);
+			rc = verify_staged(s, info->name, mt->hash, have ? &m : NULL, threads, err,
+					   errlen);
 		else if (!mtc_is_dir_hash(mt->hash) && (m.n != 1 || strcmp(m.entries[0].digest, mt->hash)))
-			rc = 1, snprintf(why, whylen, "'%s.manifest' does not describe this file", data);
+			rc = 1, snprintf(err, errlen, "'%s.manifest' does not describe this file", data);
 		for (size_t k = 0; !rc && have && k < m.n; k++) {
 			const struct mtc_manifest_entry *e = &m.entries[k];
 			if (e->type != MTC_ENTRY_FILE)
@@ -297,12 +291,13 @@ int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 			stats->files++;
 			free(key);
 		}
-		if (rc == 1 && !strstr(why, mt->hash))
-			snprintf(why + strlen(why), whylen - strlen(why), " (node %d worker %d)",
+		if (rc == 1 && !strstr(err, mt->hash))
+			snprintf(err + strlen(err), errlen - strlen(err), " (node %d worker %d)",
 				 mt->rank, mt->worker);
 		free(data);
 		mtc_manifest_free(&m);
 	}
+	mtc_strset_free(&seen);
 	if (!rc && v.n) {
 		size_t nthreads = (size_t)readers < v.n ? (size_t)readers : v.n, started = 0;
 		pthread_t *t = xcalloc(nthreads, sizeof *t);
@@ -315,7 +310,7 @@ int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 		free(t);
 		rc = v.failed;
 		if (rc)
-			snprintf(why, whylen, "%s", v.why);
+			snprintf(err, errlen, "%s", v.err);
 	}
 	stats->bytes = v.done;
 	for (size_t i = 0; i < v.n; i++)

@@ -23,8 +23,8 @@
  * with parallel readers and written nowhere, against the manifest and the
  * name. A logical name (Orbax) or data without a manifest needs the tree
  * itself: that data is fetched into a private directory under $TMPDIR,
- * checked, and removed. 0 intact, 1 damaged (why names the first file that
- * differs), -1 storage error (why).
+ * checked, and removed. 0 intact, 1 damaged (err names the first file that
+ * differs), -1 storage error (err).
  */
 int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, long long *bytes);
 
@@ -53,6 +53,6 @@ struct mtc_verify_stats {
 
 int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 		      const struct mtc_backup_info *info, int threads, mtc_store_progress_fn progress,
-		      void *arg, struct mtc_verify_stats *stats, char *why, size_t whylen);
+		      void *arg, struct mtc_verify_stats *stats, char *err, size_t errlen);
 
 #endif

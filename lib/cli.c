@@ -49,7 +49,14 @@ int mtc_usage_error(const char *fmt, ...)
 	return MTC_EXIT_USAGE;
 }
 
-int mtc_cli_parse(poptContext ctx)
+/* The program ends here with exit code c. */
+static int stop(int *code, int c)
+{
+	*code = c;
+	return -1;
+}
+
+int mtc_cli_parse(poptContext ctx, int *code)
 {
 	int rc, level = MTC_LOG_WARN;
 	char *arg;
@@ -66,27 +73,27 @@ int mtc_cli_parse(poptContext ctx)
 			arg = poptGetOptArg(ctx);
 			if (mtc_log_set_format(arg) < 0) {
 				free(arg);
-				return mtc_usage_error("unknown log format '%s'", arg ? arg : "");
+				return stop(code, mtc_usage_error("unknown log format '%s'", arg ? arg : ""));
 			}
 			free(arg);
 			break;
 		case OPT_VERSION:
 			printf("%s (mtc) %s\n", mtc_prog(), MTC_VERSION);
-			return MTC_EXIT_OK;
+			return stop(code, MTC_EXIT_OK);
 		case OPT_HELP:
 			poptPrintHelp(ctx, stdout, 0);
-			return MTC_EXIT_OK;
+			return stop(code, MTC_EXIT_OK);
 		case OPT_TOKEN_FILE:
-			return mtc_usage_error("'--token-file' is ambiguous: use --peer-token-file for "
+			return stop(code, mtc_usage_error("'--token-file' is ambiguous: use --peer-token-file for "
 					       "the peers' bearer token or --gcs-token-file for a "
-					       "gs:// bearer token");
+					       "gs:// bearer token"));
 		}
 	}
 	if (rc < -1)
-		return mtc_usage_error("%s: '%s'", poptStrerror(rc),
-				       poptBadOption(ctx, POPT_BADOPTION_NOALIAS));
+		return stop(code, mtc_usage_error("%s: '%s'", poptStrerror(rc),
+				       poptBadOption(ctx, POPT_BADOPTION_NOALIAS)));
 	mtc_log_set_level(level > MTC_LOG_DEBUG ? MTC_LOG_DEBUG : level);
-	return -1;
+	return 0;
 }
 
 int mtc_parse_uint(const char *s, long long *out)

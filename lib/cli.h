@@ -14,10 +14,11 @@ poptContext mtc_cli_context(const char *name, int argc, const char **argv,
 			    const struct poptOption *opts, const char *usage);
 
 /*
- * Runs popt over the whole command line. Returns -1 to go on, or the exit
- * code to leave with: 0 after --version, MTC_EXIT_USAGE after a bad option.
+ * Runs popt over the whole command line. 0 to go on; -1 when the program
+ * ends here, with its exit code in *code: 0 after --version,
+ * MTC_EXIT_USAGE after a bad option.
  */
-int mtc_cli_parse(poptContext ctx);
+int mtc_cli_parse(poptContext ctx, int *code);
 
 /* A usage error: one line to stderr, returns MTC_EXIT_USAGE. */
 int mtc_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

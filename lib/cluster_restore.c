@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backups.h"
+#include "clock.h"
 #include "coord/coord_client.h"
 #include "digest.h"
 #include "exitcode.h"

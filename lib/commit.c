@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,13 +25,15 @@
 #include <unistd.h>
 
 #include "commit.h"
+#include "clock.h"
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
 #include "object.h"
 #include "ocdbt/orbax_digest.h"
-#include "peer/peer_manifest.h"
+#include "manifest_text.h"
 #include "peer/peer_wire.h"
+#include "walk.h"
 #include "xalloc.h"
 
 #define COMMIT_SUCCESS "commit_success.txt"
@@ -199,7 +200,7 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			goto out;
 		}
 	} else {
-		char *text = mtc_is_dir_hash(r.hash) ? mtc_peer_manifest_text(&m) : NULL;
+		char *text = mtc_is_dir_hash(r.hash) ? mtc_manifest_text(&m) : NULL;
 		int published = mtc_object_publish(
 			save, o->dir, r.hash,
 			&(struct mtc_object_manifest){ .text = text, .len = text ? strlen(text) : 0 });
@@ -272,25 +273,36 @@ out:
 	return rc;
 }
 
-static time_t newest;
-
-static int note_mtime(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* A walk's visit (walk.h): the newest change seen so far, in *arg. */
+static int note_mtime(const struct mtc_walk_entry *e, void *arg)
 {
-	if (st->st_mtime > newest)
-		newest = st->st_mtime;
-	if (st->st_ctime > newest)
-		newest = st->st_ctime;
+	time_t *newest = arg;
+	if (e->error)
+		return 0;
+	if (e->st.st_mtime > *newest)
+		*newest = e->st.st_mtime;
+	if (e->st.st_ctime > *newest)
+		*newest = e->st.st_ctime;
 	return 0;
 }
 
 /* Nothing below path changed during the last quiet_s seconds. */
 static int quiet_for(const char *path, double quiet_s)
 {
+	time_t newest = 0;
+	struct stat st;
+	struct mtc_walk w = { .root = path,
+			      .flags = MTC_WALK_PHYS,
+			      .max_depth = INT_MAX,
+			      .visit = note_mtime,
+			      .arg = &newest };
 	if (quiet_s <= 0)
 		return 1;
-	newest = 0;
-	if (nftw(path, note_mtime, 16, FTW_PHYS) < 0)
+	if (lstat(path, &st) < 0)
 		return 0;
+	note_mtime(&(struct mtc_walk_entry){ .st = st }, &newest);
+	if (S_ISDIR(st.st_mode))
+		mtc_walk(&w);
 	return difftime(time(NULL), newest) >= quiet_s;
 }
 

@@ -14,10 +14,10 @@
  * name to the OCDBT key/values; the manifest binds every file's bytes, so
  * callers check both.
  *
- * 0 it may; 1 it may not (why says what, including a store that cannot be
+ * 0 it may; 1 it may not (err says what, including a store that cannot be
  * read: the caller has just read the same tree whole).
  */
 int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads,
-			char *why, size_t whylen);
+			char *err, size_t errlen);
 
 #endif

@@ -1,9 +1,8 @@
 /*
- * The content digest (see digest.h). A directory is walked once into a tree;
- * its files are hashed by a pool (large files one after another with every
+ * The content digest (see digest.h). A directory is walked once (walk.h) into a
+ * tree; its files are hashed by a pool (large files one after another with every
  * thread, small files one per thread), then directory digests are folded up.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,8 +16,10 @@
 #include <unistd.h>
 
 #include "blake3/blake3.h"
+#include "cpu_count.h"
 #include "digest.h"
 #include "naming.h"
+#include "walk.h"
 #include "xalloc.h"
 
 #define MAX_DEPTH 64
@@ -56,19 +57,21 @@ static int hash_fd(int fd, long long size, uint8_t out[32])
 }
 
 struct node {
-	char *rel;  /* relative path; "" for the root */
-	char *full; /* path to open */
+	char *full;	 /* path to open */
+	const char *rel; /* below the root, in full; "" for the root */
 	int is_dir;
 	long long size;
 	char digest[MTC_DIGEST_LEN];
 	struct node **kids;
-	size_t nkids;
+	size_t nkids, cap;
 };
 
-struct walk {
+/* The walk's product: the tree, its files, and the open directories by depth. */
+struct tree {
+	struct node *open[MAX_DEPTH + 2];
+	size_t rootlen;
 	struct node **files;
 	size_t nfiles, cap;
-	size_t nnodes;
 };
 
 static void free_node(struct node *n)
@@ -76,79 +79,51 @@ static void free_node(struct node *n)
 	for (size_t i = 0; i < n->nkids; i++)
 		free_node(n->kids[i]);
 	free(n->kids);
-	free(n->rel);
 	free(n->full);
 	free(n);
 }
 
-static struct node *new_node(const char *rel, const char *full)
+static struct node *new_node(const char *full, size_t rootlen)
 {
 	struct node *n = xcalloc(1, sizeof *n);
-	n->rel = xstrdup(rel);
 	n->full = xstrdup(full);
+	n->rel = n->full[rootlen] ? n->full + rootlen + 1 : "";
 	return n;
 }
 
-/* Builds the tree below n (a directory), following symlinks as the reference does. */
-static int walk_dir(struct node *n, struct walk *w, int depth)
+/* A walk's visit (walk.h): every entry becomes a node of the tree. */
+static int add_entry(const struct mtc_walk_entry *e, void *arg)
 {
-	if (depth > MAX_DEPTH) {
-		errno = ELOOP;
+	struct tree *t = arg;
+	struct node *parent, *k;
+
+	if (e->error) {
+		errno = e->error;
 		return -1;
 	}
-	DIR *d = opendir(n->full);
-	if (!d)
+	if (!S_ISDIR(e->st.st_mode) && !S_ISREG(e->st.st_mode)) {
+		errno = EINVAL;
 		return -1;
-	size_t cap = 0;
-	struct dirent *e;
-	int rc = 0;
-	errno = 0;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		char *full = xasprintf("%s/%s", n->full, e->d_name);
-		char *rel = *n->rel ? xasprintf("%s/%s", n->rel, e->d_name) : xstrdup(e->d_name);
-		struct stat st;
-		struct node *k = NULL;
-		if (stat(full, &st) < 0) {
-			rc = -1;
-		} else if (S_ISDIR(st.st_mode)) {
-			k = new_node(rel, full);
-			k->is_dir = 1;
-		} else if (S_ISREG(st.st_mode)) {
-			k = new_node(rel, full);
-			k->size = st.st_size;
-			if (w->nfiles == w->cap) {
-				w->cap = w->cap ? 2 * w->cap : 64;
-				w->files = xrealloc(w->files, w->cap * sizeof *w->files);
-			}
-			w->files[w->nfiles++] = k;
-		} else {
-			errno = EINVAL;
-			rc = -1;
-		}
-		free(full);
-		free(rel);
-		if (rc < 0)
-			break;
-		if (n->nkids == cap) {
-			cap = cap ? 2 * cap : 8;
-			n->kids = xrealloc(n->kids, cap * sizeof *n->kids);
-		}
-		n->kids[n->nkids++] = k;
-		w->nnodes++;
-		if (k->is_dir && walk_dir(k, w, depth + 1) < 0) {
-			rc = -1;
-			break;
-		}
-		errno = 0;
 	}
-	if (rc == 0 && errno != 0)
-		rc = -1;
-	int saved = errno;
-	closedir(d);
-	errno = saved;
-	return rc;
+	parent = t->open[e->depth - 1];
+	k = new_node(e->path, t->rootlen);
+	if (S_ISDIR(e->st.st_mode)) {
+		k->is_dir = 1;
+		t->open[e->depth] = k;
+	} else {
+		k->size = e->st.st_size;
+		if (t->nfiles == t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 64;
+			t->files = xrealloc(t->files, t->cap * sizeof *t->files);
+		}
+		t->files[t->nfiles++] = k;
+	}
+	if (parent->nkids == parent->cap) {
+		parent->cap = parent->cap ? 2 * parent->cap : 8;
+		parent->kids = xrealloc(parent->kids, parent->cap * sizeof *parent->kids);
+	}
+	parent->kids[parent->nkids++] = k;
+	return 0;
 }
 
 /*
@@ -390,7 +365,7 @@ static int hash_files(struct node **files, size_t n, int threads)
 static int digest_file(const char *path, const struct stat *st, int threads,
 		       char out[MTC_DIGEST_LEN], long long *size)
 {
-	struct node *n = new_node("", path);
+	struct node *n = new_node(path, strlen(path));
 	n->size = st->st_size;
 	int rc = hash_files(&n, 1, threads);
 	int e = errno;
@@ -416,9 +391,27 @@ int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], lon
 	return digest_file(path, &st, threads > 0 ? threads : mtc_cpu_count(), out, size);
 }
 
-static int cmp_str(const void *a, const void *b)
+static int by_string(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void mtc_digest_dir(char **kids, size_t n, char out[MTC_DIGEST_LEN])
+{
+	struct mtc_blake3 h;
+	uint8_t raw[32];
+
+	if (n)
+		qsort(kids, n, sizeof *kids, by_string);
+	mtc_blake3_init(&h);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			mtc_blake3_update(&h, "\n", 1);
+		mtc_blake3_update(&h, kids[i], strlen(kids[i]));
+	}
+	mtc_blake3_final(&h, raw, 32);
+	out[0] = 'D';
+	mtc_hex(raw, 32, out + 1);
 }
 
 static void fold_dir(struct node *n)
@@ -431,60 +424,16 @@ static void fold_dir(struct node *n)
 		kids[i] = n->kids[i]->digest;
 		n->size += n->kids[i]->size;
 	}
-	if (n->nkids)
-		qsort(kids, n->nkids, sizeof *kids, cmp_str);
-	struct mtc_blake3 h;
-	mtc_blake3_init(&h);
-	for (size_t i = 0; i < n->nkids; i++) {
-		if (i)
-			mtc_blake3_update(&h, "\n", 1);
-		mtc_blake3_update(&h, kids[i], strlen(kids[i]));
-	}
-	uint8_t raw[32];
-	mtc_blake3_final(&h, raw, 32);
-	n->digest[0] = 'D';
-	mtc_hex(raw, 32, n->digest + 1);
+	mtc_digest_dir(kids, n->nkids, n->digest);
 	free(kids);
-}
-
-void mtc_manifest_init(struct mtc_manifest *m)
-{
-	memset(m, 0, sizeof *m);
-}
-
-void mtc_manifest_free(struct mtc_manifest *m)
-{
-	for (size_t i = 0; i < m->n; i++)
-		free(m->entries[i].path);
-	free(m->entries);
-	mtc_manifest_init(m);
-}
-
-static void manifest_add(struct mtc_manifest *m, const char *path, enum mtc_entry_type type,
-			 long long size, const char *digest)
-{
-	if (m->n == m->cap) {
-		m->cap = m->cap ? 2 * m->cap : 16;
-		m->entries = xrealloc(m->entries, m->cap * sizeof *m->entries);
-	}
-	struct mtc_manifest_entry *e = &m->entries[m->n++];
-	e->path = xstrdup(path);
-	e->type = type;
-	e->size = size;
-	snprintf(e->digest, sizeof e->digest, "%s", digest);
 }
 
 static void manifest_collect(struct mtc_manifest *m, const struct node *n)
 {
-	manifest_add(m, n->rel, n->is_dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, n->size, n->digest);
+	mtc_manifest_append(m, n->rel, strlen(n->rel), n->is_dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE,
+			    n->size, n->digest);
 	for (size_t i = 0; i < n->nkids; i++)
 		manifest_collect(m, n->kids[i]);
-}
-
-static int by_path(const void *a, const void *b)
-{
-	return strcmp(((const struct mtc_manifest_entry *)a)->path,
-		      ((const struct mtc_manifest_entry *)b)->path);
 }
 
 int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
@@ -500,151 +449,32 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		if (digest_file(path, &st, threads, out, &size) < 0)
 			return -1;
 		if (manifest)
-			manifest_add(manifest, "", MTC_ENTRY_FILE, size, out);
+			mtc_manifest_append(manifest, "", 0, MTC_ENTRY_FILE, size, out);
 		return 0;
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		errno = EINVAL;
 		return -1;
 	}
-	struct node *root = new_node("", path);
+	struct tree t = { .rootlen = strlen(path) };
+	struct node *root = t.open[0] = new_node(path, t.rootlen);
 	root->is_dir = 1;
-	struct walk w = { 0 };
-	int rc = walk_dir(root, &w, 0);
+	struct mtc_walk w = { .root = path, .max_depth = MAX_DEPTH, .visit = add_entry, .arg = &t };
+	int rc = mtc_walk(&w);
 	if (rc == 0)
-		rc = hash_files(w.files, w.nfiles, threads);
+		rc = hash_files(t.files, t.nfiles, threads);
 	if (rc == 0) {
 		fold_dir(root);
 		memcpy(out, root->digest, MTC_DIGEST_LEN);
 		if (manifest) {
 			manifest_collect(manifest, root);
-			if (manifest->n)
-				qsort(manifest->entries, manifest->n, sizeof *manifest->entries, by_path);
+			mtc_manifest_sort(manifest);
 		}
 	}
 	int saved = errno;
-	free(w.files);
+	free(t.files);
 	free_node(root);
 	errno = saved;
 	return rc;
-}
-
-long long mtc_manifest_bytes(const struct mtc_manifest *m)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (!*m->entries[i].path)
-			return m->entries[i].size;
-	return 0;
-}
-
-static const char *type_name(enum mtc_entry_type t)
-{
-	return t == MTC_ENTRY_DIR ? "dir" : "file";
-}
-
-/* The difference between entries x (wanted, or NULL) and y (found, or NULL) in why; 0 when none. */
-static int entry_difference(const struct mtc_manifest_entry *x, const struct mtc_manifest_entry *y,
-			    char *why, size_t whylen)
-{
-	const char *name = x ? (*x->path ? x->path : ".") : y->path;
-
-	if (!y)
-		snprintf(why, whylen, "'%s' is missing", name);
-	else if (!x)
-		snprintf(why, whylen, "'%s' is not in the manifest", name);
-	else if (x->type != y->type)
-		snprintf(why, whylen, "'%s' is a %s, expected a %s", name, type_name(y->type),
-			 type_name(x->type));
-	else if (x->size != y->size)
-		snprintf(why, whylen, "'%s' has %lld bytes, expected %lld", name, y->size, x->size);
-	else if (strcmp(x->digest, y->digest))
-		snprintf(why, whylen, "'%s' has digest %s, expected %s", name, y->digest, x->digest);
-	else
-		return 0;
-	return 1;
-}
-
-/*
- * One merge walk. A file that differs changes every directory above it, and
- * those sort first, so the first file difference is the one told, else the
- * first of any kind.
- */
-int mtc_manifest_compare(const struct mtc_manifest *a, const struct mtc_manifest *b, char *why,
-			 size_t whylen)
-{
-	size_t i = 0, j = 0;
-	int differs = 0;
-
-	while (i < a->n || j < b->n) {
-		int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->entries[i].path, b->entries[j].path);
-		const struct mtc_manifest_entry *x = c <= 0 ? &a->entries[i++] : NULL;
-		const struct mtc_manifest_entry *y = c >= 0 ? &b->entries[j++] : NULL;
-		int file = (x ? x : y)->type == MTC_ENTRY_FILE || (y && y->type == MTC_ENTRY_FILE);
-		char diff[512];
-
-		if (!entry_difference(x, y, diff, sizeof diff))
-			continue;
-		if (!differs || file)
-			snprintf(why, whylen, "%s", diff);
-		differs = 1;
-		if (file)
-			break;
-	}
-	return differs;
-}
-
-json_t *mtc_manifest_to_json(const struct mtc_manifest *m)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < m->n; i++) {
-		const struct mtc_manifest_entry *e = &m->entries[i];
-		json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:s}", "path", e->path, "type",
-						   type_name(e->type), "size", (json_int_t)e->size,
-						   "digest", e->digest));
-	}
-	return a;
-}
-
-static int valid_rel_path(const char *p)
-{
-	if (!*p)
-		return 1;
-	if (*p == '/' || strlen(p) >= PATH_MAX)
-		return 0;
-	const char *s = p;
-	for (;;) {
-		const char *slash = strchr(s, '/');
-		size_t len = slash ? (size_t)(slash - s) : strlen(s);
-		if (len == 0 || (len == 1 && s[0] == '.') || (len == 2 && !strncmp(s, "..", 2)))
-			return 0;
-		if (!slash)
-			return 1;
-		s = slash + 1;
-	}
-}
-
-int mtc_manifest_add_entry(struct mtc_manifest *m, const char *path, const char *type,
-			   long long size, const char *digest, size_t i, char *err, size_t errlen)
-{
-	int dir = !strcmp(type, "dir");
-	if ((!dir && strcmp(type, "file")) || size < 0 || !valid_rel_path(path) ||
-	    !(dir ? mtc_is_dir_hash(digest) : mtc_is_hash(digest) && digest[0] != 'D')) {
-		snprintf(err, errlen, "manifest entry %zu ('%s') is not valid", i, path);
-		return -1;
-	}
-	manifest_add(m, path, dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, size, digest);
-	return 0;
-}
-
-int mtc_manifest_seal(struct mtc_manifest *m, char *err, size_t errlen)
-{
-	if (m->n)
-		qsort(m->entries, m->n, sizeof *m->entries, by_path);
-	for (size_t i = 1; i < m->n; i++)
-		if (!strcmp(m->entries[i - 1].path, m->entries[i].path)) {
-			snprintf(err, errlen, "manifest lists '%s' twice", m->entries[i].path);
-			return -1;
-		}
-	return 0;
 }
 

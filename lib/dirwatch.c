@@ -8,6 +8,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fsutil.h"
 #include "xalloc.h"
 

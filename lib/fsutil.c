@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "walk.h"
 #include "xalloc.h"
 
 int mtc_fsync_dir(const char *dir)
@@ -163,23 +163,32 @@ int mtc_read_file_nofollow(const char *path, size_t max, char **out, size_t *out
 	return read_file(path, O_NOFOLLOW, max, out, outlen);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* A walk's visit (walk.h): each entry removed, a directory after its contents. */
+static int remove_entry(const struct mtc_walk_entry *e, void *arg)
 {
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	if (e->error && e->error != ENOENT) {
+		errno = e->error;
+		return -1;
+	}
+	if (e->error || (S_ISDIR(e->st.st_mode) && !e->post))
+		return 0;
+	if (S_ISDIR(e->st.st_mode))
+		return rmdir(e->path) < 0 && errno != ENOENT ? -1 : 0;
+	return unlink(e->path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
 int mtc_remove_tree(const char *path)
 {
 	struct stat st;
+	struct mtc_walk w = { .root = path,
+			      .flags = MTC_WALK_PHYS | MTC_WALK_POST,
+			      .max_depth = INT_MAX,
+			      .visit = remove_entry };
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -1;
 	if (!S_ISDIR(st.st_mode))
 		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-	return nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
+	return mtc_walk(&w);
 }
 
 int mtc_mkdir_p(const char *path, unsigned mode)
@@ -203,20 +212,6 @@ int mtc_mkdir_p(const char *path, unsigned mode)
 	free(copy);
 	errno = e;
 	return rc;
-}
-
-double mtc_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-double mtc_wall_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* The walk for kernels without openat2: every component opened without following a symlink. */
@@ -261,4 +256,16 @@ int mtc_open_beneath(int dirfd, const char *rel, int flags)
 	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
 		return (int)fd;
 	return open_walk(dirfd, rel, flags);
+}
+
+int mtc_stat_beneath(int dirfd, const char *rel, struct stat *st)
+{
+	int fd = mtc_open_beneath(dirfd, rel, O_PATH), rc, e;
+	if (fd < 0)
+		return -1;
+	rc = fstat(fd, st);
+	e = errno;
+	close(fd);
+	errno = e;
+	return rc;
 }

@@ -2,6 +2,7 @@
 #define MTC_FSUTIL_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 /*
  * Crash safety: a write that must survive goes to a temporary name, is
@@ -30,16 +31,13 @@ int mtc_read_fd(int fd, size_t max, char **buf, size_t *len);
  * dirfd itself. EXDEV or ELOOP when the path would leave.
  */
 int mtc_open_beneath(int dirfd, const char *rel, int flags);
+/* The same for fstat: the type and size of what rel resolves to beneath dirfd. */
+int mtc_stat_beneath(int dirfd, const char *rel, struct stat *st);
 
 /* rm -rf without following symlinks; a missing path is not an error. */
 int mtc_remove_tree(const char *path);
 
 /* mkdir -p */
 int mtc_mkdir_p(const char *path, unsigned mode);
-
-/* Monotonic clock in seconds. */
-double mtc_now(void);
-/* Seconds since the epoch (CLOCK_REALTIME), to compare with file times. */
-double mtc_wall_now(void);
 
 #endif

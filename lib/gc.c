@@ -14,29 +14,8 @@
 #include "gc.h"
 #include "log.h"
 #include "naming.h"
+#include "strset.h"
 #include "xalloc.h"
-
-struct hashes {
-	char (*v)[MTC_HASH_MAX + 1];
-	size_t n;
-};
-
-static void keep_hash(struct hashes *h, const char *hash)
-{
-	for (size_t i = 0; i < h->n; i++)
-		if (!strcmp(h->v[i], hash))
-			return;
-	h->v = xrealloc(h->v, (h->n + 1) * sizeof *h->v);
-	snprintf(h->v[h->n++], MTC_HASH_MAX + 1, "%s", hash);
-}
-
-static int kept(const struct hashes *h, const char *hash)
-{
-	for (size_t i = 0; i < h->n; i++)
-		if (!strcmp(h->v[i], hash))
-			return 1;
-	return 0;
-}
 
 static int keep_step(const struct mtc_gc_opts *o, const struct mtc_ckpt_name *n)
 {
@@ -87,7 +66,7 @@ int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *would_delete,
 	       void *arg)
 {
-	struct hashes keep = { 0 };
+	struct mtc_strset keep = { 0 };
 	char **metas = NULL, **datas = NULL, **manifests = NULL;
 	size_t nmetas = 0, ndatas = 0, nmanifests = 0;
 	int rc = 0;
@@ -107,7 +86,7 @@ int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *
 			metas[nmetas++] = xstrdup(e->d_name);
 		} else if (mtc_parse_ckpt_name(e->d_name, &n) == 0 && n.ext == MTC_EXT_RESTORE) {
 			if (marker_hash(o->dir, e->d_name, hash) == 0)
-				keep_hash(&keep, hash);
+				mtc_strset_add(&keep, hash);
 		} else if (mtc_parse_data_name(e->d_name, hash) == 0) {
 			datas = xrealloc(datas, (ndatas + 1) * sizeof *datas);
 			datas[ndatas++] = xstrdup(e->d_name);
@@ -125,7 +104,7 @@ int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *
 		if (keep_step(o, &n)) {
 			st->kept_meta++;
 			if (mtc_read_file(path, MTC_HASH_MAX, &hash, NULL) == 0 && mtc_is_hash(hash))
-				keep_hash(&keep, hash);
+				mtc_strset_add(&keep, hash);
 			else
 				mtc_warn("kept '%s' does not hold a digest", path);
 		} else if (o->dry_run) {
@@ -148,10 +127,10 @@ int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *
 	for (size_t i = 0; i < ndatas; i++) {
 		char hash[MTC_HASH_MAX + 1];
 		mtc_parse_data_name(datas[i], hash);
-		if (kept(&keep, hash)) {
+		if (mtc_strset_has(&keep, hash)) {
 			st->kept_data++;
 		} else if (young(o, datas[i])) {
-			keep_hash(&keep, hash); /* and its manifest */
+			mtc_strset_add(&keep, hash); /* and its manifest */
 			st->kept_data++;
 		} else if (rc < 0) {
 			/* A meta we could not delete may still name this data. */
@@ -174,7 +153,7 @@ int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *
 		char hash[MTC_HASH_MAX + 1], *data, *path = xasprintf("%s/%s", o->dir, manifests[i]);
 		mtc_parse_manifest_name(manifests[i], hash);
 		data = xasprintf("%s/%s.data", o->dir, hash);
-		if (rc == 0 && (!kept(&keep, hash) || access(data, F_OK) < 0)) {
+		if (rc == 0 && (!mtc_strset_has(&keep, hash) || access(data, F_OK) < 0)) {
 			if (o->dry_run) {
 				if (would_delete)
 					would_delete(path, arg);
@@ -192,6 +171,6 @@ int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *
 		free(datas[i]);
 	free(metas);
 	free(datas);
-	free(keep.v);
+	mtc_strset_free(&keep);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "walk.h"
 #include "xalloc.h"
 
 int mtc_read_meta(const char *path, char hash[MTC_HASH_MAX + 1])
@@ -35,54 +36,43 @@ int mtc_read_meta(const char *path, char hash[MTC_HASH_MAX + 1])
 	return 0;
 }
 
-/* Bytes of the files below fd (opened O_PATH or a directory), every entry resolved beneath it. */
-static long long tree_bytes(int fd, int depth)
+/* A walk's visit (walk.h): the bytes of each file into *arg; anything but files and directories fails. */
+static int add_bytes(const struct mtc_walk_entry *e, void *arg)
 {
-	struct stat st;
-	long long total = 0;
-	DIR *d;
-	struct dirent *e;
-	int dfd;
-
-	if (depth > 256 || fstat(fd, &st) < 0)
-		return -1;
-	if (S_ISREG(st.st_mode))
-		return st.st_size;
-	if (!S_ISDIR(st.st_mode) || (dfd = mtc_open_beneath(fd, "", O_RDONLY | O_DIRECTORY)) < 0)
-		return -1;
-	if (!(d = fdopendir(dfd))) {
-		close(dfd);
+	long long *total = arg;
+	if (e->error) {
+		errno = e->error;
 		return -1;
 	}
-	while ((e = readdir(d))) {
-		long long n = -1;
-		int cfd;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if ((cfd = mtc_open_beneath(dirfd(d), e->d_name, O_PATH)) >= 0) {
-			n = tree_bytes(cfd, depth + 1);
-			close(cfd);
-		}
-		if (n < 0) {
-			closedir(d);
-			return -1;
-		}
-		total += n;
-	}
-	closedir(d);
-	return total;
+	if (S_ISREG(e->st.st_mode))
+		*total += e->st.st_size;
+	else if (!S_ISDIR(e->st.st_mode))
+		return -1;
+	return 0;
 }
 
 long long mtc_tree_bytes(const char *path)
 {
 	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	long long n;
+	long long total = 0;
+	struct stat st;
+	struct mtc_walk w = { .root = path,
+			      .flags = MTC_WALK_BENEATH,
+			      .max_depth = 256,
+			      .rootfd = fd,
+			      .visit = add_bytes,
+			      .arg = &total };
 
 	if (fd < 0)
 		return -1;
-	n = tree_bytes(fd, 0);
+	if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)))
+		total = -1;
+	else if (S_ISREG(st.st_mode))
+		total = st.st_size;
+	else if (mtc_walk(&w) < 0)
+		total = -1;
 	close(fd);
-	return n;
+	return total;
 }
 
 static int by_meta_name(const void *a, const void *b)

@@ -301,3 +301,11 @@ int mtc_manifest_parse_fd(int fd, size_t max, struct mtc_manifest *m, char *err,
 	munmap(text, (size_t)st.st_size);
 	return rc;
 }
+
+char *mtc_manifest_text(const struct mtc_manifest *m)
+{
+	json_t *j = mtc_manifest_to_json(m);
+	char *text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return text;
+}

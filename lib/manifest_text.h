@@ -3,7 +3,9 @@
 
 #include <stddef.h>
 
-#include "digest.h"
+#include "manifest.h"
+
+#define MTC_MANIFEST_BODY_MAX (16 << 20) /* the longest manifest text read */
 
 /*
  * Reads a manifest's JSON text (digest.h's form: an array of objects with
@@ -22,5 +24,11 @@ int mtc_manifest_parse(const char *text, size_t len, struct mtc_manifest *m, cha
  * not the text too.
  */
 int mtc_manifest_parse_fd(int fd, size_t max, struct mtc_manifest *m, char *err, size_t errlen);
+
+/*
+ * The text of m: the compact JSON of mtc_manifest_to_json, the bytes a
+ * backup stores as <hash>.manifest and a peer keeps and sends (malloc'd).
+ */
+char *mtc_manifest_text(const struct mtc_manifest *m);
 
 #endif

@@ -10,6 +10,7 @@
 #include "manifest_text.h"
 #include "progress.h"
 #include "store/store_tree.h"
+#include "strset.h"
 #include "xalloc.h"
 
 #define MANIFEST_MAX (256 << 20)
@@ -17,15 +18,6 @@
 static int store_exit(int e)
 {
 	return e == EIO ? MTC_EXIT_INTEGRITY : e == ETIMEDOUT ? MTC_EXIT_TIMEOUT : MTC_EXIT_FAILURE;
-}
-
-/* Whether hashes[i] came earlier in the list. */
-static int seen_before(char *const *hashes, size_t i)
-{
-	for (size_t j = 0; j < i; j++)
-		if (!strcmp(hashes[j], hashes[i]))
-			return 1;
-	return 0;
 }
 
 /* <prefix><hash>.data, a file or a tree, into f as <hash>.data. */
@@ -125,13 +117,14 @@ int mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashe
 		     char *err, size_t errlen)
 {
 	struct mtc_fetch f = { 0 };
+	struct mtc_strset planned = { 0 }, verified = { 0 };
 	struct mtc_progress *bar;
 	int rc = MTC_EXIT_OK, failed;
 
 	*out = (struct mtc_object_fetched){ .manifests = xcalloc(n ? n : 1, sizeof *out->manifests),
 					    .n = n };
 	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++)
-		if (!seen_before(hashes, i))
+		if (!mtc_strset_add(&planned, hashes[i]))
 			rc = plan_one(s, prefix, hashes[i], &f, err, errlen);
 	if (rc != MTC_EXIT_OK)
 		goto out;
@@ -157,11 +150,13 @@ int mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashe
 		goto out;
 	}
 	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++)
-		if (!seen_before(hashes, i))
+		if (!mtc_strset_add(&verified, hashes[i]))
 			rc = verify_one(s, prefix, hashes[i], staging, threads, &out->manifests[i],
 					err, errlen);
 out:
 	mtc_fetch_free(&f);
+	mtc_strset_free(&planned);
+	mtc_strset_free(&verified);
 	return rc;
 }
 

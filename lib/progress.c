@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fsutil.h"
 #include "log.h"
 #include "xalloc.h"

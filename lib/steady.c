@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backups.h"
+#include "clock.h"
 #include "cluster_restore.h"
 #include "commit.h"
 #include "json_out.h"

@@ -1,8 +1,8 @@
 #include "step_archive.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +12,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "strset.h"
+#include "walk.h"
 #include "xalloc.h"
 
 static int archive_file(struct archive *a, const char *path, const char *name, struct stat *st)
@@ -45,34 +47,42 @@ static int archive_file(struct archive *a, const char *path, const char *name, s
 	return rc;
 }
 
+struct archiving {
+	struct archive *a;
+	const char *name;
+};
+
+/* A walk's visit (walk.h): each entry below the tree, named below its name. */
+static int archive_entry_of(const struct mtc_walk_entry *e, void *arg)
+{
+	struct archiving *g = arg;
+	struct stat st = e->st;
+	char *name;
+	int rc;
+
+	if (e->error) {
+		errno = e->error;
+		return -1;
+	}
+	name = xasprintf("%s/%s", g->name, e->rel);
+	rc = archive_file(g->a, e->path, name, &st);
+	free(name);
+	return rc;
+}
+
 static int archive_tree(struct archive *a, const char *path, const char *name)
 {
 	struct stat st;
-	struct dirent **list;
-	int n, rc;
+	struct archiving g = { a, name };
+	struct mtc_walk w = { .root = path,
+			      .flags = MTC_WALK_SORTED | MTC_WALK_PHYS,
+			      .max_depth = INT_MAX,
+			      .visit = archive_entry_of,
+			      .arg = &g };
 
-	if (lstat(path, &st) < 0)
+	if (lstat(path, &st) < 0 || archive_file(a, path, name, &st) < 0)
 		return -1;
-	if (archive_file(a, path, name, &st) < 0)
-		return -1;
-	if (!S_ISDIR(st.st_mode))
-		return 0;
-	n = scandir(path, &list, NULL, alphasort);
-	if (n < 0)
-		return -1;
-	rc = 0;
-	for (int i = 0; i < n; i++) {
-		if (rc == 0 && strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
-			char *p = xasprintf("%s/%s", path, list[i]->d_name);
-			char *nm = xasprintf("%s/%s", name, list[i]->d_name);
-			rc = archive_tree(a, p, nm);
-			free(p);
-			free(nm);
-		}
-		free(list[i]);
-	}
-	free(list);
-	return rc;
+	return S_ISDIR(st.st_mode) ? mtc_walk(&w) : 0;
 }
 
 static int archive_meta(struct archive *a, const struct mtc_step_part *p)
@@ -92,19 +102,11 @@ static int archive_meta(struct archive *a, const struct mtc_step_part *p)
 	return rc;
 }
 
-/* Whether part i names the same data as an earlier part. */
-static int repeats(const struct mtc_step_part *parts, size_t i)
-{
-	for (size_t j = 0; j < i; j++)
-		if (!strcmp(parts[j].hash, parts[i].hash))
-			return 1;
-	return 0;
-}
-
 int mtc_step_archive(const char *path, int zstd, const char *dir, const struct mtc_step_part *parts,
 		     size_t n, char *err, size_t errlen)
 {
 	struct archive *a = archive_write_new();
+	struct mtc_strset seen = { 0 };
 	int rc = -1;
 
 	archive_write_set_format_pax_restricted(a);
@@ -117,7 +119,7 @@ int mtc_step_archive(const char *path, int zstd, const char *dir, const struct m
 	for (size_t i = 0; i < n; i++) {
 		char *src = xasprintf("%s/%s.data", dir, parts[i].hash);
 		char *name = xasprintf("%s.data", parts[i].hash);
-		int bad = !repeats(parts, i) && archive_tree(a, src, name) < 0;
+		int bad = !mtc_strset_add(&seen, parts[i].hash) && archive_tree(a, src, name) < 0;
 		free(src);
 		free(name);
 		if (bad)
@@ -133,5 +135,6 @@ out:
 		snprintf(err, errlen, "cannot write archive '%s': %s", path,
 			 archive_error_string(a) ? archive_error_string(a) : strerror(errno));
 	archive_write_free(a);
+	mtc_strset_free(&seen);
 	return rc;
 }

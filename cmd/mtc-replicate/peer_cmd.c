@@ -11,6 +11,7 @@
 #include <popt.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "coord/coord.h"
 #include "exitcode.h"
@@ -37,18 +38,12 @@
 	"[--tls-dir DIR] [--streams N] [--json]"
 
 int mtc_replicate_parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
-			poptContext *ctx)
+			poptContext *ctx, int *code)
 {
 	static char name[64];
 	snprintf(name, sizeof name, "mtc-replicate %.*s", (int)strcspn(usage, " "), usage);
 	*ctx = mtc_cli_context(name, argc, argv, opts, usage);
-	return mtc_cli_parse(*ctx);
-}
-
-static int parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
-		 poptContext *ctx)
-{
-	return mtc_replicate_parse(argc, argv, opts, usage, ctx);
+	return mtc_cli_parse(*ctx, code);
 }
 
 /* The output of these verbs is JSON with or without --json (accepted by each). */
@@ -124,8 +119,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	struct mtc_peer_server *s;
 	sigset_t set;
 
-	rc = parse(argc, argv, opts, SERVE_USAGE, &ctx);
-	if (rc >= 0)
+	if (mtc_replicate_parse(argc, argv, opts, SERVE_USAGE, &ctx, &rc) < 0)
 		goto out;
 	mtc_peer_server_defaults(&o);
 	if (!dir) {
@@ -244,7 +238,7 @@ static int client_setup(struct mtc_peer_client *pc, const char *token_file, cons
 	}
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	return -1;
+	return MTC_EXIT_OK;
 }
 
 static int count_argv(char **v)
@@ -295,8 +289,7 @@ int mtc_replicate_push(int argc, const char **argv)
 	struct mtc_config cfg;
 	json_t *summary;
 
-	rc = parse(argc, argv, opts, PUSH_USAGE, &ctx);
-	if (rc >= 0)
+	if (mtc_replicate_parse(argc, argv, opts, PUSH_USAGE, &ctx, &rc) < 0)
 		goto out;
 	if (!dir || !config || !step_s) {
 		rc = mtc_usage_error("--dir, --config and --step are required");
@@ -333,7 +326,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		for (int i = 0; i < n; i++)
 			urls[n_urls++] = mtc_peer_url(tmpl, ranks[i]);
 	}
-	if ((rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token)) >= 0) {
+	if ((rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token)) != MTC_EXIT_OK) {
 		mtc_config_free(&cfg);
 		goto out;
 	}
@@ -397,8 +390,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 	json_t *list, *summary;
 	double t0 = mtc_now();
 
-	rc = parse(argc, argv, opts, FETCH_USAGE, &ctx);
-	if (rc >= 0)
+	if (mtc_replicate_parse(argc, argv, opts, FETCH_USAGE, &ctx, &rc) < 0)
 		goto out;
 	if (!dir || !from || (!hashes && !metas)) {
 		rc = mtc_usage_error("--dir, --from and at least one --hash or --meta are required");
@@ -416,7 +408,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 			goto out;
 		}
 	}
-	if ((rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token)) >= 0)
+	if ((rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token)) != MTC_EXIT_OK)
 		goto out;
 	if (streams > 0)
 		pc.streams = streams > 64 ? 64 : streams;

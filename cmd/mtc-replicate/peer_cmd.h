@@ -10,9 +10,10 @@ int mtc_replicate_fetch(int argc, const char **argv);
 
 /*
  * Parses a verb's options; usage starts with the verb, and help and usage
- * errors name "mtc-replicate VERB". -1 to go on, else the exit code.
+ * errors name "mtc-replicate VERB". 0 to go on; -1 when the program ends
+ * here with *code (mtc_cli_parse).
  */
 int mtc_replicate_parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
-			poptContext *ctx);
+			poptContext *ctx, int *code);
 
 #endif

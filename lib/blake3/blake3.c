@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "blake3.h"
 #include "blake3_impl.h"
@@ -266,12 +265,6 @@ static void subtree_cvs_parallel(const uint8_t *in, size_t n, uint64_t counter,
 		pthread_join(tid[t], NULL);
 	reduce_cvs(cvs, parts, keep, key);
 	memcpy(out, cvs, 32 * keep);
-}
-
-int mtc_cpu_count(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
 }
 
 void mtc_blake3_init(struct mtc_blake3 *h)

@@ -61,7 +61,4 @@ const char *mtc_blake3_simd(void);
 /* Forces a path (tests, benchmarks); -1 with ENOTSUP when the CPU lacks it. */
 int mtc_blake3_set_simd(const char *name);
 
-/* Online CPUs, at least 1. */
-int mtc_cpu_count(void);
-
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "fsutil.h"
 #include "lkg.h"
 #include "lkg_inventory.h"

@@ -9,6 +9,7 @@
 
 #include <curl/curl.h>
 
+#include "clock.h"
 #include "exitcode.h"
 #include "fsutil.h"
 #include "log.h"

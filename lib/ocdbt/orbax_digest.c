@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "blake3/blake3.h"
+#include "cpu_count.h"
 #include "ocdbt.h"
 #include "orbax_digest.h"
 #include "xalloc.h"

@@ -140,7 +140,7 @@ int mtc_peer_auth_check(const struct mtc_peer_auth *a, const char *header,
 }
 
 int mtc_cred_may_write(const struct mtc_peer_cred *who, int strict, const char *job, int rank,
-		       char *why, size_t whylen)
+		       char *err, size_t errlen)
 {
 	if (!who || who->kind == MTC_CRED_OPEN)
 		return 0;
@@ -148,20 +148,20 @@ int mtc_cred_may_write(const struct mtc_peer_cred *who, int strict, const char *
 		if (!strict)
 			return 0;
 		if (rank >= 0)
-			snprintf(why, whylen, "the job's shared secret cannot speak for rank %d here "
+			snprintf(err, errlen, "the job's shared secret cannot speak for rank %d here "
 				 "(--strict-ranks): send rank %d's credential", rank, rank);
 		else
-			snprintf(why, whylen, "the job's shared secret cannot write here "
+			snprintf(err, errlen, "the job's shared secret cannot write here "
 				 "(--strict-ranks): send a rank's credential");
 		return 403;
 	}
 	if (rank >= 0 && who->rank != rank) {
-		snprintf(why, whylen, "the credential of rank %d cannot speak for rank %d", who->rank,
+		snprintf(err, errlen, "the credential of rank %d cannot speak for rank %d", who->rank,
 			 rank);
 		return 403;
 	}
 	if (job && strcmp(who->job, job)) {
-		snprintf(why, whylen, "the credential of rank %d of job '%s' cannot speak for job '%s'",
+		snprintf(err, errlen, "the credential of rank %d of job '%s' cannot speak for job '%s'",
 			 who->rank, who->job, job);
 		return 403;
 	}

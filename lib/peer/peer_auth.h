@@ -59,7 +59,7 @@ int mtc_peer_auth_check(const struct mtc_peer_auth *a, const char *header,
  * own rank and job; the plain secret speaks for any rank unless strict.
  */
 int mtc_cred_may_write(const struct mtc_peer_cred *who, int strict, const char *job, int rank,
-		       char *why, size_t whylen);
+		       char *err, size_t errlen);
 
 /*
  * 1 the first time rank is refused (so that a refusal is logged once per rank;

@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 
 #include "blake3/blake3.h"
+#include "clock.h"
 #include "object.h"
 #include "exitcode.h"
 #include "fsutil.h"

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fsutil.h"
 #include "log.h"
 #include "peer_auth.h"

@@ -7,8 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "data_name.h"
 #include "fsutil.h"
 #include "manifest_text.h"
@@ -33,7 +31,7 @@ static int holds_ocdbt_store(const struct mtc_manifest *m)
  * without repeats, and its directories must equal the recomposed ones.
  */
 int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
-			    const struct mtc_wire_limits *lim, char *why, size_t whylen)
+			    const struct mtc_wire_limits *lim, char *err, size_t errlen)
 {
 	struct mtc_wire_item *items;
 	struct mtc_manifest rebuilt, dirs = { 0 };
@@ -42,18 +40,18 @@ int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
 	int rc = -1;
 
 	if (!mtc_is_dir_hash(hash)) {
-		snprintf(why, whylen, "'%s' is not a directory hash", hash);
+		snprintf(err, errlen, "'%s' is not a directory hash", hash);
 		return -1;
 	}
 	if ((long long)m->n > lim->max_files + 1) {
-		snprintf(why, whylen, "manifest: more than %lld entries", lim->max_files);
+		snprintf(err, errlen, "manifest: more than %lld entries", lim->max_files);
 		return -1;
 	}
 	items = xcalloc(m->n + 1, sizeof *items);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct mtc_manifest_entry *e = &m->entries[i];
 		if (i && strcmp(m->entries[i - 1].path, e->path) >= 0) {
-			snprintf(why, whylen, "manifest is not consistent: '%s' out of order or twice",
+			snprintf(err, errlen, "manifest is not consistent: '%s' out of order or twice",
 				 e->path);
 			goto out;
 		}
@@ -66,7 +64,7 @@ int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
 		if (!*e->path)
 			continue;
 		if (mtc_wire_check_path(e->path, lim->max_depth, diff, sizeof diff) < 0) {
-			snprintf(why, whylen, "manifest: %s", diff);
+			snprintf(err, errlen, "manifest: %s", diff);
 			goto out;
 		}
 		items[n++] = (struct mtc_wire_item){ e->path, e->type == MTC_ENTRY_FILE ? e->digest : "",
@@ -75,11 +73,11 @@ int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
 	mtc_manifest_init(&rebuilt);
 	mtc_wire_compose_dirs(items, n, &rebuilt, digest);
 	if (strcmp(digest, hash) && !holds_ocdbt_store(m))
-		snprintf(why, whylen, "manifest composes to %s, not to its name", digest);
+		snprintf(err, errlen, "manifest composes to %s, not to its name", digest);
 	else if (mtc_manifest_compare(&rebuilt, &dirs, diff, sizeof diff))
-		snprintf(why, whylen, "manifest is not consistent: %s", diff);
+		snprintf(err, errlen, "manifest is not consistent: %s", diff);
 	else if (mtc_manifest_bytes(m) > lim->max_bytes)
-		snprintf(why, whylen, "manifest: more than %lld bytes", lim->max_bytes);
+		snprintf(err, errlen, "manifest: more than %lld bytes", lim->max_bytes);
 	else
 		rc = 0;
 	mtc_manifest_free(&rebuilt);
@@ -90,28 +88,20 @@ out:
 }
 
 int mtc_peer_manifest_parse(const char *text, size_t len, const char *hash,
-			    const struct mtc_wire_limits *lim, struct mtc_manifest *m, char *why,
-			    size_t whylen)
+			    const struct mtc_wire_limits *lim, struct mtc_manifest *m, char *err,
+			    size_t errlen)
 {
-	if (mtc_manifest_parse(text, len, m, why, whylen) < 0)
+	if (mtc_manifest_parse(text, len, m, err, errlen) < 0)
 		return -1;
-	if (mtc_peer_manifest_check(m, hash, lim, why, whylen) < 0) {
+	if (mtc_peer_manifest_check(m, hash, lim, err, errlen) < 0) {
 		mtc_manifest_free(m);
 		return -1;
 	}
 	return 0;
 }
 
-char *mtc_peer_manifest_text(const struct mtc_manifest *m)
-{
-	json_t *j = mtc_manifest_to_json(m);
-	char *text = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	return text;
-}
-
 int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manifest *m,
-			    char **text, char *why, size_t whylen)
+			    char **text, char *err, size_t errlen)
 {
 	struct mtc_wire_limits lim = { 1LL << 62, 1LL << 40, 1 << 20 };
 	char *path = xasprintf("%s/%s.manifest", dir, hash), *data, *buf = NULL, d[MTC_DIGEST_LEN];
@@ -123,7 +113,7 @@ int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manife
 	if (text)
 		*text = NULL;
 	if (mtc_read_file_nofollow(path, MTC_MANIFEST_BODY_MAX, &buf, &len) == 0 &&
-	    mtc_peer_manifest_parse(buf, len, hash, &lim, m, why, whylen) == 0) {
+	    mtc_peer_manifest_parse(buf, len, hash, &lim, m, err, errlen) == 0) {
 		if (text)
 			*text = buf;
 		else
@@ -135,16 +125,16 @@ int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manife
 	mtc_manifest_init(m);
 	data = xasprintf("%s/%s.data", dir, hash);
 	if (lstat(data, &st) == 0 && S_ISLNK(st.st_mode)) {
-		snprintf(why, whylen, "'%s' is a symlink: refused", data);
+		snprintf(err, errlen, "'%s' is a symlink: refused", data);
 		rc = -1;
 	} else if (mtc_digest_path(data, 0, d, m) < 0) {
-		snprintf(why, whylen, "cannot read '%s': %s", data, strerror(errno));
+		snprintf(err, errlen, "cannot read '%s': %s", data, strerror(errno));
 		rc = -1;
 	} else if (mtc_data_name_check(data, hash, d, 0, diff, sizeof diff)) {
-		snprintf(why, whylen, "'%s' does not match its name: %s", data, diff);
+		snprintf(err, errlen, "'%s' does not match its name: %s", data, diff);
 		rc = 1;
 	} else {
-		char *t = mtc_peer_manifest_text(m);
+		char *t = mtc_manifest_text(m);
 		char *tmp = xasprintf("%s/.mtc-upload-%s.manifest.%ld", dir, hash, (long)gettid());
 		if (mtc_write_atomic_via(tmp, path, t, strlen(t)) < 0)
 			errno = 0; /* keeping it is only a saving */

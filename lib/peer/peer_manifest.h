@@ -4,11 +4,12 @@
 #include <stddef.h>
 
 #include "digest.h"
+#include "manifest_text.h"
 #include "peer_wire.h"
 
 /*
  * The name-aware check of a directory <hash>.data (mtc(7) §3.5): its
- * manifest, the compact JSON of digest.h's mtc_manifest_to_json, the same
+ * manifest, the text of manifest_text.h's mtc_manifest_text, the same
  * bytes mtc-backup stores as <hash>.manifest. Peers keep it beside the data
  * as <dir>/<hash>.manifest. A manifest is accepted only when it is
  * consistent: clean relative paths within the limits, every directory's
@@ -20,28 +21,23 @@
  * files the way the digest alone allows.
  */
 
-#define MTC_MANIFEST_BODY_MAX (16 << 20)
-
-/* 0 when m may be the manifest of a tree named hash (a "D" hash); else -1 and why. */
+/* 0 when m may be the manifest of a tree named hash (a "D" hash); else -1 and err. */
 int mtc_peer_manifest_check(const struct mtc_manifest *m, const char *hash,
-			    const struct mtc_wire_limits *lim, char *why, size_t whylen);
+			    const struct mtc_wire_limits *lim, char *err, size_t errlen);
 
-/* Parses text and checks it against hash as above. 0, or -1 with why (m is then empty). */
+/* Parses text and checks it against hash as above. 0, or -1 with err (m is then empty). */
 int mtc_peer_manifest_parse(const char *text, size_t len, const char *hash,
-			    const struct mtc_wire_limits *lim, struct mtc_manifest *m, char *why,
-			    size_t whylen);
-
-/* The text to send or keep (malloc'd). */
-char *mtc_peer_manifest_text(const struct mtc_manifest *m);
+			    const struct mtc_wire_limits *lim, struct mtc_manifest *m, char *err,
+			    size_t errlen);
 
 /*
  * The manifest of dir/<hash>.data: dir/<hash>.manifest when it is there and
  * valid, else computed from the data, which must match its name, and kept
  * there for the next time. text (may be NULL) gets its text. 0; 1 when the
- * data does not match its name (why); -1 on I/O error (why).
+ * data does not match its name (err); -1 on I/O error (err).
  */
 int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manifest *m,
-			    char **text, char *why, size_t whylen);
+			    char **text, char *err, size_t errlen);
 
 /*
  * The files of m dealt into at most k pieces of about equal bytes (largest

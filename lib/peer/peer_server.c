@@ -27,6 +27,7 @@
 #include <openssl/evp.h>
 
 #include "blake3/blake3.h"
+#include "clock.h"
 #include "object.h"
 #include "fsutil.h"
 #include "inventory.h"

@@ -29,8 +29,8 @@ struct mtc_wire_limits {
 
 #define MTC_WIRE_PATH_MAX 4096
 
-/* 0 when path is a clean relative path of at most max_depth components; else -1 and why. */
-int mtc_wire_check_path(const char *path, int max_depth, char *why, size_t whylen);
+/* 0 when path is a clean relative path of at most max_depth components; else -1 and err. */
+int mtc_wire_check_path(const char *path, int max_depth, char *err, size_t errlen);
 
 /* What arrived, one entry per file or directory; paths are owned by the list. */
 struct mtc_wire_entry {
@@ -72,13 +72,13 @@ void mtc_wire_compose_dirs(struct mtc_wire_item *items, size_t n, struct mtc_man
  * (empty, or holding earlier pieces of the same tree), appending what it
  * extracted to got. With expected, every entry must be listed there with
  * its type and size (checked at its header) and digest (checked at its
- * end). 0 ok; -1 with why (the stream is rejected; root may hold partial
+ * end). 0 ok; -1 with err (the stream is rejected; root may hold partial
  * files, the caller removes it), -2 when a file's digest is not the
  * manifest's. Stops reading at the first error.
  */
 int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
-		     const struct mtc_manifest *expected, struct mtc_wire_list *got, char *why,
-		     size_t whylen);
+		     const struct mtc_manifest *expected, struct mtc_wire_list *got, char *err,
+		     size_t errlen);
 
 /*
  * The same from a source of blocks: next returns the length of the next
@@ -88,7 +88,7 @@ int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim
 typedef ssize_t mtc_wire_source(void *arg, const void **buf);
 int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 			  const struct mtc_wire_limits *lim, const struct mtc_manifest *expected,
-			  struct mtc_wire_list *got, char *why, size_t whylen);
+			  struct mtc_wire_list *got, char *err, size_t errlen);
 
 /*
  * The same from a socket (the rest of the connection is the stream; pre:
@@ -103,44 +103,44 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout_s,
 			  const int *stop, const char *root, const struct mtc_wire_limits *lim,
 			  const struct mtc_manifest *expected, struct mtc_wire_list *got,
-			  long long *consumed, char *why, size_t whylen);
+			  long long *consumed, char *err, size_t errlen);
 
 /*
  * size bytes of a socket (pre: its first bytes, already read) into fd, the
  * same way: through a large buffer, hashed there; digest gets their BLAKE3
- * hash. 0, or -1 with why (timeout_s without data, *stop, a short stream,
+ * hash. 0, or -1 with err (timeout_s without data, *stop, a short stream,
  * a failed write). consumed: the bytes read.
  */
 int mtc_wire_receive_file(int sock, const void *pre, size_t pre_len, int timeout_s,
 			  const int *stop, int fd, long long size, char digest[66],
-			  long long *consumed, char *why, size_t whylen);
+			  long long *consumed, char *err, size_t errlen);
 
 /*
  * The tree below root as a tar stream, produced as it is read: open scans
  * the tree (total: the exact stream length), read fills buf and returns the
- * bytes written, 0 at the end, -1 with why (a file vanished or shrank).
+ * bytes written, 0 at the end, -1 with err (a file vanished or shrank).
  * open_list sends only the given relative paths, in that order (their
  * parents are created by the receiver).
  */
 struct mtc_wire_reader;
-struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *why,
-					     size_t whylen);
+struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *err,
+					     size_t errlen);
 struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const *paths, size_t n,
-						  long long *total, char *why, size_t whylen);
+						  long long *total, char *err, size_t errlen);
 /* A reader of one file's bytes as they are (a file <hash>.data travels raw). */
-struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *total, char *why,
-						  size_t whylen);
-ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *why,
-			     size_t whylen);
+struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *total, char *err,
+						  size_t errlen);
+ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *err,
+			     size_t errlen);
 /*
  * The same stream as segments, for sendfile: the next one is either len
  * bytes at *mem (*fd is -1) or len bytes of the open file *fd from *off;
- * 0 at the end, -1 with why (a file vanished). advance consumes n bytes
+ * 0 at the end, -1 with err (a file vanished). advance consumes n bytes
  * of the segment just peeked; a file segment that cannot be read to its
  * size (sendfile returned 0) is reported by the caller.
  */
 ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *fd, off_t *off,
-			     char *why, size_t whylen);
+			     char *err, size_t errlen);
 void mtc_wire_reader_advance(struct mtc_wire_reader *r, size_t n);
 void mtc_wire_reader_close(struct mtc_wire_reader *r);
 

@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "clock.h"
 #include "fsutil.h"
 #include "log.h"
 #include "tls.h"

@@ -10,6 +10,7 @@
 
 #include <openssl/err.h>
 
+#include "clock.h"
 #include "fsutil.h"
 #include "log.h"
 #include "xalloc.h"
@@ -41,8 +42,8 @@ char *mtc_tls_reason(char *buf, size_t len)
 	return buf;
 }
 
-int mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char *why,
-		      size_t whylen)
+int mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char *err,
+		      size_t errlen)
 {
 	for (;;) {
 		int n = SSL_do_handshake(ssl), e, ms;
@@ -57,19 +58,19 @@ int mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char 
 			char ossl[256];
 
 			mtc_tls_reason(ossl, sizeof ossl);
-			return mtc_fail(why, whylen, "%s",
+			return mtc_fail(err, errlen, "%s",
 					v != X509_V_OK	     ? X509_verify_cert_error_string(v)
 					: e == SSL_ERROR_SSL ? ossl
 							     : "connection closed");
 		}
 		if ((ms = (int)((deadline - mtc_now()) * 1000)) <= 0) {
-			mtc_fail(why, whylen, "deadline passed");
+			mtc_fail(err, errlen, "deadline passed");
 			return -2;
 		}
 		if (poll(&p, 1, ms < POLL_MS ? ms : POLL_MS) < 0 && errno != EINTR)
-			return mtc_fail(why, whylen, "%s", strerror(errno));
+			return mtc_fail(err, errlen, "%s", strerror(errno));
 		if (stop && __atomic_load_n(stop, __ATOMIC_RELAXED))
-			return mtc_fail(why, whylen, "stopped");
+			return mtc_fail(err, errlen, "stopped");
 	}
 }
 

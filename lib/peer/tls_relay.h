@@ -27,10 +27,10 @@ char *mtc_tls_reason(char *buf, size_t len);
  * The handshake on ssl, whose role is set (SSL_set_accept_state or
  * SSL_set_connect_state) and whose fd is tcp, nonblocking: 0 when done,
  * -2 when deadline (mtc_now() clock) passed first, -1 when it failed or
- * *stop was set (stop may be NULL); why says why.
+ * *stop was set (stop may be NULL); err says why.
  */
-int mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char *why,
-		      size_t whylen);
+int mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char *err,
+		      size_t errlen);
 
 /* A connected AF_UNIX stream pair with large buffers, pair[0] nonblocking: 0, or -1 with errno. */
 int mtc_tls_pair(int pair[2]);

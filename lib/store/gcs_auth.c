@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "clock.h"
 #include "fsutil.h"
 #include "log.h"
 #include "xalloc.h"

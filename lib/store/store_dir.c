@@ -7,7 +7,6 @@
  * Deleting a prefix removes .meta objects first, so a crash halfway leaves a
  * backup that reads as incomplete.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,6 +20,7 @@
 
 #include "fsutil.h"
 #include "store_impl.h"
+#include "walk.h"
 #include "xalloc.h"
 
 #define COPY_CHUNK (1 << 20)
@@ -446,81 +446,71 @@ static int dir_stat(struct mtc_store *s, const char *key, struct mtc_store_objec
 	return 0;
 }
 
-/* Adds dir's entries (key prefix base) to l: recursively, or one level with delimiter '/'. */
-static int walk(struct mtc_store *s, const char *dir, const char *base, const char *prefix,
-		const char *delim, struct mtc_store_list *l, int depth)
+struct listing {
+	struct mtc_store *s;
+	const char *base, *prefix, *delim;
+	size_t plen;
+	struct mtc_store_list *l;
+};
+
+/* The entry as a key: base + rel, with a '/' after a directory's. */
+static char *key_of(const struct listing *g, const struct mtc_walk_entry *e, int dir)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int any = 0;
+	return xasprintf("%s%s%s", g->base, e->rel, dir && *e->rel ? "/" : "");
+}
 
-	if (!d) {
-		if (errno == ENOENT || errno == ENOTDIR)
+/* A directory's key sub: 0 to list its contents, 1 to skip it (or to list it as a prefix). */
+static int enter(const struct listing *g, char *sub)
+{
+	size_t n = strlen(sub) < g->plen ? strlen(sub) : g->plen;
+	char *cut;
+
+	if (strncmp(sub, g->prefix, n))
+		return 1; /* not under the prefix */
+	if (!g->delim || strlen(sub) <= g->plen || !(cut = strstr(sub + g->plen, g->delim)))
+		return 0;
+	cut[strlen(g->delim)] = '\0';
+	mtc_store_list_add_prefix(g->l, sub);
+	return 1;
+}
+
+/* A walk's visit (walk.h): entries under the prefix, recursively or one level with delimiter. */
+static int list_entry(const struct mtc_walk_entry *e, void *arg)
+{
+	struct listing *g = arg;
+	int dir = !e->error && S_ISDIR(e->st.st_mode), rc = 0;
+	char *key;
+
+	if (e->error && e->reading) {
+		if (e->error == ENOENT || e->error == ENOTDIR)
 			return 0;
-		return fail(s, "cannot list", dir);
+		errno = e->error;
+		return fail(g->s, e->error == ELOOP ? "too deep" : "cannot list", e->path);
 	}
-	if (depth > MAX_DEPTH) {
-		closedir(d);
-		errno = ELOOP;
-		return fail(s, "too deep", dir);
-	}
-	while ((errno = 0, de = readdir(d))) {
-		struct stat st;
-		char *key, *path;
-		size_t plen = strlen(prefix);
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		any = 1;
-		if (is_temporary(de->d_name))
-			continue;
-		path = xasprintf("%s/%s", dir, de->d_name);
-		key = xasprintf("%s%s", base, de->d_name);
-		if (stat(path, &st) < 0) {
-			free(path);
-			free(key);
-			continue;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			char *sub = xasprintf("%s/", key);
-			size_t n = strlen(sub) < plen ? strlen(sub) : plen;
-			if (strncmp(sub, prefix, n)) {
-				/* not under the prefix */
-			} else if (delim && strlen(sub) > plen && strstr(sub + plen, delim)) {
-				char *cut = strstr(sub + plen, delim) + strlen(delim);
-				*cut = '\0';
-				mtc_store_list_add_prefix(l, sub);
-			} else if (walk(s, path, sub, prefix, delim, l, depth + 1) < 0) {
-				free(sub);
-				free(path);
-				free(key);
-				closedir(d);
-				return -1;
-			}
-			free(sub);
-		} else if (S_ISREG(st.st_mode) && !strncmp(key, prefix, plen)) {
-			const char *cut = delim ? strstr(key + plen, delim) : NULL;
-			if (cut) {
-				char *p = xasprintf("%.*s", (int)(cut - key + (long)strlen(delim)), key);
-				mtc_store_list_add_prefix(l, p);
-				free(p);
-			} else {
-				mtc_store_list_add_object(l, key, st.st_size, 0);
-			}
-		}
-		free(path);
+	if (e->post) {
+		key = key_of(g, e, 1);
+		if (!e->kids && *key && !strncmp(key, g->prefix, g->plen))
+			mtc_store_list_add_object(g->l, key, 0, 0); /* an empty directory: "name/" */
 		free(key);
+		return 0;
 	}
-	if (errno) {
-		int e = errno;
-		closedir(d);
-		errno = e;
-		return fail(s, "cannot list", dir);
+	if (is_temporary(e->name) || e->error)
+		return 1;
+	key = key_of(g, e, dir);
+	if (dir) {
+		rc = enter(g, key);
+	} else if (S_ISREG(e->st.st_mode) && !strncmp(key, g->prefix, g->plen)) {
+		const char *cut = g->delim ? strstr(key + g->plen, g->delim) : NULL;
+		if (cut) {
+			char *p = xasprintf("%.*s", (int)(cut - key + (long)strlen(g->delim)), key);
+			mtc_store_list_add_prefix(g->l, p);
+			free(p);
+		} else {
+			mtc_store_list_add_object(g->l, key, e->st.st_size, 0);
+		}
 	}
-	closedir(d);
-	if (!any && *base && !strncmp(base, prefix, strlen(prefix)))
-		mtc_store_list_add_object(l, base, 0, 0); /* an empty directory: "name/" */
-	return 0;
+	free(key);
+	return rc;
 }
 
 static int dir_list(struct mtc_store *s, const char *prefix, const char *delim,
@@ -530,7 +520,13 @@ static int dir_list(struct mtc_store *s, const char *prefix, const char *delim,
 	char *base = slash ? xasprintf("%.*s", (int)(slash - prefix + 1), prefix) : xstrdup("");
 	char *dir = *base ? xasprintf("%s/%.*s", root_of(s), (int)strlen(base) - 1, base)
 			  : xstrdup(root_of(s));
-	int rc = walk(s, dir, base, prefix, delim, out, 0);
+	struct listing g = { s, base, prefix, delim, strlen(prefix), out };
+	struct mtc_walk w = { .root = dir,
+			      .flags = MTC_WALK_POST,
+			      .max_depth = MAX_DEPTH,
+			      .visit = list_entry,
+			      .arg = &g };
+	int rc = mtc_walk(&w);
 
 	free(dir);
 	free(base);

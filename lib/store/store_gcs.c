@@ -26,6 +26,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "clock.h"
 #include "crc32c.h"
 #include "fsutil.h"
 #include "gcs_auth.h"

@@ -1,7 +1,6 @@
 #include "store_tree.h"
 
 #include <errno.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +10,9 @@
 #include <jansson.h>
 
 #include "fsutil.h"
+#include "log.h"
 #include "store_impl.h"
+#include "walk.h"
 #include "xalloc.h"
 
 static void tree_add(struct mtc_tree *t, char *key, char *path, long long size)
@@ -22,53 +23,43 @@ static void tree_add(struct mtc_tree *t, char *key, char *path, long long size)
 	t->bytes += size;
 }
 
-static int walk(const char *dir, const char *key, struct mtc_tree *t, int depth, char *err,
-		size_t errlen)
+struct collect {
+	const char *key;
+	struct mtc_tree *t;
+	char *err;
+	size_t errlen;
+};
+
+/* A walk's visit (walk.h): each file as an object, each empty directory as "name/". */
+static int collect_entry(const struct mtc_walk_entry *e, void *arg)
 {
-	struct dirent **list;
-	int n = scandir(dir, &list, NULL, alphasort), rc = 0, any = 0;
+	struct collect *c = arg;
+	char *key;
 
-	if (n < 0) {
-		snprintf(err, errlen, "cannot read '%s': %s", dir, strerror(errno));
-		return -1;
+	if (e->error && e->reading && e->error == ELOOP)
+		return mtc_fail(c->err, c->errlen, "'%s' is too deep", e->path);
+	if (e->error && e->reading)
+		return mtc_fail(c->err, c->errlen, "cannot read '%s': %s", e->path,
+				strerror(e->error));
+	if (e->error)
+		return mtc_fail(c->err, c->errlen, "cannot stat '%s': %s", e->path,
+				strerror(e->error));
+	if (S_ISDIR(e->st.st_mode) && !e->post)
+		return 0;
+	key = *e->rel ? xasprintf("%s/%s", c->key, e->rel) : xstrdup(c->key);
+	if (e->post) {
+		if (!e->kids)
+			tree_add(c->t, xasprintf("%s/", key), xstrdup(e->path), 0);
+		free(key);
+		return 0;
 	}
-	if (depth > 64) {
-		snprintf(err, errlen, "'%s' is too deep", dir);
-		rc = -1;
+	if (!S_ISREG(e->st.st_mode) || !mtc_store_valid_key(key)) {
+		free(key);
+		return mtc_fail(c->err, c->errlen,
+				"cannot back up '%s': not a regular file or directory", e->path);
 	}
-	for (int i = 0; i < n; i++) {
-		const char *name = list[i]->d_name;
-		struct stat st;
-		char *path, *sub;
-
-		if (rc < 0 || !strcmp(name, ".") || !strcmp(name, "..")) {
-			free(list[i]);
-			continue;
-		}
-		any = 1;
-		path = xasprintf("%s/%s", dir, name);
-		sub = xasprintf("%s/%s", key, name);
-		if (stat(path, &st) < 0) {
-			snprintf(err, errlen, "cannot stat '%s': %s", path, strerror(errno));
-			rc = -1;
-		} else if (S_ISDIR(st.st_mode)) {
-			rc = walk(path, sub, t, depth + 1, err, errlen);
-		} else if (S_ISREG(st.st_mode) && mtc_store_valid_key(sub)) {
-			tree_add(t, sub, path, st.st_size);
-			sub = path = NULL;
-		} else {
-			snprintf(err, errlen, "cannot back up '%s': not a regular file or directory",
-				 path);
-			rc = -1;
-		}
-		free(path);
-		free(sub);
-		free(list[i]);
-	}
-	free(list);
-	if (rc == 0 && !any && depth > 0)
-		tree_add(t, xasprintf("%s/", key), xstrdup(dir), 0);
-	return rc;
+	tree_add(c->t, key, xstrdup(e->path), e->st.st_size);
+	return 0;
 }
 
 int mtc_tree_collect(const char *path, const char *key, struct mtc_tree *t, char *err,
@@ -88,11 +79,13 @@ int mtc_tree_collect(const char *path, const char *key, struct mtc_tree *t, char
 		snprintf(err, errlen, "'%s' is not a file or directory", path);
 		return -1;
 	}
-	size_t before = t->n;
-	int rc = walk(path, key, t, 1, err, errlen);
-	if (rc == 0 && t->n == before) /* the root itself is empty */
-		tree_add(t, xasprintf("%s/", key), xstrdup(path), 0);
-	return rc;
+	struct collect c = { key, t, err, errlen };
+	struct mtc_walk w = { .root = path,
+			      .flags = MTC_WALK_SORTED | MTC_WALK_POST,
+			      .max_depth = 63,
+			      .visit = collect_entry,
+			      .arg = &c };
+	return mtc_walk(&w);
 }
 
 void mtc_tree_free(struct mtc_tree *t)

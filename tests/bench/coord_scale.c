@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "coord/coord.h"
 #include "fsutil.h"
 

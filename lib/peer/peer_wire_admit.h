@@ -1,0 +1,33 @@
+#ifndef MTC_PEER_WIRE_ADMIT_H
+#define MTC_PEER_WIRE_ADMIT_H
+
+#include "peer_wire.h"
+
+/*
+ * What both extractors (the libarchive one and the socket one) share: how
+ * an entry of a stream is admitted below the root, within the limits and
+ * the expected manifest.
+ */
+struct mtc_wire_admission {
+	int rootfd;
+	const struct mtc_wire_limits *lim;
+	const struct mtc_manifest *expected;
+	struct mtc_wire_list *got;
+	long long files, bytes;
+};
+
+/*
+ * An entry whose clean path, type and size are known, against the limits
+ * and the expected manifest: a directory is created and listed (1); a
+ * file is listed and created, *fd open for writing, *w its list entry and
+ * *x its manifest entry (NULL without one) (0); -1 with err.
+ */
+int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long long size, int *fd,
+		   struct mtc_wire_entry **w, const struct mtc_manifest_entry **x, char *err,
+		   size_t errlen);
+
+/* A file that arrived against its manifest entry: 0, or -1 with err. */
+int mtc_wire_digest_matches(const struct mtc_manifest_entry *x, const struct mtc_wire_entry *w,
+			    char *err, size_t errlen);
+
+#endif
