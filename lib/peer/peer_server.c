@@ -812,7 +812,7 @@ static enum MHD_Result get_inventory(struct req *r, struct MHD_Connection *c)
 }
 
 /* What an operator pages on: the node's steps, its last backup, its RAM disk's room. */
-static void node_metrics(struct mtc_peer_server *s, struct mtc_text *t)
+static void node_metrics(struct mtc_peer_server *s, struct mtc_buf *t)
 {
 	struct mtc_node_status st;
 	struct statvfs fs;
@@ -830,7 +830,7 @@ static void node_metrics(struct mtc_peer_server *s, struct mtc_text *t)
 static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
-	struct mtc_text t = { 0 };
+	struct mtc_buf t = MTC_BUF_INIT(MTC_METRICS_MAX);
 	enum MHD_Result rc;
 
 	mtc_metric_header(&t, "mtc_peer_bytes_received_total", "counter", "request body bytes received");
@@ -883,8 +883,8 @@ static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 	node_metrics(s, &t);
 	if (s->o.metrics)
 		s->o.metrics(s->o.route_arg, &t);
-	rc = respond(r, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", "%s", t.buf);
-	free(t.buf);
+	rc = respond(r, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", "%s", mtc_buf_str(&t));
+	mtc_buf_free(&t);
 	return rc;
 }
 
