@@ -30,6 +30,7 @@
 #include "digest.h"
 #include "exitcode.h"
 #include "fsutil.h"
+#include "http.h"
 #include "json_out.h"
 #include "log.h"
 #include "manifest_text.h"
@@ -491,6 +492,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	mtc_log_init(argv[0]);
+	mtc_http_init();
 	ctx = mtc_cli_context("mtc-backup", argc, argv, opts,
 			      "--dir DIR --config FILE --step S --to LOCATION [OPTIONS]");
 	if ((rc = mtc_cli_parse(ctx)) >= 0)
