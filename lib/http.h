@@ -6,8 +6,8 @@
 #include <curl/curl.h>
 
 /*
- * The one HTTP client layer: every request the programs make (GCS, its
- * token endpoints, the peers, the coordinator) is set up here. One pool:
+ * The one HTTP client layer (mtc(7) §9.6): every request the programs
+ * make (GCS, its token endpoints, the peers, the coordinator) is set up here. One pool:
  * a curl share of DNS answers and TLS sessions across every handle and
  * thread (a multi handle also reuses its connections). One place that
  * adds credentials. One retry policy: full jitter within a deadline, and
