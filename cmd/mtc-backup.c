@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "config.h"
 #include "exitcode.h"
+#include "http.h"
 #include "json_out.h"
 #include "log.h"
 #include "naming.h"
@@ -91,6 +92,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	mtc_log_init(argv[0]);
+	mtc_http_init();
 	ctx = mtc_cli_context("mtc-backup", argc, argv, opts,
 			      "--dir DIR --config FILE --step S --to LOCATION [OPTIONS]");
 	if (mtc_cli_parse(ctx, &rc) < 0)

@@ -20,6 +20,7 @@
 #include "exitcode.h"
 #include "fsutil.h"
 #include "handshake.h"
+#include "http.h"
 #include "json_out.h"
 #include "log.h"
 #include "xalloc.h"
@@ -415,6 +416,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	mtc_log_init(argv[0]);
+	mtc_http_init();
 	if (argc > 1)
 		for (int v = 0; v < NVERBS; v++)
 			if (!strcmp(argv[1], verbs[v].name))

@@ -18,8 +18,6 @@
 
 #include <jansson.h>
 
-#include <curl/curl.h>
-
 #include "backup_check.h"
 #include "backup_location.h"
 #include "backups.h"
@@ -27,6 +25,7 @@
 #include "config.h"
 #include "exitcode.h"
 #include "fsutil.h"
+#include "http.h"
 #include "inventory.h"
 #include "json_out.h"
 #include "lkg.h"
@@ -513,7 +512,6 @@ static int gather(void)
 		}
 		pc.token = token;
 	}
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	for (int i = 0; i < n_peers; i++) {
 		mtc_info("reading rank %d's inventory at %s", peers[i].rank, peers[i].url);
 		json_t *j = mtc_peer_inventory(&pc, peers[i].url, err, sizeof err);
@@ -642,6 +640,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	mtc_log_init(argv[0]);
+	mtc_http_init();
 	ctx = mtc_cli_context("mtc-lkg", argc, argv, opts, "--backups LOCATION (--job NAME | --config CFG) [--verify] | --inventory FILE|- | --dir DIR [--peer URL]... [--backups LOCATION] [--json]");
 	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;

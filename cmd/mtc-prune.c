@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "config.h"
 #include "exitcode.h"
+#include "http.h"
 #include "json_out.h"
 #include "log.h"
 #include "naming.h"
@@ -878,6 +879,7 @@ int main(int argc, const char **argv)
 	int rc, ini_mode = 0, n_prints;
 
 	mtc_log_init(argv[0]);
+	mtc_http_init();
 	ctx = mtc_cli_context("mtc-prune", argc, argv, opts,
 			      "[OPTIONS] LOCATION --job NAME | -p PATH | --list FILE | -c FILE.ini");
 	if (mtc_cli_parse(ctx, &rc) < 0)

@@ -24,6 +24,7 @@
 #include "exitcode.h"
 #include "fsutil.h"
 #include "gc.h"
+#include "http.h"
 #include "json_out.h"
 #include "log.h"
 #include "node_status.h"
@@ -635,6 +636,7 @@ static void usage(FILE *f)
 int main(int argc, const char **argv)
 {
 	mtc_log_init(argv[0]);
+	mtc_http_init();
 	if (argc < 2) {
 		usage(stderr);
 		return MTC_EXIT_USAGE;

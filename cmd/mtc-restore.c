@@ -41,6 +41,7 @@
 #include "digest.h"
 #include "exitcode.h"
 #include "fsutil.h"
+#include "http.h"
 #include "json_out.h"
 #include "log.h"
 #include "manifest_text.h"
@@ -605,6 +606,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	mtc_log_init(argv[0]);
+	mtc_http_init();
 	ctx = mtc_cli_context("mtc-restore", argc, argv, opts,
 			      "--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"
 			      "  or: mtc-restore --from LOCATION --job JOB [--name NAME] [--rank R] (--out DIR | --archive FILE|- | --verify)\n"

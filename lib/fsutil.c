@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "walk.h"
 #include "xalloc.h"
 
@@ -102,42 +103,26 @@ int mtc_write_atomic(const char *path, const void *buf, size_t len)
 
 int mtc_read_fd(int fd, size_t max, char **out, size_t *outlen)
 {
-	size_t cap = 4096, len = 0;
-	char *buf = xmalloc(cap + 1);
+	struct mtc_buf b = MTC_BUF_INIT(max);
+	char chunk[16384];
 
 	for (;;) {
-		ssize_t n;
-		if (len == cap) {
-			if (cap > max) {
-				free(buf);
-				errno = EFBIG;
-				return -1;
-			}
-			cap *= 2;
-			buf = xrealloc(buf, cap + 1);
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (n > 0 && mtc_buf_append(&b, chunk, (size_t)n) < 0)) {
 			int e = errno;
-			if (e == EINTR)
-				continue;
-			free(buf);
+			mtc_buf_free(&b);
 			errno = e;
 			return -1;
 		}
 		if (n == 0)
 			break;
-		len += (size_t)n;
 	}
-	if (len > max) {
-		free(buf);
-		errno = EFBIG;
-		return -1;
-	}
-	buf[len] = '\0';
-	*out = buf;
+	mtc_buf_append(&b, "", 0); /* an empty file reads as "" */
 	if (outlen)
-		*outlen = len;
+		*outlen = b.len;
+	*out = mtc_buf_take(&b);
 	return 0;
 }
 

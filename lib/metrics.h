@@ -4,7 +4,9 @@
 #include <pthread.h>
 #include <stddef.h>
 
-/* Prometheus text exposition (format 0.0.4): a histogram type and writers into a growing buffer. */
+#include "buf.h"
+
+/* Prometheus text exposition (format 0.0.4): a histogram type and writers into a buffer (buf.h). */
 
 #define MTC_HIST_MAX_BUCKETS 16
 
@@ -20,16 +22,13 @@ struct mtc_histogram {
 void mtc_histogram_init(struct mtc_histogram *h, const double *bounds, int n);
 void mtc_histogram_observe(struct mtc_histogram *h, double v);
 
-struct mtc_text {
-	char *buf;
-	size_t len, cap;
-};
+/* What a /metrics page may grow to. */
+#define MTC_METRICS_MAX (16u << 20)
 
-void mtc_text_printf(struct mtc_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void mtc_metric_header(struct mtc_text *t, const char *name, const char *type, const char *help);
+void mtc_metric_header(struct mtc_buf *t, const char *name, const char *type, const char *help);
 /* labels: NULL or like 'code="200"' */
-void mtc_metric_value(struct mtc_text *t, const char *name, const char *labels, double v);
-void mtc_metric_histogram(struct mtc_text *t, const char *name, const char *help,
+void mtc_metric_value(struct mtc_buf *t, const char *name, const char *labels, double v);
+void mtc_metric_histogram(struct mtc_buf *t, const char *name, const char *help,
 			  struct mtc_histogram *h);
 
 #endif

@@ -116,7 +116,7 @@ int mtc_node_status_read(const char *dir, struct mtc_node_status *st)
 	return 0;
 }
 
-void mtc_node_status_metrics(struct mtc_node_status *st, struct mtc_text *t)
+void mtc_node_status_metrics(struct mtc_node_status *st, struct mtc_buf *t)
 {
 	static const char *help[] = {
 		"seconds from a step's appearance in the local dir to its commit",

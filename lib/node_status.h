@@ -31,7 +31,7 @@ struct mtc_node_status {
 void mtc_node_status_init(struct mtc_node_status *st, int rank);
 const char *mtc_safe_stage_name(enum mtc_safe_stage stage); /* "commit", "peers", "backup" */
 /* The figures for GET /metrics. */
-void mtc_node_status_metrics(struct mtc_node_status *st, struct mtc_text *t);
+void mtc_node_status_metrics(struct mtc_node_status *st, struct mtc_buf *t);
 /* 1 when the figures a write would carry differ. */
 int mtc_node_status_changed(const struct mtc_node_status *a, const struct mtc_node_status *b);
 

@@ -13,16 +13,16 @@
 #include "xalloc.h"
 
 int mtc_object_check(const char *path, const char *name, const struct mtc_manifest *expected,
-		     const struct mtc_manifest *got, const char *merkle, int threads, char *why,
-		     size_t whylen)
+		     const struct mtc_manifest *got, const char *merkle, int threads, char *err,
+		     size_t errlen)
 {
-	if (expected && got && mtc_manifest_compare(expected, got, why, whylen))
+	if (expected && got && mtc_manifest_compare(expected, got, err, errlen))
 		return 1;
-	return mtc_data_name_check(path, name, merkle, threads, why, whylen);
+	return mtc_data_name_check(path, name, merkle, threads, err, errlen);
 }
 
 int mtc_object_verify(const char *path, const char *name, const struct mtc_manifest *expected,
-		      int threads, char *why, size_t whylen)
+		      int threads, char *err, size_t errlen)
 {
 	struct mtc_manifest got;
 	char merkle[MTC_DIGEST_LEN];
@@ -35,7 +35,7 @@ int mtc_object_verify(const char *path, const char *name, const struct mtc_manif
 		errno = e;
 		return -1;
 	}
-	rc = mtc_object_check(path, name, expected, &got, merkle, threads, why, whylen);
+	rc = mtc_object_check(path, name, expected, &got, merkle, threads, err, errlen);
 	mtc_manifest_free(&got);
 	return rc;
 }

@@ -19,15 +19,15 @@
  * wrote the bytes: got (the manifest of what arrived, NULL for a file) against
  * expected (NULL when there is none), then the name against merkle (the digest
  * of what arrived), or the Orbax logical digest read from path. 0 it may; 1 it
- * may not, with why (a file that differs is named before a directory).
+ * may not, with err (a file that differs is named before a directory).
  */
 int mtc_object_check(const char *path, const char *name, const struct mtc_manifest *expected,
-		     const struct mtc_manifest *got, const char *merkle, int threads, char *why,
-		     size_t whylen);
+		     const struct mtc_manifest *got, const char *merkle, int threads, char *err,
+		     size_t errlen);
 
 /* Reads path whole, then mtc_object_check. -1 on I/O error (errno). */
 int mtc_object_verify(const char *path, const char *name, const struct mtc_manifest *expected,
-		      int threads, char *why, size_t whylen);
+		      int threads, char *err, size_t errlen);
 
 /*
  * path (a file or a tree, on final's filesystem) made durable, then renamed

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "xalloc.h"
 
 enum { YEAR, MONTH, DAY, HOUR, MINUTE, SECOND, UNIXTIME, FIELDS };
@@ -60,27 +61,12 @@ int mtc_ts_from_civil(long long y, long long mo, long long d, long long h, long 
 	return 0;
 }
 
-struct out {
-	char *buf;
-	size_t len, cap;
-};
+/* One character of a pattern becomes at most this many of the regular expression. */
+#define RE_GROWTH 16
 
-static void emit(struct out *o, const char *s)
-{
-	size_t n = strlen(s);
-	if (o->len + n + 1 > o->cap) {
-		o->cap = (o->len + n + 1) * 2;
-		o->buf = xrealloc(o->buf, o->cap);
-	}
-	memcpy(o->buf + o->len, s, n + 1);
-	o->len += n;
-}
+static void emit(struct mtc_buf *o, const char *s) { mtc_buf_append(o, s, strlen(s)); }
 
-static void emit_char(struct out *o, char c)
-{
-	char s[2] = { c, '\0' };
-	emit(o, s);
-}
+static void emit_char(struct mtc_buf *o, char c) { mtc_buf_append(o, &c, 1); }
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -141,7 +127,7 @@ static int is_name_char(char c, int first)
 }
 
 struct translation {
-	struct out re;
+	struct mtc_buf re;
 	size_t groups;
 	size_t field_group[FIELDS];
 	char err[160];
@@ -322,9 +308,10 @@ int mtc_ts_compile(const char *pattern, struct mtc_ts_pattern **out, char *err, 
 
 	if (!pattern || !*pattern)
 		pattern = default_pattern;
+	mtc_buf_init(&t.re, RE_GROWTH * strlen(pattern) + 1);
 	if (translate(pattern, &t)) {
 		snprintf(err, errlen, "%s", t.err);
-		free(t.re.buf);
+		mtc_buf_free(&t.re);
 		return -1;
 	}
 	if (!t.field_group[UNIXTIME])
@@ -332,12 +319,12 @@ int mtc_ts_compile(const char *pattern, struct mtc_ts_pattern **out, char *err, 
 			if (!t.field_group[f]) {
 				snprintf(err, errlen, "no group named '%s' (nor 'unixtime')",
 					 field_names[f]);
-				free(t.re.buf);
+				mtc_buf_free(&t.re);
 				return -1;
 			}
 	p = xcalloc(1, sizeof *p);
-	rc = regcomp(&p->re, t.re.buf, REG_EXTENDED);
-	free(t.re.buf);
+	rc = regcomp(&p->re, t.re.p, REG_EXTENDED);
+	mtc_buf_free(&t.re);
 	if (rc) {
 		char why[160];
 		regerror(rc, &p->re, why, sizeof why);

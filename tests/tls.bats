@@ -65,6 +65,16 @@ handshakes() {
 	[ "$(code "${CERT[@]}" "$URL/v1/inventory")" = 200 ]
 }
 
+@test "a client certificate's TLS session is resumed on a new connection (the clients share their TLS sessions)" {
+	mkdir "$T/p"
+	serve_on "$T/p" --tls-dir "$T/pki/node"
+	# one curl, two transfers, each on its own connection: the second resumes the first's session
+	run curl -s -H 'Connection: close' -o /dev/null -o /dev/null -w '%{http_code} %{num_connects}\n' \
+		"${CERT[@]}" "$URL/v1/inventory" "$URL/v1/inventory"
+	assert_success
+	assert_output $'200 1\n200 1'
+}
+
 @test "a TLS dir that cannot serve is refused in one line naming what is wrong" {
 	mkdir "$T/p" "$T/bad"
 	cp "$T/pki/node/tls.crt" "$T/pki/node/ca.crt" "$T/bad/"

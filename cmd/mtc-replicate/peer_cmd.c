@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <popt.h>
 
@@ -237,7 +236,6 @@ static int client_setup(struct mtc_peer_client *pc, const char *token_file, cons
 		return MTC_EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return MTC_EXIT_OK;
 }
 

@@ -650,7 +650,7 @@ static char *status_json(struct mtc_coord *c)
 	return dump(o);
 }
 
-void mtc_coord_metrics(void *coord, struct mtc_text *t)
+void mtc_coord_metrics(void *coord, struct mtc_buf *t)
 {
 	struct mtc_coord *c = coord;
 	double now;

@@ -91,7 +91,7 @@ int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *me
 		    const char *path, const char *body, size_t len, char **answer);
 
 /* The coordinator's figures for GET /metrics: ranks heard and silent, rounds by outcome. */
-struct mtc_text;
-void mtc_coord_metrics(void *coord, struct mtc_text *t);
+struct mtc_buf;
+void mtc_coord_metrics(void *coord, struct mtc_buf *t);
 
 #endif

@@ -9,12 +9,12 @@
 
 #include <curl/curl.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "exitcode.h"
 #include "fsutil.h"
+#include "http.h"
 #include "log.h"
-#include "peer/peer_auth.h"
-#include "peer/tls.h"
 #include "xalloc.h"
 
 #define ANSWER_MAX (256 << 20)
@@ -46,25 +46,6 @@ void mtc_coord_client_init(struct mtc_coord_client *cc, const char *url, const c
 	pthread_mutex_init(&cc->mu, NULL);
 	pthread_cond_init(&cc->cv, NULL);
 	cc->lost_s = 30;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-struct buf {
-	char *p;
-	size_t len;
-};
-
-static size_t on_write(char *p, size_t size, size_t n, void *arg)
-{
-	struct buf *b = arg;
-	size_t len = size * n;
-	if (b->len + len > ANSWER_MAX)
-		return 0;
-	b->p = xrealloc(b->p, b->len + len + 1);
-	memcpy(b->p + b->len, p, len);
-	b->len += len;
-	b->p[b->len] = '\0';
-	return len;
 }
 
 int mtc_coord_client_lost(struct mtc_coord_client *cc)
@@ -95,33 +76,26 @@ static int post_once(struct mtc_coord_client *cc, const char *kind, const char *
 {
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr = NULL;
-	struct buf b = { 0 };
-	char errbuf[CURL_ERROR_SIZE] = "", *url = xasprintf("%s/v1/coord/%s", cc->url, kind),
-	     *auth = NULL;
+	struct mtc_buf b = MTC_BUF_INIT(ANSWER_MAX);
+	char errbuf[CURL_ERROR_SIZE], *url = xasprintf("%s/v1/coord/%s", cc->url, kind);
+	struct mtc_http_opts o = { .url = url, .token = cc->token, .idempotent = 1, .peer_tls = 1,
+				   .timeout_s = timeout_s, .connect_s = 5 };
 	CURLcode rc;
 	json_error_t jerr;
 
 	*answer = NULL;
-	if (mtc_tls_curl(h, url, err, errlen) < 0) {
+	if (mtc_http_setup(h, &o, &hdr, errbuf, err, errlen) < 0) {
 		curl_easy_cleanup(h);
+		curl_slist_free_all(hdr);
 		free(url);
 		return -2;
 	}
 	hdr = curl_slist_append(hdr, "Content-Type: application/json");
 	hdr = curl_slist_append(hdr, "Expect:");
-	if (cc->token) {
-		auth = mtc_bearer_header(cc->token);
-		hdr = curl_slist_append(hdr, auth);
-	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, mtc_http_to_buf);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	if (strcmp(kind, "heartbeat")) {
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -138,27 +112,26 @@ static int post_once(struct mtc_coord_client *cc, const char *kind, const char *
 	}
 	curl_easy_cleanup(h);
 	curl_slist_free_all(hdr);
-	free(auth);
 	if (rc != CURLE_OK) {
 		snprintf(err, errlen, "cannot reach the coordinator '%s': %s", url,
 			 *errbuf ? errbuf : curl_easy_strerror(rc));
 		free(url);
-		free(b.p);
+		mtc_buf_free(&b);
 		return -1;
 	}
 	atomic_store(&cc->last_ok, mtc_now());
 	*answer = b.p ? json_loadb(b.p, b.len, 0, &jerr) : NULL;
 	if (!json_is_object(*answer)) {
 		snprintf(err, errlen, "coordinator '%s' answered HTTP %ld without JSON: %.80s", url,
-			 *code, b.p ? b.p : "");
+			 *code, mtc_buf_str(&b));
 		json_decref(*answer);
 		*answer = NULL;
 		free(url);
-		free(b.p);
+		mtc_buf_free(&b);
 		return -1;
 	}
 	free(url);
-	free(b.p);
+	mtc_buf_free(&b);
 	return 0;
 }
 
@@ -223,7 +196,7 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 {
 	json_t *r = json_deep_copy(report);
 	char *body;
-	double backoff = 0.2;
+	struct mtc_retry retry;
 	const char *status;
 	int rc;
 
@@ -235,6 +208,7 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 		json_object_set_new(r, "wait", json_real(wait_s));
 	body = json_dumps(r, JSON_COMPACT);
 	json_decref(r);
+	mtc_retry_init(&retry, 0.2, 3.2, deadline);
 	for (;;) {
 		json_t *a;
 		long code = 0;
@@ -271,9 +245,10 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 					 json_string_value(json_object_get(a, "error")) ?: "unavailable");
 			json_decref(a);
 			mtc_debug("%s: %s; retrying", kind, err);
-			usleep((useconds_t)(backoff * 1e6));
-			if (backoff < 2)
-				backoff *= 2;
+			if (mtc_retry_wait(&retry) < 0) {
+				free(body);
+				return MTC_EXIT_TIMEOUT;
+			}
 			continue;
 		}
 		free(body);

@@ -51,11 +51,6 @@ char *mtc_peer_token_for(const char *secret, const char *job, int rank)
 	return job && rank >= 0 ? mtc_rank_credential(secret, job, rank) : xstrdup(secret);
 }
 
-char *mtc_bearer_header(const char *token)
-{
-	return xasprintf("Authorization: Bearer %s", token);
-}
-
 static void sha256(const char *s, size_t len, unsigned char out[32])
 {
 	unsigned int n = 32;

@@ -9,7 +9,7 @@
  * Who a peer or coordinator request speaks for (mtc(7) §4.2). The token file
  * holds the job's shared secret; each node derives its own credential from it:
  *   mtc-r<RANK>.<MAC>.<JOB>   MAC = hex HMAC-SHA256(secret, "mtc-rank:<JOB>:<RANK>")
- * sent as "Authorization: Bearer <credential>". A verifier holding the secret
+ * sent as "Authorization: Bearer <credential>" (http.h). A verifier holding the secret
  * recomputes the MAC for the rank and job claimed and compares in constant
  * time. The plain secret is still accepted (a tool that reads, an older node),
  * and refused for writes that name a rank when strict.
@@ -34,9 +34,6 @@ char *mtc_rank_credential(const char *secret, const char *job, int rank);
  * (job non-NULL, rank >= 0), else the secret itself (a copy); NULL for NULL.
  */
 char *mtc_peer_token_for(const char *secret, const char *job, int rank);
-
-/* "Authorization: Bearer <token>" (malloc'd): the one place the header is built. */
-char *mtc_bearer_header(const char *token);
 
 struct mtc_peer_auth;
 

@@ -18,11 +18,11 @@
 #include "object.h"
 #include "exitcode.h"
 #include "fsutil.h"
+#include "http.h"
 #include "inventory.h"
 #include "json_out.h"
 #include "log.h"
 #include "naming.h"
-#include "peer_auth.h"
 #include "peer_http.h"
 #include "peer_manifest.h"
 #include "peer_ring.h"
@@ -32,8 +32,9 @@
 #define RETRY (-100)
 #define NEEDS_MANIFEST (-101)
 #define STAGING_PREFIX ".mtc-upload-"
-#define MEM_BODY_MAX (64LL << 20)
 #define RING_BATCH (1 << 20)
+#define RETRY_BASE_S 0.2
+#define RETRY_CAP_S 6.4
 
 void mtc_peer_client_defaults(struct mtc_peer_client *pc)
 {
@@ -62,10 +63,10 @@ struct call {
 	int pieces;	 /* a tree's GET: over this many connections at once (with expected) */
 	int down_shared; /* a piece: down_path is prepared, other pieces extract into it too */
 	int raw; /* a PUT or a tree's GET over a plain socket (peer_http.h), not through libcurl */
+	int once; /* not idempotent: a POST that opens or commits an upload session */
 
 	long code;
-	char *body; /* small bodies (meta, inventory, errors) */
-	size_t body_len;
+	struct mtc_buf body; /* small bodies (meta, inventory, errors), cut at MTC_HTTP_ANSWER_MAX */
 	long long bytes;
 
 	/* per attempt */
@@ -84,16 +85,6 @@ struct call {
 	struct mtc_wire_reader *reader;
 	long long up_total;
 };
-
-static void append_body(struct call *c, const char *p, size_t n)
-{
-	if ((long long)(c->body_len + n) > MEM_BODY_MAX)
-		return;
-	c->body = xrealloc(c->body, c->body_len + n + 1);
-	memcpy(c->body + c->body_len, p, n);
-	c->body_len += n;
-	c->body[c->body_len] = '\0';
-}
 
 static size_t on_read(char *buf, size_t size, size_t n, void *arg)
 {
@@ -137,7 +128,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *arg)
 		return len; /* filled in by the header callback */
 	if (c->extracting) {
 		if (c->code >= 300) {
-			append_body(c, p, len);
+			mtc_buf_append(&c->body, p, len);
 			return len;
 		}
 		if (mtc_ring_offer(&c->ring, p, len) < 0)
@@ -146,7 +137,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *arg)
 		return len;
 	}
 	if (c->code >= 300 || c->down_fd < 0) {
-		append_body(c, p, len);
+		mtc_buf_append(&c->body, p, len);
 		return len;
 	}
 	if (mtc_write_all(c->down_fd, p, len) < 0)
@@ -195,9 +186,8 @@ static int prepare(struct call *c)
 	c->up_off = 0;
 	c->bytes = 0;
 	c->code = 0;
-	free(c->body);
-	c->body = NULL;
-	c->body_len = 0;
+	mtc_buf_free(&c->body);
+	mtc_buf_init(&c->body, MTC_HTTP_ANSWER_MAX);
 	c->got[0] = '\0';
 	mtc_wire_list_free(&c->got_list);
 	c->thread_rc = 0;
@@ -269,51 +259,48 @@ static void first_line(const char *body, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)(n < 300 ? n : 300), body ? body : "");
 }
 
-/* One attempt: 0, RETRY, or a final exit code, with err. */
-static int attempt(const struct mtc_peer_client *pc, struct call *c, double deadline, char *err,
-		   size_t errlen)
+/* The raw mode (peer_http.h): a PUT from c->reader, or a GET into c->down_fd or the tree. */
+static enum mtc_http_end send_raw(const struct mtc_http_opts *o, struct call *c, double deadline,
+				  char *why, size_t whylen)
+{
+	struct mtc_http_call hp = { .url = o->url, .token = o->token,
+				    .content_type = c->up_tree ? "application/x-tar"
+							       : "application/octet-stream",
+				    .body = c->reader, .length = c->up_total, .deadline = deadline,
+				    .stall_s = (int)o->stall_s, .upgrade = c->up_tree,
+				    .fd = c->down_fd, .root = c->down_tree ? c->down_path : NULL,
+				    .limits = c->limits, .expected = c->expected, .got = &c->got_list };
+	enum mtc_http_end end = c->up_path ? mtc_http_put(&hp, why, whylen)
+					   : mtc_http_get(&hp, why, whylen);
+
+	c->bytes = c->up_path ? hp.sent : hp.received;
+	if (c->down_path && !c->down_tree)
+		memcpy(c->got, hp.digest, sizeof c->got);
+	c->code = hp.code;
+	mtc_buf_free(&c->body);
+	c->body = hp.answer;
+	if (end == MTC_HTTP_LOCAL) {
+		c->thread_rc = -1;
+		snprintf(c->thread_why, sizeof c->thread_why, "%s", why);
+	}
+	return end;
+}
+
+/* Through libcurl: every method, bodies from c's source, answers into c's sink. */
+static enum mtc_http_end send_curl(const struct mtc_http_opts *o, struct call *c, char *why,
+				   size_t whylen)
 {
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr = NULL;
-	char errbuf[CURL_ERROR_SIZE] = "", *auth = NULL, line[320];
-	double left = deadline - mtc_now();
+	char errbuf[CURL_ERROR_SIZE];
+	enum mtc_http_end end;
 	CURLcode cc;
-	int rc;
 
 	if (!h) {
-		snprintf(err, errlen, "cannot start curl");
-		return MTC_EXIT_FAILURE;
+		snprintf(why, whylen, "cannot start curl");
+		return MTC_HTTP_UNREACHED;
 	}
-	if (mtc_tls_curl(h, c->url, err, errlen) < 0) {
-		curl_easy_cleanup(h);
-		return MTC_EXIT_FAILURE;
-	}
-	c->raw = ((!strcmp(c->method, "PUT") && c->up_path) ||
-		  (!strcmp(c->method, "GET") && c->down_path)) &&
-		 mtc_http_usable(c->url);
-	if (prepare(c) < 0) {
-		if (c->thread_rc < 0)
-			snprintf(err, errlen, "cannot send '%s': %s", c->up_path, c->thread_why);
-		else
-			snprintf(err, errlen, "'%s': %s", c->up_path ? c->up_path : c->down_path,
-				 strerror(errno));
-		finish_fds(c);
-		curl_easy_cleanup(h);
-		return MTC_EXIT_FAILURE;
-	}
-	if (pc->token) {
-		auth = mtc_bearer_header(pc->token);
-		hdr = curl_slist_append(hdr, auth);
-	}
-	curl_easy_setopt(h, CURLOPT_URL, c->url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left > 0.001 ? left * 1000 : 1));
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
-	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024 * 1024);
+	mtc_http_setup(h, o, &hdr, errbuf, why, whylen);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -341,47 +328,55 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 							: "Content-Type: application/octet-stream");
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	if (c->raw) {
-		struct mtc_http_call hp = { .url = c->url, .token = pc->token,
-					    .content_type = c->up_tree ? "application/x-tar"
-								       : "application/octet-stream",
-					    .body = c->reader, .length = c->up_total,
-					    .deadline = deadline, .stall_s = 60,
-					    .upgrade = c->up_tree, .fd = c->down_fd,
-					    .root = c->down_tree ? c->down_path : NULL,
-					    .limits = c->limits, .expected = c->expected,
-					    .got = &c->got_list };
-		int hr = c->up_path ? mtc_http_put(&hp, errbuf, sizeof errbuf)
-				    : mtc_http_get(&hp, errbuf, sizeof errbuf);
-		c->bytes = c->up_path ? hp.sent : hp.received;
-		if (c->down_path && !c->down_tree)
-			memcpy(c->got, hp.digest, sizeof c->got);
-		c->code = hp.code;
-		free(c->body);
-		c->body = hp.answer;
-		c->body_len = hp.answer_len;
-		cc = hr == 0 ? CURLE_OK : hr == -2 ? CURLE_OPERATION_TIMEDOUT : CURLE_SEND_ERROR;
-		if (hr == -3) {
-			c->thread_rc = -1;
-			snprintf(c->thread_why, sizeof c->thread_why, "%s", errbuf);
-			cc = CURLE_OK;
-		}
-	} else {
-		cc = curl_easy_perform(h);
-		if (cc == CURLE_OK)
-			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->code);
+	cc = curl_easy_perform(h);
+	end = mtc_http_end_of(cc);
+	if (end == MTC_HTTP_ANSWERED)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->code);
+	else
+		snprintf(why, whylen, "%s", *errbuf ? errbuf : curl_easy_strerror(cc));
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	return end;
+}
+
+/* One attempt: 0, RETRY, or a final exit code, with err. */
+static int attempt(const struct mtc_peer_client *pc, struct call *c, double deadline, char *err,
+		   size_t errlen)
+{
+	double left = deadline - mtc_now();
+	struct mtc_http_opts o = { .url = c->url, .token = pc->token, .idempotent = !c->once,
+				   .peer_tls = 1, .timeout_s = left > 0.001 ? left : 0.001,
+				   .connect_s = 10, .stall_s = 60, .bulk = 1 };
+	char why[CURL_ERROR_SIZE] = "", line[320];
+	enum mtc_http_end end;
+	int answered, rc;
+
+	if (mtc_http_check(&o, err, errlen) < 0)
+		return MTC_EXIT_FAILURE;
+	c->raw = ((!strcmp(c->method, "PUT") && c->up_path) ||
+		  (!strcmp(c->method, "GET") && c->down_path)) &&
+		 mtc_http_usable(c->url);
+	if (prepare(c) < 0) {
+		if (c->thread_rc < 0)
+			snprintf(err, errlen, "cannot send '%s': %s", c->up_path, c->thread_why);
+		else
+			snprintf(err, errlen, "'%s': %s", c->up_path ? c->up_path : c->down_path,
+				 strerror(errno));
+		finish_fds(c);
+		return MTC_EXIT_FAILURE;
 	}
-	if (finish_fds(c) < 0 && cc == CURLE_OK && c->code < 300) {
+	end = c->raw ? send_raw(&o, c, deadline, why, sizeof why) : send_curl(&o, c, why, sizeof why);
+	answered = end == MTC_HTTP_ANSWERED || end == MTC_HTTP_LOCAL; /* LOCAL: thread_rc says why */
+	if (finish_fds(c) < 0 && answered && c->code < 300) {
 		snprintf(err, errlen, "'%s': %s", c->down_path, strerror(errno));
 		rc = MTC_EXIT_FAILURE;
-	} else if (cc == CURLE_OK && c->code >= 300) {
-		first_line(c->body, line, sizeof line);
+	} else if (answered && c->code >= 300) {
+		first_line(c->body.p, line, sizeof line);
 		snprintf(err, errlen, "'%s': HTTP %ld%s%s", c->url, c->code, *line ? ": " : "", line);
-		rc = c->code == 404				       ? MTC_EXIT_NOTFOUND
-		     : c->code == 428				       ? NEEDS_MANIFEST
-		     : c->code == 408 || c->code == 429 || c->code >= 500 ? RETRY
-		     : c->code == 422				       ? RETRY
-								       : MTC_EXIT_FAILURE;
+		rc = c->code == 404 ? MTC_EXIT_NOTFOUND
+		     : c->code == 428 ? NEEDS_MANIFEST
+		     : mtc_http_transient(c->code) || c->code == 422 ? RETRY
+							      : MTC_EXIT_FAILURE;
 	} else if (c->thread_rc < 0 && c->down_tree) {
 		snprintf(err, errlen, "'%s': rejected: %s", c->url, c->thread_why);
 		c->code = 422;
@@ -389,26 +384,23 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 	} else if (c->thread_rc < 0) {
 		snprintf(err, errlen, "cannot send '%s': %s", c->up_path, c->thread_why);
 		rc = MTC_EXIT_FAILURE;
-	} else if (cc == CURLE_OPERATION_TIMEDOUT && mtc_now() >= deadline) {
-		snprintf(err, errlen, "'%s': %s", c->url, *errbuf ? errbuf : curl_easy_strerror(cc));
+	} else if (end == MTC_HTTP_DEADLINE && mtc_now() >= deadline) {
+		snprintf(err, errlen, "'%s': %s", c->url, why);
 		rc = MTC_EXIT_TIMEOUT;
-	} else if (cc != CURLE_OK) {
-		snprintf(err, errlen, "'%s': %s", c->url, *errbuf ? errbuf : curl_easy_strerror(cc));
+	} else if (!answered) {
+		snprintf(err, errlen, "'%s': %s", c->url, why);
 		c->code = 0;
 		rc = RETRY;
 	} else {
 		rc = 0;
 	}
-	curl_slist_free_all(hdr);
-	free(auth);
-	curl_easy_cleanup(h);
 	return rc;
 }
 
 static void free_call(struct call *c)
 {
 	free(c->url);
-	free(c->body);
+	mtc_buf_free(&c->body);
 	mtc_wire_list_free(&c->got_list);
 	memset(c, 0, sizeof *c);
 }
@@ -522,25 +514,17 @@ static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double d
 	return rc;
 }
 
-static void backoff(int n)
-{
-	double s = 0.2 * (1 << (n < 5 ? n : 5));
-	struct timespec ts;
-	s *= 0.5 + (double)rand() / RAND_MAX / 2;
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	nanosleep(&ts, NULL);
-}
-
 /* check: after a 2xx, 0, RETRY or an exit code (verification of what arrived). */
 static int run(const struct mtc_peer_client *pc, struct call *c,
 	       int (*check)(const struct mtc_peer_client *, struct call *, void *, char *, size_t),
 	       void *arg, char *err, size_t errlen)
 {
 	double deadline = mtc_now() + (pc->deadline_s > 0 ? pc->deadline_s : 1e9);
+	struct mtc_retry retry;
 	int integrity = 0;
 
-	for (int n = 0;; n++) {
+	mtc_retry_init(&retry, RETRY_BASE_S, RETRY_CAP_S, deadline);
+	for (;;) {
 		int rc = c->pieces > 1 ? get_pieces(pc, c, deadline, err, errlen)
 				       : attempt(pc, c, deadline, err, errlen);
 		if (rc == 0 && check)
@@ -548,11 +532,10 @@ static int run(const struct mtc_peer_client *pc, struct call *c,
 		if (rc != RETRY)
 			return rc;
 		integrity = c->code == 422;
-		if (n >= pc->retries)
+		if (retry.attempt >= pc->retries)
 			return integrity ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
 		mtc_debug("retrying: %s", err);
-		backoff(n);
-		if (mtc_now() >= deadline)
+		if (mtc_retry_wait(&retry) < 0)
 			return MTC_EXIT_TIMEOUT;
 	}
 }
@@ -571,7 +554,7 @@ int mtc_peer_has(const struct mtc_peer_client *pc, const char *base, const char 
 	struct call c = { .method = "HEAD", .url = object_url(base, name) };
 	int rc = run(pc, &c, NULL, NULL, err, errlen);
 	free(c.url);
-	free(c.body);
+	mtc_buf_free(&c.body);
 	return rc == 0 ? 1 : rc == MTC_EXIT_NOTFOUND ? 0 : -1;
 }
 
@@ -605,7 +588,7 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 			 long long *sent, int *rejected, char *err, size_t errlen)
 {
 	char *rest = xasprintf("%s.data", hash), *id;
-	struct call c = { .method = "POST", .url = uploads_url(base, rest) };
+	struct call c = { .method = "POST", .url = uploads_url(base, rest), .once = 1 };
 	struct piece_set ps;
 	json_t *j;
 	int rc;
@@ -618,7 +601,7 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 		free_call(&c);
 		return rc;
 	}
-	j = json_loadb(c.body ? c.body : "", c.body_len, 0, NULL);
+	j = json_loadb(mtc_buf_str(&c.body), c.body.len, 0, NULL);
 	id = j && json_is_string(json_object_get(j, "session"))
 		     ? xstrdup(json_string_value(json_object_get(j, "session")))
 		     : NULL;
@@ -643,7 +626,8 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 	}
 	pieces_free(&ps);
 	rest = xasprintf("%s%s", id, rc ? "" : "/commit");
-	c = (struct call){ .method = rc ? "DELETE" : "POST", .url = uploads_url(base, rest) };
+	c = (struct call){ .method = rc ? "DELETE" : "POST", .url = uploads_url(base, rest),
+			   .once = !rc };
 	free(rest);
 	if (!rc) {
 		rc = attempt(pc, &c, deadline, err, errlen);
@@ -676,9 +660,11 @@ static int put_tree(const struct mtc_peer_client *pc, const char *base, const ch
 	struct mtc_manifest m;
 	char why[1024], *text, *path = xasprintf("%s/%s.data", dir, hash), *name;
 	double deadline = mtc_now() + (pc->deadline_s > 0 ? pc->deadline_s : 1e9);
+	struct mtc_retry retry;
 	int rc, resent = 0, rejected = 0;
 
 	*sent = 0;
+	mtc_retry_init(&retry, RETRY_BASE_S, RETRY_CAP_S, deadline);
 	rc = mtc_peer_manifest_local(dir, hash, &m, &text, why, sizeof why);
 	if (rc) {
 		snprintf(err, errlen, "cannot send '%s': %s", path, why);
@@ -686,7 +672,7 @@ static int put_tree(const struct mtc_peer_client *pc, const char *base, const ch
 		return rc > 0 ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
 	}
 	rc = put_manifest(pc, base, hash, text, err, errlen);
-	for (int n = 0; !rc;) {
+	while (!rc) {
 		if (pc->streams > 1 && files_in(&m) > 1) {
 			rc = put_tree_once(pc, base, path, hash, &m, deadline, sent, &rejected, err,
 					   errlen);
@@ -706,13 +692,12 @@ static int put_tree(const struct mtc_peer_client *pc, const char *base, const ch
 		}
 		if (rc != RETRY)
 			break;
-		if (n++ >= pc->retries) {
+		if (retry.attempt >= pc->retries) {
 			rc = rejected ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
 			break;
 		}
 		mtc_debug("retrying: %s", err);
-		backoff(n - 1);
-		if (mtc_now() >= deadline) {
+		if (mtc_retry_wait(&retry) < 0) {
 			rc = MTC_EXIT_TIMEOUT;
 			break;
 		}
@@ -767,7 +752,7 @@ int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char 
 		*sent = rc == 0 ? c.bytes : 0;
 	free(path);
 	free(c.url);
-	free(c.body);
+	mtc_buf_free(&c.body);
 	return rc;
 }
 
@@ -819,14 +804,13 @@ static int get_manifest(const struct mtc_peer_client *pc, const char *base, cons
 	free(name);
 	if (rc == MTC_EXIT_FAILURE && c.code == 409)
 		rc = MTC_EXIT_INTEGRITY; /* the peer's copy does not match its name */
-	if (rc == 0 && mtc_peer_manifest_parse(c.body ? c.body : "", c.body_len, hash, &pc->limits,
+	if (rc == 0 && mtc_peer_manifest_parse(mtc_buf_str(&c.body), c.body.len, hash, &pc->limits,
 					       m, why, sizeof why) < 0) {
 		snprintf(err, errlen, "'%s': %s", c.url, why);
 		rc = MTC_EXIT_INTEGRITY;
 	}
 	if (rc == 0) {
-		*text = c.body;
-		c.body = NULL;
+		*text = mtc_buf_take(&c.body);
 	}
 	free_call(&c);
 	return rc == NEEDS_MANIFEST ? MTC_EXIT_FAILURE : rc;
@@ -905,16 +889,16 @@ int mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char 
 	c.url = object_url(base, name);
 	rc = run(pc, &c, NULL, NULL, err, errlen);
 	if (rc == 0) {
-		size_t len = c.body_len;
-		if (len && c.body[len - 1] == '\n')
-			c.body[--len] = '\0';
-		if (!c.body || len > MTC_HASH_MAX || !mtc_is_hash(c.body)) {
+		size_t len = c.body.len;
+		if (len && c.body.p[len - 1] == '\n')
+			c.body.p[--len] = '\0';
+		if (!c.body.p || len > MTC_HASH_MAX || !mtc_is_hash(c.body.p)) {
 			snprintf(err, errlen, "'%s': content is not a hash", c.url);
 			rc = MTC_EXIT_INTEGRITY;
 		}
 	}
 	if (rc == 0) {
-		snprintf(hash, sizeof hash, "%s", c.body);
+		snprintf(hash, sizeof hash, "%s", c.body.p);
 		data = xasprintf("%s.data", hash);
 		path = xasprintf("%s/%s", dir, data);
 		if (access(path, F_OK) < 0)
@@ -931,9 +915,9 @@ int mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char 
 		free(path);
 	}
 	if (received)
-		*received = got + (long long)c.body_len;
+		*received = got + (long long)c.body.len;
 	free(c.url);
-	free(c.body);
+	mtc_buf_free(&c.body);
 	return rc;
 }
 
@@ -949,12 +933,12 @@ json_t *mtc_peer_inventory(const struct mtc_peer_client *pc, const char *base, c
 		n--;
 	c.url = xasprintf("%.*s/v1/inventory", (int)n, base);
 	if (run(pc, &c, NULL, NULL, err, errlen) == 0) {
-		j = json_loadb(c.body ? c.body : "", c.body_len, 0, &je);
+		j = json_loadb(mtc_buf_str(&c.body), c.body.len, 0, &je);
 		if (!j)
 			snprintf(err, errlen, "'%s': bad JSON: %s", c.url, je.text);
 	}
 	free(c.url);
-	free(c.body);
+	mtc_buf_free(&c.body);
 	return j;
 }
 

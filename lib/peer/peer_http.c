@@ -16,14 +16,13 @@
 
 #include "clock.h"
 #include "fsutil.h"
+#include "http.h"
 #include "log.h"
-#include "peer_auth.h"
 #include "tls.h"
 #include "xalloc.h"
 
 #define CONNECT_TIMEOUT_S 10
 #define HEAD_MAX (64 << 10)
-#define ANSWER_MAX (64LL << 20)
 #define STOP_POLL_MS 250
 
 struct target {
@@ -109,7 +108,7 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 
 	if (ms == 0) {
 		snprintf(err, errlen, "deadline passed");
-		*rc = -2;
+		*rc = MTC_HTTP_DEADLINE;
 		return 0;
 	}
 	for (double end = mtc_now() + ms / 1000.0;;) {
@@ -125,10 +124,10 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 	if (n <= 0) {
 		if (mtc_now() >= p->deadline) {
 			snprintf(err, errlen, "deadline passed");
-			*rc = -2;
+			*rc = MTC_HTTP_DEADLINE;
 		} else {
 			snprintf(err, errlen, "no progress for %d s", p->stall_s);
-			*rc = -1;
+			*rc = MTC_HTTP_UNREACHED;
 		}
 		return 0;
 	}
@@ -214,7 +213,7 @@ int mtc_http_send_body(struct mtc_http_call *p, int fd, char *err, size_t errlen
 		short ev;
 		if (n < 0) {
 			snprintf(err, errlen, "%s", why);
-			return -3;
+			return MTC_HTTP_LOCAL;
 		}
 		if (n == 0)
 			return 0;
@@ -225,7 +224,7 @@ int mtc_http_send_body(struct mtc_http_call *p, int fd, char *err, size_t errlen
 			ssize_t k = sendfile(fd, src, &off, (size_t)n);
 			if (k == 0) {
 				snprintf(err, errlen, "a file shrank while being sent");
-				return -3;
+				return MTC_HTTP_LOCAL;
 			}
 			if (k < 0 && errno == EINTR)
 				continue;
@@ -273,7 +272,7 @@ static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long
 	for (;;) {
 		short ev;
 		ssize_t n;
-		if (end && want >= 0 && (long long)p->answer_len >= want)
+		if (end && want >= 0 && (long long)p->answer.len >= want)
 			break;
 		if (!end && len == HEAD_MAX) {
 			snprintf(err, errlen, "answer headers too long");
@@ -289,12 +288,8 @@ static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long
 		} else {
 			char chunk[65536];
 			n = recv(fd, chunk, sizeof chunk, 0);
-			if (n > 0 && (long long)(p->answer_len + (size_t)n) <= ANSWER_MAX) {
-				p->answer = xrealloc(p->answer, p->answer_len + (size_t)n + 1);
-				memcpy(p->answer + p->answer_len, chunk, (size_t)n);
-				p->answer_len += (size_t)n;
-				p->answer[p->answer_len] = '\0';
-			}
+			if (n > 0)
+				mtc_buf_append(&p->answer, chunk, (size_t)n); /* past the cap: cut */
 		}
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
@@ -323,13 +318,11 @@ static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long
 		if (p->code == 101 || (head_only && p->code == 200))
 			want = 0; /* the stream follows */
 		end += 4;
-		p->answer_len = len - (size_t)(end - buf);
-		p->answer = xmalloc(p->answer_len + 1);
-		memcpy(p->answer, end, p->answer_len);
-		p->answer[p->answer_len] = '\0';
+		mtc_buf_init(&p->answer, MTC_HTTP_ANSWER_MAX);
+		mtc_buf_append(&p->answer, end, len - (size_t)(end - buf));
 	}
 	free(buf);
-	if (!end || (want >= 0 && (long long)p->answer_len < want)) {
+	if (!end || (want >= 0 && (long long)p->answer.len < want)) {
 		snprintf(err, errlen, "connection closed before the answer");
 		p->code = 0;
 		return -1;
@@ -357,7 +350,7 @@ static int send_head(struct mtc_http_call *p, const char *method, const char *ex
 	}
 	if ((*fd = connect_to(p, &t, err, errlen)) < 0)
 		return -1;
-	auth = p->token ? mtc_bearer_header(p->token) : NULL;
+	auth = p->token ? mtc_http_bearer(p->token) : NULL;
 	head = xasprintf("%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%s\r\n", method, t.path,
 			 strchr(t.host, ':') ? "[" : "", t.host, strchr(t.host, ':') ? "]" : "",
 			 t.port, auth ? auth : "", auth ? "\r\n" : "", extra);
@@ -367,7 +360,7 @@ static int send_head(struct mtc_http_call *p, const char *method, const char *ex
 	return rc;
 }
 
-int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
+enum mtc_http_end mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
 {
 	char *extra = xasprintf("Content-Type: %s\r\nContent-Length: %lld\r\nConnection: %s\r\n",
 				p->content_type, p->upgrade ? 0 : p->length,
@@ -388,9 +381,7 @@ int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
 			close(fd);
 			return rc;
 		}
-		free(p->answer);
-		p->answer = NULL;
-		p->answer_len = 0;
+		mtc_buf_free(&p->answer);
 		p->code = 0;
 		one = 0;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -407,7 +398,7 @@ int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
 	return rc;
 }
 
-int mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen)
+enum mtc_http_end mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen)
 {
 	long long length = -1;
 	int fd, rc;
@@ -427,11 +418,11 @@ int mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen)
 	}
 	if (rc == 0 && (p->code == 101 || p->code == 200)) {
 		char why[512];
-		int x = p->root ? mtc_wire_extract_sock(fd, p->answer, p->answer_len, p->stall_s,
+		int x = p->root ? mtc_wire_extract_sock(fd, p->answer.p, p->answer.len, p->stall_s,
 							p->stop, p->root, p->limits, p->expected,
 							p->got, &p->received, why, sizeof why)
 			: length < 0 ? mtc_fail(why, sizeof why, "no Content-Length")
-				     : mtc_wire_receive_file(fd, p->answer, p->answer_len, p->stall_s,
+				     : mtc_wire_receive_file(fd, p->answer.p, p->answer.len, p->stall_s,
 							     p->stop, p->fd, length, p->digest,
 							     &p->received, why, sizeof why);
 		if (x == 0 && p->root && p->code == 200 && p->received != length)
@@ -439,13 +430,11 @@ int mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen)
 				     p->received, length);
 		if (x < 0) {
 			snprintf(err, errlen, "%s", why);
-			rc = -3;
+			rc = MTC_HTTP_LOCAL;
 		} else {
 			p->code = 200;
 		}
-		free(p->answer);
-		p->answer = NULL;
-		p->answer_len = 0;
+		mtc_buf_free(&p->answer);
 	}
 	close(fd);
 	return rc;

@@ -3,11 +3,14 @@
 
 #include <stddef.h>
 
+#include "buf.h"
+#include "http.h"
 #include "peer_wire.h"
 
 /*
- * The bulk transfers of the peer tier over plain sockets; everything else
- * goes through libcurl. A PUT's body is a wire reader's stream
+ * The bulk transfers of the peer tier over plain sockets: the raw mode of
+ * the HTTP layer (http.h), with its outcomes; everything else goes through
+ * libcurl. A PUT's body is a wire reader's stream
  * (peer_wire.h): headers and padding from memory, file contents by
  * sendfile, so they never pass through user space (libcurl reads each
  * byte into its buffer and copies it again into the socket). A GET of a
@@ -24,6 +27,9 @@
  */
 #define MTC_HTTP_UPGRADE "mtc-tar"
 
+/* What is kept of an answer's body. */
+#define MTC_HTTP_ANSWER_MAX (64u << 20)
+
 struct mtc_http_call {
 	const char *url;
 	const char *token; /* NULL: no Authorization header */
@@ -36,8 +42,7 @@ struct mtc_http_call {
 	const int *stop; /* when set, every wait ends (-1) */
 
 	long code; /* the answer's status, 0 when none arrived */
-	char *answer; /* its body, malloc'd (at most 64 MiB kept) */
-	size_t answer_len;
+	struct mtc_buf answer; /* its body, cut at MTC_HTTP_ANSWER_MAX */
 	long long sent; /* body bytes */
 
 	/* mtc_http_get: where a 200's body goes, a file (fd, digest) or a tree (root...) */
@@ -58,11 +63,12 @@ struct mtc_http_call {
 int mtc_http_usable(const char *url);
 
 /*
- * 0 when an answer arrived (it may have cut the body short); -1 when the
- * connection failed, -2 when the deadline passed, -3 when the body could
- * not be read (a file vanished or shrank); err says why.
+ * MTC_HTTP_ANSWERED when an answer arrived (it may have cut the body
+ * short); UNREACHED when the connection failed, DEADLINE when the deadline
+ * passed, LOCAL when the body could not be read (a file vanished or
+ * shrank); err says why.
  */
-int mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen);
+enum mtc_http_end mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen);
 
 /*
  * Sends p->body on fd, a connected nonblocking socket, counting p->sent:
@@ -76,11 +82,12 @@ int mtc_http_send_body(struct mtc_http_call *p, int fd, char *err, size_t errlen
  * GET url. With root (a tree), it asks for the upgrade, and the tar stream
  * after the 101 (or a 200's body, which must be exactly one stream) is
  * extracted into root, an empty directory. Else a 200's body goes into fd
- * and digest gets its hash. 0 when an answer arrived (any other answer's
- * body is in answer); -1 when the connection failed, -2 when the deadline
- * passed, -3 when the body was short or the stream was rejected (not a
- * clean tree within the limits, or not what expected lists); err says why.
+ * and digest gets its hash. MTC_HTTP_ANSWERED when an answer arrived (any
+ * other answer's body is in answer); UNREACHED when the connection failed,
+ * DEADLINE when the deadline passed, LOCAL when the body was short or the
+ * stream was rejected (not a clean tree within the limits, or not what
+ * expected lists); err says why.
  */
-int mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen);
+enum mtc_http_end mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen);
 
 #endif

@@ -27,6 +27,7 @@
 #include <openssl/evp.h>
 
 #include "blake3/blake3.h"
+#include "buf.h"
 #include "clock.h"
 #include "object.h"
 #include "fsutil.h"
@@ -154,9 +155,8 @@ struct req {
 	int transfer;
 	struct mtc_blake3 file_hash;
 	char got_digest[66];
-	char *body, *url, *method; /* REQ_ROUTE, REQ_PUT_MANIFEST */
-	size_t body_len;
-	size_t route_max; /* REQ_ROUTE: the largest body its endpoint takes */
+	char *url, *method;  /* REQ_ROUTE, REQ_PUT_MANIFEST */
+	struct mtc_buf body; /* REQ_ROUTE: capped at the largest body its endpoint takes */
 	struct session *sess; /* REQ_PUT_TREE */
 	int piece;	      /* sess is listed: this request is one piece of it */
 	struct mtc_wire_list got;
@@ -779,7 +779,7 @@ static enum MHD_Result get_inventory(struct req *r, struct MHD_Connection *c)
 }
 
 /* What an operator pages on: the node's steps, its last backup, its RAM disk's room. */
-static void node_metrics(struct mtc_peer_server *s, struct mtc_text *t)
+static void node_metrics(struct mtc_peer_server *s, struct mtc_buf *t)
 {
 	struct mtc_node_status st;
 	struct statvfs fs;
@@ -797,7 +797,7 @@ static void node_metrics(struct mtc_peer_server *s, struct mtc_text *t)
 static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
-	struct mtc_text t = { 0 };
+	struct mtc_buf t = MTC_BUF_INIT(MTC_METRICS_MAX);
 	enum MHD_Result rc;
 
 	mtc_metric_header(&t, "mtc_peer_bytes_received_total", "counter", "request body bytes received");
@@ -850,8 +850,9 @@ static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 	node_metrics(s, &t);
 	if (s->o.metrics)
 		s->o.metrics(s->o.route_arg, &t);
-	rc = respond(r, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", "%s", t.buf);
-	free(t.buf);
+	rc = respond(r, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", "%s",
+		     mtc_buf_str(&t));
+	mtc_buf_free(&t);
 	return rc;
 }
 
@@ -1010,13 +1011,7 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 		return MHD_NO;
 	}
 	if (r->kind == REQ_ROUTE) {
-		if (r->body_len + len > r->route_max)
-			return MHD_NO;
-		r->body = xrealloc(r->body, r->body_len + len + 1);
-		memcpy(r->body + r->body_len, data, len);
-		r->body_len += len;
-		r->body[r->body_len] = '\0';
-		return MHD_YES;
+		return mtc_buf_append(&r->body, data, len) < 0 ? MHD_NO : MHD_YES;
 	}
 	if (r->kind == REQ_PUT_TREE_SOCK)
 		return MHD_NO; /* the stream follows the 101, not a body */
@@ -1680,7 +1675,7 @@ static enum MHD_Result admit_route(struct req *r, struct MHD_Connection *c, cons
 		return respond(r, c, (unsigned)code, "application/json",
 			       "{\"status\":\"error\",\"error\":\"%s\"}\n", why);
 	r->kind = REQ_ROUTE;
-	r->route_max = max;
+	mtc_buf_init(&r->body, max);
 	r->url = xstrdup(url);
 	r->method = xstrdup(method);
 	return MHD_YES;
@@ -1799,7 +1794,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	}
 	if (r->kind == REQ_ROUTE) {
 		char *answer = NULL;
-		int code = r->s->o.route(r->s->o.route_arg, &r->who, r->method, r->url, r->body, r->body_len,
+		int code = r->s->o.route(r->s->o.route_arg, &r->who, r->method, r->url, r->body.p, r->body.len,
 					 &answer);
 		struct MHD_Response *resp = MHD_create_response_from_buffer(
 			answer ? strlen(answer) : 0, answer ? answer : (void *)"",
@@ -1834,7 +1829,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 									 : "connection lost");
 	remove_staging(r);
 	mtc_wire_reader_close(r->send);
-	free(r->body);
+	mtc_buf_free(&r->body);
 	free(r->url);
 	free(r->method);
 	mtc_ring_free(&r->ring);

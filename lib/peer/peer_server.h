@@ -3,7 +3,7 @@
 
 #include <stddef.h>
 
-struct mtc_text;
+struct mtc_buf;
 struct mtc_peer_cred;
 
 /*
@@ -59,7 +59,7 @@ struct mtc_peer_server_opts {
 	int (*route)(void *arg, const struct mtc_peer_cred *who, const char *method, const char *url,
 		     const char *body, size_t len, char **answer);
 	/* More figures for GET /metrics (the coordinator's), or NULL. */
-	void (*metrics)(void *arg, struct mtc_text *t);
+	void (*metrics)(void *arg, struct mtc_buf *t);
 	void *route_arg;
 };
 

@@ -105,18 +105,25 @@ static int state_now(void)
 	return state;
 }
 
-int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen)
+int mtc_tls_url_check(const char *url, char *err, size_t errlen)
 {
 	int state = state_now();
 
 	if (state == 3)
 		return mtc_fail(err, errlen, "%s", client_err);
-	if (state != 2)
-		return 0;
-	if (strncasecmp(url, "https://", 8))
+	if (state == 2 && strncasecmp(url, "https://", 8))
 		return mtc_fail(err, errlen,
 				"TLS is set up (--tls-dir or $MTC_TLS_DIR), so '%s' must be https://: "
 				"plain http would carry the token in clear", url);
+	return 0;
+}
+
+int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen)
+{
+	if (mtc_tls_url_check(url, err, errlen) < 0)
+		return -1;
+	if (state_now() != 2)
+		return 0;
 	curl_easy_setopt(h, CURLOPT_CAINFO, client.ca);
 	curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
 	curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);

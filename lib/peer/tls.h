@@ -46,6 +46,9 @@ int mtc_tls_client_setup(const char *given, char *err, size_t errlen);
  */
 int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen);
 
+/* The rule of mtc_tls_curl alone: 0 when url may be used, else -1 with err. */
+int mtc_tls_url_check(const char *url, char *err, size_t errlen);
+
 /* 1 when this process's clients use TLS (a usable TLS dir was set up). */
 int mtc_tls_client_on(void);
 

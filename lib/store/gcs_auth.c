@@ -15,8 +15,10 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "fsutil.h"
+#include "http.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -177,24 +179,12 @@ char *mtc_base64url(const void *buf, size_t len)
 	return out;
 }
 
+#define ANSWER_MAX (1u << 20)
+
 struct body {
-	char *buf;
-	size_t len;
+	struct mtc_buf buf;
 	CURLcode cc;
 };
-
-static size_t collect(char *ptr, size_t size, size_t n, void *arg)
-{
-	struct body *b = arg;
-	size_t add = size * n;
-	if (b->len + add > 1 << 20)
-		return 0;
-	b->buf = xrealloc(b->buf, b->len + add + 1);
-	memcpy(b->buf + b->len, ptr, add);
-	b->len += add;
-	b->buf[b->len] = '\0';
-	return add;
-}
 
 /*
  * One HTTP exchange; returns the status (0 on a transport error, with the
@@ -205,18 +195,14 @@ static long http(const char *url, const char *post, const char *header, struct b
 {
 	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
-	char ebuf[CURL_ERROR_SIZE] = "";
+	char ebuf[CURL_ERROR_SIZE];
+	struct mtc_http_opts o = { .url = url, .idempotent = 1, .timeout_s = 30, .connect_s = 5 };
 	long status = 0;
 
-	b->buf = NULL;
-	b->len = 0;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	mtc_buf_init(&b->buf, ANSWER_MAX);
+	mtc_http_setup(c, &o, &h, ebuf, err, errlen);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, mtc_http_to_buf);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b->buf);
 	if (header)
 		h = curl_slist_append(h, header);
 	if (post) {
@@ -239,7 +225,7 @@ static int take_token(struct mtc_gcs_auth *a, const struct body *b, const char *
 		      size_t errlen)
 {
 	json_error_t je;
-	json_t *j = json_loadb(b->buf ? b->buf : "", b->len, 0, &je);
+	json_t *j = json_loadb(mtc_buf_str(&b->buf), b->buf.len, 0, &je);
 	const char *tok = json_string_value(json_object_get(j, "access_token"));
 	json_t *exp = json_object_get(j, "expires_in");
 
@@ -271,18 +257,20 @@ static const char *one_line(char *buf)
 static int exchange(struct mtc_gcs_auth *a, const char *what, const char *uri, const char *form,
 		    char *err, size_t errlen)
 {
+	struct mtc_retry retry;
 	struct body b;
 
-	for (int attempt = 0;; attempt++) {
+	mtc_retry_init(&retry, 0.2, 1.6, mtc_now() + 60);
+	for (;;) {
 		char why[256];
 		long status = http(uri, form, NULL, &b, why, sizeof why);
 		if (status == 200) {
 			int rc = take_token(a, &b, uri, err, errlen);
-			free(b.buf);
+			mtc_buf_free(&b.buf);
 			return rc;
 		}
 		if (status) {
-			json_t *j = json_loadb(b.buf ? b.buf : "", b.len, 0, NULL);
+			json_t *j = json_loadb(mtc_buf_str(&b.buf), b.buf.len, 0, NULL);
 			const char *code = json_string_value(json_object_get(j, "error"));
 			const char *desc = json_string_value(json_object_get(j, "error_description"));
 			if (code)
@@ -290,15 +278,15 @@ static int exchange(struct mtc_gcs_auth *a, const char *what, const char *uri, c
 					what, uri, status, code, desc ? ": " : "", desc ? desc : "");
 			else
 				mtc_fail(err, errlen, "%s: token request at '%s': HTTP %ld: %.200s",
-					what, uri, status, one_line(b.buf));
+					what, uri, status, one_line(b.buf.p));
 			json_decref(j);
 		} else {
 			mtc_fail(err, errlen, "%s: token request at '%s': %s", what, uri, why);
 		}
-		free(b.buf);
-		if ((status && status < 500 && status != 429 && status != 408) || attempt == 3)
+		mtc_buf_free(&b.buf);
+		if ((status && !mtc_http_transient(status)) || retry.attempt == 3 ||
+		    mtc_retry_wait(&retry) < 0)
 			return -1;
-		usleep((useconds_t)(200000u << attempt));
 	}
 }
 
@@ -474,27 +462,24 @@ static int on_google_cloud(void)
  */
 static int metadata_token(struct mtc_gcs_auth *a, char *err, size_t errlen)
 {
-	double until = mtc_now() + a->metadata_wait;
-	unsigned delay = 100000;
+	struct mtc_retry retry;
 	char why[256];
 	struct body b;
 	long status;
 
+	mtc_retry_init(&retry, 0.1, 3.2, mtc_now() + a->metadata_wait);
 	for (;;) {
 		status = http(a->metadata_url, NULL, "Metadata-Flavor: Google", &b, why, sizeof why);
 		if (status == 200) {
 			int rc = take_token(a, &b, a->metadata_url, err, errlen);
-			free(b.buf);
+			mtc_buf_free(&b.buf);
 			return rc;
 		}
-		free(b.buf);
+		mtc_buf_free(&b.buf);
 		if (!status && b.cc == CURLE_COULDNT_RESOLVE_HOST && !on_google_cloud())
 			break;
-		if (mtc_now() + delay / 1e6 > until)
+		if (mtc_retry_wait(&retry) < 0)
 			break;
-		usleep(delay);
-		if (delay < 2000000)
-			delay *= 2;
 	}
 	if (status)
 		return mtc_fail(err, errlen, "metadata server '%s': HTTP %ld", a->metadata_url,
@@ -545,13 +530,13 @@ static int refresh(struct mtc_gcs_auth *a, char *err, size_t errlen)
  * attempt, so that a thousand requests do not each wait out the metadata
  * server; a token not yet expired is still used when its early refresh fails.
  */
-int mtc_gcs_auth_header(struct mtc_gcs_auth *a, int force, char **header, char *err,
-			size_t errlen)
+int mtc_gcs_auth_token(struct mtc_gcs_auth *a, int force, char **token, char *err,
+		       size_t errlen)
 {
 	int rc = 0;
 	double now;
 
-	*header = NULL;
+	*token = NULL;
 	if (a->kind == MTC_GCS_AUTH_NONE)
 		return 0;
 	pthread_mutex_lock(&a->lock);
@@ -572,7 +557,7 @@ int mtc_gcs_auth_header(struct mtc_gcs_auth *a, int force, char **header, char *
 			rc = 0;
 	}
 	if (rc == 0 && a->token)
-		*header = xasprintf("Authorization: Bearer %s", a->token);
+		*token = xstrdup(a->token);
 	pthread_mutex_unlock(&a->lock);
 	return rc;
 }

@@ -33,12 +33,12 @@ void mtc_gcs_auth_free(struct mtc_gcs_auth *a);
 enum mtc_gcs_auth_kind mtc_gcs_auth_kind(const struct mtc_gcs_auth *a);
 
 /*
- * The Authorization header line ("Authorization: Bearer …") in a malloc'd
- * string, or NULL in *header without auth. force refreshes a cached token
- * (after a 401). Thread-safe. -1 with a reason in err.
+ * The bearer token (malloc'd) for the request's Authorization header
+ * (http.h adds it), or NULL in *token without auth. force refreshes a
+ * cached token (after a 401). Thread-safe. -1 with a reason in err.
  */
-int mtc_gcs_auth_header(struct mtc_gcs_auth *a, int force, char **header, char *err,
-			size_t errlen);
+int mtc_gcs_auth_token(struct mtc_gcs_auth *a, int force, char **token, char *err,
+		       size_t errlen);
 
 /* base64url without padding, as a JWT uses; malloc'd. */
 char *mtc_base64url(const void *buf, size_t len);

@@ -26,10 +26,12 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "crc32c.h"
 #include "fsutil.h"
 #include "gcs_auth.h"
+#include "http.h"
 #include "log.h"
 #include "store_impl.h"
 #include "xalloc.h"
@@ -73,8 +75,8 @@ struct req {
 	int sink_fd;
 	long long sink_off, written;
 	int sink_mem;
-	char *mem;
-	size_t mem_len, mem_max;
+	size_t mem_max;	    /* sink_mem: the caller's cap */
+	struct mtc_buf mem; /* its cap set by the answer's status */
 	int crc_on;
 	uint32_t crc;
 	/* response headers */
@@ -219,7 +221,7 @@ static int transient(const struct req *r)
 {
 	if (r->abort_errno)
 		return 0;
-	return r->cc != CURLE_OK || r->status == 408 || r->status == 429 || r->status >= 500;
+	return r->cc != CURLE_OK || mtc_http_transient(r->status);
 }
 
 /* "HTTP 403: <message>" or "connection: <curl error>". */
@@ -231,12 +233,12 @@ static void describe(const struct req *r, char *out, size_t outlen)
 		snprintf(out, outlen, "connection: %s",
 			 r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->cc));
 	} else {
-		json_t *j = r->mem ? json_loadb(r->mem, r->mem_len, 0, NULL) : NULL;
+		json_t *j = r->mem.p ? json_loadb(r->mem.p, r->mem.len, 0, NULL) : NULL;
 		const char *msg = json_string_value(json_object_get(json_object_get(j, "error"),
 								     "message"));
 		char body[201] = "";
-		if (!msg && r->mem) {
-			snprintf(body, sizeof body, "%.*s", (int)r->mem_len, r->mem);
+		if (!msg && r->mem.p) {
+			snprintf(body, sizeof body, "%.*s", (int)r->mem.len, r->mem.p);
 			for (char *p = body; *p; p++)
 				if (*p == '\n' || *p == '\r')
 					*p = ' ';
@@ -375,26 +377,21 @@ static size_t on_write(char *buf, size_t size, size_t n, void *arg)
 		return len;
 	}
 	int ok = status >= 200 && status < 300;
-	size_t max = !ok ? ERRBODY_MAX : r->sink_mem ? r->mem_max : JSON_MAX;
-	if (r->mem_len + len > max) {
+	if (!r->mem.p)
+		mtc_buf_init(&r->mem, !ok ? ERRBODY_MAX : r->sink_mem ? r->mem_max : JSON_MAX);
+	if (mtc_buf_append(&r->mem, buf, len) < 0) {
 		if (ok) {
 			r->abort_errno = EFBIG;
 			return 0;
 		}
-		len = max > r->mem_len ? max - r->mem_len : 0;
-		if (!len)
-			return size * n;
+		return len; /* an error's body: its first bytes are enough */
 	}
-	r->mem = xrealloc(r->mem, r->mem_len + len + 1);
-	memcpy(r->mem + r->mem_len, buf, len);
-	r->mem_len += len;
-	r->mem[r->mem_len] = '\0';
 	if (status == 200 || status == 206) {
 		if (r->crc_on)
 			r->crc = mtc_crc32c(r->crc, buf, len);
 		r->written += (long long)len;
 	}
-	return size * n;
+	return len;
 }
 
 static size_t on_read(char *buf, size_t size, size_t n, void *arg)
@@ -429,7 +426,7 @@ static void req_reset(struct req *r)
 {
 	curl_slist_free_all(r->headers);
 	free(r->url);
-	free(r->mem);
+	mtc_buf_free(&r->mem);
 	free(r->location);
 	memset(r, 0, sizeof *r);
 	r->body_fd = -1;
@@ -452,25 +449,22 @@ static void engine_add(struct engine *e, struct op *op)
 	req_reset(&op->req);
 }
 
-static double backoff(struct gcs *g, int attempt)
-{
-	double cap = g->backoff_base * (double)(1LL << (attempt < 20 ? attempt : 20));
-	if (cap > g->backoff_cap)
-		cap = g->backoff_cap;
-	return cap * ((double)rand_r(&g->seed) / ((double)RAND_MAX + 1.0));
-}
-
 static void settle(struct engine *e, struct op *op, enum verdict v);
 static void apply_body(struct req *r, const char *method);
 
+/*
+ * Every request is idempotent: a create carries ifGenerationMatch=0 and a
+ * 412 is checked against the stored object (see the top of this file).
+ */
 static int start(struct engine *e, struct op *op)
 {
 	struct gcs *g = op->g;
 	struct req *r = &op->req;
-	char *auth = NULL, err[512];
+	char *token = NULL, err[512];
+	struct mtc_http_opts o = { .idempotent = 1, .connect_s = 10, .stall_s = 60, .bulk = 1 };
 
 	req_reset(r);
-	if (mtc_gcs_auth_header(g->auth, op->refreshed == 1, &auth, err, sizeof err) < 0) {
+	if (mtc_gcs_auth_token(g->auth, op->refreshed == 1, &token, err, sizeof err) < 0) {
 		op_fail(op, EACCES, "cannot authenticate: %s", err);
 		settle(e, op, V_FAIL);
 		return -1;
@@ -479,38 +473,28 @@ static int start(struct engine *e, struct op *op)
 		op->refreshed = 2;
 	switch (op->t->prepare(op, r)) {
 	case -1:
-		free(auth);
+		free(token);
 		settle(e, op, V_FAIL);
 		return -1;
 	case 1: /* nothing to send: the op waits for the children it added, or is done */
-		free(auth);
+		free(token);
 		settle(e, op, op->now);
 		return 0;
 	}
 	r->easy = g->n_idle ? g->idle[--g->n_idle] : curl_easy_init();
-	curl_easy_reset(r->easy);
-	if (auth)
-		r->headers = curl_slist_append(r->headers, auth);
-	free(auth);
+	o.url = r->url;
+	o.token = token;
+	mtc_http_setup(r->easy, &o, &r->headers, r->errbuf, err, sizeof err);
+	free(token);
 	r->headers = curl_slist_append(r->headers, "Expect:");
-	curl_easy_setopt(r->easy, CURLOPT_URL, r->url);
 	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
 	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, op);
-	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, op);
-	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME, 60L);
 	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_BUFFERSIZE, 512L * 1024);
-	curl_easy_setopt(r->easy, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024 * 1024);
 	curl_easy_setopt(r->easy, CURLOPT_TCP_NODELAY, 1L);
-	if (mtc_log_level() >= MTC_LOG_DEBUG + 1)
-		curl_easy_setopt(r->easy, CURLOPT_VERBOSE, 1L);
 	apply_body(r, r->method ? r->method : "GET");
 	op->ostate = O_ACTIVE;
 	e->active++;
@@ -564,7 +548,8 @@ static void settle(struct engine *e, struct op *op, enum verdict v)
 		break;
 	case V_RETRY:
 		op->retried = 1;
-		delay = backoff(op->g, op->attempt++);
+		delay = mtc_backoff(op->attempt++, op->g->backoff_base, op->g->backoff_cap,
+				    &op->g->seed);
 		if (now + delay > op->deadline) {
 			char why[600];
 			snprintf(why, sizeof why, "gave up after %d attempts: %s", op->attempt,
@@ -842,7 +827,7 @@ static enum verdict up_check_stored(struct op *op, struct req *r, const char *wh
 	uint32_t crc;
 	int have;
 
-	if (parse_meta(r->mem, r->mem_len, &size, &gen, &crc, &have) < 0)
+	if (parse_meta(r->mem.p, r->mem.len, &size, &gen, &crc, &have) < 0)
 		return op_fail(op, EIO, "%s '%s': the server's answer is not object metadata",
 			       what, op->name);
 	if (size != op->size || (have && crc != op->crc))
@@ -1821,7 +1806,7 @@ static enum verdict small_finish(struct op *op, struct req *r)
 	case K_BUF:
 		if (r->status != 200)
 			return fail_with(op, r, "cannot read");
-		if (r->have_crc && mtc_crc32c(0, r->mem ? r->mem : "", r->mem_len) != r->goog_crc) {
+		if (r->have_crc && mtc_crc32c(0, mtc_buf_str(&r->mem), r->mem.len) != r->goog_crc) {
 			snprintf(op->lasterr, sizeof op->lasterr, "cannot read '%s': crc32c mismatch",
 				 op->name);
 			if (op->crc_retries++ < 2)
@@ -1829,23 +1814,22 @@ static enum verdict small_finish(struct op *op, struct req *r)
 			op->err = EIO;
 			return V_FAIL;
 		}
-		*op->outbuf = r->mem ? r->mem : xstrdup("");
-		*op->outlen = r->mem_len;
-		r->mem = NULL;
+		*op->outlen = r->mem.len;
+		*op->outbuf = r->mem.p ? mtc_buf_take(&r->mem) : xstrdup("");
 		return V_DONE;
 	case K_RANGE:
 		if (r->status == 416 || ((r->status == 206 || (r->status == 200 && !op->off)) &&
-					 r->mem_len != (size_t)op->len))
+					 r->mem.len != (size_t)op->len))
 			return op_fail(op, EIO, "cannot read %lld bytes at %lld of '%s': object too short",
 				       op->len, op->off, op->name);
 		if (r->status != 206 && r->status != 200)
 			return fail_with(op, r, "cannot read");
-		memcpy(op->rangebuf, r->mem, (size_t)op->len);
+		memcpy(op->rangebuf, r->mem.p, (size_t)op->len);
 		return V_DONE;
 	case K_STAT:
 		if (r->status != 200)
 			return fail_with(op, r, "cannot stat");
-		if (parse_meta(r->mem, r->mem_len, &op->stat_out->size, &op->stat_out->generation,
+		if (parse_meta(r->mem.p, r->mem.len, &op->stat_out->size, &op->stat_out->generation,
 			       &op->crc, &op->have_expect) < 0)
 			return op_fail(op, EIO, "cannot stat '%s': not object metadata", op->name);
 		return V_DONE;
@@ -1960,7 +1944,7 @@ static enum verdict list_finish(struct op *op, struct req *r)
 		return V_RETRY;
 	if (r->status != 200)
 		return fail_with(op, r, "cannot list");
-	j = json_loadb(r->mem ? r->mem : "", r->mem_len, 0, NULL);
+	j = json_loadb(mtc_buf_str(&r->mem), r->mem.len, 0, NULL);
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return op_fail(op, EIO, "cannot list '%s': the answer is not JSON", op->name);
@@ -2086,9 +2070,6 @@ static long long env_ll(const char *name, long long def)
 	return v && *v ? atoll(v) : def;
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_setup(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
-
 int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *prefix, char *err,
 		       size_t errlen)
 {
@@ -2096,7 +2077,6 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	const char *emu = getenv("STORAGE_EMULATOR_HOST"), *endpoint = getenv("MTC_GCS_ENDPOINT");
 	size_t n;
 
-	pthread_once(&curl_once, curl_setup);
 	pthread_mutex_init(&g->run_lock, NULL);
 	s->impl = g;
 	s->ops = &gcs_ops;

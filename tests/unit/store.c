@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "http.h"
 #include "store/store.h"
 #include "store/store_tree.h"
 #include "tap.h"
@@ -249,6 +250,7 @@ int main(int argc, char **argv)
 	struct mtc_store *s;
 	int rc;
 
+	mtc_http_init();
 	if (argc > 2 && strcmp(argv[2], "selftest")) {
 		s = open_or_die(argv[1]);
 		rc = client(s, argc - 2, argv + 2);

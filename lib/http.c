@@ -1,0 +1,134 @@
+#include "http.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "fsutil.h"
+#include "log.h"
+#include "peer/tls.h"
+#include "xalloc.h"
+
+static CURLSH *pool;
+static pthread_mutex_t pool_locks[CURL_LOCK_DATA_LAST];
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void pool_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *arg)
+{
+	pthread_mutex_lock(&pool_locks[data]);
+}
+
+static void pool_unlock(CURL *h, curl_lock_data data, void *arg)
+{
+	pthread_mutex_unlock(&pool_locks[data]);
+}
+
+/*
+ * Connections are not in the share: libcurl does not support sharing them
+ * between threads that run transfers at once, as the peer threads do.
+ */
+static void init(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&pool_locks[i], NULL);
+	pool = curl_share_init();
+	curl_share_setopt(pool, CURLSHOPT_LOCKFUNC, pool_lock);
+	curl_share_setopt(pool, CURLSHOPT_UNLOCKFUNC, pool_unlock);
+	curl_share_setopt(pool, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	curl_share_setopt(pool, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+}
+
+void mtc_http_init(void) { pthread_once(&init_once, init); }
+
+int mtc_http_check(const struct mtc_http_opts *o, char *err, size_t errlen)
+{
+	return o->peer_tls ? mtc_tls_url_check(o->url, err, errlen) : 0;
+}
+
+char *mtc_http_bearer(const char *token) { return xasprintf("Authorization: Bearer %s", token); }
+
+int mtc_http_setup(CURL *h, const struct mtc_http_opts *o, struct curl_slist **headers,
+		   char *errbuf, char *err, size_t errlen)
+{
+	curl_easy_reset(h);
+	if (o->peer_tls && mtc_tls_curl(h, o->url, err, errlen) < 0)
+		return -1;
+	if (o->token) {
+		char *auth = mtc_http_bearer(o->token);
+		*headers = curl_slist_append(*headers, auth);
+		free(auth);
+	}
+	errbuf[0] = '\0';
+	curl_easy_setopt(h, CURLOPT_SHARE, pool);
+	curl_easy_setopt(h, CURLOPT_URL, o->url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(o->connect_s * 1000));
+	if (o->timeout_s > 0)
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+				 (long)(o->timeout_s > 0.001 ? o->timeout_s * 1000 : 1));
+	if (o->stall_s > 0) {
+		curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->stall_s);
+	}
+	if (o->bulk) {
+		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
+		curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 2L * 1024 * 1024);
+	}
+	if (!o->idempotent)
+		curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+	if (mtc_log_level() >= MTC_LOG_DEBUG + 1)
+		curl_easy_setopt(h, CURLOPT_VERBOSE, 1L);
+	return 0;
+}
+
+size_t mtc_http_to_buf(char *p, size_t size, size_t n, void *buf)
+{
+	return mtc_buf_append(buf, p, size * n) < 0 ? 0 : size * n;
+}
+
+enum mtc_http_end mtc_http_end_of(CURLcode cc)
+{
+	return cc == CURLE_OK			 ? MTC_HTTP_ANSWERED
+	       : cc == CURLE_OPERATION_TIMEDOUT ? MTC_HTTP_DEADLINE
+						 : MTC_HTTP_UNREACHED;
+}
+
+int mtc_http_transient(long status) { return status == 408 || status == 429 || status >= 500; }
+
+void mtc_retry_init(struct mtc_retry *r, double base, double cap, double deadline)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	*r = (struct mtc_retry){ .base = base, .cap = cap, .deadline = deadline,
+				 .seed = (unsigned)ts.tv_nsec ^ (unsigned)getpid() ^
+					 (unsigned)(size_t)pthread_self() };
+}
+
+double mtc_backoff(int attempt, double base, double cap, unsigned *seed)
+{
+	double bound = base * (double)(1LL << (attempt < 20 ? attempt : 20));
+
+	if (bound > cap)
+		bound = cap;
+	return bound * ((double)rand_r(seed) / ((double)RAND_MAX + 1.0));
+}
+
+int mtc_retry_wait(struct mtc_retry *r)
+{
+	double s = mtc_backoff(r->attempt, r->base, r->cap, &r->seed);
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	if (mtc_now() + s > r->deadline)
+		return -1;
+	r->attempt++;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	return 0;
+}
