@@ -401,6 +401,12 @@ static int publish_step(const char *staging, struct wanted *w, size_t n, long lo
 	return 0;
 }
 
+/* mtc_walk's argument while a tree goes into the archive under name. */
+struct archiving {
+	struct archive *a;
+	const char *name;
+};
+
 static int archive_file(struct archive *a, const char *path, const char *name, struct stat *st)
 {
 	struct archive_entry *e = archive_entry_new();
@@ -431,11 +437,6 @@ static int archive_file(struct archive *a, const char *path, const char *name, s
 	archive_entry_free(e);
 	return rc;
 }
-
-struct archiving {
-	struct archive *a;
-	const char *name;
-};
 
 /* A walk's visit (walk.h): each entry below the tree, named below its name. */
 static int archive_entry_of(const struct mtc_walk_entry *e, void *arg)
