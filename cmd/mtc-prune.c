@@ -774,7 +774,8 @@ static int load_ini(struct rules **all)
 		int rc;
 		(*all)[i].section = sec;
 		(*all)[i].policy = sec->policy;
-		if ((rc = rules_init(&(*all)[i], sec->timestamp_pattern, NULL, NULL, inc, exc)) != MTC_EXIT_OK)
+		rc = rules_init(&(*all)[i], sec->timestamp_pattern, NULL, NULL, inc, exc);
+		if (rc != MTC_EXIT_OK)
 			return rc;
 		if (!ini.main_path && strpbrk(sec->path, "*?["))
 			return mtc_usage_error("'%s': [%s] is a glob: globs need a [main] path to search below",
@@ -936,7 +937,8 @@ int main(int argc, const char **argv)
 	} else {
 		if ((rc = parse_policy(&cli.policy)) != MTC_EXIT_OK)
 			goto out;
-		if ((rc = rules_init(&cli, pattern, include, exclude, include_list, exclude_list)) != MTC_EXIT_OK)
+		rc = rules_init(&cli, pattern, include, exclude, include_list, exclude_list);
+		if (rc != MTC_EXIT_OK)
 			goto out;
 		rc = list_file ? prune_list(&cli, &t) : prune_location(&cli, &t);
 	}

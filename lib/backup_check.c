@@ -14,6 +14,7 @@
 #include "naming.h"
 #include "store/store_tree.h"
 #include "strset.h"
+#include "threads.h"
 #include "xalloc.h"
 
 #define READ_PIECE (8 << 20)
@@ -299,15 +300,7 @@ int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 	}
 	mtc_strset_free(&seen);
 	if (!rc && v.n) {
-		size_t nthreads = (size_t)readers < v.n ? (size_t)readers : v.n, started = 0;
-		pthread_t *t = xcalloc(nthreads, sizeof *t);
-		for (size_t i = 0; i + 1 < nthreads; i++)
-			if (pthread_create(&t[started], NULL, verify_worker, &v) == 0)
-				started++;
-		verify_worker(&v);
-		for (size_t i = 0; i < started; i++)
-			pthread_join(t[i], NULL);
-		free(t);
+		mtc_run_threads((size_t)readers < v.n ? (size_t)readers : v.n, verify_worker, &v);
 		rc = v.failed;
 		if (rc)
 			snprintf(err, errlen, "%s", v.err);

@@ -72,8 +72,9 @@ int mtc_cli_parse(poptContext ctx, int *code)
 		case OPT_LOG_FORMAT:
 			arg = poptGetOptArg(ctx);
 			if (mtc_log_set_format(arg) < 0) {
+				rc = mtc_usage_error("unknown log format '%s'", arg ? arg : "");
 				free(arg);
-				return stop(code, mtc_usage_error("unknown log format '%s'", arg ? arg : ""));
+				return stop(code, rc);
 			}
 			free(arg);
 			break;
@@ -84,14 +85,15 @@ int mtc_cli_parse(poptContext ctx, int *code)
 			poptPrintHelp(ctx, stdout, 0);
 			return stop(code, MTC_EXIT_OK);
 		case OPT_TOKEN_FILE:
-			return stop(code, mtc_usage_error("'--token-file' is ambiguous: use --peer-token-file for "
-					       "the peers' bearer token or --gcs-token-file for a "
-					       "gs:// bearer token"));
+			return stop(code, mtc_usage_error("'--token-file' is ambiguous: use "
+							  "--peer-token-file for the peers' bearer "
+							  "token or --gcs-token-file for a gs:// "
+							  "bearer token"));
 		}
 	}
 	if (rc < -1)
 		return stop(code, mtc_usage_error("%s: '%s'", poptStrerror(rc),
-				       poptBadOption(ctx, POPT_BADOPTION_NOALIAS)));
+						  poptBadOption(ctx, POPT_BADOPTION_NOALIAS)));
 	mtc_log_set_level(level > MTC_LOG_DEBUG ? MTC_LOG_DEBUG : level);
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include "cpu_count.h"
 #include "digest.h"
 #include "naming.h"
+#include "threads.h"
 #include "walk.h"
 #include "xalloc.h"
 
@@ -338,14 +339,8 @@ static int hash_files(struct node **files, size_t n, int threads)
 	for (size_t i = 0, k = 0; i < n; i++)
 		for (long long s = 0; s == 0 || s < t[i].segs; s++)
 			p.jobs[k++] = (struct job){ &t[i], s };
-	pthread_t tid[256];
-	int started = 0;
-	for (int k = 1; k < threads && k < 256 && (size_t)k < njobs; k++)
-		if (pthread_create(&tid[started], NULL, pool_worker, &p) == 0)
-			started++;
-	pool_worker(&p);
-	for (int k = 0; k < started; k++)
-		pthread_join(tid[k], NULL);
+	size_t most = threads < MTC_HASH_THREADS_MAX ? (size_t)threads : MTC_HASH_THREADS_MAX;
+	mtc_run_threads(njobs < most ? njobs : most, pool_worker, &p);
 	for (size_t i = 0; i < n; i++) {
 		if (t[i].map)
 			munmap(t[i].map, (size_t)t[i].node->size);

@@ -36,7 +36,7 @@ int mtc_read_meta(const char *path, char hash[MTC_HASH_MAX + 1])
 	return 0;
 }
 
-/* A walk's visit (walk.h): the bytes of each file into *arg; anything but files and directories fails. */
+/* A walk's visit (walk.h): each file's bytes into *arg; what is not a file or directory fails. */
 static int add_bytes(const struct mtc_walk_entry *e, void *arg)
 {
 	long long *total = arg;

@@ -153,7 +153,8 @@ int mtc_manifest_add_entry(struct mtc_manifest *m, const char *path, const char 
 		snprintf(err, errlen, "manifest entry %zu ('%s') is not valid", i, path);
 		return -1;
 	}
-	mtc_manifest_append(m, path, strlen(path), dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, size, digest);
+	mtc_manifest_append(m, path, strlen(path), dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, size,
+			    digest);
 	return 0;
 }
 

@@ -47,6 +47,7 @@ static int archive_file(struct archive *a, const char *path, const char *name, s
 	return rc;
 }
 
+/* mtc_walk's argument while a tree goes into the archive under name. */
 struct archiving {
 	struct archive *a;
 	const char *name;

@@ -47,6 +47,15 @@ programs() { ls "$MTC_BIN" | grep '^mtc-'; }
 	done
 }
 
+@test "every program refuses an unknown --log-format with exit 2, naming it" {
+	for cmd in mtc-handshake "mtc-replicate digest" mtc-backup mtc-restore mtc-lkg mtc-prune; do
+		run --separate-stderr $cmd --log-format yaml-please
+		[ "$status" -eq 2 ] || fail "$cmd exited $status"
+		[[ "$stderr" == "${cmd%% *}"*": unknown log format 'yaml-please'"* ]] ||
+			fail "$cmd said: $stderr"
+	done
+}
+
 @test "--token-file, which named two different secrets, is refused everywhere, naming both flags" {
 	echo "a-secret-of-at-least-16-bytes" >"$BATS_TEST_TMPDIR/tok"
 	for cmd in "mtc-backup" "mtc-restore" "mtc-lkg" "mtc-prune" "mtc-replicate serve" \

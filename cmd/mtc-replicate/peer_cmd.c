@@ -324,7 +324,8 @@ int mtc_replicate_push(int argc, const char **argv)
 		for (int i = 0; i < n; i++)
 			urls[n_urls++] = mtc_peer_url(tmpl, ranks[i]);
 	}
-	if ((rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token)) != MTC_EXIT_OK) {
+	rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token);
+	if (rc != MTC_EXIT_OK) {
 		mtc_config_free(&cfg);
 		goto out;
 	}
@@ -406,7 +407,8 @@ int mtc_replicate_fetch(int argc, const char **argv)
 			goto out;
 		}
 	}
-	if ((rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token)) != MTC_EXIT_OK)
+	rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token);
+	if (rc != MTC_EXIT_OK)
 		goto out;
 	if (streams > 0)
 		pc.streams = streams > 64 ? 64 : streams;

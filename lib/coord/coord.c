@@ -681,7 +681,7 @@ void mtc_coord_metrics(void *coord, struct mtc_buf *t)
 }
 
 int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *max_body,
-		    char *why, size_t whylen)
+		    char *err, size_t errlen)
 {
 	const struct mtc_coord *c = coord;
 	const char *kind = path + strlen(MTC_COORD_PREFIX);
@@ -692,11 +692,11 @@ int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *m
 		return 0;
 	}
 	if (k < 0) {
-		snprintf(why, whylen, "no such coordinator endpoint");
+		snprintf(err, errlen, "no such coordinator endpoint");
 		return 404;
 	}
 	if (strcmp(method, "POST")) {
-		snprintf(why, whylen, "method not allowed: use POST");
+		snprintf(err, errlen, "method not allowed: use POST");
 		return 405;
 	}
 	*max_body = k == K_RESTORE ? (1u << 20) + (size_t)c->o.nodes * (32u << 10) : 64u << 10;

@@ -85,7 +85,7 @@ int mtc_coord_backup_due(long long agreed, int any_running, int requested, long 
  */
 #define MTC_COORD_PREFIX "/v1/coord/"
 int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *max_body,
-		    char *why, size_t whylen);
+		    char *err, size_t errlen);
 struct mtc_peer_cred;
 int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *method,
 		    const char *path, const char *body, size_t len, char **answer);

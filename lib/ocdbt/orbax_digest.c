@@ -17,6 +17,7 @@
 #include "cpu_count.h"
 #include "ocdbt.h"
 #include "orbax_digest.h"
+#include "threads.h"
 #include "xalloc.h"
 
 #define SEG_CHUNKS 1024
@@ -189,14 +190,8 @@ static int hash_values(const struct mtc_ocdbt *s, struct value *v, int threads, 
 		for (uint64_t seg = 0; seg == 0 || seg < order[i]->segs; seg++)
 			p.jobs[k++] = (struct job){ order[i], seg };
 	free(order);
-	pthread_t tid[256];
-	int started = 0;
-	for (int k = 1; k < threads && k < 256 && (size_t)k < njobs; k++)
-		if (pthread_create(&tid[started], NULL, worker, &p) == 0)
-			started++;
-	worker(&p);
-	for (int k = 0; k < started; k++)
-		pthread_join(tid[k], NULL);
+	size_t most = threads < MTC_HASH_THREADS_MAX ? (size_t)threads : MTC_HASH_THREADS_MAX;
+	mtc_run_threads(njobs < most ? njobs : most, worker, &p);
 	pthread_mutex_destroy(&p.lock);
 	free(p.jobs);
 	for (size_t i = 0; i < s->n; i++)

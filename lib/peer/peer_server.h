@@ -55,7 +55,7 @@ struct mtc_peer_server_opts {
 	 */
 	const char *route_prefix;
 	int (*route_admit)(void *arg, const char *method, const char *url, size_t *max_body,
-			   char *why, size_t whylen);
+			   char *err, size_t errlen);
 	int (*route)(void *arg, const struct mtc_peer_cred *who, const char *method, const char *url,
 		     const char *body, size_t len, char **answer);
 	/* More figures for GET /metrics (the coordinator's), or NULL. */

@@ -61,7 +61,8 @@ static int scan_entry(const struct mtc_walk_entry *e, void *arg)
 	if (e->error)
 		return mtc_fail(sc->err, sc->errlen, "'%s': %s", e->path, leave_reason(e->error));
 	if (!S_ISREG(e->st.st_mode) && !S_ISDIR(e->st.st_mode))
-		return mtc_fail(sc->err, sc->errlen, "'%s': neither a file nor a directory", e->path);
+		return mtc_fail(sc->err, sc->errlen, "'%s': neither a file nor a directory",
+				e->path);
 	if (strlen(e->rel) >= MTC_WIRE_PATH_MAX)
 		return mtc_fail(sc->err, sc->errlen, "'%s': path too long", e->path);
 	if (r->n == r->cap) {

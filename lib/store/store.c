@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "store_impl.h"
+#include "threads.h"
 #include "xalloc.h"
 
 int mtc_store_valid_key(const char *key)
@@ -372,20 +373,11 @@ int mtc_store_run_parallel(struct mtc_store *s, struct mtc_store_xfer *x, size_t
 {
 	struct pool p = { .s = s, .x = x, .n = n, .flags = flags, .fn = fn };
 	size_t nthreads = (size_t)s->opt.parallel < n ? (size_t)s->opt.parallel : n;
-	pthread_t *t;
-	size_t started = 0;
 
 	if (n == 0)
 		return 0;
 	pthread_mutex_init(&p.lock, NULL);
-	t = xcalloc(nthreads, sizeof *t);
-	for (size_t i = 0; i + 1 < nthreads; i++)
-		if (pthread_create(&t[started], NULL, pool_worker, &p) == 0)
-			started++;
-	pool_worker(&p);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
-	free(t);
+	mtc_run_threads(nthreads, pool_worker, &p);
 	pthread_mutex_destroy(&p.lock);
 	if (p.failed) {
 		errno = p.first_errno;
