@@ -810,7 +810,7 @@ PY
 	[ "$(metric "$URL" 'mtc_peer_connections_cut_total{reason="head-timeout"}')" -gt 0 ]
 }
 
-@test "unauthenticated connections are cut to --max-unauth, oldest first; one address gets --max-conns-per-ip" {
+@test "unauthenticated connections are cut to --max-unauth, oldest first after a burst's grace; one address gets --max-conns-per-ip" {
 	start_daemon p --max-unauth 2 --head-timeout 30
 	start_daemon q --max-conns-per-ip 4 --head-timeout 30
 	run timeout 20 python3 - "${URL#http://}" "$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$T/p.out")" <<'PY'
@@ -831,7 +831,10 @@ def alive(s):
         return True
     except OSError:
         return False
-p = conns(sys.argv[2], 3)
+p = conns(sys.argv[2], 4)  # a burst within a second: up to twice the limit, nobody cut
+print("burst:", [alive(s) for s in p])
+time.sleep(1.1)  # past the grace: one more cuts the oldest
+conns(sys.argv[2], 1)
 print("unauthenticated:", [alive(s) for s in p])
 k = conns(sys.argv[2], 1)[0]
 k.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -840,7 +843,8 @@ print("healthz:", k.recv(100).split(b"\r\n")[0].decode())
 print("one address:", [alive(s) for s in conns(sys.argv[1], 5)])
 PY
 	echo "$output"
-	assert_line "unauthenticated: [False, True, True]"
+	assert_line "burst: [True, True, True, True]"
+	assert_line "unauthenticated: [False, True, True, True]"
 	assert_line "healthz: HTTP/1.1 200 OK"
 	assert_line "one address: [True, True, True, True, False]"
 }

@@ -1483,9 +1483,10 @@ static enum MHD_Result session_request(struct req *r, struct MHD_Connection *c, 
  * No lockout (mtc(7) §4): a connection is unauthenticated from its accept
  * until a request head with a valid token arrives on it (any whole head when
  * the daemon has no token). At most max_unauth of them are open: one more
- * cuts the oldest one not being answered (a client sends its head within
- * moments of connecting; a flood must open max_unauth connections in those
- * moments to cut it). An unauthenticated connection has head_timeout_s from its
+ * cuts the oldest one not being answered, once that one has had
+ * MTC_GUARD_BURST_S to send its head (a burst of younger ones may reach
+ * twice the limit first; a flood must open twice max_unauth connections in
+ * that second to cut a client that has just connected). An unauthenticated connection has head_timeout_s from its
  * accept (or its last answer) to the end of its next request head, however
  * slowly the head trickles in. The library refuses a connection beyond
  * max_conns_per_ip from one address or max_connections in all. So a flood
@@ -1541,8 +1542,12 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
 		if (++s->unauth > s->o.max_unauth && s->o.max_unauth > 0) {
 			for (old = s->conns; old->authed || old->cut || old->in_request;)
 				old = old->next; /* k itself at the latest */
-			mtc_debug("%d unauthenticated connections: cutting the oldest", s->unauth);
-			conn_cut(s, old, &s->cut_unauth);
+			if (k->since - old->since >= MTC_GUARD_BURST_S ||
+			    s->unauth > 2 * s->o.max_unauth) {
+				mtc_debug("%d unauthenticated connections: cutting the oldest",
+					  s->unauth);
+				conn_cut(s, old, &s->cut_unauth);
+			}
 		}
 	} else if (k) {
 		if (!k->authed && !k->cut)

@@ -18,7 +18,6 @@
 #include "tls_relay.h"
 #include "xalloc.h"
 
-#define BURST_S 1.0
 
 /* One client connection and the thread that serves it. */
 struct link {
@@ -145,12 +144,7 @@ static void *link_main(void *arg)
 	return NULL;
 }
 
-/*
- * Under f->mu, beyond max_handshakes: the oldest handshake still going is
- * cut. A burst of fresh ones (all younger than BURST_S: many nodes
- * connecting at once) may go up to twice the limit first, so that a
- * client's handshake is not cut merely because others arrived with it.
- */
+/* Under f->mu, beyond max_handshakes: the oldest handshake still going is cut (MTC_GUARD_BURST_S). */
 static void cut_oldest_handshake(struct mtc_tls_front *f)
 {
 	struct link *old = NULL;
@@ -158,7 +152,7 @@ static void cut_oldest_handshake(struct mtc_tls_front *f)
 	for (struct link *l = f->links; l; l = l->next)
 		if (l->handshaking)
 			old = l;
-	if (old && mtc_now() - old->since < BURST_S && f->handshakes <= 2 * f->o.max_handshakes)
+	if (old && mtc_now() - old->since < MTC_GUARD_BURST_S && f->handshakes <= 2 * f->o.max_handshakes)
 		return;
 	if (old) {
 		mtc_debug("%d TLS handshakes at once: cutting the oldest", f->handshakes);

@@ -16,6 +16,14 @@
  * so clients that open connections and never finish the handshake cannot
  * keep others out.
  */
+/*
+ * The connection guard's grace for a burst (mtc(7) §4.3): beyond a limit of
+ * unauthenticated connections or handshakes, none younger than this is cut
+ * while there are at most twice the limit, so that a client is not cut merely
+ * because others arrived with it.
+ */
+#define MTC_GUARD_BURST_S 1.0
+
 struct mtc_tls_front_opts {
 	const char *dir;	/* the TLS dir (tls.h) */
 	int listen_fd;		/* bound and listening; the front owns it */
