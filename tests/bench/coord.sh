@@ -13,7 +13,7 @@ cleanup() {
 	rm -rf "$root"
 }
 trap cleanup EXIT INT TERM
-pkgs="yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libcrypto libzstd"
+pkgs="yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libssl libcrypto libzstd"
 cc -O2 -std=c11 -D_GNU_SOURCE -pthread -Ilib $(pkg-config --cflags jansson) \
 	-o "$root/coord_scale" tests/bench/coord_scale.c "$build/lib/libmtc.a" $(pkg-config --libs $pkgs) -lm
 echo "# coordinator, in process: targets at 16384 ranks < 2 s CPU, < 256 MiB"
