@@ -261,7 +261,7 @@ static void first_line(const char *body, char *out, size_t len)
 
 /* The raw mode (peer_http.h): a PUT from c->reader, or a GET into c->down_fd or the tree. */
 static enum mtc_http_end send_raw(const struct mtc_http_opts *o, struct call *c, double deadline,
-				  char *why, size_t whylen)
+				  char *err, size_t errlen)
 {
 	struct mtc_http_call hp = { .url = o->url, .token = o->token,
 				    .content_type = c->up_tree ? "application/x-tar"
@@ -270,8 +270,8 @@ static enum mtc_http_end send_raw(const struct mtc_http_opts *o, struct call *c,
 				    .stall_s = (int)o->stall_s, .upgrade = c->up_tree,
 				    .fd = c->down_fd, .root = c->down_tree ? c->down_path : NULL,
 				    .limits = c->limits, .expected = c->expected, .got = &c->got_list };
-	enum mtc_http_end end = c->up_path ? mtc_http_put(&hp, why, whylen)
-					   : mtc_http_get(&hp, why, whylen);
+	enum mtc_http_end end = c->up_path ? mtc_http_put(&hp, err, errlen)
+					   : mtc_http_get(&hp, err, errlen);
 
 	c->bytes = c->up_path ? hp.sent : hp.received;
 	if (c->down_path && !c->down_tree)
@@ -281,14 +281,14 @@ static enum mtc_http_end send_raw(const struct mtc_http_opts *o, struct call *c,
 	c->body = hp.answer;
 	if (end == MTC_HTTP_LOCAL) {
 		c->thread_rc = -1;
-		snprintf(c->thread_why, sizeof c->thread_why, "%s", why);
+		snprintf(c->thread_why, sizeof c->thread_why, "%s", err);
 	}
 	return end;
 }
 
 /* Through libcurl: every method, bodies from c's source, answers into c's sink. */
-static enum mtc_http_end send_curl(const struct mtc_http_opts *o, struct call *c, char *why,
-				   size_t whylen)
+static enum mtc_http_end send_curl(const struct mtc_http_opts *o, struct call *c, char *err,
+				   size_t errlen)
 {
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr = NULL;
@@ -297,10 +297,10 @@ static enum mtc_http_end send_curl(const struct mtc_http_opts *o, struct call *c
 	CURLcode cc;
 
 	if (!h) {
-		snprintf(why, whylen, "cannot start curl");
+		snprintf(err, errlen, "cannot start curl");
 		return MTC_HTTP_UNREACHED;
 	}
-	mtc_http_setup(h, o, &hdr, errbuf, why, whylen);
+	mtc_http_setup(h, o, &hdr, errbuf, err, errlen);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -333,7 +333,7 @@ static enum mtc_http_end send_curl(const struct mtc_http_opts *o, struct call *c
 	if (end == MTC_HTTP_ANSWERED)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->code);
 	else
-		snprintf(why, whylen, "%s", *errbuf ? errbuf : curl_easy_strerror(cc));
+		snprintf(err, errlen, "%s", *errbuf ? errbuf : curl_easy_strerror(cc));
 	curl_slist_free_all(hdr);
 	curl_easy_cleanup(h);
 	return end;

@@ -382,15 +382,15 @@ static void manifest_leave(struct mtc_peer_server *s)
  * file (why untouched), 0, or -1 with why.
  */
 static int parse_manifest(const char *path, const char *hash, const struct mtc_wire_limits *lim,
-			  struct mtc_manifest *m, char *why, size_t whylen)
+			  struct mtc_manifest *m, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), rc;
 
 	if (fd < 0)
 		return 1;
-	rc = mtc_manifest_parse_fd(fd, MTC_MANIFEST_BODY_MAX, m, why, whylen);
+	rc = mtc_manifest_parse_fd(fd, MTC_MANIFEST_BODY_MAX, m, err, errlen);
 	close(fd);
-	if (rc == 0 && mtc_peer_manifest_check(m, hash, lim, why, whylen) < 0) {
+	if (rc == 0 && mtc_peer_manifest_check(m, hash, lim, err, errlen) < 0) {
 		mtc_manifest_free(m);
 		rc = -1;
 	}
@@ -418,16 +418,16 @@ static int hold_entries(struct mtc_peer_server *s, size_t n)
 
 /* The manifest a tree upload is checked against: the one sent for it, else the one kept. */
 static int load_manifest(struct mtc_peer_server *s, const char *hash, struct mtc_manifest *m,
-			 char *why, size_t whylen)
+			 char *err, size_t errlen)
 {
 	struct mtc_wire_limits lim = server_limits(s);
 	char *paths[2] = { xasprintf("%s/" PENDING_MANIFEST "%s", s->dir, hash),
 			   xasprintf("%s/%s.manifest", s->dir, hash) };
 	int rc = -1;
 
-	snprintf(why, whylen, "send '%s.manifest' first", hash);
+	snprintf(err, errlen, "send '%s.manifest' first", hash);
 	for (int i = 0; i < 2 && rc != 0; i++)
-		rc = parse_manifest(paths[i], hash, &lim, m, why, whylen);
+		rc = parse_manifest(paths[i], hash, &lim, m, err, errlen);
 	free(paths[0]);
 	free(paths[1]);
 	return rc ? -1 : 0;
@@ -435,7 +435,7 @@ static int load_manifest(struct mtc_peer_server *s, const char *hash, struct mtc
 
 /* A session for a tree upload, its staging dir made; NULL with the HTTP code and why. */
 static struct session *session_new(struct mtc_peer_server *s, const char *hash, unsigned *code,
-				   char *why, size_t whylen)
+				   char *err, size_t errlen)
 {
 	struct session *x = xcalloc(1, sizeof *x);
 	int rc;
@@ -451,13 +451,13 @@ static struct session *session_new(struct mtc_peer_server *s, const char *hash, 
 	if (!x->exp) {
 		struct expected *e = xcalloc(1, sizeof *e);
 		if (!manifest_enter(s)) {
-			snprintf(why, whylen, "busy checking other manifests; retry");
+			snprintf(err, errlen, "busy checking other manifests; retry");
 			*code = MHD_HTTP_SERVICE_UNAVAILABLE;
 			free(e);
 			free(x);
 			return NULL;
 		}
-		rc = load_manifest(s, hash, &e->m, why, whylen);
+		rc = load_manifest(s, hash, &e->m, err, errlen);
 		manifest_leave(s);
 		if (rc < 0) {
 			*code = HTTP_PRECONDITION_REQUIRED;
@@ -466,7 +466,7 @@ static struct session *session_new(struct mtc_peer_server *s, const char *hash, 
 			return NULL;
 		}
 		if (!hold_entries(s, e->m.n)) {
-			snprintf(why, whylen, "busy with other uploads (%zu entries in flight); retry",
+			snprintf(err, errlen, "busy with other uploads (%zu entries in flight); retry",
 				 s->held_entries);
 			*code = MHD_HTTP_SERVICE_UNAVAILABLE;
 			mtc_manifest_free(&e->m);
@@ -490,7 +490,7 @@ static struct session *session_new(struct mtc_peer_server *s, const char *hash, 
 	x->t0 = x->last = mtc_now();
 	return x;
 fail:
-	snprintf(why, whylen, "cannot stage '%s.data': %s", hash, strerror(errno));
+	snprintf(err, errlen, "cannot stage '%s.data': %s", hash, strerror(errno));
 	*code = MHD_HTTP_INSUFFICIENT_STORAGE;
 	session_free(s, x);
 	return NULL;
@@ -501,15 +501,15 @@ fail:
  * the tree by rename (never replacing), then its manifest beside it. The
  * HTTP code, with why.
  */
-static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char *why,
-			     size_t whylen)
+static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char *err,
+			     size_t errlen)
 {
 	struct mtc_manifest got;
 	char digest[MTC_DIGEST_LEN], diff[512], *pending;
 	int rc;
 
 	if (x->failed) {
-		snprintf(why, whylen, "'%s.data' rejected: %s", x->hash, x->why);
+		snprintf(err, errlen, "'%s.data' rejected: %s", x->hash, x->why);
 		return HTTP_UNPROCESSABLE;
 	}
 	mtc_manifest_init(&got);
@@ -518,11 +518,11 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 	mtc_manifest_free(&got);
 	if (rc) {
 		atomic_fetch_add(&s->digest_failures, 1);
-		snprintf(why, whylen, "'%s.data' rejected: %s", x->hash, diff);
+		snprintf(err, errlen, "'%s.data' rejected: %s", x->hash, diff);
 		return HTTP_UNPROCESSABLE;
 	}
 	if (atomic_load(&s->stopping)) {
-		snprintf(why, whylen, "shutting down");
+		snprintf(err, errlen, "shutting down");
 		return MHD_HTTP_SERVICE_UNAVAILABLE;
 	}
 	/* the manifest text checked when it came (made durable then) is kept as it is */
@@ -531,15 +531,15 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 				&(struct mtc_object_manifest){ .file = pending });
 	free(pending);
 	if (rc < 0) {
-		snprintf(why, whylen, "cannot publish '%s.data': %s", x->hash, strerror(errno));
+		snprintf(err, errlen, "cannot publish '%s.data': %s", x->hash, strerror(errno));
 		return errno == ENOSPC || errno == EDQUOT ? MHD_HTTP_INSUFFICIENT_STORAGE : 500;
 	}
 	mtc_histogram_observe(&s->seconds, mtc_now() - x->t0);
 	if (rc > 0) {
-		snprintf(why, whylen, "'%s.data' is already present", x->hash);
+		snprintf(err, errlen, "'%s.data' is already present", x->hash);
 		return MHD_HTTP_OK;
 	}
-	snprintf(why, whylen, "'%s.data' stored", x->hash);
+	snprintf(err, errlen, "'%s.data' stored", x->hash);
 	return MHD_HTTP_CREATED;
 }
 
@@ -579,7 +579,7 @@ static void tree_free(void *cls)
  * ?piece=I&pieces=K of a tree's GET: *k is 0 without them; else 0, or the
  * HTTP code of a bad request with why.
  */
-static int tree_piece(struct MHD_Connection *c, int *k, int *i, char *why, size_t whylen)
+static int tree_piece(struct MHD_Connection *c, int *k, int *i, char *err, size_t errlen)
 {
 	const char *pi = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "piece");
 	const char *pk = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pieces");
@@ -592,7 +592,7 @@ static int tree_piece(struct MHD_Connection *c, int *k, int *i, char *why, size_
 	vi = pi ? strtol(pi, &e1, 10) : -1;
 	vk = pk ? strtol(pk, &e2, 10) : -1;
 	if (!pi || !pk || *e1 || *e2 || vk < 1 || vk > MAX_PIECES || vi < 0 || vi >= vk) {
-		snprintf(why, whylen, "piece=I&pieces=K takes 0 <= I < K <= %d", MAX_PIECES);
+		snprintf(err, errlen, "piece=I&pieces=K takes 0 <= I < K <= %d", MAX_PIECES);
 		return MHD_HTTP_BAD_REQUEST;
 	}
 	*k = (int)vk;
@@ -634,15 +634,15 @@ static void split_free(struct split *x)
  * when the data does not match its name, -1, or -2 when busy; why.
  */
 static int local_manifest(struct mtc_peer_server *s, const char *hash, struct mtc_manifest *m,
-			  char **text, char *why, size_t whylen)
+			  char **text, char *err, size_t errlen)
 {
 	int rc;
 
 	if (!manifest_enter(s)) {
-		mtc_fail(why, whylen, "busy checking other manifests");
+		mtc_fail(err, errlen, "busy checking other manifests");
 		return -2;
 	}
-	rc = mtc_peer_manifest_local(s->dir, hash, m, text, why, whylen);
+	rc = mtc_peer_manifest_local(s->dir, hash, m, text, err, errlen);
 	manifest_leave(s);
 	return rc;
 }
@@ -650,7 +650,7 @@ static int local_manifest(struct mtc_peer_server *s, const char *hash, struct mt
 /* Piece i of k of the tree at path. */
 static struct mtc_wire_reader *piece_reader(struct mtc_peer_server *s, const char *hash,
 					    const char *path, int k, int i, long long *total,
-					    char *why, size_t whylen)
+					    char *err, size_t errlen)
 {
 	struct mtc_wire_reader *reader = NULL;
 	struct split *x;
@@ -660,7 +660,7 @@ static struct mtc_wire_reader *piece_reader(struct mtc_peer_server *s, const cha
 	if (!x || strcmp(x->hash, hash) || x->k != k || mtc_now() - x->made > SPLIT_KEEP_S) {
 		split_free(x);
 		s->split = x = xcalloc(1, sizeof *x);
-		if (local_manifest(s, hash, &x->m, NULL, why, whylen)) {
+		if (local_manifest(s, hash, &x->m, NULL, err, errlen)) {
 			free(x);
 			s->split = NULL;
 			pthread_mutex_unlock(&s->split_mu);
@@ -673,7 +673,7 @@ static struct mtc_wire_reader *piece_reader(struct mtc_peer_server *s, const cha
 		x->counts = xcalloc((size_t)k, sizeof *x->counts);
 		mtc_manifest_split(&x->m, k, x->bins, x->counts);
 	}
-	reader = mtc_wire_reader_open_list(path, x->bins[i], x->counts[i], total, why, whylen);
+	reader = mtc_wire_reader_open_list(path, x->bins[i], x->counts[i], total, err, errlen);
 	if (++x->opened >= k) {
 		split_free(x);
 		s->split = NULL;
@@ -1128,7 +1128,7 @@ static enum MHD_Result finish_manifest(struct req *r, struct MHD_Connection *c)
 }
 
 /* The outcome of an extracted tree or piece (rc, why from the extractor): the HTTP code, with why. */
-static unsigned tree_outcome(struct req *r, int rc, const char *xwhy, char *why, size_t whylen)
+static unsigned tree_outcome(struct req *r, int rc, const char *xwhy, char *err, size_t errlen)
 {
 	struct mtc_peer_server *s = r->s;
 	unsigned code;
@@ -1137,8 +1137,8 @@ static unsigned tree_outcome(struct req *r, int rc, const char *xwhy, char *why,
 		atomic_fetch_add(&s->rejected, 1);
 		if (rc == -2)
 			atomic_fetch_add(&s->digest_failures, 1);
-		snprintf(why, whylen, "'%s' rejected: %s", r->name, xwhy);
-		mtc_warn("%s", why);
+		snprintf(err, errlen, "'%s' rejected: %s", r->name, xwhy);
+		mtc_warn("%s", err);
 		if (r->piece)
 			piece_done(r, xwhy);
 		remove_staging(r);
@@ -1148,12 +1148,12 @@ static unsigned tree_outcome(struct req *r, int rc, const char *xwhy, char *why,
 	if (r->piece) {
 		piece_done(r, NULL);
 		remove_staging(r);
-		snprintf(why, whylen, "piece of '%s' received", r->name);
+		snprintf(err, errlen, "piece of '%s' received", r->name);
 		return MHD_HTTP_OK;
 	}
 	r->sess->got = r->got;
 	memset(&r->got, 0, sizeof r->got);
-	code = publish_tree(s, r->sess, why, whylen);
+	code = publish_tree(s, r->sess, err, errlen);
 	atomic_fetch_add(code == MHD_HTTP_CREATED ? &s->published
 			 : code == MHD_HTTP_OK	  ? &s->already_present
 						  : &s->rejected,
@@ -1161,7 +1161,7 @@ static unsigned tree_outcome(struct req *r, int rc, const char *xwhy, char *why,
 	if (code == MHD_HTTP_CREATED)
 		mtc_info("received '%s' (%lld bytes)", r->name, r->bytes);
 	else if (code != MHD_HTTP_OK)
-		mtc_warn("%s", why);
+		mtc_warn("%s", err);
 	remove_staging(r);
 	return code;
 }
