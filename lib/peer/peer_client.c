@@ -225,17 +225,13 @@ static int prepare(struct call *c)
 	return 0;
 }
 
-static int finish_fds(struct call *c)
+/* Closes the call's files; what arrived is made durable when it is published (object.h). */
+static void finish_fds(struct call *c)
 {
-	int rc = 0;
-	if (c->down_fd >= 0 && !c->down_tree) {
+	if (c->down_fd >= 0 && !c->down_tree && !c->raw) { /* else the socket reader hashed it */
 		uint8_t h[MTC_BLAKE3_OUT_LEN];
-		if (!c->raw) { /* else the socket reader hashed it */
-			mtc_blake3_final(&c->file_hash, h, sizeof h);
-			mtc_hex(h, sizeof h, c->got);
-		}
-		if (fsync(c->down_fd) < 0)
-			rc = -1;
+		mtc_blake3_final(&c->file_hash, h, sizeof h);
+		mtc_hex(h, sizeof h, c->got);
 	}
 	if (c->up_fd >= 0)
 		close(c->up_fd);
@@ -250,7 +246,6 @@ static int finish_fds(struct call *c)
 	mtc_wire_reader_close(c->reader);
 	c->reader = NULL;
 	c->up_fd = c->down_fd = -1;
-	return rc;
 }
 
 static void first_line(const char *body, char *out, size_t len)
@@ -367,10 +362,8 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 	}
 	end = c->raw ? send_raw(&o, c, deadline, why, sizeof why) : send_curl(&o, c, why, sizeof why);
 	answered = end == MTC_HTTP_ANSWERED || end == MTC_HTTP_LOCAL; /* LOCAL: thread_rc says why */
-	if (finish_fds(c) < 0 && answered && c->code < 300) {
-		snprintf(err, errlen, "'%s': %s", c->down_path, strerror(errno));
-		rc = MTC_EXIT_FAILURE;
-	} else if (answered && c->code >= 300) {
+	finish_fds(c);
+	if (answered && c->code >= 300) {
 		first_line(c->body.p, line, sizeof line);
 		snprintf(err, errlen, "'%s': HTTP %ld%s%s", c->url, c->code, *line ? ": " : "", line);
 		rc = c->code == 404 ? MTC_EXIT_NOTFOUND
@@ -759,7 +752,6 @@ int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char 
 struct publish {
 	const char *hash;
 	const char *obj;
-	const char *final;
 	const struct mtc_manifest *expected;
 	const char *manifest_text;
 	const char *dir;
@@ -787,7 +779,8 @@ static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, 
 		return RETRY;
 	}
 	if (mtc_object_publish(p->obj, p->dir, p->hash, &keep) < 0) {
-		snprintf(err, errlen, "cannot publish '%s': %s", p->final, strerror(errno));
+		snprintf(err, errlen, "cannot publish '%s/%s.data': %s", p->dir, p->hash,
+			 strerror(errno));
 		return MTC_EXIT_FAILURE;
 	}
 	return 0;
@@ -821,10 +814,10 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 		    size_t errlen)
 {
 	char *staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", dir);
-	char *obj, *final = xasprintf("%s/%s", dir, name), *text = NULL;
+	char *obj, *text = NULL;
 	struct call c = { .method = "GET", .url = object_url(base, name), .limits = &pc->limits };
 	struct mtc_manifest m;
-	struct publish p = { hash, NULL, final, &m, NULL, dir };
+	struct publish p = { hash, NULL, &m, NULL, dir };
 	int rc;
 
 	mtc_manifest_init(&m);
@@ -832,7 +825,6 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 		rc = get_manifest(pc, base, hash, &m, &text, err, errlen);
 		if (rc) {
 			free(staging);
-			free(final);
 			free(c.url);
 			return rc;
 		}
@@ -844,7 +836,6 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 	if (!mkdtemp(staging)) {
 		snprintf(err, errlen, "cannot stage in '%s': %s", dir, strerror(errno));
 		free(staging);
-		free(final);
 		free(c.url);
 		mtc_manifest_free(&m);
 		free(text);
@@ -862,7 +853,6 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 	mtc_remove_tree(staging);
 	free(staging);
 	free(obj);
-	free(final);
 	free_call(&c);
 	mtc_manifest_free(&m);
 	free(text);

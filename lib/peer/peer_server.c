@@ -496,6 +496,15 @@ fail:
 	return NULL;
 }
 
+/* A publish that failed (errno): 507 when the disk is full, else 500, with why in err. */
+static unsigned publish_failure(const char *name, char *err, size_t errlen)
+{
+	int e = errno;
+
+	snprintf(err, errlen, "cannot publish '%s': %s", name, strerror(e));
+	return e == ENOSPC || e == EDQUOT ? MHD_HTTP_INSUFFICIENT_STORAGE : 500;
+}
+
 /*
  * Checks what arrived in x against its name and manifest and publishes it:
  * the tree by rename (never replacing), then its manifest beside it. The
@@ -531,8 +540,10 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 				&(struct mtc_object_manifest){ .file = pending });
 	free(pending);
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot publish '%s.data': %s", x->hash, strerror(errno));
-		return errno == ENOSPC || errno == EDQUOT ? MHD_HTTP_INSUFFICIENT_STORAGE : 500;
+		char *name = xasprintf("%s.data", x->hash);
+		unsigned code = publish_failure(name, err, errlen);
+		free(name);
+		return code;
 	}
 	mtc_histogram_observe(&s->seconds, mtc_now() - x->t0);
 	if (rc > 0) {
@@ -1289,11 +1300,7 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 
 	if (r->kind == REQ_PUT_TREE)
 		return finish_tree(r, c);
-	if (r->fd >= 0 && fsync(r->fd) < 0 && !r->fail_code) {
-		r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
-		snprintf(r->why, sizeof r->why, "cannot write '%s': %s", r->name, strerror(errno));
-	}
-	if (r->fd >= 0) {
+	if (r->fd >= 0) { /* made durable when it is published (object.h) */
 		close(r->fd);
 		r->fd = -1;
 	}
@@ -1324,9 +1331,9 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 	}
 	rc = mtc_object_publish(r->obj, s->dir, r->hash, NULL);
 	if (rc < 0) {
-		snprintf(why, sizeof why, "%s", strerror(errno));
+		code = publish_failure(r->name, why, sizeof why);
 		remove_staging(r);
-		return respond(r, c, 500, TEXT, "cannot publish '%s': %s\n", r->name, why);
+		return respond(r, c, code, TEXT, "%s\n", why);
 	}
 	mtc_histogram_observe(&s->seconds, mtc_now() - r->t0);
 	remove_staging(r);
@@ -1542,8 +1549,7 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
 		if (++s->unauth > s->o.max_unauth && s->o.max_unauth > 0) {
 			for (old = s->conns; old->authed || old->cut || old->in_request;)
 				old = old->next; /* k itself at the latest */
-			if (k->since - old->since >= MTC_GUARD_BURST_S ||
-			    s->unauth > 2 * s->o.max_unauth) {
+			if (mtc_guard_cuts(k->since - old->since, s->unauth, s->o.max_unauth)) {
 				mtc_debug("%d unauthenticated connections: cutting the oldest",
 					  s->unauth);
 				conn_cut(s, old, &s->cut_unauth);
