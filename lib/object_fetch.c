@@ -117,14 +117,17 @@ int mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashe
 		     char *err, size_t errlen)
 {
 	struct mtc_fetch f = { 0 };
-	struct mtc_strset planned = { 0 }, verified = { 0 };
+	struct mtc_strset seen = { 0 };
 	struct mtc_progress *bar;
+	char *first = xcalloc(n ? n : 1, 1); /* hashes[i] is not a repeat */
 	int rc = MTC_EXIT_OK, failed;
 
 	*out = (struct mtc_object_fetched){ .manifests = xcalloc(n ? n : 1, sizeof *out->manifests),
 					    .n = n };
+	for (size_t i = 0; i < n; i++)
+		first[i] = !mtc_strset_add(&seen, hashes[i]);
 	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++)
-		if (!mtc_strset_add(&planned, hashes[i]))
+		if (first[i])
 			rc = plan_one(s, prefix, hashes[i], &f, err, errlen);
 	if (rc != MTC_EXIT_OK)
 		goto out;
@@ -150,13 +153,13 @@ int mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashe
 		goto out;
 	}
 	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++)
-		if (!mtc_strset_add(&verified, hashes[i]))
+		if (first[i])
 			rc = verify_one(s, prefix, hashes[i], staging, threads, &out->manifests[i],
 					err, errlen);
 out:
 	mtc_fetch_free(&f);
-	mtc_strset_free(&planned);
-	mtc_strset_free(&verified);
+	mtc_strset_free(&seen);
+	free(first);
 	return rc;
 }
 
