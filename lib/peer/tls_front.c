@@ -152,7 +152,7 @@ static void cut_oldest_handshake(struct mtc_tls_front *f)
 	for (struct link *l = f->links; l; l = l->next)
 		if (l->handshaking)
 			old = l;
-	if (old && mtc_now() - old->since < MTC_GUARD_BURST_S && f->handshakes <= 2 * f->o.max_handshakes)
+	if (old && !mtc_guard_cuts(mtc_now() - old->since, f->handshakes, f->o.max_handshakes))
 		return;
 	if (old) {
 		mtc_debug("%d TLS handshakes at once: cutting the oldest", f->handshakes);

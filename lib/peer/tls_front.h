@@ -24,6 +24,12 @@
  */
 #define MTC_GUARD_BURST_S 1.0
 
+/* Beyond max, whether the oldest (of age seconds) goes now that there are n. */
+static inline int mtc_guard_cuts(double age, int n, int max)
+{
+	return age >= MTC_GUARD_BURST_S || n > 2 * max;
+}
+
 struct mtc_tls_front_opts {
 	const char *dir;	/* the TLS dir (tls.h) */
 	int listen_fd;		/* bound and listening; the front owns it */
