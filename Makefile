@@ -8,7 +8,7 @@ PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libssl libcry
 DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchive-dev \
             libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev libzstd-dev \
             bats bats-support bats-assert bats-file b3sum rclone python3 \
-            python3-yaml inotify-tools clang libclang-rt-14-dev zstd procps rsync openssl
+            python3-yaml inotify-tools jq clang libclang-rt-14-dev zstd procps rsync openssl
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
@@ -68,7 +68,7 @@ asan:
 # A missing build dependency brings `make deps` first, so a fresh machine needs no set-up.
 have-deps:
 	@pkg-config --exists $(PKGS) && command -v bats >/dev/null && command -v b3sum >/dev/null \
-	    && command -v clang >/dev/null && command -v inotifywait >/dev/null || $(MAKE) --no-print-directory deps
+	    && command -v clang >/dev/null && command -v jq >/dev/null && command -v inotifywait >/dev/null || $(MAKE) --no-print-directory deps
 
 check: have-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all venv node-client

@@ -5,7 +5,9 @@
 #include "steady.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,16 @@ struct loop {
 	int coordinated;
 	long long committed, pushed, replicated;
 	double next_push_try;
+	/* One push at a time, in its own thread: a dark peer never holds up commits and syncs. */
+	struct push {
+		pthread_t thread;
+		int running;
+		atomic_int done;
+		long long step;
+		json_t *sum;
+		int failed;
+		double ended; /* UTC */
+	} push;
 	pid_t child;
 	char child_name[17];
 	long long child_step;
@@ -175,11 +187,10 @@ static void safety_committed(struct loop *l, const struct mtc_commit_result *r)
 	mtc_histogram_observe(&l->status.safe[MTC_SAFE_COMMIT], now - r->appeared);
 }
 
-/* The step reached a stage: observed, logged, and with --json one line on stdout. */
-static void safety_reached(struct loop *l, long long step, enum mtc_safe_stage stage)
+/* The step reached a stage at now (UTC): observed, logged, and with --json one line on stdout. */
+static void safety_reached(struct loop *l, long long step, enum mtc_safe_stage stage, double now)
 {
 	struct safety *s = safety_of(l, step);
-	double now = mtc_wall_now();
 	json_t *j;
 
 	if (!s)
@@ -253,47 +264,84 @@ static long long newest_own_step(struct loop *l)
 	return best;
 }
 
-static void push_new(struct loop *l)
+static void *push_main(void *arg)
+{
+	struct loop *l = arg;
+	const struct mtc_steady_opts *o = l->o;
+
+	l->push.sum = mtc_peer_push_step(&l->pc, o->dir, o->cfg->job_name, l->push.step,
+					 o->cfg->node_rank, o->peers, o->n_peers, &l->push.failed);
+	l->push.ended = mtc_wall_now();
+	atomic_store(&l->push.done, 1);
+	return NULL;
+}
+
+/* What a finished push means: the step is replicated, or an ERROR per peer and a later try. */
+static void push_done(struct loop *l)
 {
 	const struct mtc_steady_opts *o = l->o;
-	int failed = 0;
-	json_t *sum;
+	long long step = l->push.step;
+	json_t *sum = l->push.sum, *p;
+	size_t i;
 
-	long long newest = newest_own_step(l);
-
-	if (newest > l->committed)
-		l->committed = newest;
-	if (l->committed <= l->pushed || mtc_now() < l->next_push_try)
-		return;
-	if (!o->n_peers) {
-		l->pushed = l->replicated = l->committed;
-		safety_reached(l, l->committed, MTC_SAFE_PEERS);
-		return;
-	}
-	sum = mtc_peer_push_step(&l->pc, o->dir, o->cfg->job_name, l->committed, o->cfg->node_rank,
-				 o->peers, o->n_peers, &failed);
-	if (failed < 0) {
-		mtc_error("cannot push step %lld: no .meta of node %d in '%s'", l->committed,
+	if (l->push.failed < 0) {
+		mtc_error("cannot push step %lld: no .meta of node %d in '%s'", step,
 			  o->cfg->node_rank, o->dir);
 		l->next_push_try = mtc_now() + (o->sync_s > 0 ? o->sync_s : 10);
-	} else if (failed == 0) {
-		mtc_info("pushed step %lld to %d peer%s in %.2f s", l->committed, o->n_peers,
+	} else if (l->push.failed == 0) {
+		mtc_info("pushed step %lld to %d peer%s in %.2f s", step, o->n_peers,
 			 o->n_peers == 1 ? "" : "s",
 			 json_real_value(json_object_get(sum, "seconds")));
-		l->pushed = l->replicated = l->committed;
-		safety_reached(l, l->committed, MTC_SAFE_PEERS);
+		l->pushed = l->replicated = step;
+		safety_reached(l, step, MTC_SAFE_PEERS, l->push.ended);
 		fault_point("push");
 	} else {
-		json_t *p;
-		size_t i;
 		json_array_foreach(json_object_get(sum, "peers"), i, p)
 			if (!json_is_true(json_object_get(p, "ok")))
-				mtc_error("cannot push step %lld to '%s': %s", l->committed,
+				mtc_error("cannot push step %lld to '%s': %s", step,
 					  json_string_value(json_object_get(p, "peer")) ?: "?",
 					  json_string_value(json_object_get(p, "error")) ?: "failed");
 		l->next_push_try = mtc_now() + (o->sync_s > 0 ? o->sync_s : 10);
 	}
 	json_decref(sum);
+	l->push.sum = NULL;
+}
+
+/* Waits for a running push (block) or takes one that finished; 1 while one still runs. */
+static int push_reap(struct loop *l, int block)
+{
+	if (!l->push.running)
+		return 0;
+	if (!block && !atomic_load(&l->push.done))
+		return 1;
+	pthread_join(l->push.thread, NULL);
+	l->push.running = 0;
+	push_done(l);
+	return 0;
+}
+
+/* Starts the push of the newest committed step once the last push ended. */
+static void push_new(struct loop *l)
+{
+	long long newest = newest_own_step(l);
+
+	if (newest > l->committed)
+		l->committed = newest;
+	if (push_reap(l, 0) || l->committed <= l->pushed || mtc_now() < l->next_push_try)
+		return;
+	if (!l->o->n_peers) {
+		l->pushed = l->replicated = l->committed;
+		safety_reached(l, l->committed, MTC_SAFE_PEERS, mtc_wall_now());
+		return;
+	}
+	l->push.step = l->committed;
+	atomic_store(&l->push.done, 0);
+	if (pthread_create(&l->push.thread, NULL, push_main, l) == 0) {
+		l->push.running = 1;
+		return;
+	}
+	push_main(l);
+	push_done(l);
 }
 
 static void reap_backup(struct loop *l, int block)
@@ -308,7 +356,7 @@ static void reap_backup(struct loop *l, int block)
 		return;
 	if (p > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		mtc_info("backup '%s' of step %lld done", l->child_name, l->child_step);
-		safety_reached(l, l->child_step, MTC_SAFE_BACKUP);
+		safety_reached(l, l->child_step, MTC_SAFE_BACKUP, mtc_wall_now());
 		l->status.backup_step = l->child_step;
 		l->status.backup_time = (long long)time(NULL);
 	} else if (p > 0 && WIFEXITED(status)) {
@@ -605,6 +653,7 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	fault_armed("commit-", 1); /* before any thread: it may setenv */
 	mtc_peer_client_defaults(&l.pc);
 	l.pc.token = token;
+	l.pc.cancel = o->stop;
 	l.last_backup_time = l.last_backup_step = -1;
 	mtc_node_status_init(&l.status, o->cfg->node_rank);
 	mtc_node_status_init(&l.written, -1);
@@ -644,6 +693,7 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 		    errno != ETIMEDOUT && errno != EINTR)
 			mtc_warn("waiting on '%s':", o->dir);
 	}
+	push_reap(&l, 1);
 	if (l.child > 0) {
 		mtc_info("stopping: waiting for backup '%s'", l.child_name);
 		kill(l.child, SIGTERM);

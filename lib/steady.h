@@ -7,7 +7,7 @@
 
 /*
  * The steady state of a node (mtc-replicate run): commit new steps, push
- * them to the peers, sync with the coordinator, GC to the agreed step, run
+ * them to the peers (in a thread of its own, one push at a time), sync with the coordinator, GC to the agreed step, run
  * mtc-backup in a child process when the coordinator names a backup (one at
  * a time), and delete restore.version after the first new step that follows
  * a pinned restore. Failures are ERROR lines (replicator.errors) and are

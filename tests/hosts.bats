@@ -61,6 +61,9 @@ heal_and_restart() {
 
 errors_of() { cat "$CL_ROOT/node$1/replicator.errors" 2>/dev/null; }
 
+# status_is RANK FIELD VALUE: the node's status file (what its metrics show) says so.
+status_is() { [ "$(jq -r ".$2" "$CL_ROOT/node$1/.mtc-status.json" 2>/dev/null)" = "$3" ]; }
+
 @test "hosts: each node on its own address with the token; a node's RAM wiped is restored from its peer" {
 	first_run orbax
 	grep -q "$HOSTS_NET.2:7070" "$CL_ROOT/state1/serve.json"
@@ -81,6 +84,9 @@ errors_of() { cat "$CL_ROOT/node$1/replicator.errors" 2>/dev/null; }
 	assert_success # saving never waits for the network
 	wait_for "an error about the silent rank" 30 bash -c "grep -qi 'vanished\|silent\|cannot push\|timed out' '$CL_ROOT/node0/replicator.errors' 2>/dev/null"
 	note "rank 0's replicator.errors: $(errors_of 0 | tail -1 | cut -c1-160)"
+	partner=$((dark ^ 1))
+	wait_for "rank $partner committing step 6 while its push to rank $dark hangs" 20 status_is "$partner" committed 6
+	note "rank $partner committed step 6 with its push partner dark: $(errors_of "$partner" | grep -c 'cannot push') push errors"
 	heal_and_restart "$dark"
 }
 
@@ -119,7 +125,7 @@ errors_of() { cat "$CL_ROOT/node$1/replicator.errors" 2>/dev/null; }
 	note "the coordinator's link (rank 0) dark"
 	run trainers orbax --resume 3 --steps 3
 	assert_success
-	wait_for "an error about the coordinator" 30 bash -c "grep -qi 'coordinator\|sync' '$CL_ROOT/node1/replicator.errors' 2>/dev/null"
+	wait_for "an error about the coordinator" 15 bash -c "grep -qi 'coordinator\|sync' '$CL_ROOT/node1/replicator.errors' 2>/dev/null"
 	note "rank 1's replicator.errors: $(errors_of 1 | tail -1 | cut -c1-160)"
 	heal_and_restart 0
 	note "backups: $backups before the fault, $(backups_count) after"

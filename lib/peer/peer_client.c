@@ -64,6 +64,7 @@ struct call {
 	int down_shared; /* a piece: down_path is prepared, other pieces extract into it too */
 	int raw; /* a PUT or a tree's GET over a plain socket (peer_http.h), not through libcurl */
 	int once; /* not idempotent: a POST that opens or commits an upload session */
+	const volatile sig_atomic_t *cancel; /* the client's (peer_client.h) */
 
 	long code;
 	struct mtc_buf body; /* small bodies (meta, inventory, errors), cut at MTC_HTTP_ANSWER_MAX */
@@ -264,7 +265,8 @@ static enum mtc_http_end send_raw(const struct mtc_http_opts *o, struct call *c,
 				    .body = c->reader, .length = c->up_total, .deadline = deadline,
 				    .stall_s = (int)o->stall_s, .upgrade = c->up_tree,
 				    .fd = c->down_fd, .root = c->down_tree ? c->down_path : NULL,
-				    .limits = c->limits, .expected = c->expected, .got = &c->got_list };
+				    .limits = c->limits, .expected = c->expected, .got = &c->got_list,
+				    .stop = (const int *)c->cancel };
 	enum mtc_http_end end = c->up_path ? mtc_http_put(&hp, err, errlen)
 					   : mtc_http_get(&hp, err, errlen);
 
@@ -279,6 +281,13 @@ static enum mtc_http_end send_raw(const struct mtc_http_opts *o, struct call *c,
 		snprintf(c->thread_why, sizeof c->thread_why, "%s", err);
 	}
 	return end;
+}
+
+static int cancelled(const volatile sig_atomic_t *cancel) { return cancel && *cancel; }
+
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	return cancelled(((struct call *)arg)->cancel);
 }
 
 /* Through libcurl: every method, bodies from c's source, answers into c's sink. */
@@ -300,6 +309,11 @@ static enum mtc_http_end send_curl(const struct mtc_http_opts *o, struct call *c
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
+	if (c->cancel) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 	if (!strcmp(c->method, "HEAD"))
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	if (!strcmp(c->method, "POST")) {
@@ -346,8 +360,13 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 	enum mtc_http_end end;
 	int answered, rc;
 
+	if (cancelled(pc->cancel)) {
+		snprintf(err, errlen, "stopped");
+		return MTC_EXIT_FAILURE;
+	}
 	if (mtc_http_check(&o, err, errlen) < 0)
 		return MTC_EXIT_FAILURE;
+	c->cancel = pc->cancel;
 	c->raw = ((!strcmp(c->method, "PUT") && c->up_path) ||
 		  (!strcmp(c->method, "GET") && c->down_path)) &&
 		 mtc_http_usable(c->url);
@@ -380,6 +399,9 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 	} else if (end == MTC_HTTP_DEADLINE && mtc_now() >= deadline) {
 		snprintf(err, errlen, "'%s': %s", c->url, why);
 		rc = MTC_EXIT_TIMEOUT;
+	} else if (!answered && cancelled(pc->cancel)) {
+		snprintf(err, errlen, "'%s': stopped", c->url);
+		rc = MTC_EXIT_FAILURE;
 	} else if (!answered) {
 		snprintf(err, errlen, "'%s': %s", c->url, why);
 		c->code = 0;

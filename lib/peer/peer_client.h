@@ -1,6 +1,7 @@
 #ifndef MTC_PEER_CLIENT_H
 #define MTC_PEER_CLIENT_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -23,6 +24,7 @@ struct mtc_peer_client {
 	int retries;
 	int streams; /* connections one tree upload may use at once */
 	struct mtc_wire_limits limits; /* what a fetched tree may hold */
+	const volatile sig_atomic_t *cancel; /* when set: a transfer under way ends, no new try */
 };
 
 void mtc_peer_client_defaults(struct mtc_peer_client *pc);

@@ -99,6 +99,23 @@ static int wait_ms(const struct mtc_http_call *p)
 	return ms <= 0 ? 0 : ms < 1 ? 1 : (int)ms;
 }
 
+/* poll(2) on one fd for up to ms, ending early (0) once *p->stop is set. */
+static int poll_one(const struct mtc_http_call *p, struct pollfd *pfd, int ms)
+{
+	int n;
+
+	for (double end = mtc_now() + ms / 1000.0;;) {
+		int slice = p->stop ? (ms < STOP_POLL_MS ? ms : STOP_POLL_MS) : ms;
+		n = poll(pfd, 1, slice);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != 0 || (p->stop && __atomic_load_n(p->stop, __ATOMIC_RELAXED)))
+			return n;
+		if ((ms = (int)((end - mtc_now()) * 1000)) <= 0)
+			return 0;
+	}
+}
+
 /* Waits for events on fd: 1 ready (revents), 0 the wait ran out (-2 deadline, -1 stall in *rc). */
 static int wait_for(const struct mtc_http_call *p, int fd, short events, short *revents, int *rc,
 		    char *err, size_t errlen)
@@ -111,16 +128,7 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 		*rc = MTC_HTTP_DEADLINE;
 		return 0;
 	}
-	for (double end = mtc_now() + ms / 1000.0;;) {
-		int slice = p->stop ? (ms < STOP_POLL_MS ? ms : STOP_POLL_MS) : ms;
-		n = poll(&pfd, 1, slice);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != 0 || (p->stop && __atomic_load_n(p->stop, __ATOMIC_RELAXED)))
-			break;
-		if ((ms = (int)((end - mtc_now()) * 1000)) <= 0)
-			break;
-	}
+	n = poll_one(p, &pfd, ms);
 	if (n <= 0) {
 		if (mtc_now() >= p->deadline) {
 			snprintf(err, errlen, "deadline passed");
@@ -161,7 +169,7 @@ static int connect_to(const struct mtc_http_call *p, const struct target *t, cha
 		if (e == EINPROGRESS) {
 			pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
 			e = ETIMEDOUT;
-			if (ms > 0 && poll(&pfd, 1, ms) == 1 &&
+			if (ms > 0 && poll_one(p, &pfd, ms) == 1 &&
 			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0)
 				break;
 		}
