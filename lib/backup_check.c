@@ -27,7 +27,7 @@ static int load_manifest(struct mtc_store *s, const char *name, const char *hash
 	size_t len;
 	int rc = 1;
 
-	if (mtc_store_get_buf(s, key, MTC_MANIFEST_BODY_MAX, &text, &len) < 0) {
+	if (mtc_store_get_buf(s, key, MTC_MANIFEST_MAX, &text, &len) < 0) {
 		rc = errno == ENOENT ? 0 : -1;
 		if (rc)
 			snprintf(err, errlen, "cannot read '%s': %s", key, mtc_store_error(s));

@@ -215,7 +215,7 @@ static int claim(struct mtc_store *s, const char *prefix, const char *hash, cons
 		if (errno != EEXIST) {
 			mtc_error("cannot upload '%s/%s': %s", mtc_store_url(s), key, mtc_store_error(s));
 			rc = -1;
-		} else if (mtc_store_get_buf(s, key, MTC_MANIFEST_BODY_MAX, &theirs, &len) < 0) {
+		} else if (mtc_store_get_buf(s, key, MTC_MANIFEST_MAX, &theirs, &len) < 0) {
 			mtc_error("cannot read '%s/%s': %s", mtc_store_url(s), key, mtc_store_error(s));
 			rc = -1;
 		} else if (len != strlen(text) || memcmp(theirs, text, len)) {
@@ -251,7 +251,7 @@ static long long present(struct mtc_store *s, const char *prefix, const char *ha
 	}
 	data = xasprintf("%s%s.data", prefix, hash);
 	char *tree = xasprintf("%s/", data);
-	if (mtc_store_get_buf(s, key, MTC_MANIFEST_BODY_MAX, &text, &len) == 0 &&
+	if (mtc_store_get_buf(s, key, MTC_MANIFEST_MAX, &text, &len) == 0 &&
 	    mtc_manifest_parse(text, len, &m, err, sizeof err) == 0 &&
 	    mtc_store_list(s, tree, NULL, &l) == 0)
 		*whole = !mtc_backup_data_missing(&l, data, &m, &bytes, NULL, NULL);

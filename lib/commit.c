@@ -201,6 +201,10 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 		}
 	} else {
 		char *text = mtc_is_dir_hash(r.hash) ? mtc_manifest_text(&m) : NULL;
+		if (text && strlen(text) > MTC_MANIFEST_BODY_MAX)
+			mtc_warn("step %lld: its manifest (%zu entries, %zu MiB) is longer than the %d MiB "
+				 "a peer accepts: it is backed up, but not replicated",
+				 step, m.n, strlen(text) >> 20, MTC_MANIFEST_BODY_MAX >> 20);
 		int published = mtc_object_publish(
 			save, o->dir, r.hash,
 			&(struct mtc_object_manifest){ .text = text, .len = text ? strlen(text) : 0 });

@@ -5,7 +5,14 @@
 
 #include "manifest.h"
 
-#define MTC_MANIFEST_BODY_MAX (16 << 20) /* the longest manifest text read */
+/*
+ * The longest manifest text read: by the daemon from a peer, whose memory
+ * stays bounded (mtc(7) §4.3), and by the programs that run once from a
+ * backup or a file. A tree whose manifest is longer than the first is
+ * committed and backed up, but not replicated (commit warns).
+ */
+#define MTC_MANIFEST_BODY_MAX (16 << 20)
+#define MTC_MANIFEST_MAX (256 << 20)
 
 /*
  * Reads a manifest's JSON text (digest.h's form: an array of objects with

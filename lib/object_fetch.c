@@ -13,7 +13,6 @@
 #include "strset.h"
 #include "xalloc.h"
 
-#define MANIFEST_MAX (256 << 20)
 
 static int store_exit(int e)
 {
@@ -62,7 +61,7 @@ static int get_manifest(struct mtc_store *s, const char *prefix, const char *has
 	size_t len;
 	int rc = MTC_EXIT_OK;
 
-	if (mtc_store_get_buf(s, key, MANIFEST_MAX, &text, &len) < 0) {
+	if (mtc_store_get_buf(s, key, MTC_MANIFEST_MAX, &text, &len) < 0) {
 		if (errno != ENOENT) {
 			snprintf(err, errlen, "cannot read '%s/%s': %s", mtc_store_url(s), key,
 				 mtc_store_error(s));

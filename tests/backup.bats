@@ -170,6 +170,32 @@ teardown() {
 	[ -z "$(find "$WORK/bk" -name '*.meta' 2>/dev/null)" ]
 }
 
+@test "a step of 48k files, its manifest longer than a peer accepts: commit warns; backed up, verified and restored whole" {
+	[ -d /dev/shm ] && rm -rf "$WORK" && WORK=$(mktemp -d /dev/shm/mtc-backup.XXXXXX) # a RAM disk, as deployed
+	config "$WORK/cfg" big 0 1
+	python3 -c '
+import os, sys
+for a in range(48):
+    d = "%s/1/d%02d" % (sys.argv[1], a)
+    os.makedirs(d)
+    for b in range(1000):
+        open("%s/%s%04d" % (d, "x" * 246, b), "w").close()
+open(sys.argv[1] + "/1/commit_success.txt", "w").close()' "$WORK/local"
+	run mtc-replicate commit --dir "$WORK/local" --config "$WORK/cfg"
+	assert_success
+	assert_output --partial "is longer than the 16 MiB a peer accepts: it is backed up, but not replicated"
+	h=$(cat "$WORK/local/big-s1-n0-w0.meta")
+	[ "$(stat -c %s "$WORK/local/$h.manifest")" -gt $((16 << 20)) ]
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 1 --to "$WORK/bk" --name 2026-01-01_00-00
+	assert_success
+	run mtc-lkg --backups "$WORK/bk" --job big --verify --json
+	assert_success
+	echo "$output" | fakegcs_json 'd["backups"][0]["state"] == "valid"' | grep -qx true
+	run mtc-restore --from "$WORK/bk" --job big --out "$WORK/out"
+	assert_success
+	[ "$(find "$WORK/out" -type f | wc -l)" = 48001 ]
+}
+
 @test "a step this node has no .meta for is exit 4; bad options are exit 2" {
 	config "$WORK/cfg" job 0 1
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "$WORK/bk"

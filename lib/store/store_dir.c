@@ -1,9 +1,9 @@
 /*
  * The directory backend: a local disk, NFS or a Cloud Storage FUSE mount.
  * Invariant: an object is visible under its name only when whole and
- * durable. Data goes to a hidden temporary (".mtc-<pid>-<n>.<name>.tmp") in
- * the same directory, is fsynced, renamed into place (without replacing,
- * unless asked) and the directory is fsynced. Listings skip temporaries.
+ * durable. Data goes to a hidden temporary (".mtc-<pid>-<n>.<name>.tmp", the
+ * name cut to 64 bytes) in the same directory, is fsynced, renamed into
+ * place (without replacing, unless asked) and the directory is fsynced. Listings skip temporaries.
  * Deleting a prefix removes .meta objects first, so a crash halfway leaves a
  * backup that reads as incomplete.
  */
@@ -53,11 +53,15 @@ static int is_temporary(const char *name)
 	return !strncmp(name, ".mtc-", 5) && n > 4 && !strcmp(name + n - 4, ".tmp");
 }
 
+/* Names the object's first TMP_NAME_KEEP bytes: a 255-byte name still has a temporary. */
+#define TMP_NAME_KEEP 64
+
 static char *tmp_path_for(const char *path)
 {
-	const char *slash = strrchr(path, '/');
-	return xasprintf("%.*s/.mtc-%ld-%u.%s.tmp", (int)(slash - path), path, (long)getpid(),
-			 atomic_fetch_add(&tmp_seq, 1), slash + 1);
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	return xasprintf("%.*s%s.mtc-%ld-%u.%.*s.tmp", slash ? (int)(slash - path) : 0, path,
+			 slash ? "/" : "", (long)getpid(), atomic_fetch_add(&tmp_seq, 1),
+			 TMP_NAME_KEEP, name);
 }
 
 /* mkdir -p of path's parent (or of path itself when dir), fsyncing each new entry's parent. */
@@ -314,8 +318,7 @@ static int get_to_path(struct mtc_store *s, const char *key, const char *path,
 	if (partial)
 		tmp = xstrdup(partial);
 	else
-		tmp = strchr(path, '/') ? tmp_path_for(path) : xasprintf(".mtc-%ld-%u.%s.tmp",
-				(long)getpid(), atomic_fetch_add(&tmp_seq, 1), path);
+		tmp = tmp_path_for(path);
 	out = open(tmp, O_WRONLY | O_CREAT | (partial ? 0 : O_TRUNC) | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (out < 0) {
 		fail(s, "cannot create", tmp);
