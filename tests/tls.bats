@@ -147,6 +147,16 @@ handshakes() {
 	run mtc-replicate fetch --dir "$T/none" --from "$URL" --hash "$HASH" --retries 0
 	assert_failure
 	[ -z "$(ls -A "$T/none")" ]
+	# kernel TLS: the daemon's line says whether this kernel offers it, and /metrics counts
+	# the connections whose records the kernel took over (none where it is not offered)
+	kernel_send=$(curl -s --cacert "$T/pki/ca.crt" "$URL/metrics" | awk '$1 == "mtc_peer_tls_kernel_total{direction=\"send\"}" { print $2 }')
+	if grep -qw tls /proc/sys/net/ipv4/tcp_available_ulp 2>/dev/null; then
+		grep -q '"kernel-tls":true' "$T/p.out"
+		[ "$kernel_send" -ge 1 ]
+	else
+		grep -q '"kernel-tls":false' "$T/p.out"
+		[ "$kernel_send" = 0 ]
+	fi
 }
 
 @test "TLS handshakes cannot lock the daemon out: the hostile probe set over TLS, silent connections cut at --head-timeout, /healthz throughout" {

@@ -23,6 +23,7 @@
 #include "peer/peer_server.h"
 #include "peers.h"
 #include "peer/tls.h"
+#include "peer/tls_relay.h"
 #include "token_file.h"
 #include "xalloc.h"
 
@@ -58,6 +59,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	int coordinator = 0, nodes = 0, per_ip = -1, max_unauth = -1, head_timeout = -1;
 	double round_s = 0, heartbeat_s = 0, poll_s = 0;
 	struct mtc_coord *coord = NULL;
+	json_t *result;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir to serve", "DIR" },
 		{ "listen", 'l', POPT_ARG_STRING, &listen, 0,
@@ -193,9 +195,11 @@ int mtc_replicate_serve(int argc, const char **argv)
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
-	mtc_json_print(json_pack("{s:s, s:s, s:s, s:b}", "listen", mtc_peer_server_address(s),
-				 "scheme", o.tls_dir ? "https" : "http", "dir", dir, "coordinator",
-				 coordinator));
+	result = json_pack("{s:s, s:s, s:s, s:b}", "listen", mtc_peer_server_address(s), "scheme",
+			   o.tls_dir ? "https" : "http", "dir", dir, "coordinator", coordinator);
+	if (o.tls_dir)
+		json_object_set_new(result, "kernel-tls", json_boolean(mtc_tls_kernel_available()));
+	mtc_json_print(result);
 	mtc_info("serving '%s' on %s", dir, mtc_peer_server_address(s));
 	sigwait(&set, &sig);
 	mtc_info("signal %d: shutting down", sig);

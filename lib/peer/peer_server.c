@@ -43,6 +43,7 @@
 #include "peer_ring.h"
 #include "peer_wire.h"
 #include "tls_front.h"
+#include "tls_relay.h"
 #include "xalloc.h"
 
 #define STAGING_PREFIX ".mtc-upload-"
@@ -851,6 +852,13 @@ static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 		mtc_metric_value(&t, "mtc_peer_tls_handshakes_total", "result=\"timeout\"",
 				 (double)k.timed_out);
 		mtc_metric_value(&t, "mtc_peer_tls_handshakes_total", "result=\"cut\"", (double)k.cut);
+		mtc_metric_header(&t, "mtc_peer_tls_kernel_total", "counter",
+				  "TLS connections whose records the kernel en- or decrypts (kernel TLS), "
+				  "by direction");
+		mtc_metric_value(&t, "mtc_peer_tls_kernel_total", "direction=\"send\"",
+				 (double)k.kernel_send);
+		mtc_metric_value(&t, "mtc_peer_tls_kernel_total", "direction=\"receive\"",
+				 (double)k.kernel_recv);
 	}
 	mtc_metric_header(&t, "mtc_peer_digest_failures_total", "counter",
 			  "uploads whose content did not hash to their name");
@@ -2068,7 +2076,12 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 			MHD_stop_daemon(s->daemon);
 			server_free(s);
 			return NULL;
-		}
+		}		if (mtc_tls_kernel_available())
+			mtc_info("TLS: the kernel offers TLS on sockets; /metrics counts the "
+				 "connections it took over (mtc_peer_tls_kernel_total)");
+		else
+			mtc_info("TLS: this kernel has no TLS on sockets (no 'tls' in "
+				 "tcp_available_ulp): OpenSSL en- and decrypts");
 	}
 	if (pthread_create(&s->guard, NULL, guard_main, s)) {
 		snprintf(err, errlen, "cannot start the connection guard: out of threads");

@@ -120,6 +120,11 @@ static void *link_main(void *arg)
 	}
 	if (!l->cut) /* a cut one is counted there */
 		(*(ok ? &f->counts.ok : rc == -2 ? &f->counts.timed_out : &f->counts.failed))++;
+	if (ok) {
+		int k = mtc_tls_kernel(ssl);
+		f->counts.kernel_send += !!(k & MTC_TLS_KERNEL_SEND);
+		f->counts.kernel_recv += !!(k & MTC_TLS_KERNEL_RECV);
+	}
 	pthread_mutex_unlock(&f->mu);
 	if (ok && mtc_tls_pair(pair) == 0) {
 		X509 *cert = SSL_get1_peer_certificate(ssl);

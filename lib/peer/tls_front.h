@@ -53,6 +53,7 @@ struct mtc_tls_front *mtc_tls_front_start(const struct mtc_tls_front_opts *o, ch
 /* Handshakes so far, by how they ended (beyond the limit: cut; within it: ok, failed, timed out). */
 struct mtc_tls_front_counts {
 	long long ok, failed, timed_out, cut;
+	long long kernel_send, kernel_recv; /* of the ok: the kernel took over that direction */
 };
 void mtc_tls_front_counts(struct mtc_tls_front *f, struct mtc_tls_front_counts *c);
 

@@ -28,11 +28,31 @@ SSL_CTX *mtc_tls_ctx(const SSL_METHOD *method)
 	if (!ctx)
 		return NULL;
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	/* where the kernel has TLS (the tls ULP) it en- and decrypts the records; else OpenSSL does */
+	SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 				      SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_read_ahead(ctx, 1);
 	SSL_CTX_set_default_read_buffer_len(ctx, RELAY_BUF);
 	return ctx;
+}
+
+int mtc_tls_kernel_available(void)
+{
+	char *ulps = NULL;
+	int yes;
+
+	if (mtc_read_file("/proc/sys/net/ipv4/tcp_available_ulp", 4096, &ulps, NULL) < 0)
+		return 0;
+	yes = strstr(ulps, "tls") != NULL;
+	free(ulps);
+	return yes;
+}
+
+int mtc_tls_kernel(SSL *ssl)
+{
+	return (BIO_get_ktls_send(SSL_get_wbio(ssl)) ? MTC_TLS_KERNEL_SEND : 0) |
+	       (BIO_get_ktls_recv(SSL_get_rbio(ssl)) ? MTC_TLS_KERNEL_RECV : 0);
 }
 
 char *mtc_tls_reason(char *buf, size_t len)

@@ -7,18 +7,26 @@
  * A TLS connection as a plain socket (mtc(7) §4.4): code that speaks
  * HTTP on a socket (the daemon's HTTP server, the raw client of
  * peer_http.h) gets one end of a socket pair, and a relay thread carries
- * its bytes to and from the TLS connection. Without kernel TLS this costs
- * one copy each way through the pair. The daemon's side (tls_front.h) and
+ * its bytes to and from the TLS connection. This costs one copy each way
+ * through the pair; where the kernel has TLS it also does the crypto. The daemon's side (tls_front.h) and
  * the client's (tls.h) share what is here.
  */
 
 /*
  * A context for method (the server's or the client's) as both sides use
- * it: TLS 1.2 or later, partial writes from a buffer that may move,
+ * it: TLS 1.2 or later, kernel TLS where offered, partial writes from a buffer that may move,
  * buffers released when idle, records read ahead in batches. NULL when
  * out of memory.
  */
 SSL_CTX *mtc_tls_ctx(const SSL_METHOD *method);
+
+/* 1 when this kernel offers TLS on its sockets (the tls ULP), else 0. */
+int mtc_tls_kernel_available(void);
+
+/* After the handshake: which directions of ssl the kernel en- or decrypts. */
+#define MTC_TLS_KERNEL_SEND 1
+#define MTC_TLS_KERNEL_RECV 2
+int mtc_tls_kernel(SSL *ssl);
 
 /* The oldest error in OpenSSL's queue as text in buf, the queue cleared; buf. */
 char *mtc_tls_reason(char *buf, size_t len);

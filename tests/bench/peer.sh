@@ -163,6 +163,11 @@ mkdir -p "$root/tdst"
 serve tserve "$root/tdst" --tls-dir "$pki/node"
 tpid=$SERVED_PID
 turl=$SERVED_URL
+if grep -q '"kernel-tls":true' "$root/tserve.out"; then
+	echo "# kernel TLS: offered by this kernel (the kernel en- and decrypts)"
+else
+	echo "# kernel TLS: not offered by this kernel (no tls in tcp_available_ulp): OpenSSL en- and decrypts"
+fi
 best "push over TLS (verified)" "$step_bytes" 'rm -rf "$root/tdst/"* "$root/tdst/".mtc-upload-*' \
 	'"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$turl" --tls-dir "$pki/node" >/dev/null'
 tls_push_s=$BEST
