@@ -77,6 +77,7 @@ int main(void)
 	char *kept = read_text(mname);
 	is_str(kept, "[]", "its manifest is kept beside it");
 	free(kept);
+	mtc_manifest_free(&other);
 	tree("again", "the weights", d2, &other);
 	char *again = at("again");
 	is_int(mtc_object_publish(again, root, d, &m), 1, "a second copy is not published");
