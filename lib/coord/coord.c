@@ -31,18 +31,18 @@ struct slot {
 	char session[64];
 };
 
-#define CHECK_EVERY_S 0.2
-
 struct round {
 	double opened; /* 0: no report yet */
-	double checked; /* the last check_round that scanned the ranks */
 	int n_reported;
 	struct slot *s;
 };
 
 struct mtc_coord {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;   /* a round ended, or stopping: the waiting reports look */
+	pthread_cond_t tick; /* the watcher's, so that stopping ends its wait */
+	pthread_t watcher;
+	int watching;
 	struct mtc_coord_opts o;
 	struct round rounds[NKINDS];
 	double *last_seen; /* 0: never heard from */
@@ -53,6 +53,8 @@ struct mtc_coord {
 	int scheduled; /* the last backup was named by this coordinator */
 	long long done[NKINDS], failed[NKINDS]; /* rounds, for the metrics */
 };
+
+static void *watch_main(void *arg);
 
 void mtc_coord_defaults(struct mtc_coord_opts *o)
 {
@@ -72,12 +74,14 @@ struct mtc_coord *mtc_coord_new(const struct mtc_coord_opts *o)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cv, &ca);
+	pthread_cond_init(&c->tick, &ca);
 	pthread_condattr_destroy(&ca);
 	for (int k = 0; k < NKINDS; k++)
 		c->rounds[k].s = xcalloc((size_t)o->nodes, sizeof(struct slot));
 	c->last_seen = xcalloc((size_t)o->nodes, sizeof(double));
 	c->refusal_logged = xcalloc((size_t)o->nodes, 1);
 	c->last_backup_time = c->last_backup_step = c->last_agreed = -1;
+	c->watching = pthread_create(&c->watcher, NULL, watch_main, c) == 0;
 	return c;
 }
 
@@ -85,6 +89,9 @@ void mtc_coord_free(struct mtc_coord *c)
 {
 	if (!c)
 		return;
+	mtc_coord_shutdown(c);
+	if (c->watching)
+		pthread_join(c->watcher, NULL);
 	for (int k = 0; k < NKINDS; k++) {
 		for (int r = 0; r < c->o.nodes; r++) {
 			json_decref(c->rounds[k].s[r].report);
@@ -95,6 +102,7 @@ void mtc_coord_free(struct mtc_coord *c)
 	free(c->last_seen);
 	free(c->refusal_logged);
 	pthread_cond_destroy(&c->cv);
+	pthread_cond_destroy(&c->tick);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
@@ -104,6 +112,7 @@ void mtc_coord_shutdown(struct mtc_coord *c)
 	pthread_mutex_lock(&c->mu);
 	c->stopping = 1;
 	pthread_cond_broadcast(&c->cv);
+	pthread_cond_signal(&c->tick);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -171,13 +180,8 @@ static void check_round(struct mtc_coord *c, enum kind k)
 	double now = mtc_now();
 	char msg[512], ranks[160];
 
-	/*
-	 * Every waiting report comes here four times a second: one of them a
-	 * tick scans the ranks, or N waiters would make each tick O(N^2).
-	 */
-	if (!rd->opened || now - rd->checked < CHECK_EVERY_S)
+	if (!rd->opened)
 		return;
-	rd->checked = now;
 	if (now - rd->opened > c->o.round_s) {
 		list_ranks(c, rd, 1, ranks, sizeof ranks);
 		snprintf(msg, sizeof msg,
@@ -406,16 +410,33 @@ static void complete(struct mtc_coord *c, enum kind k)
 	pthread_cond_broadcast(&c->cv);
 }
 
-static void wait_tick(struct mtc_coord *c, double until)
+/* Waits on cv until a broadcast or until (mtc_now() is CLOCK_MONOTONIC, as cv's clock). */
+static void wait_until(struct mtc_coord *c, pthread_cond_t *cv, double until)
 {
 	struct timespec ts;
-	double t = mtc_now() + 0.25;
-	if (t > until)
-		t = until;
-	/* mtc_now() is CLOCK_MONOTONIC, as the condition variable's clock. */
-	ts.tv_sec = (time_t)t;
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+
+	ts.tv_sec = (time_t)until;
+	ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+	pthread_cond_timedwait(cv, &c->mu, &ts);
+}
+
+/*
+ * One thread checks the open rounds for timeouts and vanished ranks every
+ * 0.25 s; the waiting reports sleep until their round ends or their wait
+ * does, so N waiters cost N wake-ups a round, not 4 N a second.
+ */
+static void *watch_main(void *arg)
+{
+	struct mtc_coord *c = arg;
+
+	pthread_mutex_lock(&c->mu);
+	while (!c->stopping) {
+		for (int k = 0; k < NKINDS; k++)
+			check_round(c, (enum kind)k);
+		wait_until(c, &c->tick, mtc_now() + 0.25);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
 }
 
 static char *collect(struct slot *s)
@@ -603,11 +624,8 @@ static int handle_as(struct mtc_coord *c, const struct mtc_peer_cred *who, const
 	if (rd->n_reported == c->o.nodes)
 		complete(c, (enum kind)k);
 	until = mtc_now() + wait;
-	while (!s->answer && !c->stopping && mtc_now() < until) {
-		wait_tick(c, until);
-		if (!s->answer)
-			check_round(c, (enum kind)k);
-	}
+	while (!s->answer && !c->stopping && mtc_now() < until)
+		wait_until(c, &c->cv, until);
 	/* A coordinator shutting down sends its ranks to the next one (503: report again). */
 	code = 200;
 	if (s->answer) {

@@ -2081,7 +2081,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 				 "connections it took over (mtc_peer_tls_kernel_total)");
 		else
 			mtc_info("TLS: this kernel has no TLS on sockets (no 'tls' in "
-				 "tcp_available_ulp): OpenSSL en- and decrypts");
+				 "tcp_available_ulp): records are en- and decrypted in user space");
 	}
 	if (pthread_create(&s->guard, NULL, guard_main, s)) {
 		snprintf(err, errlen, "cannot start the connection guard: out of threads");
