@@ -41,6 +41,9 @@
 
 #define SAFETY_STEPS 32
 
+/* How long the syncs wait for the last backup to be read at the start. */
+#define SEED_WAIT_S 10
+
 struct loop {
 	const struct mtc_steady_opts *o;
 	struct mtc_peer_client pc;
@@ -63,6 +66,9 @@ struct loop {
 	long long child_step;
 	long long last_backup_time, last_backup_step;
 	char last_backup_name[17];
+	struct seed *seed; /* the last backup, being read (seed_start) */
+	double seed_started;
+	int seed_late;
 	double sync_failing_since, sync_error_logged;
 	char attempted[17]; /* the last backup this process started or found done */
 	struct mtc_node_status status, written; /* for the daemon's metrics (node_status.h) */
@@ -114,47 +120,125 @@ static void fault_point(const char *phase)
 }
 
 /* The newest valid backup becomes the last one, so a restart does not repeat it at once. */
-static void seed_last_backup(struct loop *l)
+/*
+ * The newest valid backup, read once at the start in a detached thread of its
+ * own: a bucket that does not answer (its retries last minutes) never holds up
+ * the loop. The thread and the loop hand it over by state; whichever of them
+ * is done with it last frees it.
+ */
+enum { SEED_RUNNING, SEED_DONE, SEED_ORPHANED };
+
+struct seed {
+	char *url, *token_file;
+	int nodes, workers;
+	atomic_int state;
+	int found;
+	long long step, when;
+	char name[17];
+};
+
+static void seed_free(struct seed *sd)
 {
-	const struct mtc_steady_opts *o = l->o;
-	struct mtc_store_options so = { .token_file = o->store_token_file };
+	free(sd->url);
+	free(sd->token_file);
+	free(sd);
+}
+
+static void *seed_main(void *arg)
+{
+	struct seed *sd = arg;
+	struct mtc_store_options so = { .token_file = sd->token_file };
 	struct mtc_backup_entry *list = NULL;
 	struct mtc_store *s;
-	char err[512], *url;
+	char err[512];
 	size_t n = 0;
+
+	if (mtc_store_open(sd->url, &so, &s, err, sizeof err) < 0) {
+		mtc_warn("cannot open '%s': %s", sd->url, err);
+	} else {
+		if (mtc_backups_list(s, &list, &n) == 0)
+			for (size_t i = 0; i < n && i < 8 && !sd->found; i++) {
+				struct mtc_backup_info info;
+				if (mtc_backup_inspect(s, list[i].name, sd->nodes, sd->workers, &info) < 0)
+					continue;
+				if ((sd->found = info.state == MTC_BACKUP_VALID)) {
+					sd->step = info.step;
+					sd->when = (long long)list[i].when;
+					snprintf(sd->name, sizeof sd->name, "%s", list[i].name);
+				}
+				mtc_backup_info_free(&info);
+			}
+		mtc_backups_free_list(list, n);
+		mtc_store_close(s);
+	}
+	if (atomic_exchange(&sd->state, SEED_DONE) == SEED_ORPHANED)
+		seed_free(sd);
+	return NULL;
+}
+
+static void seed_start(struct loop *l)
+{
+	const struct mtc_steady_opts *o = l->o;
+	struct seed *sd;
+	pthread_attr_t attr;
+	pthread_t t;
 
 	if (!o->backup)
 		return;
-	url = xasprintf("%s/%s", o->backup, o->cfg->job_name);
-	if (mtc_store_open(url, &so, &s, err, sizeof err) < 0) {
-		mtc_warn("cannot open '%s': %s", url, err);
-		free(url);
-		return;
+	sd = xcalloc(1, sizeof *sd);
+	sd->url = xasprintf("%s/%s", o->backup, o->cfg->job_name);
+	sd->token_file = o->store_token_file ? xstrdup(o->store_token_file) : NULL;
+	sd->nodes = o->cfg->nodes;
+	sd->workers = o->cfg->workers_per_node;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, seed_main, sd) == 0) {
+		l->seed = sd;
+		l->seed_started = mtc_now();
+	} else {
+		seed_free(sd);
 	}
-	free(url);
-	if (mtc_backups_list(s, &list, &n) == 0)
-		for (size_t i = 0; i < n && i < 8; i++) {
-			struct mtc_backup_info info;
-			int valid;
-			if (mtc_backup_inspect(s, list[i].name, o->cfg->nodes, o->cfg->workers_per_node,
-					       &info) < 0)
-				continue;
-			valid = info.state == MTC_BACKUP_VALID;
-			if (valid) {
-				l->status.backup_step = info.step;
-				l->status.backup_time = (long long)list[i].when;
-				l->last_backup_time = (long long)list[i].when;
-				l->last_backup_step = info.step;
-				snprintf(l->last_backup_name, sizeof l->last_backup_name, "%s",
-					 list[i].name);
-				mtc_info("last backup: '%s' of step %lld", list[i].name, info.step);
-			}
-			mtc_backup_info_free(&info);
-			if (valid)
-				break;
+	pthread_attr_destroy(&attr);
+}
+
+/*
+ * 1 while the last backup is still being read, for at most SEED_WAIT_S (the
+ * syncs wait for it: they report it); then the loop goes on without it and
+ * takes it whenever it comes.
+ */
+static int seed_pending(struct loop *l)
+{
+	struct seed *sd = l->seed;
+
+	if (!sd)
+		return 0;
+	if (atomic_load(&sd->state) == SEED_DONE) {
+		if (sd->found && (l->last_backup_time < 0 || strcmp(sd->name, l->last_backup_name) > 0)) {
+			l->status.backup_step = l->last_backup_step = sd->step;
+			l->status.backup_time = l->last_backup_time = sd->when;
+			memcpy(l->last_backup_name, sd->name, sizeof sd->name);
+			mtc_info("last backup: '%s' of step %lld", sd->name, sd->step);
 		}
-	mtc_backups_free_list(list, n);
-	mtc_store_close(s);
+		seed_free(sd);
+		l->seed = NULL;
+		return 0;
+	}
+	if (mtc_now() - l->seed_started < SEED_WAIT_S)
+		return 1;
+	if (!l->seed_late) {
+		mtc_warn("the backups in '%s' cannot be read yet: going on without the last one",
+			 sd->url);
+		l->seed_late = 1;
+	}
+	return 0;
+}
+
+/* At the end: a seed still running frees itself when it is done. */
+static void seed_stop(struct loop *l)
+{
+	if (l->seed && atomic_exchange(&l->seed->state, SEED_ORPHANED) == SEED_DONE)
+		seed_free(l->seed);
+	l->seed = NULL;
 }
 
 /* Time to safety (node_status.h): the slot of step, or NULL when it is not known. */
@@ -374,43 +458,9 @@ static void reap_backup(struct loop *l, int block)
 }
 
 /*
- * What backup name already holds: 2 when a .meta of another step (a second
- * step must not go into it), 1 when this node's .meta of step (done), 0 when
- * neither (it may hold other nodes' parts of step), -1 when it cannot be read.
+ * Runs mtc-backup in a child: the loop never waits on the bucket. It skips
+ * what the backup already holds and refuses a name bound to another step.
  */
-static int backup_holds(const struct mtc_steady_opts *o, const char *name, long long step)
-{
-	struct mtc_store_options so = { .token_file = o->store_token_file };
-	struct mtc_store_list list = { 0 };
-	struct mtc_store *s;
-	char err[512], *url = xasprintf("%s/%s", o->backup, o->cfg->job_name),
-			  *prefix = xasprintf("%s/", name);
-	int found = -1;
-
-	if (mtc_store_open(url, &so, &s, err, sizeof err) == 0) {
-		if (mtc_store_list(s, prefix, "/", &list) == 0) {
-			found = 0;
-			for (size_t i = 0; i < list.n_objects && found < 2; i++) {
-				const char *base = strrchr(list.objects[i].name, '/');
-				struct mtc_ckpt_name cn;
-				base = base ? base + 1 : list.objects[i].name;
-				if (mtc_parse_ckpt_name(base, &cn) || cn.ext != MTC_EXT_META ||
-				    strcmp(cn.job, o->cfg->job_name))
-					continue;
-				if (cn.step != step)
-					found = 2;
-				else if (cn.rank == o->cfg->node_rank)
-					found = 1;
-			}
-		}
-		mtc_store_list_free(&list);
-		mtc_store_close(s);
-	}
-	free(prefix);
-	free(url);
-	return found;
-}
-
 static void start_backup(struct loop *l, const char *name, long long step)
 {
 	const struct mtc_steady_opts *o = l->o;
@@ -429,14 +479,6 @@ static void start_backup(struct loop *l, const char *name, long long step)
 		l->last_backup_time = (long long)when;
 		l->last_backup_step = step;
 		snprintf(l->last_backup_name, sizeof l->last_backup_name, "%s", name);
-	}
-	switch (backup_holds(o, name, step)) {
-	case 2:
-		mtc_info("backup '%s' holds another step: not writing step %lld into it", name, step);
-		return;
-	case 1:
-		mtc_info("backup '%s' already holds this node's step %lld", name, step);
-		return;
 	}
 	snprintf(stepbuf, sizeof stepbuf, "%lld", step);
 	argv[n++] = o->backup_prog;
@@ -575,6 +617,8 @@ static int sync_once(struct loop *l)
 	long long agreed;
 	int rc;
 
+	if (seed_pending(l))
+		return 0;
 	if (!l->coordinated) {
 		agreed = l->replicated;
 		if (mtc_coord_backup_due(agreed, l->child > 0, backup_requested(l),
@@ -669,7 +713,7 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 		mtc_coord_client_heartbeat(&l.cc, o->heartbeat_s > 0 ? o->heartbeat_s : 5);
 	}
 	if (!l.coordinated || o->cfg->node_rank == 0)
-		seed_last_backup(&l);
+		seed_start(&l);
 	/* The newest step is pushed again at the start: a kill may have cut its push. */
 	l.committed = newest_own_step(&l);
 	l.pushed = l.replicated = -1;
@@ -694,6 +738,7 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 			mtc_warn("waiting on '%s':", o->dir);
 	}
 	push_reap(&l, 1);
+	seed_stop(&l);
 	if (l.child > 0) {
 		mtc_info("stopping: waiting for backup '%s'", l.child_name);
 		kill(l.child, SIGTERM);

@@ -7,11 +7,13 @@
 
 /*
  * The steady state of a node (mtc-replicate run): commit new steps, push
- * them to the peers (in a thread of its own, one push at a time), sync with the coordinator, GC to the agreed step, run
- * mtc-backup in a child process when the coordinator names a backup (one at
- * a time), and delete restore.version after the first new step that follows
- * a pinned restore. Failures are ERROR lines (replicator.errors) and are
- * retried at the next interval; only a signal ends the loop.
+ * them to the peers (in a thread of its own, one push at a time), sync with
+ * the coordinator, GC to the agreed step, run mtc-backup in a child process
+ * when the coordinator names a backup (one at a time), and delete
+ * restore.version after the first new step that follows a pinned restore.
+ * The loop itself waits on neither a peer nor the bucket. Failures are ERROR
+ * lines (replicator.errors) and are retried at the next interval; only a
+ * signal ends the loop.
  */
 struct mtc_steady_opts {
 	const char *dir;

@@ -196,6 +196,25 @@ open(sys.argv[1] + "/1/commit_success.txt", "w").close()' "$WORK/local"
 	[ "$(find "$WORK/out" -type f | wc -l)" = 48001 ]
 }
 
+@test "run: a bucket that does not answer holds up nothing; steps go on being committed while the backup waits in its child" {
+	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":1,"peer-ranks":[],"backup-interval-minutes":1}\n' >"$WORK/cfg1"
+	mkdir "$WORK/local"
+	# nothing listens on port 9: every request fails, and is retried for minutes
+	STORAGE_EMULATOR_HOST=http://127.0.0.1:9 mtc-replicate run --dir "$WORK/local" --config "$WORK/cfg1" \
+		--backup gs://bkt --quiet-time 0.2 --timeout 60 2>"$WORK/run.err" &
+	RUN=$!
+	for s in 1 2 3; do
+		mkdir "$WORK/local/$s.tmp" && make_data "$WORK/local/$s.tmp/w" 1000 "s$s"
+		mv "$WORK/local/$s.tmp" "$WORK/local/$s"
+		for _ in $(seq 50); do [ -e "$WORK/local/job-s$s-n0-w0.meta" ] && break; sleep 0.1; done
+		[ -e "$WORK/local/job-s$s-n0-w0.meta" ] || { kill "$RUN"; cat "$WORK/run.err"; false; }
+	done
+	kill "$RUN"
+	wait "$RUN" || true
+	run pgrep -f "mtc-backup --dir $WORK/local" # the loop ended its backup child too
+	assert_failure
+}
+
 @test "a step this node has no .meta for is exit 4; bad options are exit 2" {
 	config "$WORK/cfg" job 0 1
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "$WORK/bk"
