@@ -485,6 +485,37 @@ PY
 	[ -e "$T/up2/job-s6-n0-w0.meta" ]
 }
 
+@test "run: a push to a peer that accepts and never answers holds up neither the loop nor a SIGTERM" {
+	make_step "$T/local" 6
+	write_config "$T/cfg.json" 0 2 1
+	start_daemon coord --coordinator --nodes 2
+	# rank 1 accepts connections and never reads or answers a byte
+	python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+print(s.getsockname()[1], flush=True)
+held = []
+for _ in range(64):
+    c, _ = s.accept(); held.append(c)
+time.sleep(120)' >"$T/mute.port" &
+	PIDS+=($!)
+	for _ in $(seq 50); do [ -s "$T/mute.port" ] && break; sleep 0.1; done
+	printf 'http://127.0.0.1:9\nhttp://127.0.0.1:%s\n' "$(cat "$T/mute.port")" >"$T/peers"
+	mtc-replicate run --dir "$T/local" --config "$T/cfg.json" --peers-file "$T/peers" \
+		--coordinator-url "$URL" --quiet-time 0.2 --timeout 60 2>"$T/run.err" &
+	RUN=$!
+	PIDS+=("$RUN")
+	sleep 1 # the push of step 6 is under way, and hangs
+	# the loop goes on: a new step is committed while the push hangs
+	mkdir "$T/local/7.tmp" && head -c 1000 /dev/urandom >"$T/local/7.tmp/w" && mv "$T/local/7.tmp" "$T/local/7"
+	for _ in $(seq 50); do [ -e "$T/local/job-s7-n0-w0.meta" ] && break; sleep 0.1; done
+	[ -e "$T/local/job-s7-n0-w0.meta" ]
+	kill -TERM "$RUN"
+	start=$SECONDS
+	wait "$RUN"
+	[ $((SECONDS - start)) -le 3 ]
+}
+
 @test "inventory lists metas and data sizes; metrics count bytes and codes" {
 	make_step "$T/src" 11
 	write_config "$T/cfg.json" 0 2 1
