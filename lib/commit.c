@@ -102,10 +102,6 @@ static int exists(const char *path)
 }
 
 /*
- * <hash>.manifest beside a directory's data saves a push its own hashing pass;
- * it is only a saving, so a failure to keep it is not an error.
- */
-/*
  * framework: orbax names a step by its logical digest (orbax_digest.h), which
  * data-parallel replicas share although their bytes differ; a step without an
  * OCDBT store keeps its merkle name. A store that cannot be read also keeps
@@ -200,14 +196,15 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			goto out;
 		}
 	} else {
+		/* <hash>.manifest beside a tree's data saves a push its own hashing pass */
 		char *text = mtc_is_dir_hash(r.hash) ? mtc_manifest_text(&m) : NULL;
-		if (text && strlen(text) > MTC_MANIFEST_BODY_MAX)
+		size_t len = text ? strlen(text) : 0;
+		if (len > MTC_MANIFEST_BODY_MAX)
 			mtc_warn("step %lld: its manifest (%zu entries, %zu MiB) is longer than the %d MiB "
 				 "a peer accepts: it is backed up, but not replicated",
-				 step, m.n, strlen(text) >> 20, MTC_MANIFEST_BODY_MAX >> 20);
+				 step, m.n, len >> 20, MTC_MANIFEST_BODY_MAX >> 20);
 		int published = mtc_object_publish(
-			save, o->dir, r.hash,
-			&(struct mtc_object_manifest){ .text = text, .len = text ? strlen(text) : 0 });
+			save, o->dir, r.hash, &(struct mtc_object_manifest){ .text = text, .len = len });
 		free(text);
 		if (published != 0) {
 			if (published > 0)

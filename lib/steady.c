@@ -201,6 +201,17 @@ static void seed_start(struct loop *l)
 	pthread_attr_destroy(&attr);
 }
 
+/* Takes backup name (at when, of step) as the last one when it is newer: 1, else 0. */
+static int remember_backup(struct loop *l, const char *name, long long when, long long step)
+{
+	if (l->last_backup_time >= 0 && strcmp(name, l->last_backup_name) <= 0)
+		return 0;
+	l->last_backup_time = when;
+	l->last_backup_step = step;
+	snprintf(l->last_backup_name, sizeof l->last_backup_name, "%s", name);
+	return 1;
+}
+
 /*
  * 1 while the last backup is still being read, for at most SEED_WAIT_S (the
  * syncs wait for it: they report it); then the loop goes on without it and
@@ -213,10 +224,9 @@ static int seed_pending(struct loop *l)
 	if (!sd)
 		return 0;
 	if (atomic_load(&sd->state) == SEED_DONE) {
-		if (sd->found && (l->last_backup_time < 0 || strcmp(sd->name, l->last_backup_name) > 0)) {
-			l->status.backup_step = l->last_backup_step = sd->step;
-			l->status.backup_time = l->last_backup_time = sd->when;
-			memcpy(l->last_backup_name, sd->name, sizeof sd->name);
+		if (sd->found && remember_backup(l, sd->name, sd->when, sd->step)) {
+			l->status.backup_step = sd->step;
+			l->status.backup_time = sd->when;
 			mtc_info("last backup: '%s' of step %lld", sd->name, sd->step);
 		}
 		seed_free(sd);
@@ -467,19 +477,14 @@ static void start_backup(struct loop *l, const char *name, long long step)
 	char stepbuf[32];
 	const char *argv[16];
 	int n = 0;
+	time_t when;
 	pid_t p;
 
 	if (!o->backup || l->child > 0 || !strcmp(name, l->attempted))
 		return;
 	snprintf(l->attempted, sizeof l->attempted, "%s", name);
-	if (mtc_parse_backup_name(name, NULL) == 0 &&
-	    (l->last_backup_time < 0 || strcmp(name, l->last_backup_name) > 0)) {
-		time_t when;
-		mtc_parse_backup_name(name, &when);
-		l->last_backup_time = (long long)when;
-		l->last_backup_step = step;
-		snprintf(l->last_backup_name, sizeof l->last_backup_name, "%s", name);
-	}
+	if (mtc_parse_backup_name(name, &when) == 0)
+		remember_backup(l, name, (long long)when, step);
 	snprintf(stepbuf, sizeof stepbuf, "%lld", step);
 	argv[n++] = o->backup_prog;
 	argv[n++] = "--dir";
