@@ -928,3 +928,51 @@ PY
 	echo "VmHWM: $hwm kB"
 	[ "$hwm" -lt 65536 ]
 }
+
+@test "coordinator: waiting reports hold no thread each; a report sent a byte at a time is sorted to them; their connections carry reports only" {
+	start_daemon p --coordinator --nodes 300 --max-conns-per-ip 400
+	run timeout 60 python3 - "${URL#http://}" "$PID" <<'PY'
+import json, socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+pid, n = sys.argv[2], 300
+def report(r):
+    b = json.dumps({"rank": r, "session": "s", "ok": True, "wait": 30}).encode()
+    return b"POST /v1/coord/restore-done HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(b) + b
+def answer(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(4096)
+    head, body = data.split(b"\r\n\r\n", 1)
+    size = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(body) < size:
+        body += s.recv(4096)
+    return head.split(b" ")[1], body
+socks = []
+for r in range(n - 1):
+    s = socket.create_connection((host, int(port)))
+    s.sendall(report(r))
+    socks.append(s)
+time.sleep(1)
+threads = int([l.split()[1] for l in open(f"/proc/{pid}/status") if l.startswith("Threads")][0])
+print("threads while", n - 1, "reports wait:", threads)
+assert threads < 32, threads
+last = socket.create_connection((host, int(port)))
+for byte in report(n - 1):
+    last.send(bytes([byte]))
+    if byte in b"/ ":
+        time.sleep(0.05)
+socks.append(last)
+codes = [answer(s) for s in socks]
+assert all(c == b"200" and json.loads(b)["ok"] is True for c, b in codes), codes[:3]
+last.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+code, body = answer(last)
+print(code.decode(), body.decode().strip())
+assert code == b"421"
+print("all", n, "answered")
+PY
+	echo "$output"
+	assert_success
+	assert_output --partial "all 300 answered"
+	run curl -s --max-time 5 "$URL/healthz"
+	assert_output ok
+}

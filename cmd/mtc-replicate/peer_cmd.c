@@ -178,6 +178,8 @@ int mtc_replicate_serve(int argc, const char **argv)
 		o.route_prefix = MTC_COORD_PREFIX;
 		o.route_admit = mtc_coord_admit;
 		o.route = mtc_coord_route;
+		o.route_start = mtc_coord_start;
+		o.route_collect = mtc_coord_collect;
 		o.metrics = mtc_coord_metrics;
 		o.route_arg = coord;
 		if (max_conn <= 0 && 3 * nodes + 64 > o.max_connections)

@@ -37,10 +37,24 @@ struct round {
 	struct slot *s;
 };
 
+/*
+ * A report waiting for its round: in the coordinator's list until it is
+ * woken (its round ended, its wait is over, or stopping), then its owner's.
+ */
+struct mtc_coord_wait {
+	struct mtc_coord_wait *prev, *next;
+	int kind, rank;
+	double until;
+	int woken;
+	void (*wake)(void *); /* NULL: a thread waits on cv */
+	void *arg;
+};
+
 struct mtc_coord {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;   /* a round ended, or stopping: the waiting reports look */
+	pthread_cond_t cv;   /* a wait without a wake function was woken */
 	pthread_cond_t tick; /* the watcher's, so that stopping ends its wait */
+	struct mtc_coord_wait *waits;
 	pthread_t watcher;
 	int watching;
 	struct mtc_coord_opts o;
@@ -55,6 +69,38 @@ struct mtc_coord {
 };
 
 static void *watch_main(void *arg);
+
+static void unlink_wait(struct mtc_coord *c, struct mtc_coord_wait *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		c->waits = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	w->prev = w->next = NULL;
+}
+
+/* Under mu: w's answer may be collected. */
+static void wake(struct mtc_coord *c, struct mtc_coord_wait *w)
+{
+	unlink_wait(c, w);
+	w->woken = 1;
+	if (w->wake)
+		w->wake(w->arg);
+	else
+		pthread_cond_broadcast(&c->cv);
+}
+
+/* Under mu: wakes the waits for rounds of kind k (every wait when k < 0). */
+static void wake_kind(struct mtc_coord *c, int k)
+{
+	for (struct mtc_coord_wait *w = c->waits, *next; w; w = next) {
+		next = w->next;
+		if (k < 0 || w->kind == k)
+			wake(c, w);
+	}
+}
 
 void mtc_coord_defaults(struct mtc_coord_opts *o)
 {
@@ -111,7 +157,7 @@ void mtc_coord_shutdown(struct mtc_coord *c)
 {
 	pthread_mutex_lock(&c->mu);
 	c->stopping = 1;
-	pthread_cond_broadcast(&c->cv);
+	wake_kind(c, -1);
 	pthread_cond_signal(&c->tick);
 	pthread_mutex_unlock(&c->mu);
 }
@@ -154,7 +200,7 @@ static void fail_round(struct mtc_coord *c, struct round *rd, const char *msg)
 	}
 	rd->n_reported = 0;
 	rd->opened = 0;
-	pthread_cond_broadcast(&c->cv);
+	wake_kind(c, (int)(rd - c->rounds));
 }
 
 static void list_ranks(struct mtc_coord *c, struct round *rd, int missing, char *out, size_t len)
@@ -407,7 +453,7 @@ static void complete(struct mtc_coord *c, enum kind k)
 	c->done[k]++;
 	rd->n_reported = 0;
 	rd->opened = 0;
-	pthread_cond_broadcast(&c->cv);
+	wake_kind(c, k);
 }
 
 /* Waits on cv until a broadcast or until (mtc_now() is CLOCK_MONOTONIC, as cv's clock). */
@@ -422,8 +468,8 @@ static void wait_until(struct mtc_coord *c, pthread_cond_t *cv, double until)
 
 /*
  * One thread checks the open rounds for timeouts and vanished ranks every
- * 0.25 s; the waiting reports sleep until their round ends or their wait
- * does, so N waiters cost N wake-ups a round, not 4 N a second.
+ * 0.25 s, and wakes the waits that are over; a waiting report holds no
+ * thread of its own and is woken once.
  */
 static void *watch_main(void *arg)
 {
@@ -431,9 +477,17 @@ static void *watch_main(void *arg)
 
 	pthread_mutex_lock(&c->mu);
 	while (!c->stopping) {
+		double now = mtc_now(), next = now + 0.25;
 		for (int k = 0; k < NKINDS; k++)
 			check_round(c, (enum kind)k);
-		wait_until(c, &c->tick, mtc_now() + 0.25);
+		for (struct mtc_coord_wait *w = c->waits, *after; w; w = after) {
+			after = w->next;
+			if (w->until <= now)
+				wake(c, w);
+			else if (w->until < next)
+				next = w->until;
+		}
+		wait_until(c, &c->tick, next);
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
@@ -553,15 +607,33 @@ static int refused_speaker(struct mtc_coord *c, const struct mtc_peer_cred *who,
 	return 403;
 }
 
-static int handle_as(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *kind,
-		     const char *body, size_t len, char **answer)
+/* Under mu: the answer to a report of kind k from rank whose wait is over. */
+static int answer_now(struct mtc_coord *c, int k, int rank, char **answer)
+{
+	struct round *rd = &c->rounds[k];
+
+	if (rd->s[rank].answer) {
+		*answer = collect(&rd->s[rank]);
+		return 200;
+	}
+	/* A coordinator shutting down sends its ranks to the next one (503: report again). */
+	if (c->stopping) {
+		*answer = failure("the coordinator is shutting down");
+		return 503;
+	}
+	*answer = dump(json_pack("{s:s, s:i, s:i}", "status", "waiting", "reported", rd->n_reported,
+				 "nodes", c->o.nodes));
+	return 200;
+}
+
+/* A report that holds together, with its kind, rank and wait; else its HTTP status and answer. */
+static int parse_report(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *kind,
+			const char *body, size_t len, char **answer, json_t **report, int *kp,
+			int *rankp, double *wait)
 {
 	json_error_t jerr;
 	json_t *rep, *v;
-	const char *session = "", *bad;
-	struct round *rd;
-	struct slot *s;
-	double until, wait;
+	const char *bad;
 	int k = kind_of(kind), rank, code;
 	char buf[256];
 
@@ -588,12 +660,33 @@ static int handle_as(struct mtc_coord *c, const struct mtc_peer_cred *who, const
 		json_decref(rep);
 		return 400;
 	}
+	*wait = c->o.poll_s;
+	if (json_is_number(v = json_object_get(rep, "wait")) && json_number_value(v) >= 0 &&
+	    json_number_value(v) < *wait)
+		*wait = json_number_value(v);
+	*report = rep;
+	*kp = k;
+	*rankp = rank;
+	return 0;
+}
+
+static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *kind,
+		 const char *body, size_t len, char **answer, void (*wake_fn)(void *), void *arg,
+		 void **wait_out)
+{
+	json_t *rep, *v;
+	const char *session = "";
+	struct mtc_coord_wait *w;
+	struct slot *s;
+	struct round *rd;
+	double wait;
+	int k, rank, code;
+
+	*wait_out = NULL;
+	if ((code = parse_report(c, who, kind, body, len, answer, &rep, &k, &rank, &wait)))
+		return code;
 	if (json_is_string(v = json_object_get(rep, "session")))
 		session = json_string_value(v);
-	wait = c->o.poll_s;
-	if (json_is_number(v = json_object_get(rep, "wait")) && json_number_value(v) >= 0 &&
-	    json_number_value(v) < wait)
-		wait = json_number_value(v);
 	pthread_mutex_lock(&c->mu);
 	c->last_seen[rank] = mtc_now();
 	if (c->stopping || k == NKINDS) {
@@ -623,22 +716,66 @@ static int handle_as(struct mtc_coord *c, const struct mtc_peer_cred *who, const
 		rd->opened = mtc_now();
 	if (rd->n_reported == c->o.nodes)
 		complete(c, (enum kind)k);
-	until = mtc_now() + wait;
-	while (!s->answer && !c->stopping && mtc_now() < until)
-		wait_until(c, &c->cv, until);
-	/* A coordinator shutting down sends its ranks to the next one (503: report again). */
-	code = 200;
-	if (s->answer) {
-		*answer = collect(s);
-	} else if (c->stopping) {
-		*answer = failure("the coordinator is shutting down");
-		code = 503;
-	} else {
-		*answer = dump(json_pack("{s:s, s:i, s:i}", "status", "waiting", "reported",
-					 rd->n_reported, "nodes", c->o.nodes));
+	if (s->answer || wait <= 0) {
+		code = answer_now(c, k, rank, answer);
+		pthread_mutex_unlock(&c->mu);
+		return code;
 	}
+	w = xcalloc(1, sizeof *w);
+	w->kind = k;
+	w->rank = rank;
+	w->until = mtc_now() + wait;
+	w->wake = wake_fn;
+	w->arg = arg;
+	w->next = c->waits;
+	if (c->waits)
+		c->waits->prev = w;
+	c->waits = w;
+	*wait_out = w;
 	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
+int mtc_coord_start(void *coord, const struct mtc_peer_cred *who, const char *method,
+		    const char *path, const char *body, size_t len, char **answer,
+		    void (*wake_fn)(void *), void *arg, void **wait)
+{
+	*wait = NULL;
+	if (!strcmp(path + strlen(MTC_COORD_PREFIX), "status") || strcmp(method, "POST"))
+		return mtc_coord_route(coord, who, method, path, body, len, answer);
+	return start(coord, who, path + strlen(MTC_COORD_PREFIX), body ? body : "", len, answer,
+		     wake_fn, arg, wait);
+}
+
+int mtc_coord_collect(void *coord, void *wait, char **answer)
+{
+	struct mtc_coord *c = coord;
+	struct mtc_coord_wait *w = wait;
+	int code;
+
+	pthread_mutex_lock(&c->mu);
+	if (!w->woken)
+		unlink_wait(c, w);
+	code = answer_now(c, w->kind, w->rank, answer);
+	pthread_mutex_unlock(&c->mu);
+	free(w);
 	return code;
+}
+
+/* start, then sleep until the report's wait is woken (or over, should the watcher be gone). */
+static int handle_as(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *kind,
+		     const char *body, size_t len, char **answer)
+{
+	struct mtc_coord_wait *w;
+	int code = start(c, who, kind, body, len, answer, NULL, NULL, (void **)&w);
+
+	if (code)
+		return code;
+	pthread_mutex_lock(&c->mu);
+	while (!w->woken && mtc_now() < w->until + 1)
+		wait_until(c, &c->cv, w->until + 1);
+	pthread_mutex_unlock(&c->mu);
+	return mtc_coord_collect(c, w, answer);
 }
 
 int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len,

@@ -90,6 +90,21 @@ struct mtc_peer_cred;
 int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *method,
 		    const char *path, const char *body, size_t len, char **answer);
 
+/*
+ * mtc_coord_route without blocking, for a server that holds a waiting
+ * request without a thread: returns as mtc_coord_route does, or 0 with *wait
+ * set when the report waits for its round. Then wake(arg) is called once,
+ * from another thread, when its answer is ready, its wait is over or the
+ * coordinator stops; it runs under the coordinator's lock, so it may take
+ * no lock that is held while calling into the coordinator.
+ * mtc_coord_collect gives a wait's answer ("waiting" when it is collected
+ * before it is woken) and frees it.
+ */
+int mtc_coord_start(void *coord, const struct mtc_peer_cred *who, const char *method,
+		    const char *path, const char *body, size_t len, char **answer,
+		    void (*wake)(void *arg), void *arg, void **wait);
+int mtc_coord_collect(void *coord, void *wait, char **answer);
+
 /* The coordinator's figures for GET /metrics: ranks heard and silent, rounds by outcome. */
 struct mtc_buf;
 void mtc_coord_metrics(void *coord, struct mtc_buf *t);

@@ -42,6 +42,7 @@
 #include "peer_manifest.h"
 #include "peer_ring.h"
 #include "peer_wire.h"
+#include "sorter.h"
 #include "tls_front.h"
 #include "tls_relay.h"
 #include "xalloc.h"
@@ -54,6 +55,7 @@
 #define META_BODY_MAX 128
 #define STREAM_BLOCK (256 * 1024)
 #define CONN_MEMORY (256 << 10)
+#define EVENTS_CONN_MEMORY (4 << 10) /* a report's head; its body is kept apart (req.body) */
 #define HTTP_UNPROCESSABLE 422
 #define HTTP_TOO_LARGE 413
 #define HTTP_PRECONDITION_REQUIRED 428
@@ -61,6 +63,10 @@
 
 struct mtc_peer_server {
 	struct MHD_Daemon *daemon;
+	/* with route_start: the routes' long polls, on one thread (sorter.h) */
+	struct MHD_Daemon *events;
+	struct mtc_sorter *sorter;
+	pthread_mutex_t wake_mu; /* a route's wait woken against its connection being suspended */
 	struct mtc_peer_server_opts o;
 	char *dir;
 	struct mtc_peer_auth *auth; /* NULL: no token */
@@ -154,7 +160,7 @@ struct req {
 	long long bytes, limit; /* limit: the largest body this request may have */
 	double t0;
 	int transfer;
-	struct mtc_blake3 file_hash;
+	struct mtc_blake3 *file_hash; /* REQ_PUT_FILE (18 KB: only a data upload has one) */
 	char got_digest[66];
 	char *url, *method;  /* REQ_ROUTE, REQ_PUT_MANIFEST */
 	struct mtc_buf body; /* REQ_ROUTE: capped at the largest body its endpoint takes */
@@ -163,6 +169,10 @@ struct req {
 	struct mtc_wire_list got;
 	struct mtc_wire_reader *send; /* REQ_GET_TREE_SOCK */
 	struct mtc_peer_cred who;
+	/* REQ_ROUTE on the events daemon: the route's wait; suspended, woken under wake_mu */
+	struct MHD_Connection *conn;
+	void *wait;
+	int suspended, woken;
 };
 
 void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
@@ -221,6 +231,8 @@ static enum MHD_Result respond(struct req *r, struct MHD_Connection *c, unsigned
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 	if (code == MHD_HTTP_SERVICE_UNAVAILABLE)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (code == MHD_HTTP_MISDIRECTED_REQUEST)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	atomic_fetch_add(&r->s->bytes_out, n);
 	return queue(r, c, code, resp);
 }
@@ -991,7 +1003,8 @@ static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, enum r
 	if (is_data) {
 		r->transfer = 1;
 		atomic_fetch_add(&s->active, 1);
-		mtc_blake3_init(&r->file_hash);
+		r->file_hash = xmalloc(sizeof *r->file_hash);
+		mtc_blake3_init(r->file_hash);
 	}
 	r->fd = open(r->obj, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (r->fd < 0) {
@@ -1062,8 +1075,8 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 		r->fd = -1;
 		return MHD_YES;
 	}
-	if (r->kind == REQ_PUT_FILE)
-		mtc_blake3_update(&r->file_hash, data, len);
+	if (r->file_hash)
+		mtc_blake3_update(r->file_hash, data, len);
 	return MHD_YES;
 }
 
@@ -1321,7 +1334,7 @@ static enum MHD_Result finish_data(struct req *r, struct MHD_Connection *c)
 	}
 	{
 		uint8_t h[MTC_BLAKE3_OUT_LEN];
-		mtc_blake3_final(&r->file_hash, h, sizeof h);
+		mtc_blake3_final(r->file_hash, h, sizeof h);
 		mtc_hex(h, sizeof h, r->got_digest);
 	}
 	mtc_debug("'%s': received and hashed in %.3f s", r->name, mtc_now() - r->t0);
@@ -1789,6 +1802,69 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 	return rc;
 }
 
+/* Called by the route under its lock: resumes the connection once it is suspended. */
+static void route_wake(void *arg)
+{
+	struct req *r = arg;
+
+	pthread_mutex_lock(&r->s->wake_mu);
+	r->woken = 1;
+	if (r->suspended) {
+		r->suspended = 0;
+		MHD_resume_connection(r->conn);
+	}
+	pthread_mutex_unlock(&r->s->wake_mu);
+}
+
+/*
+ * A route's answer. On the events daemon a report that waits for its round
+ * suspends its connection until it is woken; this runs again on resume.
+ */
+static enum MHD_Result finish_route(struct req *r, struct MHD_Connection *c, int events)
+{
+	struct mtc_peer_server *s = r->s;
+	struct MHD_Response *resp;
+	char *answer = NULL;
+	int code, suspended = 0;
+
+	if (r->wait) {
+		code = s->o.route_collect(s->o.route_arg, r->wait, &answer);
+		r->wait = NULL;
+	} else if (events) {
+		r->conn = c;
+		code = s->o.route_start(s->o.route_arg, &r->who, r->method, r->url, r->body.p,
+					r->body.len, &answer, route_wake, r, &r->wait);
+		mtc_buf_free(&r->body); /* parsed: a waiting report holds no copy of it */
+		if (code == 0) {
+			pthread_mutex_lock(&s->wake_mu);
+			if (!r->woken) {
+				r->suspended = suspended = 1;
+				MHD_suspend_connection(c);
+			}
+			pthread_mutex_unlock(&s->wake_mu);
+			if (suspended)
+				return MHD_YES;
+			code = s->o.route_collect(s->o.route_arg, r->wait, &answer);
+			r->wait = NULL;
+		}
+	} else {
+		code = s->o.route(s->o.route_arg, &r->who, r->method, r->url, r->body.p, r->body.len,
+				  &answer);
+	}
+	resp = MHD_create_response_from_buffer(answer ? strlen(answer) : 0,
+					       answer ? answer : (void *)"",
+					       answer ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	r->kind = REQ_OTHER;
+	return queue(r, c, (unsigned)code, resp);
+}
+
+static int on_events(struct mtc_peer_server *s, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+	return s->events && ci && ci->daemon == s->events;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -1804,6 +1880,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*con_cls = r;
 		mtc_debug("%s %s", method, url);
 		conn_head(r->s, c, 0);
+		/* the events daemon's single thread must never block: it serves the routes alone */
+		if (on_events(r->s, c) && (strcmp(method, "POST") ||
+					   strncmp(url, r->s->o.route_prefix, strlen(r->s->o.route_prefix))))
+			return respond(r, c, MHD_HTTP_MISDIRECTED_REQUEST, TEXT,
+				       "this connection carries coordinator reports only: "
+				       "open another one\n");
 		return route(r, c, url, method);
 	}
 	if (*upload_data_size) {
@@ -1811,17 +1893,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*upload_data_size = 0;
 		return receive(r, upload_data, len);
 	}
-	if (r->kind == REQ_ROUTE) {
-		char *answer = NULL;
-		int code = r->s->o.route(r->s->o.route_arg, &r->who, r->method, r->url, r->body.p, r->body.len,
-					 &answer);
-		struct MHD_Response *resp = MHD_create_response_from_buffer(
-			answer ? strlen(answer) : 0, answer ? answer : (void *)"",
-			answer ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-		r->kind = REQ_OTHER;
-		return queue(r, c, (unsigned)code, resp);
-	}
+	if (r->kind == REQ_ROUTE)
+		return finish_route(r, c, on_events(r->s, c));
 	if (r->kind == REQ_PUT_META)
 		return finish_meta(r, c);
 	if (r->kind == REQ_PUT_MANIFEST)
@@ -1846,9 +1919,15 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 why == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED	 ? "timeout"
 			 : why == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown"
 									 : "connection lost");
+	if (r->wait) { /* its connection went before the answer */
+		char *answer = NULL;
+		r->s->o.route_collect(r->s->o.route_arg, r->wait, &answer);
+		free(answer);
+	}
 	remove_staging(r);
 	mtc_wire_reader_close(r->send);
 	mtc_buf_free(&r->body);
+	free(r->file_hash);
 	free(r->url);
 	free(r->method);
 	mtc_ring_free(&r->ring);
@@ -1957,7 +2036,7 @@ static void tls_hand_over(void *cls, int fd, const struct sockaddr *sa, socklen_
 	}
 }
 
-/* A listening socket on ss, for the TLS front; -1 with err. */
+/* A listening socket on ss, for the TLS front or the sorter; -1 with err. */
 static int listen_on(const struct sockaddr_storage *ss, const char *listen_s, char *err,
 		     size_t errlen)
 {
@@ -1968,12 +2047,54 @@ static int listen_on(const struct sockaddr_storage *ss, const char *listen_s, ch
 	if (fd < 0)
 		return mtc_fail(err, errlen, "cannot listen on '%s': %s", listen_s, strerror(errno));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 128) < 0) {
+	if (bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
 		mtc_fail(err, errlen, "cannot listen on '%s': %s", listen_s, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* The sorter hands a connection to the events daemon or the main one; MHD closes fd on failure. */
+static void sorted_hand_over(void *cls, int matched, int fd, const struct sockaddr *sa,
+			     socklen_t salen)
+{
+	struct mtc_peer_server *s = cls;
+	MHD_add_connection(matched ? s->events : s->daemon, fd, sa, salen);
+}
+
+/* The events daemon and the sorter in front of both daemons, on fd; -1 with err. */
+static int start_events(struct mtc_peer_server *s, int fd, int ipv6, char *err, size_t errlen)
+{
+	static char prefix[80];
+	const struct mtc_peer_server_opts *o = &s->o;
+	struct mtc_sorter_opts so = { .listen_fd = fd, .prefix = prefix,
+				      .max_pending = o->max_unauth,
+				      .timeout_s = o->head_timeout_s > 0 ? o->head_timeout_s
+									 : o->timeout_s,
+				      .hand_over = sorted_hand_over, .cls = s,
+				      .cut_pending = &s->cut_unauth, .cut_timeout = &s->cut_head };
+
+	snprintf(prefix, sizeof prefix, "POST %s", o->route_prefix);
+	s->events = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME |
+			MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+			(ipv6 ? MHD_USE_IPv6 : 0),
+		0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
+		completed, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)EVENTS_CONN_MEMORY,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_conns_per_ip,
+		MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s, MHD_OPTION_END);
+	if (!s->events)
+		return mtc_fail(err, errlen, "cannot start the coordinator's server: %s",
+				errno ? strerror(errno) : "out of resources");
+	if (!(s->sorter = mtc_sorter_start(&so, err, errlen))) {
+		MHD_stop_daemon(s->events);
+		s->events = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 static void server_free(struct mtc_peer_server *s)
@@ -1996,7 +2117,8 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
 	struct stat st;
-	int tls_fd = -1;
+	int front_fd = -1; /* the TLS front's or the sorter's */
+	int sorted = o->route_start && o->route_collect && !o->tls_dir;
 
 	if (stat(o->dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		snprintf(err, errlen, "'%s' is not a directory", o->dir);
@@ -2039,32 +2161,39 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	remove_leftovers(s->dir);
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	if (o->tls_dir) {
-		if ((tls_fd = listen_on(&ss, o->listen, err, errlen)) < 0) {
+	pthread_mutex_init(&s->wake_mu, NULL);
+	if (o->tls_dir || sorted) {
+		if ((front_fd = listen_on(&ss, o->listen, err, errlen)) < 0) {
 			server_free(s);
 			return NULL;
 		}
 		flags |= MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	}
 	s->daemon = MHD_start_daemon(
-		flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
 		completed, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
 		MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)CONN_MEMORY / 4,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_conns_per_ip,
-		MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-		MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s, MHD_OPTION_END);
 	if (!s->daemon) {
 		snprintf(err, errlen, "cannot listen on '%s': %s", o->listen,
 			 errno ? strerror(errno) : "address in use or not available");
-		if (tls_fd >= 0)
-			close(tls_fd);
+		if (front_fd >= 0)
+			close(front_fd);
+		server_free(s);
+		return NULL;
+	}
+	if (sorted && start_events(s, front_fd, ss.ss_family == AF_INET6, err, errlen) < 0) {
+		close(front_fd);
+		MHD_stop_daemon(s->daemon);
 		server_free(s);
 		return NULL;
 	}
 	if (o->tls_dir) {
-		struct mtc_tls_front_opts fo = { .dir = o->tls_dir, .listen_fd = tls_fd,
+		struct mtc_tls_front_opts fo = { .dir = o->tls_dir, .listen_fd = front_fd,
 						 .max_handshakes = o->max_unauth,
 						 /* a handshake always has a deadline, the idle one at most */
 						 .handshake_timeout_s = o->head_timeout_s > 0
@@ -2072,7 +2201,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 										: o->timeout_s,
 						 .hand_over = tls_hand_over, .cls = s };
 		if (!(s->tls = mtc_tls_front_start(&fo, err, errlen))) {
-			close(tls_fd);
+			close(front_fd);
 			MHD_stop_daemon(s->daemon);
 			server_free(s);
 			return NULL;
@@ -2087,14 +2216,17 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		snprintf(err, errlen, "cannot start the connection guard: out of threads");
 		if (s->tls)
 			mtc_tls_front_stop(s->tls);
+		mtc_sorter_stop(s->sorter);
+		if (s->events)
+			MHD_stop_daemon(s->events);
 		MHD_stop_daemon(s->daemon);
 		server_free(s);
 		return NULL;
 	}
 	/* the port bound (port 0 picks one), by the front's socket or MHD's */
-	info = tls_fd < 0 ? MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_LISTEN_FD) : NULL;
+	info = front_fd < 0 ? MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_LISTEN_FD) : NULL;
 	memset(&bound, 0, sizeof bound);
-	getsockname(info ? info->listen_fd : tls_fd, (struct sockaddr *)&bound, &blen);
+	getsockname(info ? info->listen_fd : front_fd, (struct sockaddr *)&bound, &blen);
 	if (ss.ss_family == AF_INET6)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
 	else
@@ -2117,6 +2249,9 @@ void mtc_peer_server_stop(struct mtc_peer_server *s)
 	pthread_join(s->guard, NULL);
 	if (s->tls)
 		mtc_tls_front_stop(s->tls);
+	mtc_sorter_stop(s->sorter);
+	if (s->events)
+		MHD_stop_daemon(s->events);
 	MHD_stop_daemon(s->daemon);
 	while (s->sessions) {
 		struct session *x = s->sessions;
@@ -2130,6 +2265,7 @@ void mtc_peer_server_stop(struct mtc_peer_server *s)
 	pthread_cond_destroy(&s->manifest_cv);
 	pthread_mutex_destroy(&s->conns_mu);
 	pthread_cond_destroy(&s->conns_cv);
+	pthread_mutex_destroy(&s->wake_mu);
 	remove_leftovers(s->dir);
 	server_free(s);
 }

@@ -58,6 +58,17 @@ struct mtc_peer_server_opts {
 			   char *err, size_t errlen);
 	int (*route)(void *arg, const struct mtc_peer_cred *who, const char *method, const char *url,
 		     const char *body, size_t len, char **answer);
+	/*
+	 * Optional, route without blocking (coord.h: mtc_coord_start and
+	 * mtc_coord_collect). Given them and no TLS, a connection whose first
+	 * request is a POST to a route is served by a second server that holds
+	 * a waiting request without a thread (sorter.h); the one who stops the
+	 * server first wakes every wait (mtc_coord_shutdown).
+	 */
+	int (*route_start)(void *arg, const struct mtc_peer_cred *who, const char *method,
+			   const char *url, const char *body, size_t len, char **answer,
+			   void (*wake)(void *wake_arg), void *wake_arg, void **wait);
+	int (*route_collect)(void *arg, void *wait, char **answer);
 	/* More figures for GET /metrics (the coordinator's), or NULL. */
 	void (*metrics)(void *arg, struct mtc_buf *t);
 	void *route_arg;
