@@ -2066,7 +2066,7 @@ static void sorted_hand_over(void *cls, int matched, int fd, const struct sockad
 /* The events daemon and the sorter in front of both daemons, on fd; -1 with err. */
 static int start_events(struct mtc_peer_server *s, int fd, int ipv6, char *err, size_t errlen)
 {
-	static char prefix[80];
+	char prefix[80];
 	const struct mtc_peer_server_opts *o = &s->o;
 	struct mtc_sorter_opts so = { .listen_fd = fd, .prefix = prefix,
 				      .max_pending = o->max_unauth,

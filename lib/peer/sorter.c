@@ -33,6 +33,7 @@ struct pending {
 
 struct mtc_sorter {
 	struct mtc_sorter_opts o;
+	char prefix[PREFIX_MAX + 1]; /* o.prefix, copied: the caller's may go */
 	size_t prefix_len;
 	int ep, stop_fd;
 	pthread_t thread;
@@ -87,7 +88,7 @@ static void sort(struct mtc_sorter *f, struct pending *p)
 		return;
 	if (n <= 0)
 		drop(f, p);
-	else if (memcmp(buf, f->o.prefix, (size_t)n))
+	else if (memcmp(buf, f->prefix, (size_t)n))
 		hand(f, p, 0);
 	else if ((size_t)n == f->prefix_len)
 		hand(f, p, 1);
@@ -166,6 +167,8 @@ struct mtc_sorter *mtc_sorter_start(const struct mtc_sorter_opts *o, char *err, 
 
 	f->o = *o;
 	f->prefix_len = strlen(o->prefix);
+	if (f->prefix_len <= PREFIX_MAX)
+		memcpy(f->prefix, o->prefix, f->prefix_len + 1);
 	f->ep = epoll_create1(EPOLL_CLOEXEC);
 	f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (fcntl(o->listen_fd, F_SETFL, fcntl(o->listen_fd, F_GETFL) | O_NONBLOCK) < 0 ||

@@ -20,7 +20,7 @@
  */
 struct mtc_sorter_opts {
 	int listen_fd;	/* bound and listening; the sorter owns it */
-	const char *prefix;
+	const char *prefix; /* at most 64 bytes; copied */
 	int max_pending; /* 0: no limit */
 	double timeout_s;
 	/* Takes fd for a client at sa: matched says whether its first bytes are prefix. */
