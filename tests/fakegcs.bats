@@ -280,6 +280,43 @@ field() { fakegcs_json "d$1" <"$WORK/out"; }
 	[ "$(FAKEGCS_PURE_CRC=1 crc_of "$WORK/r")" = "$(crc_of "$WORK/r")" ]
 }
 
+# compose DEST BODY: prints the HTTP status, the body goes to $WORK/out
+compose() {
+	curl -s -o "$WORK/out" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+		--data-binary "$2" "$(api)/$(enc "$1")/compose"
+}
+
+@test "compose joins its sources in place: the CRC32C combined, composites of composites, sources deleted under it" {
+	for dir in "" "$WORK/data"; do
+		fakegcs_start ${dir:+--data-dir "$dir"}
+		[ -z "$dir" ] || mkdir -p "$dir"
+		make_data "$WORK/a" 1000003 a
+		make_data "$WORK/b" 70001 b
+		assert_equal "$(put_media a "$WORK/a")" 200
+		assert_equal "$(put_media b "$WORK/b")" 200
+		assert_equal "$(compose c '{"sourceObjects": [{"name": "a"}, {"name": "b"}, {"name": "a"}]}')" 200
+		cat "$WORK/a" "$WORK/b" "$WORK/a" >"$WORK/c"
+		[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/c")" ]
+		[ "$(field '["size"]')" = 2070007 ]
+		assert_equal "$(compose d '{"sourceObjects": [{"name": "c"}, {"name": "b"}]}')" 200
+		cat "$WORK/c" "$WORK/b" >"$WORK/d"
+		[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/d")" ]
+		assert_equal "$(compose e '{"sourceObjects": [{"name": "a"}, {"name": "b"}], "deleteSourceObjects": true}')" 200
+		run curl -s -o /dev/null -w '%{http_code}' "$(api)/a"
+		assert_output 404
+		curl -s "$(api)/c?alt=media" | cmp - "$WORK/c"
+		curl -s "$(api)/d?alt=media" | cmp - "$WORK/d"
+		# a range across the joins: the end of a, all of b, the start of a again
+		curl -s -H 'Range: bytes=999000-1080000' "$(api)/d?alt=media" >"$WORK/got"
+		tail -c +999001 "$WORK/d" | head -c 81001 | cmp - "$WORK/got"
+		curl -s -X DELETE "$(api)/c" && curl -s -X DELETE "$(api)/d"
+		curl -s "$(api)/e?alt=media" | cmp - <(cat "$WORK/a" "$WORK/b")
+		curl -s -X DELETE "$(api)/e"
+		[ -z "$dir" ] || [ -z "$(ls -A "$dir")" ]
+		fakegcs_stop
+	done
+}
+
 @test "multipart upload: metadata is kept, a wrong crc32c or x-goog-hash is refused with 400" {
 	fakegcs_start
 	mp() {

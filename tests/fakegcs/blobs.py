@@ -1,8 +1,33 @@
-"""Where object and upload bytes live: a bytearray, or a file in --data-dir."""
+"""Where object and upload bytes live: a bytearray, or a file in --data-dir.
+
+A stored blob may be shared: a compose or a completed multipart upload joins its
+sources into a Chain that holds them (as GCS composes by reference, in about the
+time of a metadata write), and a blob's bytes go when its last holder discards it.
+"""
+import bisect
 import os
 import tempfile
+import threading
 
-class MemBlob:
+_refs_lock = threading.Lock()
+
+
+class _Shared:
+    refs = 1
+
+    def hold(self):
+        with _refs_lock:
+            self.refs += 1
+
+    def discard(self):
+        with _refs_lock:
+            self.refs -= 1
+            last = self.refs == 0
+        if last:
+            self.free()
+
+
+class MemBlob(_Shared):
     def __init__(self):
         self.buf = bytearray()
 
@@ -24,11 +49,11 @@ class MemBlob:
     def close(self):
         pass
 
-    def discard(self):
-        pass
+    def free(self):
+        self.buf = bytearray()
 
 
-class FileBlob:
+class FileBlob(_Shared):
     def __init__(self, directory):
         fd, self.path = tempfile.mkstemp(dir=directory, prefix="blob-")
         self.f = os.fdopen(fd, "r+b")
@@ -54,7 +79,7 @@ class FileBlob:
     def close(self):
         self.f.close()
 
-    def discard(self):
+    def free(self):
         self.f.close()
         try:
             os.unlink(self.path)
@@ -72,3 +97,53 @@ class _FileReader:
 
     def close(self):
         self.f.close()
+
+
+class Chain:
+    """Stored blobs end to end, read in place; a chain of chains holds their leaves."""
+
+    def __init__(self, blobs):
+        self.parts, self.starts, self.n = [], [], 0
+        for b in blobs:
+            for leaf in b.parts if isinstance(b, Chain) else [b]:
+                leaf.hold()
+                self.parts.append(leaf)
+                self.starts.append(self.n)
+                self.n += leaf.size()
+
+    def size(self):
+        return self.n
+
+    def reader(self):
+        return _ChainReader(self)
+
+    def close(self):
+        pass
+
+    def discard(self):
+        for leaf in self.parts:
+            leaf.discard()
+        self.parts = []
+
+
+class _ChainReader:
+    """Reads at most to the end of the part an offset falls in."""
+
+    def __init__(self, chain):
+        self.c, self.open = chain, {}
+
+    def read_at(self, off, n):
+        i = bisect.bisect_right(self.c.starts, off) - 1
+        if i < 0 or off >= self.c.n:
+            return b""
+        leaf, within = self.c.parts[i], off - self.c.starts[i]
+        r = self.open.get(i)
+        if r is None:
+            r = self.open[i] = leaf.reader()
+        return r.read_at(within, min(n, leaf.size() - within))
+
+    def close(self):
+        for i, r in self.open.items():
+            if r is not self.c.parts[i]:
+                r.close()
+        self.open = {}

@@ -135,6 +135,50 @@ def update(crc, data):
     return _NATIVE.crc32c_update(crc, data, len(data))
 
 
+def _gf2_times(mat, vec):
+    s, i = 0, 0
+    while vec:
+        if vec & 1:
+            s ^= mat[i]
+        vec >>= 1
+        i += 1
+    return s
+
+
+def _gf2_square(mat):
+    return [_gf2_times(mat, m) for m in mat]
+
+
+def _zero_bytes_ops(n):
+    """The operators that carry a CRC through 2**k zero bytes, k < n."""
+    m = [POLY] + [1 << b for b in range(31)]  # one zero bit
+    for _ in range(3):
+        m = _gf2_square(m)
+    ops = [m]
+    while len(ops) < n:
+        ops.append(_gf2_square(ops[-1]))
+    return ops
+
+
+_ZERO_BYTES = _zero_bytes_ops(48)
+
+
+def combine(crc1, crc2, len2):
+    """The CRC32C of a + b from crc1 = CRC(a), crc2 = CRC(b) and len2 = len(b), without
+    the bytes (as zlib's crc32_combine): crc1 carried through len2 zero bytes, xor crc2."""
+    k = 0
+    while len2:
+        if len2 & 1:
+            crc1 = _gf2_times(_ZERO_BYTES[k], crc1)
+        len2 >>= 1
+        k += 1
+    return crc1 ^ crc2
+
+
+def from_b64(s):
+    return int.from_bytes(base64.b64decode(s), "big")
+
+
 def b64(crc):
     return base64.b64encode(crc.to_bytes(4, "big")).decode()
 
@@ -143,5 +187,7 @@ if __name__ == "__main__":
     assert update(0, b"123456789") == 0xE3069283
     assert update(update(0, b"12345"), b"6789") == 0xE3069283
     assert _update_py(_update_py(0, b"12345"), b"6789") == 0xE3069283
+    for a, b in ((b"12345", b"6789"), (b"", b"x"), (b"y" * 1000, b"z" * 70001), (b"q", b"")):
+        assert combine(update(0, a), update(0, b), len(b)) == update(0, a + b)
     data = sys.stdin.buffer.read()
     print(b64(update(0, data)))

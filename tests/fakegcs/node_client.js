@@ -11,8 +11,9 @@
 //                  the total)
 //   node_client.js list BUCKET PREFIX DELIMITER [PAGE]   {"items": [...], "prefixes": [...]}
 //   node_client.js download BUCKET NAME OUT        a download checked by CRC32C
-//   node_client.js sliced BUCKET NAME OUT CHUNK    TransferManager.downloadFileInChunks
-//   node_client.js chunked BUCKET NAME FILE CHUNK  TransferManager.uploadFileInChunks (XML API)
+//   node_client.js sliced BUCKET NAME OUT CHUNK [N]    TransferManager.downloadFileInChunks
+//   node_client.js chunked BUCKET NAME FILE CHUNK [N]  TransferManager.uploadFileInChunks (XML API)
+//                  (N chunks at a time, 4 if not given)
 //   node_client.js mirror BUCKET PREFIX OUTDIR     every object under PREFIX, checked, into OUTDIR
 "use strict";
 
@@ -121,18 +122,18 @@ async function main() {
 		break;
 	}
 	case "sliced": {
-		const [bucket, name, dest, chunk] = args;
+		const [bucket, name, dest, chunk, n] = args;
 		const tm = new TransferManager(storage.bucket(bucket));
 		await tm.downloadFileInChunks(name, { destination: dest, chunkSizeBytes: Number(chunk),
-			concurrencyLimit: 4, validation: "crc32c", noReturnData: true });
+			concurrencyLimit: Number(n || 4), validation: "crc32c", noReturnData: true });
 		out({ name, size: fs.statSync(dest).size });
 		break;
 	}
 	case "chunked": {
-		const [bucket, name, file, chunk] = args;
+		const [bucket, name, file, chunk, n] = args;
 		const tm = new TransferManager(xmlApiOnFake().bucket(bucket));
 		await tm.uploadFileInChunks(file, { uploadName: name, chunkSizeBytes: Number(chunk),
-			concurrencyLimit: 4, validation: "crc32c" });
+			concurrencyLimit: Number(n || 4), validation: "crc32c" });
 		const [m] = await storage.bucket(bucket).file(name).getMetadata();
 		out(brief(m));
 		break;

@@ -27,7 +27,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import auth  # noqa: E402
 import crc32c  # noqa: E402
-from blobs import FileBlob, MemBlob  # noqa: E402
+from blobs import Chain, FileBlob, MemBlob  # noqa: E402
 from protocol import (HTTPError, check_hashes, check_preconditions, decode_token,  # noqa: E402
                       encode_token, expectations, parse_content_range, parse_goog_hash,
                       parse_complete_mpu, parse_range, parse_rate, rfc3339, split_multipart,
@@ -135,7 +135,7 @@ class Session:
 
 
 class MultipartUpload:
-    """An XML API multipart upload: parts by number, each (blob, etag), until completed."""
+    """An XML API multipart upload: parts by number, each (blob, etag, crc32c), until completed."""
 
     def __init__(self, bucket, name, meta, query):
         self.id = secrets.token_urlsafe(18)
@@ -144,8 +144,8 @@ class MultipartUpload:
         self.lock = threading.Lock()
 
     def discard(self):
-        for blob, _ in self.parts.values():
-            blob.discard()
+        for part in self.parts.values():
+            part[0].discard()
         self.parts = {}
 
 
@@ -260,6 +260,14 @@ class State:
 
 
 STATE = None
+
+
+def join(sources):
+    """One blob of (blob, crc32c) sources end to end, and its CRC32C as GCS gives it."""
+    crc = 0
+    for blob, c in sources:
+        crc = crc32c.combine(crc, c, blob.size())
+    return Chain([blob for blob, _ in sources]), crc32c.b64(crc)
 
 
 def commit_object(bucket, name, blob, q, meta, crc, md5):
@@ -868,27 +876,9 @@ class Handler(BaseHTTPRequestHandler):
                     raise HTTPError(412, "At least one of the pre-conditions you specified did not hold.",
                                     "conditionNotMet")
                 objs.append(o)
-        blob, crc = STATE.new_blob(), 0
-        try:
-            for o in objs:
-                r = o.blob.reader()
-                try:
-                    off = 0
-                    while off < o.size:
-                        piece = r.read_at(off, min(PIECE, o.size - off))
-                        if not piece:
-                            raise HTTPError(404, "No such object: %s/%s" % (bucket, o.name), "notFound")
-                        blob.append(piece)
-                        crc = crc32c.update(crc, piece)
-                        off += len(piece)
-                finally:
-                    if r is not o.blob:
-                        r.close()
-        except BaseException:
-            blob.discard()
-            raise
+        blob, crc = join([(o.blob, crc32c.from_b64(o.crc32c)) for o in objs])
         dest = body.get("destination") or {}
-        made = commit_object(bucket, name, blob, self.q, dest, crc32c.b64(crc), None)
+        made = commit_object(bucket, name, blob, self.q, dest, crc, None)
         if body.get("deleteSourceObjects"):
             gone = []
             with STATE.lock:
@@ -1163,7 +1153,7 @@ class Handler(BaseHTTPRequestHandler):
                 blob.discard()
                 raise HTTPError(404, "The requested upload was not found.", "NoSuchUpload")
             old = u.parts.get(n)
-            u.parts[n] = (blob, etag)
+            u.parts[n] = (blob, etag, crc)
         if old is not None:
             old[0].discard()
         self.send(200, headers={"ETag": etag})
@@ -1177,7 +1167,7 @@ class Handler(BaseHTTPRequestHandler):
             with STATE.lock:
                 if STATE.mpus.get(u.id) is not u:
                     raise HTTPError(404, "The requested upload was not found.", "NoSuchUpload")
-            blobs, prev = [], 0
+            parts, prev = [], 0
             for i, (n, etag) in enumerate(listed):
                 if n <= prev:
                     raise HTTPError(400, "The list of parts was not in ascending order.",
@@ -1190,26 +1180,10 @@ class Handler(BaseHTTPRequestHandler):
                 if i < len(listed) - 1 and part[0].size() < MPU_MIN_PART:
                     raise HTTPError(400, "Part %d is smaller than the minimum allowed size." % n,
                                     "EntityTooSmall")
-                blobs.append(part[0])
-            blob, crc = STATE.new_blob(), 0
+                parts.append((part[0], part[2]))
+            blob, crc = join(parts)
             try:
-                for b in blobs:
-                    r = b.reader()
-                    try:
-                        off, size = 0, b.size()
-                        while off < size:
-                            piece = r.read_at(off, min(PIECE, size - off))
-                            blob.append(piece)
-                            crc = crc32c.update(crc, piece)
-                            off += len(piece)
-                    finally:
-                        if r is not b:
-                            r.close()
-            except BaseException:
-                blob.discard()
-                raise
-            try:
-                o = commit_object(bucket, name, blob, u.query, u.meta, crc32c.b64(crc), None)
+                o = commit_object(bucket, name, blob, u.query, u.meta, crc, None)
             except HTTPError as e:
                 raise HTTPError(e.status, e.message, "PreconditionFailed" if e.status == 412 else None)
             with STATE.lock:
