@@ -35,6 +35,7 @@ struct round {
 	double opened; /* 0: no report yet */
 	int n_reported;
 	struct slot *s;
+	json_t *atoms; /* the reports' strings and integers in arrays, one of each value */
 };
 
 /*
@@ -143,6 +144,7 @@ void mtc_coord_free(struct mtc_coord *c)
 			json_decref(c->rounds[k].s[r].report);
 			json_decref(c->rounds[k].s[r].answer);
 		}
+		json_decref(c->rounds[k].atoms);
 		free(c->rounds[k].s);
 	}
 	free(c->last_seen);
@@ -184,6 +186,57 @@ static char *failure(const char *fmt, ...)
 	return dump(json_pack("{s:s, s:s}", "status", "failed", "error", msg));
 }
 
+/*
+ * The key of an atom: a string (without a NUL inside) or an integer; 0 for
+ * anything else.
+ */
+static int atom_key(json_t *v, char *key, size_t len)
+{
+	if (json_is_integer(v))
+		return snprintf(key, len, "i%" JSON_INTEGER_FORMAT, json_integer_value(v)) < (int)len;
+	if (json_is_string(v) && json_string_length(v) == strlen(json_string_value(v)))
+		return snprintf(key, len, "s%s", json_string_value(v)) < (int)len;
+	return 0;
+}
+
+/*
+ * Makes the strings and integers in a report's arrays (its listings) the round's
+ * shared values: every rank lists its own and its peers' steps, the same step
+ * numbers and hashes again and again, and at 16,384 ranks the copies would be
+ * most of the round's memory.
+ */
+static void share_atoms(struct round *rd, json_t *v)
+{
+	char key[128];
+	size_t i;
+	json_t *e, *a;
+
+	if (!rd->atoms)
+		rd->atoms = json_object();
+	json_array_foreach(v, i, e) {
+		if (json_is_array(e)) {
+			share_atoms(rd, e);
+		} else if (atom_key(e, key, sizeof key)) {
+			if (!(a = json_object_get(rd->atoms, key)))
+				json_object_set(rd->atoms, key, e);
+			else if (a != e)
+				json_array_set(v, i, a);
+		}
+	}
+}
+
+static void forget_reports(struct round *rd, int nodes)
+{
+	for (int r = 0; r < nodes; r++) {
+		json_decref(rd->s[r].report);
+		rd->s[r].report = NULL;
+	}
+	json_decref(rd->atoms);
+	rd->atoms = NULL;
+	rd->n_reported = 0;
+	rd->opened = 0;
+}
+
 /* Ends the round: every rank that reported gets the same failure. */
 static void fail_round(struct mtc_coord *c, struct round *rd, const char *msg)
 {
@@ -193,13 +246,10 @@ static void fail_round(struct mtc_coord *c, struct round *rd, const char *msg)
 		struct slot *s = &rd->s[r];
 		if (!s->report)
 			continue;
-		json_decref(s->report);
-		s->report = NULL;
 		json_decref(s->answer);
 		s->answer = json_pack("{s:s, s:s}", "status", "failed", "error", msg);
 	}
-	rd->n_reported = 0;
-	rd->opened = 0;
+	forget_reports(rd, c->o.nodes);
 	wake_kind(c, (int)(rd - c->rounds));
 }
 
@@ -446,13 +496,8 @@ static void complete(struct mtc_coord *c, enum kind k)
 	} else {
 		complete_sync(c, rd);
 	}
-	for (int r = 0; r < c->o.nodes; r++) {
-		json_decref(rd->s[r].report);
-		rd->s[r].report = NULL;
-	}
+	forget_reports(rd, c->o.nodes);
 	c->done[k]++;
-	rd->n_reported = 0;
-	rd->opened = 0;
 	wake_kind(c, k);
 }
 
@@ -675,7 +720,7 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 		 void **wait_out)
 {
 	json_t *rep, *v;
-	const char *session = "";
+	const char *session = "", *key;
 	struct mtc_coord_wait *w;
 	struct slot *s;
 	struct round *rd;
@@ -711,6 +756,9 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 	else
 		json_decref(s->report);
 	s->report = rep;
+	json_object_foreach(rep, key, v)
+		if (json_is_array(v))
+			share_atoms(rd, v);
 	snprintf(s->session, sizeof s->session, "%s", session);
 	if (!rd->opened)
 		rd->opened = mtc_now();

@@ -53,6 +53,7 @@
 #define PENDING_MANIFEST STAGING_PREFIX "manifest-"
 #define MAX_PIECES 64
 #define META_BODY_MAX 128
+#define EXTRACT_WHY 512
 #define STREAM_BLOCK (256 * 1024)
 #define CONN_MEMORY (256 << 10)
 #define EVENTS_CONN_MEMORY (4 << 10) /* a report's head; its body is kept apart (req.body) */
@@ -152,9 +153,9 @@ struct req {
 	struct mtc_ring ring; /* body chunks to the extractor */
 	pthread_t extractor;
 	int extracting, extract_rc;
-	char extract_why[512];
+	char *extract_why; /* the extractor's, EXTRACT_WHY bytes */
 	int fail_code;
-	char why[1024];
+	char *why; /* with fail_code */
 	char meta[META_BODY_MAX + 1];
 	size_t meta_len;
 	long long bytes, limit; /* limit: the largest body this request may have */
@@ -330,8 +331,7 @@ static void *extract_main(void *arg)
 	struct mtc_wire_limits lim = server_limits(r->s);
 
 	r->extract_rc = mtc_wire_extract_from(mtc_ring_next, &r->ring, r->sess->obj, &lim,
-					      &r->sess->exp->m, &r->got, r->extract_why,
-					      sizeof r->extract_why);
+					      &r->sess->exp->m, &r->got, r->extract_why, EXTRACT_WHY);
 	mtc_ring_done(&r->ring);
 	return NULL;
 }
@@ -951,6 +951,7 @@ static enum MHD_Result start_piece(struct req *r, struct MHD_Connection *c)
 		r->kind = REQ_PUT_TREE_SOCK;
 		return MHD_YES;
 	}
+	r->extract_why = xcalloc(1, EXTRACT_WHY);
 	if (pthread_create(&r->extractor, NULL, extract_main, r)) {
 		remove_staging(r);
 		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT,
@@ -1008,9 +1009,10 @@ static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, enum r
 	}
 	r->fd = open(r->obj, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (r->fd < 0) {
-		snprintf(r->why, sizeof r->why, "cannot stage '%s': %s\n", r->name, strerror(errno));
+		int e = errno;
 		remove_staging(r);
-		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "%s", r->why);
+		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot stage '%s': %s\n",
+			       r->name, strerror(e));
 	}
 	return MHD_YES;
 }
@@ -1070,7 +1072,7 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 		return MHD_YES;
 	if (mtc_write_all(r->fd, data, len) < 0) {
 		r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
-		snprintf(r->why, sizeof r->why, "cannot write '%s': %s", r->name, strerror(errno));
+		r->why = xasprintf("cannot write '%s': %s", r->name, strerror(errno));
 		close(r->fd);
 		r->fd = -1;
 		return MHD_YES;
@@ -1928,6 +1930,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	mtc_wire_reader_close(r->send);
 	mtc_buf_free(&r->body);
 	free(r->file_hash);
+	free(r->why);
+	free(r->extract_why);
 	free(r->url);
 	free(r->method);
 	mtc_ring_free(&r->ring);
