@@ -516,6 +516,22 @@ time.sleep(120)' >"$T/mute.port" &
 	[ $((SECONDS - start)) -le 3 ]
 }
 
+@test "run: heartbeats go on one kept connection; metrics count connections" {
+	write_config "$T/cfg.json" 0 2 1
+	mkdir -p "$T/local"
+	start_daemon coord --coordinator --nodes 2
+	printf 'http://127.0.0.1:9\nhttp://127.0.0.1:9\n' >"$T/peers" # no peer answers
+	before=$(metric "$URL" mtc_peer_connections_total)
+	mtc-replicate run --dir "$T/local" --config "$T/cfg.json" --peers-file "$T/peers" \
+		--coordinator-url "$URL" --heartbeat 0.05 --sync-interval 60 --timeout 2 2>"$T/run.err" || true
+	opened=$(( $(metric "$URL" mtc_peer_connections_total) - before ))
+	beats=$(metric "$URL" 'mtc_peer_requests_total{code="200"}')
+	echo "connections $opened, answers $beats"
+	[ "$beats" -ge 20 ]
+	[ "$opened" -le 6 ]
+	[ "$(metric "$URL" mtc_peer_connections_open)" -ge 1 ] # this scrape's own
+}
+
 @test "inventory lists metas and data sizes; metrics count bytes and codes" {
 	make_step "$T/src" 11
 	write_config "$T/cfg.json" 0 2 1

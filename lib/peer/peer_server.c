@@ -99,6 +99,7 @@ struct mtc_peer_server {
 	int guard_stop;
 	pthread_t guard;
 	atomic_llong cut_unauth, cut_head;
+	atomic_llong conns_opened, conns_open;
 
 	/* with TLS (tls_front.h): whether the client behind each of MHD's fds showed a CA-signed certificate */
 	struct mtc_tls_front *tls;
@@ -846,6 +847,10 @@ static enum MHD_Result get_metrics(struct req *r, struct MHD_Connection *c)
 			 (double)atomic_load(&s->rejected));
 	mtc_metric_header(&t, "mtc_peer_active_transfers", "gauge", "uploads in progress");
 	mtc_metric_value(&t, "mtc_peer_active_transfers", NULL, (double)atomic_load(&s->active));
+	mtc_metric_header(&t, "mtc_peer_connections_total", "counter", "connections accepted");
+	mtc_metric_value(&t, "mtc_peer_connections_total", NULL, (double)atomic_load(&s->conns_opened));
+	mtc_metric_header(&t, "mtc_peer_connections_open", "gauge", "connections open now");
+	mtc_metric_value(&t, "mtc_peer_connections_open", NULL, (double)atomic_load(&s->conns_open));
 	mtc_metric_header(&t, "mtc_peer_connections_cut_total", "counter",
 			  "unauthenticated connections cut: beyond --max-unauth or past --head-timeout");
 	mtc_metric_value(&t, "mtc_peer_connections_cut_total", "reason=\"unauthenticated\"",
@@ -1526,6 +1531,7 @@ static enum MHD_Result session_request(struct req *r, struct MHD_Connection *c, 
 #define GUARD_TICK_NS 250000000L
 #define GUARD_WARN_S 60
 
+/* In s->conns, oldest first, while unauthenticated: the guard walks only those. */
 struct conn {
 	struct conn *prev, *next;
 	int fd;
@@ -1533,6 +1539,20 @@ struct conn {
 	int client_cert; /* TLS: the client's certificate checked out against ca.crt */
 	double since; /* accept, or the last answer */
 };
+
+/* Under conns_mu. */
+static void conn_unlist(struct mtc_peer_server *s, struct conn *k)
+{
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		s->conns = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	else
+		s->conns_tail = k->prev;
+	k->prev = k->next = NULL;
+}
 
 /* Under conns_mu. */
 static void conn_cut(struct mtc_peer_server *s, struct conn *k, atomic_llong *counter)
@@ -1556,6 +1576,8 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
 		const union MHD_ConnectionInfo *ci =
 			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		k = xcalloc(1, sizeof *k);
+		atomic_fetch_add(&s->conns_opened, 1);
+		atomic_fetch_add(&s->conns_open, 1);
 		k->fd = ci ? ci->connect_fd : -1;
 		k->since = mtc_now();
 		if (k->fd >= 0 && (size_t)k->fd < s->tls_client_cap) {
@@ -1579,16 +1601,12 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
 			}
 		}
 	} else if (k) {
-		if (!k->authed && !k->cut)
-			s->unauth--;
-		if (k->prev)
-			k->prev->next = k->next;
-		else
-			s->conns = k->next;
-		if (k->next)
-			k->next->prev = k->prev;
-		else
-			s->conns_tail = k->prev;
+		atomic_fetch_sub(&s->conns_open, 1);
+		if (!k->authed) {
+			if (!k->cut)
+				s->unauth--;
+			conn_unlist(s, k);
+		}
 		free(k);
 		*socket_context = NULL;
 	}
@@ -1626,6 +1644,7 @@ static void conn_head(struct mtc_peer_server *s, struct MHD_Connection *c, int t
 		k->authed = 1;
 		if (!k->cut)
 			s->unauth--;
+		conn_unlist(s, k);
 	}
 	pthread_mutex_unlock(&s->conns_mu);
 }

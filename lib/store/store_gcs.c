@@ -39,7 +39,6 @@
 #define SIMPLE_MAX (8LL << 20)
 #define DEFAULT_CHUNK (32LL << 20) /* a multiple of 256 KiB */
 #define SLICE_MIN (256LL << 10)  /* the smallest slice worth its own request */
-#define IO_BUFFER (512L << 10) /* curl's receive and send buffers: a write a 512 KiB, not a 16 KiB */
 #define SLICE_SAVE (16LL << 20) /* a slice records its progress this often, or 4 times */
 #define ERRBODY_MAX (64 * 1024)
 #define JSON_MAX (64 << 20) /* a listing page or an object resource */
@@ -496,8 +495,6 @@ static int start(struct engine *e, struct op *op)
 	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, op);
 	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(r->easy, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_BUFFERSIZE, IO_BUFFER);
-	curl_easy_setopt(r->easy, CURLOPT_UPLOAD_BUFFERSIZE, IO_BUFFER);
 	apply_body(r, r->method ? r->method : "GET");
 	op->ostate = O_ACTIVE;
 	e->active++;
