@@ -164,17 +164,29 @@ only_staging_free() { # nothing in DIR but the given names
 }
 
 @test "push picks its peers from the config and a URL template" {
+	# ports BASE1 and BASE2 for a random BASE: another BASE when either is taken (its
+	# daemon exits); a slow start (under the sanitizers) is waited for, up to 10 s
+	local up=0 p1 p2
 	for _ in 1 2 3 4 5; do
 		base=$((2000 + RANDOM % 4000))
 		mkdir -p "$T/r1" "$T/r2"
 		mtc-replicate serve --dir "$T/r1" --listen "127.0.0.1:${base}1" >/dev/null 2>&1 &
-		PIDS+=($!)
+		p1=$!
 		mtc-replicate serve --dir "$T/r2" --listen "127.0.0.1:${base}2" >/dev/null 2>&1 &
-		PIDS+=($!)
-		sleep 0.3
-		curl -sf "http://127.0.0.1:${base}1/healthz" >/dev/null &&
-			curl -sf "http://127.0.0.1:${base}2/healthz" >/dev/null && break
+		p2=$!
+		PIDS+=("$p1" "$p2")
+		for _ in $(seq 100); do
+			kill -0 "$p1" 2>/dev/null && kill -0 "$p2" 2>/dev/null || break
+			curl -sf "http://127.0.0.1:${base}1/healthz" >/dev/null &&
+				curl -sf "http://127.0.0.1:${base}2/healthz" >/dev/null &&
+				kill -0 "$p1" 2>/dev/null && kill -0 "$p2" 2>/dev/null && up=1 && break
+			sleep 0.1
+		done
+		[ "$up" = 1 ] && break
+		kill "$p1" "$p2" 2>/dev/null || true
+		wait "$p1" "$p2" 2>/dev/null || true
 	done
+	[ "$up" = 1 ]
 	make_step "$T/src" 3
 	write_config "$T/cfg.json" 0 4 2 # peers of rank 0 among 4: 1 and 2
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 3 \
