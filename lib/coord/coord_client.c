@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -142,14 +143,16 @@ static int post_once(struct mtc_coord_client *cc, CURL *keep, const char *kind, 
 
 /*
  * Heartbeats go on one kept connection: at 16,384 ranks every 5 s a new
- * connection each would cost the coordinator an accept (and with TLS a
- * handshake) 3,000 times a second.
+ * connection each would cost the coordinator an accept 3,000 times a second.
+ * Not over TLS: there the daemon relays each connection with a thread of its
+ * own, and a kept connection a rank would hold a thread a rank for good (a
+ * new one resumes the TLS session instead of a full handshake).
  */
 static void *heartbeat_main(void *arg)
 {
 	struct mtc_coord_client *cc = arg;
 	char *body = xasprintf("{\"rank\":%d,\"session\":\"%s\"}", cc->rank, cc->session), err[512];
-	CURL *keep = curl_easy_init();
+	CURL *keep = strncasecmp(cc->url, "https://", 8) ? curl_easy_init() : NULL;
 
 	pthread_mutex_lock(&cc->mu);
 	while (!atomic_load(&cc->stop)) {
