@@ -206,7 +206,9 @@ assert_consistent() {
 		for f in $(seq 1 $n); do head -c $((f * 4099)) /dev/urandom > "$L/$i/f$f"; done
 	done
 	for delay in 0.01 0.02 0.03 0.05 0.08 0.1 0.15 0.2; do
-		commit > /dev/null 2>&1 &
+		# the program itself, not the function: $! of a function is a subshell, and
+		# killing that left the commit running on beside the next ones
+		mtc-replicate commit --dir "$L" --config "$T/cfg.json" --quiet-time 0 >/dev/null 2>&1 &
 		pid=$!
 		sleep $delay
 		kill -9 $pid 2>/dev/null || true
