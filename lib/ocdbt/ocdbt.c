@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,8 +71,11 @@ static int file_index(struct mtc_ocdbt *s, const char *path, size_t *idx, char *
 		return fail(err, errlen, "cannot open data file '%s/%s': %s", s->root, path,
 			    e == EINVAL ? "not a regular file" : strerror(e));
 	}
+	void *map = st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
+				   : MAP_FAILED;
 	s->files = xrealloc(s->files, (s->nfiles + 1) * sizeof *s->files);
-	s->files[s->nfiles] = (struct mtc_ocdbt_file){ xstrdup(path), fd, (uint64_t)st.st_size };
+	s->files[s->nfiles] = (struct mtc_ocdbt_file){ xstrdup(path), fd, (uint64_t)st.st_size,
+						       map == MAP_FAILED ? NULL : map };
 	*idx = s->nfiles++;
 	return 0;
 }
@@ -326,6 +330,8 @@ void mtc_ocdbt_close(struct mtc_ocdbt *s)
 		free(s->kv[i].value);
 	}
 	for (size_t i = 0; i < s->nfiles; i++) {
+		if (s->files[i].map)
+			munmap((void *)s->files[i].map, (size_t)s->files[i].size);
 		close(s->files[i].fd);
 		free(s->files[i].path);
 	}
@@ -338,37 +344,48 @@ void mtc_ocdbt_close(struct mtc_ocdbt *s)
 	s->dirfd = -1;
 }
 
-int mtc_ocdbt_pread(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv, uint64_t off,
-		    void *buf, size_t len, char *err, size_t errlen)
+/* The pages holding [p, p + len): madvise wants a page-aligned start. */
+static void pages(const uint8_t *p, size_t len, uint8_t **start, size_t *n)
 {
-	if (off > kv->len || len > kv->len - off)
-		return fail(err, errlen, "read past the end of a value");
-	if (kv->value) {
-		memcpy(buf, kv->value + off, len);
-		return 0;
-	}
-	const struct mtc_ocdbt_file *f = &s->files[kv->file];
-	if (pread_all(f->fd, buf, len, kv->offset + off) < 0)
-		return fail(err, errlen, "cannot read '%s/%s': %s", s->root, f->path,
-			    errno == ENODATA ? "truncated" : strerror(errno));
-	return 0;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p & ~(page - 1);
+	*start = (uint8_t *)a;
+	*n = (size_t)((uintptr_t)p + len - a);
 }
 
-int mtc_ocdbt_foreach(const struct mtc_ocdbt *s,
-		      int (*fn)(const struct mtc_ocdbt_kv *kv, const uint8_t *value, void *arg),
-		      void *arg, char *err, size_t errlen)
+const uint8_t *mtc_ocdbt_range(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv,
+			       uint64_t off, size_t len, uint8_t *buf, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		const struct mtc_ocdbt_kv *kv = &s->kv[i];
-		uint8_t *v = kv->value ? NULL : xmalloc(kv->len ? kv->len : 1);
-		if (v && mtc_ocdbt_pread(s, kv, 0, v, kv->len, err, errlen) < 0) {
-			free(v);
-			return -1;
-		}
-		int r = fn(kv, kv->value ? kv->value : v, arg);
-		free(v);
-		if (r)
-			return r;
+	if (off > kv->len || len > kv->len - off) {
+		fail(err, errlen, "read past the end of a value");
+		return NULL;
 	}
-	return 0;
+	if (kv->value)
+		return kv->value + off;
+	const struct mtc_ocdbt_file *f = &s->files[kv->file];
+	if (f->map) {
+		const uint8_t *p = f->map + kv->offset + off;
+		uint8_t *start;
+		size_t n;
+		pages(p, len, &start, &n);
+		madvise(start, n, MADV_POPULATE_READ); /* one call, not a fault a page */
+		return p;
+	}
+	if (pread_all(f->fd, buf, len, kv->offset + off) < 0) {
+		fail(err, errlen, "cannot read '%s/%s': %s", s->root, f->path,
+		     errno == ENODATA ? "truncated" : strerror(errno));
+		return NULL;
+	}
+	return buf;
+}
+
+void mtc_ocdbt_drop(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv, const uint8_t *p,
+		    size_t len)
+{
+	const struct mtc_ocdbt_file *f = &s->files[kv->file];
+	if (kv->value || !f->map || p < f->map || p >= f->map + f->size)
+		return;
+	uint8_t *start;
+	size_t n;
+	pages(p, len, &start, &n);
+	madvise(start, n, MADV_DONTNEED); /* a private, unwritten map: the pages come back on use */
 }

@@ -13,14 +13,19 @@
  * refused; the last component is opened without following a symlink).
  *
  * Opening checks the whole tree (every CRC-32C, length, bound, the key
- * order); the values themselves are read later, with pread. Every function
- * returns 0, or -1 with a one-line reason in err.
+ * order); the values themselves are read later, in place: each data file
+ * is mapped (read-only) when the store is opened, or read with pread where it
+ * cannot be. A data file cut short while mapped ends the process with SIGBUS,
+ * as a file cut short under the merkle digest does (digest.h): the stores
+ * read here are in complete, renamed steps. Every function returns 0, or -1
+ * with a one-line reason in err.
  */
 
 struct mtc_ocdbt_file {
 	char *path; /* below the root */
 	int fd;
 	uint64_t size;
+	const uint8_t *map; /* the whole file, or NULL */
 };
 
 struct mtc_ocdbt_kv {
@@ -45,13 +50,16 @@ struct mtc_ocdbt {
 int mtc_ocdbt_open(struct mtc_ocdbt *s, const char *dir, char *err, size_t errlen);
 void mtc_ocdbt_close(struct mtc_ocdbt *s);
 
-/* Bytes [off, off + len) of kv's value into buf. */
-int mtc_ocdbt_pread(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv, uint64_t off,
-		    void *buf, size_t len, char *err, size_t errlen);
+/*
+ * Bytes [off, off + len) of kv's value: inline, in its file's mapping (paged
+ * in now; mtc_ocdbt_drop lets them go), or read into buf (len bytes) where
+ * the file is not mapped. NULL with a reason in err.
+ */
+const uint8_t *mtc_ocdbt_range(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv,
+			       uint64_t off, size_t len, uint8_t *buf, char *err, size_t errlen);
 
-/* Calls fn on every key in order with its whole value; stops at fn's first non-zero. */
-int mtc_ocdbt_foreach(const struct mtc_ocdbt *s,
-		      int (*fn)(const struct mtc_ocdbt_kv *kv, const uint8_t *value, void *arg),
-		      void *arg, char *err, size_t errlen);
+/* Unmaps the pages of a range mtc_ocdbt_range gave, if it was mapped. */
+void mtc_ocdbt_drop(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv, const uint8_t *p,
+		    size_t len);
 
 #endif

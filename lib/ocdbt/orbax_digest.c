@@ -101,14 +101,13 @@ struct pool {
 	size_t errlen;
 };
 
-/* Bytes [off, off + len) of v's value: the inline bytes, or read into buf. */
+/* Bytes [off, off + len) of v's value (mtc_ocdbt_range); NULL when they cannot be read. */
 static const uint8_t *bytes(struct pool *p, struct value *v, uint64_t off, size_t len, uint8_t *buf)
 {
 	char why[512];
-	if (v->kv->value)
-		return v->kv->value + off;
-	if (mtc_ocdbt_pread(p->s, v->kv, off, buf, len, why, sizeof why) == 0)
-		return buf;
+	const uint8_t *b = mtc_ocdbt_range(p->s, v->kv, off, len, buf, why, sizeof why);
+	if (b)
+		return b;
 	pthread_mutex_lock(&p->lock);
 	if (!atomic_exchange(&p->failed, 1))
 		snprintf(p->err, p->errlen, "%s", why);
@@ -131,6 +130,7 @@ static int finish(struct pool *p, struct value *v, uint8_t *buf)
 		mtc_blake3_push_subtree(h, v->cvs + 32 * s, SEG_CHUNKS);
 	mtc_blake3_update(h, b, len);
 	mtc_blake3_final(h, raw, 32);
+	mtc_ocdbt_drop(p->s, v->kv, b, len);
 	free(h);
 	mtc_hex(raw, 32, v->hex);
 	return 0;
@@ -145,6 +145,7 @@ static int run(struct pool *p, struct job *j, uint8_t *buf)
 	if (!b)
 		return -1;
 	mtc_blake3_subtree(b, SEG_CHUNKS, j->seg * SEG_CHUNKS, v->cvs + 32 * j->seg);
+	mtc_ocdbt_drop(p->s, v->kv, b, (size_t)SEG);
 	return atomic_fetch_sub(&v->left, 1) == 1 ? finish(p, v, buf) : 0;
 }
 
