@@ -332,7 +332,7 @@ hostile_streams() {
 	run put_code "$URL" "$H.manifest" "$T/m.json"
 	assert_output 201
 	for kind in traversal traversal-inner absolute symlink hardlink device fifo duplicate \
-		many deep big control truncated; do
+		many deep big control truncated range-beside range-unaligned range-past range-short; do
 		python3 "$HOSTILE" tar "$kind" >"$T/h.tar"
 		code=$("$@" "$URL/v1/objects/$H.data" "$T/h.tar" || true)
 		case "$code" in 422|413|000) ;; *) echo "$kind: HTTP $code"; false ;; esac
@@ -623,6 +623,41 @@ time.sleep(120)' >"$T/mute.port" &
 	diff -r "$T/src/$HASH.data" "$T/back1/$HASH.data"
 	diff -r "$T/src/$HASH.data" "$T/back4/$HASH.data"
 	only_staging_free "$T/back4" "$HASH.data" "$HASH.manifest"
+}
+
+@test "a file over its piece's share travels as ranges over every stream; a corrupted range is caught" {
+	mkdir -p "$T/src/tmp/d"
+	head -c $((80 * 1048576 + 12345)) /dev/urandom >"$T/src/tmp/d/big"
+	echo small >"$T/src/tmp/small"
+	HASH=$(mtc-replicate digest "$T/src/tmp" | cut -d' ' -f1)
+	mv "$T/src/tmp" "$T/src/$HASH.data"
+	printf %s "$HASH" >"$T/src/job-s16-n0-w0.meta"
+	write_config "$T/cfg.json" 0 2 1
+	start_daemon p
+	flip_relay "$URL" PUT 1 100000
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 16 --peer "$RELAY" --streams 4
+	assert_success
+	diff -r "$T/src/$HASH.data" "$T/p/$HASH.data"
+	[ "$(metric "$URL" mtc_peer_digest_failures_total)" = 1 ] # the corrupted range, then the retry
+	for i in 0 1 2 3; do
+		curl -sf -o "$T/piece-$i.tar" "$URL/v1/objects/$HASH.data?piece=$i&pieces=4&ranges=1"
+	done
+	run python3 -c '
+import sys, tarfile
+for p in sys.argv[1:]:
+    for m in tarfile.open(p):
+        r = m.pax_headers.get("SCHILY.xattr.mtc.range")
+        if r:
+            print(m.name, m.size, r)' "$T"/piece-?.tar
+	[ "${#lines[@]}" = 4 ] # four ranges of d/big, one a stream
+	for l in "${lines[@]}"; do [[ $l == "d/big "*" $((80 * 1048576 + 12345))" ]]; done
+	curl -sf -o "$T/whole.tar" "$URL/v1/objects/$HASH.data?piece=0&pieces=4"
+	! grep -q mtc.range "$T/whole.tar" # a client that does not ask gets whole files
+	mkdir "$T/back"
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$HASH" --streams 4
+	assert_success
+	diff -r "$T/src/$HASH.data" "$T/back/$HASH.data"
+	only_staging_free "$T/back" "$HASH.data" "$HASH.manifest"
 }
 
 @test "fetch retries a download corrupted in transit and verifies the retry" {

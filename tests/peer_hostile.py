@@ -41,8 +41,9 @@ import time
 import urllib.parse
 
 
-def add(tf, name, data=b"x", kind=tarfile.REGTYPE, link=""):
+def add(tf, name, data=b"x", kind=tarfile.REGTYPE, link="", pax=None):
     ti = tarfile.TarInfo(name)
+    ti.pax_headers = pax or {}
     ti.type = kind
     ti.linkname = link
     ti.mode = 0o644
@@ -51,6 +52,9 @@ def add(tf, name, data=b"x", kind=tarfile.REGTYPE, link=""):
         tf.addfile(ti, io.BytesIO(data))
     else:
         tf.addfile(ti)
+
+
+RANGE = "SCHILY.xattr.mtc.range"  # a range of a big file (peer_wire.h)
 
 
 def hostile_tar(kind):
@@ -83,6 +87,14 @@ def hostile_tar(kind):
             add(tf, "big", b"\0" * 200000)
         elif kind == "control":
             add(tf, "bad\nname")
+        elif kind == "range-beside":  # a range of a file that also came whole
+            add(tf, "ok.txt", b"fine\n", pax={RANGE: "0 5"})
+        elif kind == "range-unaligned":
+            add(tf, "ok.txt", b"ine\n", pax={RANGE: "1 5"})
+        elif kind == "range-past":
+            add(tf, "ok.txt", b"x", pax={RANGE: "65536 5"})
+        elif kind == "range-short":  # stops short of the file's end, not at a unit
+            add(tf, "ok.txt", b"fin", pax={RANGE: "0 5"})
         else:
             raise SystemExit("unknown kind " + kind)
     data = buf.getvalue()

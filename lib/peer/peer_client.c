@@ -53,7 +53,7 @@ struct call {
 	char *url;
 	const char *up_path; /* a file, or a tree when up_tree */
 	int up_tree;
-	char *const *up_list; /* with up_tree: only these paths of the tree */
+	const struct mtc_wire_part *up_list; /* with up_tree: only these parts of the tree */
 	size_t up_n;
 	const char *up_mem;
 	size_t up_len;
@@ -438,19 +438,19 @@ static void *piece_main(void *arg)
 /* A tree's manifest dealt into pieces (mtc_manifest_split), one call each. */
 struct piece_set {
 	int k, n;
-	char ***bins;
+	struct mtc_wire_part **bins;
 	size_t *counts;
 	struct piece *p;
 };
 
-static void pieces_split(struct piece_set *ps, const struct mtc_manifest *m, int k,
+static void pieces_split(struct piece_set *ps, const struct mtc_manifest *m, int k, int ranges,
 			 const struct mtc_peer_client *pc, double deadline)
 {
 	ps->k = k;
 	ps->bins = xcalloc((size_t)k, sizeof *ps->bins);
 	ps->counts = xcalloc((size_t)k, sizeof *ps->counts);
 	ps->p = xcalloc((size_t)k, sizeof *ps->p);
-	ps->n = mtc_manifest_split(m, k, ps->bins, ps->counts);
+	ps->n = mtc_manifest_split(m, k, ranges, ps->bins, ps->counts);
 	for (int i = 0; i < k; i++)
 		ps->p[i] = (struct piece){ .pc = pc, .deadline = deadline };
 }
@@ -501,7 +501,7 @@ static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double d
 	c->bytes = 0;
 	c->code = 0;
 	mtc_wire_list_free(&c->got_list);
-	pieces_split(&ps, c->expected, c->pieces, pc, deadline);
+	pieces_split(&ps, c->expected, c->pieces, 1, pc, deadline);
 	if (mtc_remove_tree(c->down_path) < 0 || mkdir(c->down_path, 0755) < 0) {
 		snprintf(err, errlen, "'%s': %s", c->down_path, strerror(errno));
 		pieces_free(&ps);
@@ -509,19 +509,16 @@ static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double d
 	}
 	for (int i = 0; i < ps.n; i++)
 		ps.p[i].c = (struct call){ .method = "GET",
-					   .url = xasprintf("%s?piece=%d&pieces=%d", c->url, i, ps.k),
+					   .url = xasprintf("%s?piece=%d&pieces=%d&ranges=1", c->url, i,
+							    ps.k),
 					   .down_path = c->down_path, .down_tree = 1, .down_shared = 1,
 					   .expected = c->expected, .limits = c->limits };
 	rc = pieces_run(&ps, err, errlen);
 	for (int i = 0; i < ps.n; i++) {
-		const struct call *p = &ps.p[i].c;
+		struct call *p = &ps.p[i].c;
 		c->bytes += p->bytes;
 		c->code = rc && p->code == 422 ? 422 : c->code;
-		for (size_t j = 0; j < p->got_list.n; j++) {
-			const struct mtc_wire_entry *e = &p->got_list.e[j];
-			memcpy(mtc_wire_list_add(&c->got_list, e->path, e->is_dir, e->size)->digest,
-			       e->digest, sizeof e->digest);
-		}
+		mtc_wire_list_take(&c->got_list, &p->got_list);
 	}
 	if (!rc)
 		c->code = 200;
@@ -606,7 +603,7 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 	struct call c = { .method = "POST", .url = uploads_url(base, rest), .once = 1 };
 	struct piece_set ps;
 	json_t *j;
-	int rc;
+	int rc, ranges;
 
 	free(rest);
 	*sent = 0;
@@ -620,13 +617,14 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 	id = j && json_is_string(json_object_get(j, "session"))
 		     ? xstrdup(json_string_value(json_object_get(j, "session")))
 		     : NULL;
+	ranges = j && json_is_true(json_object_get(j, "ranges")); /* a peer that joins ranges */
 	json_decref(j);
 	free_call(&c);
 	if (!id) {
 		snprintf(err, errlen, "'%s': no upload session in the answer", base);
 		return MTC_EXIT_FAILURE;
 	}
-	pieces_split(&ps, m, pc->streams > 0 ? pc->streams : 1, pc, deadline);
+	pieces_split(&ps, m, pc->streams > 0 ? pc->streams : 1, ranges, pc, deadline);
 	for (int i = 0; i < ps.n; i++) {
 		char *r = xasprintf("%s/%d", id, i);
 		ps.p[i].c = (struct call){ .method = "PUT", .url = uploads_url(base, r),
@@ -790,6 +788,11 @@ static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, 
 	int bad;
 
 	mtc_manifest_init(&got);
+	if (c->down_tree && mtc_wire_join(&c->got_list, diff, sizeof diff) < 0) {
+		snprintf(err, errlen, "'%s': %s", c->url, diff);
+		c->code = 422;
+		return RETRY;
+	}
 	if (c->down_tree)
 		mtc_wire_manifest(&c->got_list, &got, c->got);
 	bad = mtc_object_check(p->obj, p->hash, c->down_tree ? p->expected : NULL, &got, c->got, 0,

@@ -152,47 +152,80 @@ int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manife
 	return rc;
 }
 
-static int by_size_then_path(const void *a, const void *b)
+/* A part with its bytes (a whole file's part has len -1). */
+struct item {
+	struct mtc_wire_part p;
+	long long bytes;
+};
+
+/* Largest first; equal sizes by path, then offset. */
+static int by_size_then_place(const void *a, const void *b)
 {
-	const struct mtc_manifest_entry *x = *(const struct mtc_manifest_entry *const *)a;
-	const struct mtc_manifest_entry *y = *(const struct mtc_manifest_entry *const *)b;
-	if (x->size != y->size)
-		return x->size > y->size ? -1 : 1;
-	return strcmp(x->path, y->path);
+	const struct item *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	int c = strcmp(x->p.path, y->p.path);
+	return c ? c : x->p.off < y->p.off ? -1 : x->p.off > y->p.off;
 }
 
-int mtc_manifest_split(const struct mtc_manifest *m, int k, char ***bins, size_t *counts)
+/* The parts of one file: whole up to target bytes (or with no target), else ranges of whole units. */
+static size_t cut(const struct mtc_manifest_entry *e, long long target, struct item *out)
 {
-	const struct mtc_manifest_entry **files = xcalloc(m->n + 1, sizeof *files);
-	long long *load = xcalloc((size_t)k, sizeof *load);
-	size_t nf = 0;
+	long long n = target > 0 && e->size > target ? (e->size + target - 1) / target : 1;
+	long long step = ((e->size + n - 1) / n + MTC_WIRE_UNIT - 1) / MTC_WIRE_UNIT * MTC_WIRE_UNIT;
+	size_t k = 0;
+	if (n == 1) {
+		out[0] = (struct item){ { e->path, 0, -1 }, e->size };
+		return 1;
+	}
+	for (long long off = 0; off < e->size; off += step) {
+		long long len = e->size - off < step ? e->size - off : step;
+		out[k++] = (struct item){ { e->path, off, len }, len };
+	}
+	return k;
+}
+
+int mtc_manifest_split(const struct mtc_manifest *m, int k, int ranges, struct mtc_wire_part **bins,
+		       size_t *counts)
+{
+	struct item *items = xcalloc(m->n + (size_t)k + 1, sizeof *items);
+	long long *load = xcalloc((size_t)k, sizeof *load), total = 0, target = 0;
+	size_t n = 0;
 	int used = 0;
 
 	for (int i = 0; i < k; i++) {
-		bins[i] = xcalloc(m->n + 1, sizeof **bins);
+		bins[i] = xcalloc(m->n + (size_t)k + 1, sizeof **bins);
 		counts[i] = 0;
 	}
-	for (size_t i = 0; i < m->n; i++) {
-		if (!*m->entries[i].path)
-			continue;
-		if (m->entries[i].type == MTC_ENTRY_DIR)
-			bins[0][counts[0]++] = m->entries[i].path;
-		else
-			files[nf++] = &m->entries[i];
+	for (size_t i = 0; i < m->n; i++)
+		if (m->entries[i].type == MTC_ENTRY_FILE)
+			total += m->entries[i].size;
+	if (ranges && k > 1) {
+		target = (total + k - 1) / k;
+		target = target < MTC_RANGE_MIN ? MTC_RANGE_MIN : target;
 	}
-	qsort(files, nf, sizeof *files, by_size_then_path);
-	for (size_t i = 0; i < nf; i++) {
+	for (size_t i = 0; i < m->n; i++) {
+		const struct mtc_manifest_entry *e = &m->entries[i];
+		if (!*e->path)
+			continue;
+		if (e->type == MTC_ENTRY_DIR)
+			bins[0][counts[0]++] = (struct mtc_wire_part){ e->path, 0, -1 };
+		else
+			n += cut(e, target, items + n);
+	}
+	qsort(items, n, sizeof *items, by_size_then_place);
+	for (size_t i = 0; i < n; i++) {
 		int best = 0;
 		for (int b = 1; b < k; b++)
 			if (load[b] < load[best])
 				best = b;
-		bins[best][counts[best]++] = files[i]->path;
-		load[best] += files[i]->size + 512;
+		bins[best][counts[best]++] = items[i].p;
+		load[best] += items[i].bytes + 512;
 	}
 	for (int i = 0; i < k; i++)
 		if (counts[i])
 			used = i + 1;
-	free(files);
+	free(items);
 	free(load);
 	return used;
 }

@@ -41,12 +41,16 @@ int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manife
 
 /*
  * The files of m dealt into at most k pieces of about equal bytes (largest
- * first, equal sizes by path, each to the lightest piece); the directories
- * go first in piece 0, so empty ones travel too. The same manifest always
- * gives the same pieces, so both ends of a transfer can compute them.
- * bins: k arrays the caller frees, pointing into m's paths. Returns the
- * number of pieces used.
+ * first, equal sizes by path then offset, each to the lightest piece); the
+ * directories go first in piece 0, so empty ones travel too. With ranges, a
+ * file over a piece's share (and over MTC_RANGE_MIN) is cut into ranges of
+ * whole units (peer_wire.h), so that one big file uses every connection.
+ * The same manifest always gives the same pieces, so both ends of a
+ * transfer can compute them. bins: k arrays the caller frees, pointing into
+ * m's paths. Returns the number of pieces used.
  */
-int mtc_manifest_split(const struct mtc_manifest *m, int k, char ***bins, size_t *counts);
+#define MTC_RANGE_MIN (16LL << 20)
+int mtc_manifest_split(const struct mtc_manifest *m, int k, int ranges, struct mtc_wire_part **bins,
+		       size_t *counts);
 
 #endif

@@ -281,16 +281,8 @@ static void piece_done(struct req *r, const char *why)
 		x->failed = 1;
 		snprintf(x->why, sizeof x->why, "%s", why);
 	}
-	if (!why) {
-		for (size_t i = 0; i < r->got.n; i++) {
-			struct mtc_wire_entry *e = mtc_wire_list_add(&x->got, "", r->got.e[i].is_dir,
-								     r->got.e[i].size);
-			free(e->path);
-			e->path = r->got.e[i].path;
-			memcpy(e->digest, r->got.e[i].digest, sizeof e->digest);
-			r->got.e[i].path = NULL;
-		}
-	}
+	if (!why)
+		mtc_wire_list_take(&x->got, &r->got);
 	x->pieces--;
 	x->last = mtc_now();
 	pthread_mutex_unlock(&s->sessions_mu);
@@ -535,6 +527,11 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 		snprintf(err, errlen, "'%s.data' rejected: %s", x->hash, x->why);
 		return HTTP_UNPROCESSABLE;
 	}
+	if (mtc_wire_join(&x->got, diff, sizeof diff) < 0) {
+		atomic_fetch_add(&s->digest_failures, 1);
+		snprintf(err, errlen, "'%s.data' rejected: %s", x->hash, diff);
+		return HTTP_UNPROCESSABLE;
+	}
 	mtc_manifest_init(&got);
 	mtc_wire_manifest(&x->got, &got, digest);
 	rc = mtc_object_check(x->obj, x->hash, &x->exp->m, &got, digest, 0, diff, sizeof diff);
@@ -601,11 +598,14 @@ static void tree_free(void *cls)
 }
 
 /*
- * ?piece=I&pieces=K of a tree's GET: *k is 0 without them; else 0, or the
- * HTTP code of a bad request with why.
+ * ?piece=I&pieces=K[&ranges=1] of a tree's GET: *k is 0 without them; else
+ * 0, or the HTTP code of a bad request with why. ranges=1: the client joins
+ * ranges of a big file (peer_wire.h).
  */
-static int tree_piece(struct MHD_Connection *c, int *k, int *i, char *err, size_t errlen)
+static int tree_piece(struct MHD_Connection *c, int *k, int *i, int *ranges, char *err,
+		      size_t errlen)
 {
+	const char *pr = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "ranges");
 	const char *pi = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "piece");
 	const char *pk = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pieces");
 	char *e1 = NULL, *e2 = NULL;
@@ -622,6 +622,7 @@ static int tree_piece(struct MHD_Connection *c, int *k, int *i, char *err, size_
 	}
 	*k = (int)vk;
 	*i = (int)vi;
+	*ranges = pr && !strcmp(pr, "1");
 	return 0;
 }
 
@@ -633,10 +634,10 @@ static int tree_piece(struct MHD_Connection *c, int *k, int *i, char *err, size_
  */
 struct split {
 	char hash[MTC_HASH_MAX + 1];
-	int k, opened;
+	int k, ranges, opened;
 	double made;
 	struct mtc_manifest m;
-	char ***bins;
+	struct mtc_wire_part **bins;
 	size_t *counts;
 };
 
@@ -674,15 +675,16 @@ static int local_manifest(struct mtc_peer_server *s, const char *hash, struct mt
 
 /* Piece i of k of the tree at path. */
 static struct mtc_wire_reader *piece_reader(struct mtc_peer_server *s, const char *hash,
-					    const char *path, int k, int i, long long *total,
-					    char *err, size_t errlen)
+					    const char *path, int k, int i, int ranges,
+					    long long *total, char *err, size_t errlen)
 {
 	struct mtc_wire_reader *reader = NULL;
 	struct split *x;
 
 	pthread_mutex_lock(&s->split_mu);
 	x = s->split;
-	if (!x || strcmp(x->hash, hash) || x->k != k || mtc_now() - x->made > SPLIT_KEEP_S) {
+	if (!x || strcmp(x->hash, hash) || x->k != k || x->ranges != ranges ||
+	    mtc_now() - x->made > SPLIT_KEEP_S) {
 		split_free(x);
 		s->split = x = xcalloc(1, sizeof *x);
 		if (local_manifest(s, hash, &x->m, NULL, err, errlen)) {
@@ -693,10 +695,11 @@ static struct mtc_wire_reader *piece_reader(struct mtc_peer_server *s, const cha
 		}
 		snprintf(x->hash, sizeof x->hash, "%s", hash);
 		x->k = k;
+		x->ranges = ranges;
 		x->made = mtc_now();
 		x->bins = xcalloc((size_t)k, sizeof *x->bins);
 		x->counts = xcalloc((size_t)k, sizeof *x->counts);
-		mtc_manifest_split(&x->m, k, x->bins, x->counts);
+		mtc_manifest_split(&x->m, k, ranges, x->bins, x->counts);
 	}
 	reader = mtc_wire_reader_open_list(path, x->bins[i], x->counts[i], total, err, errlen);
 	if (++x->opened >= k) {
@@ -739,10 +742,10 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 		struct mtc_wire_reader *reader;
 		struct tree_stream *t;
 		char why[512];
-		int k, i, bad = tree_piece(c, &k, &i, why, sizeof why);
+		int k, i, ranges, bad = tree_piece(c, &k, &i, &ranges, why, sizeof why);
 		if (bad)
 			return respond(r, c, (unsigned)bad, TEXT, "%s\n", why);
-		reader = k ? piece_reader(r->s, r->hash, path, k, i, &total, why, sizeof why)
+		reader = k ? piece_reader(r->s, r->hash, path, k, i, ranges, &total, why, sizeof why)
 			   : mtc_wire_reader_open(path, &total, why, sizeof why);
 		if (!reader)
 			return respond(r, c, 500, TEXT, "cannot send '%s': %s\n", r->name, why);
@@ -1450,7 +1453,8 @@ static enum MHD_Result open_session(struct req *r, struct MHD_Connection *c)
 	x->next = s->sessions;
 	s->sessions = x;
 	pthread_mutex_unlock(&s->sessions_mu);
-	return respond(r, c, MHD_HTTP_CREATED, "application/json", "{\"session\":\"%s\"}\n", x->id);
+	return respond(r, c, MHD_HTTP_CREATED, "application/json",
+		       "{\"session\":\"%s\",\"ranges\":true}\n", x->id);
 }
 
 /* /v1/uploads/ID/PIECE (PUT), /v1/uploads/ID/commit (POST), /v1/uploads/ID (DELETE) */

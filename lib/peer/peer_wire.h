@@ -2,8 +2,10 @@
 #define MTC_PEER_WIRE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
+#include "blake3/blake3.h"
 #include "digest.h"
 
 /*
@@ -32,12 +34,36 @@ struct mtc_wire_limits {
 /* 0 when path is a clean relative path of at most max_depth components; else -1 and err. */
 int mtc_wire_check_path(const char *path, int max_depth, char *err, size_t errlen);
 
-/* What arrived, one entry per file or directory; paths are owned by the list. */
+/*
+ * A file larger than one connection should carry travels as ranges, each in
+ * a piece of its own: an entry of the file's path with a pax record
+ * SCHILY.xattr.mtc.range = "<offset> <file size>", its data the range's
+ * bytes. Ranges start at multiples of MTC_WIRE_UNIT and, but for the file's
+ * last, hold whole units; the receiver hashes each unit apart as a BLAKE3
+ * subtree and mtc_wire_join makes the file's digest of them once every
+ * range has arrived.
+ */
+#define MTC_WIRE_UNIT (64 << 10)
+#define MTC_WIRE_RANGE_XATTR "mtc.range" /* as libarchive names the record */
+#define MTC_WIRE_RANGE_KEY "SCHILY.xattr." MTC_WIRE_RANGE_XATTR
+
+/* A part of a tree to send: a file or directory whole (len < 0), or a range of a file. */
+struct mtc_wire_part {
+	const char *path;
+	long long off, len;
+};
+
+/* What arrived, one entry per file, directory or range; the list owns what they point to. */
 struct mtc_wire_entry {
 	char *path; /* relative, '/'-separated */
 	int is_dir;
-	long long size;
-	char digest[66]; /* files */
+	long long size;	 /* a range's: its length */
+	char digest[66]; /* whole files */
+	/* a range: where it starts, its file's size, its units' chaining values, and the
+	   file's last unit when the range ends the file */
+	long long off, file_size;
+	uint8_t *cvs, *tail;
+	size_t ncv, tail_len;
 };
 struct mtc_wire_list {
 	struct mtc_wire_entry *e;
@@ -46,6 +72,30 @@ struct mtc_wire_list {
 struct mtc_wire_entry *mtc_wire_list_add(struct mtc_wire_list *l, const char *path, int is_dir,
 					 long long size);
 void mtc_wire_list_free(struct mtc_wire_list *l);
+/* Moves every entry of from to the end of to; from is left empty. */
+void mtc_wire_list_take(struct mtc_wire_list *to, struct mtc_wire_list *from);
+
+/*
+ * Hashing an entry's data as it arrives: a whole file into its digest, a
+ * range into its units' chaining values (and the file's last unit kept).
+ */
+struct mtc_wire_hash {
+	struct mtc_wire_entry *w;
+	struct mtc_blake3 *whole;
+	uint8_t *unit;	/* a unit gathering, for a range */
+	size_t have;	/* its bytes */
+	uint64_t next;	/* the file's unit the range is at */
+};
+void mtc_wire_hash_start(struct mtc_wire_hash *h, struct mtc_wire_entry *w);
+void mtc_wire_hash_update(struct mtc_wire_hash *h, const void *data, size_t len);
+void mtc_wire_hash_end(struct mtc_wire_hash *h);
+
+/*
+ * Joins the ranges in l into one entry per file with its digest: the ranges
+ * of a file must cover it exactly once, with no whole entry of it beside
+ * them. 0, or -1 with err (what arrived is to be rejected).
+ */
+int mtc_wire_join(struct mtc_wire_list *l, char *err, size_t errlen);
 
 /*
  * The manifest (digest.h, root "" included) of the tree a list describes:
@@ -119,13 +169,14 @@ int mtc_wire_receive_file(int sock, const void *pre, size_t pre_len, int timeout
  * The tree below root as a tar stream, produced as it is read: open scans
  * the tree (total: the exact stream length), read fills buf and returns the
  * bytes written, 0 at the end, -1 with err (a file vanished or shrank).
- * open_list sends only the given relative paths, in that order (their
- * parents are created by the receiver).
+ * open_list sends only the given parts, in that order (their parents are
+ * created by the receiver).
  */
 struct mtc_wire_reader;
 struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *err,
 					     size_t errlen);
-struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const *paths, size_t n,
+struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root,
+						  const struct mtc_wire_part *parts, size_t n,
 						  long long *total, char *err, size_t errlen);
 /* A reader of one file's bytes as they are (a file <hash>.data travels raw). */
 struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *total, char *err,

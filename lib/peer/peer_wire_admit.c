@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,9 +123,35 @@ static int check_expected(const struct mtc_manifest *m, const char *path, int is
 	return 0;
 }
 
-int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long long size, int *fd,
-		   struct mtc_wire_entry **w, const struct mtc_manifest_entry **x, char *err,
-		   size_t errlen)
+int mtc_wire_parse_range(const char *value, long long *off, long long *file_size, char *err,
+			 size_t errlen)
+{
+	char *end;
+	errno = 0;
+	*off = strtoll(value, &end, 10);
+	if (errno || end == value || *end != ' ' || *off < 0)
+		return mtc_fail(err, errlen, "bad range record '%.60s'", value);
+	value = end + 1;
+	*file_size = strtoll(value, &end, 10);
+	if (errno || end == value || *end || *file_size <= 0)
+		return mtc_fail(err, errlen, "bad range record '%.60s'", value);
+	return 0;
+}
+
+/* A range must lie in its file, start at a unit and hold whole units unless it ends the file. */
+static int check_range(const char *path, long long size, long long off, long long file_size,
+		       char *err, size_t errlen)
+{
+	if (size <= 0 || off % MTC_WIRE_UNIT || off > file_size || size > file_size - off ||
+	    (off + size < file_size && size % MTC_WIRE_UNIT))
+		return mtc_fail(err, errlen, "'%.200s': bad range of %lld bytes at %lld of %lld", path,
+				size, off, file_size);
+	return 0;
+}
+
+int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long long size,
+		   long long off, long long file_size, int *fd, struct mtc_wire_entry **w,
+		   const struct mtc_manifest_entry **x, char *err, size_t errlen)
 {
 	char *leaf, *copy;
 	int dfd;
@@ -132,7 +159,10 @@ int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long l
 	*x = NULL;
 	if (++ad->files > ad->lim->max_files)
 		return mtc_fail(err, errlen, "more than %lld entries", ad->lim->max_files);
-	if (check_expected(ad->expected, path, is_dir, size, x, err, errlen) < 0)
+	if (file_size && (is_dir || check_range(path, size, off, file_size, err, errlen) < 0))
+		return is_dir ? mtc_fail(err, errlen, "'%.200s': a range of a directory", path) : -1;
+	if (check_expected(ad->expected, path, is_dir, file_size ? file_size : size, x, err,
+			   errlen) < 0)
 		return -1;
 	if (is_dir) {
 		if (extract_dir(ad->rootfd, path, err, errlen) < 0)
@@ -143,6 +173,8 @@ int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long l
 	if ((ad->bytes += size) > ad->lim->max_bytes)
 		return mtc_fail(err, errlen, "more than %lld bytes", ad->lim->max_bytes);
 	*w = mtc_wire_list_add(ad->got, path, 0, size);
+	(*w)->off = off;
+	(*w)->file_size = file_size;
 	copy = xstrdup(path);
 	dfd = open_parent(ad->rootfd, copy, &leaf);
 	if (dfd < 0) {
@@ -150,7 +182,8 @@ int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long l
 		return mtc_fail(err, errlen, "'%.200s': cannot create parent: %s", path,
 				strerror(errno));
 	}
-	*fd = openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	*fd = openat(dfd, leaf,
+		     (file_size ? O_RDWR : O_WRONLY | O_EXCL) | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	close(dfd);
 	free(copy);
 	if (*fd < 0)
@@ -162,8 +195,24 @@ int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long l
 int mtc_wire_digest_matches(const struct mtc_manifest_entry *x, const struct mtc_wire_entry *w,
 			    char *err, size_t errlen)
 {
-	if (!x || !strcmp(x->digest, w->digest))
-		return 0;
+	if (!x || w->file_size || !strcmp(x->digest, w->digest))
+		return 0; /* a range is checked once its file is joined */
 	return mtc_fail(err, errlen, "'%.200s' has digest %s, the manifest says %s", w->path,
 			w->digest, x->digest);
+}
+
+uint8_t *mtc_wire_map_range(int fd, const struct mtc_wire_entry *w, char *err, size_t errlen)
+{
+	int e = fallocate(fd, 0, w->off, w->size) < 0 ? errno : 0;
+	if (e == EOPNOTSUPP)
+		e = posix_fallocate(fd, w->off, w->size);
+	void *p = e ? MAP_FAILED
+		    : mmap(NULL, (size_t)w->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, w->off);
+	if (!e && p == MAP_FAILED)
+		e = errno;
+	if (e) {
+		mtc_fail(err, errlen, "'%.200s': %s", w->path, strerror(e));
+		return NULL;
+	}
+	return p;
 }

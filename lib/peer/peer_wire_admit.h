@@ -20,11 +20,26 @@ struct mtc_wire_admission {
  * An entry whose clean path, type and size are known, against the limits
  * and the expected manifest: a directory is created and listed (1); a
  * file is listed and created, *fd open for writing, *w its list entry and
- * *x its manifest entry (NULL without one) (0); -1 with err.
+ * *x its manifest entry (NULL without one) (0); -1 with err. A range
+ * (file_size > 0: size bytes from off of a file of file_size) opens its
+ * file, made by whichever range comes first, at off.
  */
-int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long long size, int *fd,
-		   struct mtc_wire_entry **w, const struct mtc_manifest_entry **x, char *err,
-		   size_t errlen);
+int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long long size,
+		   long long off, long long file_size, int *fd, struct mtc_wire_entry **w,
+		   const struct mtc_manifest_entry **x, char *err, size_t errlen);
+
+/*
+ * A range's bytes in its file (fd), mapped for writing: ranges of one file
+ * arrive at once over several connections, and writes to one file take
+ * turns on its lock, while stores to a mapping do not. The range's pages are
+ * allocated first, so a full disk is an error here, not a SIGBUS later.
+ * NULL with err.
+ */
+uint8_t *mtc_wire_map_range(int fd, const struct mtc_wire_entry *w, char *err, size_t errlen);
+
+/* The value of a MTC_WIRE_RANGE_KEY record into *off and *file_size: 0, or -1 with err. */
+int mtc_wire_parse_range(const char *value, long long *off, long long *file_size, char *err,
+			 size_t errlen);
 
 /* A file that arrived against its manifest entry: 0, or -1 with err. */
 int mtc_wire_digest_matches(const struct mtc_manifest_entry *x, const struct mtc_wire_entry *w,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,39 +21,69 @@
 #define BLOCK (1 << 20)
 #define TRAILING_MAX (1 << 20)
 
-/* The entry's data from the archive into fd (closed here), hashed into digest. */
-static int extract_file(struct archive *a, int fd, const char *path, long long size,
-			char digest[66], char *err, size_t errlen)
+/* The entry's data from the archive into fd (closed here), hashed into w. */
+static int extract_file(struct archive *a, int fd, const char *path, struct mtc_wire_entry *w,
+			char *err, size_t errlen)
 {
-	struct mtc_blake3 h;
-	uint8_t out[MTC_BLAKE3_OUT_LEN];
-	long long done = 0;
+	struct mtc_wire_hash h;
+	long long done = 0, size = w->size;
+	uint8_t *map = w->file_size ? mtc_wire_map_range(fd, w, err, errlen) : NULL;
 	const void *buf;
 	size_t len;
 	la_int64_t off;
 	int rc;
 
-	mtc_blake3_init(&h);
+	if (w->file_size && !map) {
+		close(fd);
+		return -1;
+	}
+	mtc_wire_hash_start(&h, w);
 	while ((rc = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
 		if (off != done || done + (long long)len > size) {
-			close(fd);
-			return mtc_fail(err, errlen, "'%.200s': data does not match its size", path);
+			rc = mtc_fail(err, errlen, "'%.200s': data does not match its size", path);
+			break;
 		}
-		if (mtc_write_all(fd, buf, len) < 0) {
-			int e = errno;
-			close(fd);
-			return mtc_fail(err, errlen, "'%.200s': %s", path, strerror(e));
+		if (map) {
+			memcpy(map + done, buf, len);
+		} else if (mtc_write_all(fd, buf, len) < 0) {
+			rc = mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
+			break;
 		}
-		mtc_blake3_update(&h, buf, len);
+		mtc_wire_hash_update(&h, buf, len);
 		done += (long long)len;
 	}
 	close(fd);
+	mtc_wire_hash_end(&h);
+	if (map)
+		munmap(map, (size_t)size);
+	if (rc == -1)
+		return -1;
 	if (rc != ARCHIVE_EOF)
 		return mtc_fail(err, errlen, "'%.200s': %s", path, archive_error_string(a));
 	if (done != size)
 		return mtc_fail(err, errlen, "'%.200s': %lld of %lld bytes", path, done, size);
-	mtc_blake3_final(&h, out, sizeof out);
-	mtc_hex(out, sizeof out, digest);
+	return 0;
+}
+
+/* The entry's range record, if it has one (0 with *file_size 0 if not); -1 with err. */
+static int entry_range(struct archive_entry *e, long long *off, long long *file_size, char *err,
+		       size_t errlen)
+{
+	const char *name;
+	const void *value;
+	size_t len;
+	*off = *file_size = 0;
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &name, &value, &len) == ARCHIVE_OK) {
+		char text[64];
+		if (strcmp(name, MTC_WIRE_RANGE_XATTR))
+			continue;
+		if (len >= sizeof text)
+			return mtc_fail(err, errlen, "bad range record");
+		memcpy(text, value, len);
+		text[len] = '\0';
+		return mtc_wire_parse_range(text, off, file_size, err, errlen);
+	}
 	return 0;
 }
 
@@ -151,18 +182,20 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 		const struct mtc_manifest_entry *x;
 		struct mtc_wire_entry *w;
 		int c = check_entry(e, lim, path, err, errlen), is_dir, fd;
-		long long size;
+		long long size, off, file_size;
 		if (c < 0)
 			goto out;
 		if (c > 0)
 			continue; /* the root itself, as "tar -C dir ." writes it */
 		is_dir = archive_entry_filetype(e) == AE_IFDIR;
 		size = is_dir ? 0 : archive_entry_size(e);
-		if ((c = mtc_wire_admit(&ad, path, is_dir, size, &fd, &w, &x, err, errlen)) < 0)
+		if (entry_range(e, &off, &file_size, err, errlen) < 0 ||
+		    (c = mtc_wire_admit(&ad, path, is_dir, size, off, file_size, &fd, &w, &x, err,
+					errlen)) < 0)
 			goto out;
 		if (c > 0)
 			continue;
-		if (extract_file(a, fd, path, size, w->digest, err, errlen) < 0)
+		if (extract_file(a, fd, path, w, err, errlen) < 0)
 			goto out;
 		if (mtc_wire_digest_matches(x, w, err, errlen) < 0) {
 			rc = -2;

@@ -15,19 +15,35 @@ struct mtc_wire_entry *mtc_wire_list_add(struct mtc_wire_list *l, const char *pa
 		l->e = xrealloc(l->e, l->cap * sizeof *l->e);
 	}
 	e = &l->e[l->n++];
-	e->path = xstrdup(path);
-	e->is_dir = is_dir;
-	e->size = size;
-	e->digest[0] = '\0';
+	*e = (struct mtc_wire_entry){ .path = xstrdup(path), .is_dir = is_dir, .size = size };
 	return e;
 }
 
 void mtc_wire_list_free(struct mtc_wire_list *l)
 {
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
 		free(l->e[i].path);
+		free(l->e[i].cvs);
+		free(l->e[i].tail);
+	}
 	free(l->e);
 	memset(l, 0, sizeof *l);
+}
+
+void mtc_wire_list_take(struct mtc_wire_list *to, struct mtc_wire_list *from)
+{
+	if (!from->n) {
+		mtc_wire_list_free(from);
+		return;
+	}
+	if (to->n + from->n > to->cap) {
+		to->cap = to->n + from->n;
+		to->e = xrealloc(to->e, to->cap * sizeof *to->e);
+	}
+	memcpy(to->e + to->n, from->e, from->n * sizeof *from->e);
+	to->n += from->n;
+	free(from->e);
+	memset(from, 0, sizeof *from);
 }
 
 /* Path order with '/' below every other byte: a directory's entries follow it. */

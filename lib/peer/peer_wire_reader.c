@@ -20,14 +20,15 @@
 struct wire_file {
 	char *abs, *rel;
 	int is_dir;
-	long long size;
+	long long size;		 /* the bytes sent: the file's, or its range's */
+	long long off, file_size; /* a range (file_size > 0) */
 };
 
 struct mtc_wire_reader {
 	int rootfd; /* the tree's root, every file opened beneath it; -1 for a file object */
 	struct wire_file *files;
 	size_t n, cap, cur;
-	char hdr[3 * 512 + MTC_WIRE_PATH_MAX + 64];
+	char hdr[3 * 512 + MTC_WIRE_PATH_MAX + 128];
 	size_t hdr_len, hdr_off;
 	int fd;
 	long long left, pad;
@@ -70,8 +71,8 @@ static int scan_entry(const struct mtc_walk_entry *e, void *arg)
 		r->files = xrealloc(r->files, r->cap * sizeof *r->files);
 	}
 	is_dir = S_ISDIR(e->st.st_mode);
-	r->files[r->n++] = (struct wire_file){ xstrdup(e->path), xstrdup(e->rel), is_dir,
-						is_dir ? 0 : e->st.st_size };
+	r->files[r->n++] = (struct wire_file){ .abs = xstrdup(e->path), .rel = xstrdup(e->rel),
+						.is_dir = is_dir, .size = is_dir ? 0 : e->st.st_size };
 	return 0;
 }
 
@@ -125,28 +126,47 @@ struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total,
 	return r;
 }
 
-struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, char *const *paths, size_t n,
+/* A part as a file of the reader: a whole file or directory, or a range within the file. */
+static int add_part(struct mtc_wire_reader *r, const char *root, const struct mtc_wire_part *p,
+		    char *err, size_t errlen)
+{
+	struct stat st;
+	char *abs = xasprintf("%s/%s", root, p->path);
+	long long size;
+
+	errno = 0;
+	if (mtc_stat_beneath(r->rootfd, p->path, &st) < 0 ||
+	    (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) || strlen(p->path) >= MTC_WIRE_PATH_MAX) {
+		mtc_fail(err, errlen, "'%s': %s", abs,
+			 errno ? leave_reason(errno) : "neither a file nor a directory");
+		free(abs);
+		return -1;
+	}
+	size = S_ISDIR(st.st_mode) ? 0 : st.st_size;
+	if (p->len >= 0 && (S_ISDIR(st.st_mode) || p->off < 0 || p->off + p->len > size)) {
+		mtc_fail(err, errlen, "'%s': no range of %lld bytes at %lld in it", abs, p->len, p->off);
+		free(abs);
+		return -1;
+	}
+	r->files[r->n++] = (struct wire_file){ abs, xstrdup(p->path), S_ISDIR(st.st_mode),
+						p->len >= 0 ? p->len : size, p->len >= 0 ? p->off : 0,
+						p->len >= 0 ? size : 0 };
+	return 0;
+}
+
+struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root,
+						  const struct mtc_wire_part *parts, size_t n,
 						  long long *total, char *err, size_t errlen)
 {
 	struct mtc_wire_reader *r = reader_at(root, err, errlen);
 	if (!r)
 		return NULL;
 	r->files = xcalloc(n ? n : 1, sizeof *r->files);
-	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-		char *abs = xasprintf("%s/%s", root, paths[i]);
-		errno = 0;
-		if (mtc_stat_beneath(r->rootfd, paths[i], &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
-		    strlen(paths[i]) >= MTC_WIRE_PATH_MAX) {
-			mtc_fail(err, errlen, "'%s': %s", abs,
-			     errno ? leave_reason(errno) : "neither a file nor a directory");
-			free(abs);
+	for (size_t i = 0; i < n; i++)
+		if (add_part(r, root, &parts[i], err, errlen) < 0) {
 			mtc_wire_reader_close(r);
 			return NULL;
 		}
-		r->files[r->n++] = (struct wire_file){ abs, xstrdup(paths[i]), S_ISDIR(st.st_mode),
-							S_ISDIR(st.st_mode) ? 0 : st.st_size };
-	}
 	if (total)
 		*total = stream_total(r);
 	return r;
@@ -168,7 +188,7 @@ struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *t
 	r->fd = -1;
 	r->rootfd = -1;
 	r->files = xcalloc(1, sizeof *r->files);
-	r->files[0] = (struct wire_file){ xstrdup(path), xstrdup(""), 0, st.st_size };
+	r->files[0] = (struct wire_file){ .abs = xstrdup(path), .rel = xstrdup(""), .size = st.st_size };
 	r->n = 1;
 	r->raw = 1;
 	r->phase = 1;
@@ -221,44 +241,51 @@ static size_t pax_record(char *out, const char *key, const char *value)
 	return (size_t)sprintf(out, "%zu %s=%s\n", len, key, value);
 }
 
-/* Header(s) of files[cur] into hdr: a pax 'x' header first when ustar cannot hold it. */
-static void make_header(struct mtc_wire_reader *r)
+/* f's pax records into rec (MTC_WIRE_PATH_MAX + 128 bytes): what ustar cannot hold, and a range. */
+static size_t pax_records(const struct wire_file *f, char *rec)
 {
-	const struct wire_file *f = &r->files[r->cur];
-	char type = f->is_dir ? '5' : '0', rec[MTC_WIRE_PATH_MAX + 64], num[32];
+	char num[64];
 	size_t rl = 0;
-
-	r->hdr_len = r->hdr_off = 0;
 	if (strlen(f->rel) >= 100)
 		rl += pax_record(rec + rl, "path", f->rel);
 	if (f->size > 077777777777LL) {
 		snprintf(num, sizeof num, "%lld", f->size);
 		rl += pax_record(rec + rl, "size", num);
 	}
+	if (f->file_size) {
+		snprintf(num, sizeof num, "%lld %lld", f->off, f->file_size);
+		rl += pax_record(rec + rl, MTC_WIRE_RANGE_KEY, num);
+	}
+	return rl;
+}
+
+/* Header(s) of files[cur] into hdr: a pax 'x' header first when it has records. */
+static void make_header(struct mtc_wire_reader *r)
+{
+	const struct wire_file *f = &r->files[r->cur];
+	char rec[MTC_WIRE_PATH_MAX + 128];
+	size_t rl = pax_records(f, rec);
+
+	r->hdr_len = r->hdr_off = 0;
 	if (rl) {
 		ustar_header(r->hdr, "././@PaxHeader", 'x', (long long)rl);
 		memcpy(r->hdr + 512, rec, rl);
 		memset(r->hdr + 512 + rl, 0, (512 - rl % 512) % 512);
 		r->hdr_len = 512 + (rl + 511) / 512 * 512;
 	}
-	ustar_header(r->hdr + r->hdr_len, f->rel, type, f->size > 077777777777LL ? 0 : f->size);
+	ustar_header(r->hdr + r->hdr_len, f->rel, f->is_dir ? '5' : '0',
+		     f->size > 077777777777LL ? 0 : f->size);
 	r->hdr_len += 512;
 }
 
 static long long stream_total(const struct mtc_wire_reader *r)
 {
-	char rec[MTC_WIRE_PATH_MAX + 64], num[32];
+	char rec[MTC_WIRE_PATH_MAX + 128];
 	long long total = 1024;
 	for (size_t i = 0; i < r->n; i++) {
 		const struct wire_file *f = &r->files[i];
-		size_t rl = 0;
+		size_t rl = pax_records(f, rec);
 		total += 512 + (f->size + 511) / 512 * 512;
-		if (strlen(f->rel) >= 100)
-			rl += pax_record(rec, "path", f->rel);
-		if (f->size > 077777777777LL) {
-			snprintf(num, sizeof num, "%lld", f->size);
-			rl += pax_record(rec, "size", num);
-		}
 		if (rl)
 			total += 512 + (long long)(rl + 511) / 512 * 512;
 	}
@@ -329,7 +356,7 @@ ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *f
 				return mtc_fail(err, errlen, "'%s': %s", f->abs, leave_reason(errno));
 			if (r->left > 0) {
 				*fd = r->fd;
-				*off = (off_t)(f->size - r->left);
+				*off = (off_t)(f->off + f->size - r->left);
 				return (ssize_t)(r->left < SEGMENT_MAX ? r->left : SEGMENT_MAX);
 			}
 			close(r->fd);

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "blake3/blake3.h"
@@ -136,26 +137,53 @@ static int sock_skip(struct sock_in *in, size_t len, char *err, size_t errlen)
 	return 0;
 }
 
-/* size bytes of the stream into fd, hashed into digest. */
-static int sock_file(struct sock_in *in, int fd, const char *path, long long size,
-		     char digest[66], char *err, size_t errlen)
+/* A range's bytes of the stream into its place in fd's mapping, hashed there. */
+static int sock_range(struct sock_in *in, int fd, struct mtc_wire_entry *w, char *err,
+		      size_t errlen)
 {
-	struct mtc_blake3 h;
-	uint8_t out[MTC_BLAKE3_OUT_LEN];
+	struct mtc_wire_hash h;
+	uint8_t *map = mtc_wire_map_range(fd, w, err, errlen);
+	int rc = 0;
 
-	mtc_blake3_init(&h);
-	for (long long off = 0; off < size;) {
-		size_t k = size - off < (long long)in->buf_len ? (size_t)(size - off) : in->buf_len;
-		if (sock_read(in, in->buf, k, err, errlen) < 0)
-			return -1;
-		mtc_blake3_update(&h, in->buf, k);
-		if (mtc_write_all(fd, in->buf, k) < 0)
-			return mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
+	if (!map)
+		return -1;
+	mtc_wire_hash_start(&h, w);
+	for (long long off = 0; off < w->size && !rc;) {
+		size_t k = w->size - off < (long long)in->buf_len ? (size_t)(w->size - off) : in->buf_len;
+		madvise(map + off, k, MADV_POPULATE_WRITE); /* one call, not a fault a page */
+		if (sock_read(in, (char *)map + off, k, err, errlen) < 0)
+			rc = -1;
+		else
+			mtc_wire_hash_update(&h, map + off, k);
 		off += (long long)k;
 	}
-	mtc_blake3_final(&h, out, sizeof out);
-	mtc_hex(out, sizeof out, digest);
-	return 0;
+	mtc_wire_hash_end(&h);
+	munmap(map, (size_t)w->size);
+	return rc;
+}
+
+/* w's bytes of the stream into fd, hashed into w. */
+static int sock_file(struct sock_in *in, int fd, const char *path, struct mtc_wire_entry *w,
+		     char *err, size_t errlen)
+{
+	struct mtc_wire_hash h;
+	int rc = 0;
+
+	if (w->file_size)
+		return sock_range(in, fd, w, err, errlen);
+	mtc_wire_hash_start(&h, w);
+	for (long long off = 0; off < w->size && !rc;) {
+		size_t k = w->size - off < (long long)in->buf_len ? (size_t)(w->size - off) : in->buf_len;
+		if (sock_read(in, in->buf, k, err, errlen) < 0)
+			rc = -1;
+		else if (mtc_write_all(fd, in->buf, k) < 0)
+			rc = mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
+		else
+			mtc_wire_hash_update(&h, in->buf, k);
+		off += (long long)k;
+	}
+	mtc_wire_hash_end(&h);
+	return rc;
 }
 
 /* A strict octal field (NUL or space terminated); -1 when it is not one. */
@@ -187,8 +215,9 @@ static int header_ok(const unsigned char *b)
 	       !memcmp(b + 263, "00", 2);
 }
 
-/* The pax records of an 'x' header: path and size taken, sparse files refused, others ignored. */
-static int pax_parse(char *p, size_t len, char *path, long long *size, char *err, size_t errlen)
+/* The pax records of an 'x' header: path, size and range taken, sparse files refused, others ignored. */
+static int pax_parse(char *p, size_t len, char *path, long long *size, long long *range_off,
+		     long long *file_size, char *err, size_t errlen)
 {
 	size_t off = 0;
 	while (off < len) {
@@ -211,6 +240,9 @@ static int pax_parse(char *p, size_t len, char *path, long long *size, char *err
 			*size = strtoll(eq + 1, &e, 10);
 			if (errno || *e || e == eq + 1 || *size < 0)
 				return mtc_fail(err, errlen, "bad pax size");
+		} else if (!strcmp(key, MTC_WIRE_RANGE_KEY)) {
+			if (mtc_wire_parse_range(eq + 1, range_off, file_size, err, errlen) < 0)
+				return -1;
 		} else if (!strncmp(key, "GNU.sparse", 10)) {
 			return mtc_fail(err, errlen, "sparse files are not accepted");
 		}
@@ -228,7 +260,9 @@ int mtc_wire_receive_file(int sock, const void *pre, size_t pre_len, int timeout
 	int rc;
 
 	in.buf = recv_buffer(&in.buf_len);
-	rc = sock_file(&in, fd, "the body", size, digest, err, errlen);
+	struct mtc_wire_entry w = { .size = size };
+	rc = sock_file(&in, fd, "the body", &w, err, errlen);
+	memcpy(digest, w.digest, sizeof w.digest);
 	recv_buffer_done(in.buf, in.buf_len);
 	if (consumed)
 		*consumed = in.consumed;
@@ -246,7 +280,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 	char *path = xmalloc(MTC_WIRE_PATH_MAX), *pax = NULL;
 	struct mtc_wire_admission ad = { .lim = lim, .expected = expected, .got = got };
 	int rootfd = -1, rc = -1, have_pax = 0;
-	long long pax_size = -1;
+	long long pax_size = -1, off = 0, file_size = 0;
 
 	if ((rootfd = ad.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		mtc_fail(err, errlen, "'%s': %s", root, strerror(errno));
@@ -293,7 +327,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 				goto out;
 			path[0] = '\0';
 			pax_size = -1;
-			if (pax_parse(pax, (size_t)size, path, &pax_size, err, errlen) < 0)
+			if (pax_parse(pax, (size_t)size, path, &pax_size, &off, &file_size, err, errlen) < 0)
 				goto out;
 			have_pax = 1;
 			continue;
@@ -339,11 +373,13 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			goto out;
 		if (is_dir)
 			size = 0;
-		if ((c = mtc_wire_admit(&ad, path, is_dir, size, &fd, &w, &x, err, errlen)) < 0)
+		c = mtc_wire_admit(&ad, path, is_dir, size, off, file_size, &fd, &w, &x, err, errlen);
+		off = file_size = 0;
+		if (c < 0)
 			goto out;
 		if (c > 0)
 			continue;
-		if (sock_file(&in, fd, path, size, w->digest, err, errlen) < 0) {
+		if (sock_file(&in, fd, path, w, err, errlen) < 0) {
 			close(fd);
 			goto out;
 		}

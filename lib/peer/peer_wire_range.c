@@ -1,0 +1,174 @@
+/*
+ * Hashing what arrives, a whole file or a range of one, and joining a
+ * file's ranges into its digest (peer_wire.h). A range's units are BLAKE3
+ * subtrees of UNIT_CHUNKS chunks at the unit's place in the file; the
+ * file's last unit (1 to MTC_WIRE_UNIT bytes) is kept as bytes, since the
+ * root must be finalised over real input.
+ */
+#include "peer_wire.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "xalloc.h"
+
+#define UNIT_CHUNKS (MTC_WIRE_UNIT / MTC_BLAKE3_CHUNK_LEN)
+
+/* The file's last unit: the one whose bytes are kept. */
+static uint64_t last_unit(const struct mtc_wire_entry *w)
+{
+	return (uint64_t)(w->file_size - 1) / MTC_WIRE_UNIT;
+}
+
+void mtc_wire_hash_start(struct mtc_wire_hash *h, struct mtc_wire_entry *w)
+{
+	memset(h, 0, sizeof *h);
+	h->w = w;
+	if (!w->file_size) {
+		h->whole = xmalloc(sizeof *h->whole);
+		mtc_blake3_init(h->whole);
+		return;
+	}
+	h->next = (uint64_t)w->off / MTC_WIRE_UNIT;
+	w->cvs = xmalloc(((size_t)w->size / MTC_WIRE_UNIT + 1) * MTC_BLAKE3_OUT_LEN);
+}
+
+/* A whole unit of the range at b: hashed, or kept when it is the file's last. */
+static void unit_done(struct mtc_wire_hash *h, const uint8_t *b, size_t len)
+{
+	struct mtc_wire_entry *w = h->w;
+	if (h->next == last_unit(w)) {
+		w->tail = xmalloc(len);
+		memcpy(w->tail, b, len);
+		w->tail_len = len;
+	} else {
+		mtc_blake3_subtree(b, UNIT_CHUNKS, h->next * UNIT_CHUNKS,
+				   w->cvs + MTC_BLAKE3_OUT_LEN * w->ncv++);
+	}
+	h->next++;
+}
+
+void mtc_wire_hash_update(struct mtc_wire_hash *h, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	if (h->whole) {
+		mtc_blake3_update(h->whole, p, len);
+		return;
+	}
+	while (len) {
+		if (!h->have && len >= MTC_WIRE_UNIT) {
+			unit_done(h, p, MTC_WIRE_UNIT);
+			p += MTC_WIRE_UNIT;
+			len -= MTC_WIRE_UNIT;
+			continue;
+		}
+		if (!h->unit)
+			h->unit = xmalloc(MTC_WIRE_UNIT);
+		size_t k = MTC_WIRE_UNIT - h->have < len ? MTC_WIRE_UNIT - h->have : len;
+		memcpy(h->unit + h->have, p, k);
+		h->have += k;
+		p += k;
+		len -= k;
+		if (h->have == MTC_WIRE_UNIT) {
+			unit_done(h, h->unit, MTC_WIRE_UNIT);
+			h->have = 0;
+		}
+	}
+}
+
+void mtc_wire_hash_end(struct mtc_wire_hash *h)
+{
+	if (h->whole) {
+		uint8_t out[MTC_BLAKE3_OUT_LEN];
+		mtc_blake3_final(h->whole, out, sizeof out);
+		mtc_hex(out, sizeof out, h->w->digest);
+		free(h->whole);
+	} else if (h->have) {
+		unit_done(h, h->unit, h->have); /* a short unit ends only the file's last range */
+	}
+	free(h->unit);
+	memset(h, 0, sizeof *h);
+}
+
+/* Ranges after the whole entries, each file's in order. */
+static int by_path_then_range(const void *x, const void *y)
+{
+	const struct mtc_wire_entry *a = x, *b = y;
+	int c = strcmp(a->path, b->path);
+	if (c)
+		return c;
+	if (!a->file_size != !b->file_size)
+		return a->file_size ? 1 : -1;
+	return a->off < b->off ? -1 : a->off > b->off;
+}
+
+static void entry_free(struct mtc_wire_entry *e)
+{
+	free(e->path);
+	free(e->cvs);
+	free(e->tail);
+}
+
+/* The digest of the file whose ranges are r[0..n), which cover it in order. */
+static int join_file(struct mtc_wire_entry *r, size_t n, char digest[66], char *err, size_t errlen)
+{
+	struct mtc_blake3 *h = xmalloc(sizeof *h);
+	uint8_t out[MTC_BLAKE3_OUT_LEN];
+	long long at = 0;
+	int rc = 0;
+
+	mtc_blake3_init(h);
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (r[i].off != at || r[i].file_size != r[0].file_size || r[i].is_dir)
+			rc = mtc_fail(err, errlen, "'%.200s': its ranges overlap or leave a gap at %lld",
+				      r[i].path, at);
+		for (size_t u = 0; u < r[i].ncv && !rc; u++)
+			mtc_blake3_push_subtree(h, r[i].cvs + MTC_BLAKE3_OUT_LEN * u, UNIT_CHUNKS);
+		at += r[i].size;
+	}
+	if (!rc && (at != r[0].file_size || !r[n - 1].tail))
+		rc = mtc_fail(err, errlen, "'%.200s': %lld of its %lld bytes arrived", r[0].path, at,
+			      r[0].file_size);
+	if (!rc) {
+		mtc_blake3_update(h, r[n - 1].tail, r[n - 1].tail_len);
+		mtc_blake3_final(h, out, sizeof out);
+		mtc_hex(out, sizeof out, digest);
+	}
+	free(h);
+	return rc;
+}
+
+int mtc_wire_join(struct mtc_wire_list *l, char *err, size_t errlen)
+{
+	size_t out = 0, i = 0;
+	int rc = 0;
+
+	qsort(l->e, l->n, sizeof *l->e, by_path_then_range);
+	while (i < l->n) {
+		size_t j = i + 1;
+		while (j < l->n && !strcmp(l->e[j].path, l->e[i].path))
+			j++;
+		if (!rc && j - i > 1 && !l->e[i].file_size)
+			rc = mtc_fail(err, errlen, "'%.200s' arrived more than once", l->e[i].path);
+		if (!rc && l->e[i].file_size) {
+			char digest[66];
+			if (!(rc = join_file(&l->e[i], j - i, digest, err, errlen))) {
+				struct mtc_wire_entry whole = { .path = l->e[i].path,
+								.size = l->e[i].file_size };
+				memcpy(whole.digest, digest, sizeof digest);
+				l->e[i].path = NULL;
+				for (size_t k = i; k < j; k++)
+					entry_free(&l->e[k]);
+				l->e[out++] = whole;
+				i = j;
+				continue;
+			}
+		}
+		for (; i < j; i++)
+			l->e[out++] = l->e[i];
+	}
+	l->n = out;
+	return rc;
+}
