@@ -122,7 +122,7 @@ build/fuzz/libmtc.a: $(FUZZ_OBJ)
 build/fuzz/%: tests/fuzz/%.c build/fuzz/libmtc.a
 	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lm
 
-bench: all node-client
+bench: all venv node-client
 	@tests/bench/run build/release
 
 demo: have-deps
