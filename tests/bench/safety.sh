@@ -127,7 +127,7 @@ files_step
 measure "a step of three shards and small files:"
 venv=$(dirname "$build")/venv
 if "$venv/bin/python" -c 'import orbax.checkpoint' 2>/dev/null; then
-	rm -rf "$root/proto"
+	rm -rf "$root/proto" "$root/committed" "$root/local" "$root/stage" "$root/peer" # room for Orbax's copies
 	orbax_step >"$root/orbax.log" 2>&1 || { tail -5 "$root/orbax.log" >&2; exit 1; }
 	measure "a step saved by Orbax (OCDBT, named by its logical digest):"
 else
