@@ -219,17 +219,37 @@ out:
 	return rc;
 }
 
-static int client_setup(struct mtc_peer_client *pc, const char *token_file, const char *tls_dir,
-			double timeout, int retries, char **token)
+/* What push and fetch take on how to reach peers. */
+struct client_args {
+	char *token_file, *tls_dir;
+	double timeout;
+	int retries, streams;
+};
+
+#define CLIENT_ARGS_INIT { .retries = -1 }
+#define CLIENT_OPTIONS(a, whom, streams_help)                                                    \
+	{ "peer-token-file", '\0', POPT_ARG_STRING, &(a).token_file, 0,                          \
+	  "bearer token for " whom " (else $MTC_PEER_TOKEN_FILE)", "FILE" },                      \
+	{ "tls-dir", '\0', POPT_ARG_STRING, &(a).tls_dir, 0,                                      \
+	  "HTTPS: peers checked against DIR/ca.crt, DIR/tls.crt shown as the client "             \
+	  "certificate (else $MTC_TLS_DIR)", "DIR" },                                             \
+	{ "timeout", '\0', POPT_ARG_DOUBLE, &(a).timeout, 0,                                      \
+	  "seconds per object, retries included (default 3600)", "SEC" },                        \
+	{ "retries", '\0', POPT_ARG_INT, &(a).retries, 0, "retries per request (default 4)", "N" }, \
+	{ "streams", '\0', POPT_ARG_INT, &(a).streams, 0, streams_help, "N" }
+
+static int client_setup(struct mtc_peer_client *pc, const struct client_args *a, char **token)
 {
 	char err[512];
+	const char *token_file = mtc_peer_token_path(a->token_file);
 	mtc_peer_client_defaults(pc);
-	if (timeout > 0)
-		pc->deadline_s = timeout;
-	if (retries >= 0)
-		pc->retries = retries;
+	if (a->timeout > 0)
+		pc->deadline_s = a->timeout;
+	if (a->retries >= 0)
+		pc->retries = a->retries;
+	if (a->streams > 0)
+		pc->streams = a->streams > 64 ? 64 : a->streams;
 	*token = NULL;
-	token_file = mtc_peer_token_path(token_file);
 	if (token_file) {
 		if (!(*token = mtc_read_token_file(token_file, err, sizeof err))) {
 			mtc_error("%s", err);
@@ -237,12 +257,18 @@ static int client_setup(struct mtc_peer_client *pc, const char *token_file, cons
 		}
 		pc->token = *token;
 	}
-	if (mtc_tls_client_setup(tls_dir, err, sizeof err) < 0) {
+	if (mtc_tls_client_setup(a->tls_dir, err, sizeof err) < 0) {
 		mtc_error("%s", err);
 		return MTC_EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	return MTC_EXIT_OK;
+}
+
+static void client_args_free(struct client_args *a)
+{
+	free(a->token_file);
+	free(a->tls_dir);
 }
 
 static int count_argv(char **v)
@@ -262,10 +288,10 @@ static void free_argv(char **v)
 
 int mtc_replicate_push(int argc, const char **argv)
 {
-	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token_file = NULL,
-	     *tls_dir = NULL, *token = NULL, **peers = NULL, **urls = NULL, err[512];
-	double timeout = 0;
-	int retries = -1, n_urls = 0, failed = 0, streams = 0, rc;
+	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token = NULL,
+	     **peers = NULL, **urls = NULL, err[512];
+	struct client_args ca = CLIENT_ARGS_INIT;
+	int n_urls = 0, failed = 0, rc;
 	long long step;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
@@ -275,16 +301,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		{ "peer", 'p', POPT_ARG_ARGV, &peers, 0, "push to this peer (repeatable)", "URL" },
 		{ "peer-url-template", '\0', POPT_ARG_STRING, &tmpl, 0,
 		  "turns a peer rank into its URL, e.g. http://job-0-{rank}.svc:7070", "T" },
-		{ "peer-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "bearer token for the peers (else $MTC_PEER_TOKEN_FILE)",
-		  "FILE" },
-		{ "tls-dir", '\0', POPT_ARG_STRING, &tls_dir, 0,
-		  "HTTPS: peers checked against DIR/ca.crt, DIR/tls.crt shown as the client "
-		  "certificate (else $MTC_TLS_DIR)", "DIR" },
-		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
-		  "seconds per object, retries included (default 3600)", "SEC" },
-		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
-		{ "streams", '\0', POPT_ARG_INT, &streams, 0,
-		  "connections per tree and peer (default 4; 1: one tar stream)", "N" },
+		CLIENT_OPTIONS(ca, "the peers", "connections per tree and peer (default 4; 1: one tar stream)"),
 		JSON_OPTION("the summary line is JSON (it is without this too)"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
@@ -330,7 +347,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		for (int i = 0; i < n; i++)
 			urls[n_urls++] = mtc_peer_url(tmpl, ranks[i]);
 	}
-	rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token);
+	rc = client_setup(&pc, &ca, &token);
 	if (rc != MTC_EXIT_OK) {
 		mtc_config_free(&cfg);
 		goto out;
@@ -341,8 +358,6 @@ int mtc_replicate_push(int argc, const char **argv)
 		free(token);
 		pc.token = token = cred;
 	}
-	if (streams > 0)
-		pc.streams = streams > 64 ? 64 : streams;
 	summary = mtc_peer_push_step(&pc, dir, cfg.job_name, step, cfg.node_rank, urls, n_urls,
 				     &failed);
 	mtc_json_print(summary);
@@ -359,34 +374,23 @@ out:
 	free(config);
 	free(step_s);
 	free(tmpl);
-	free(token_file);
-	free(tls_dir);
+	client_args_free(&ca);
 	free(token);
 	return rc;
 }
 
 int mtc_replicate_fetch(int argc, const char **argv)
 {
-	char *dir = NULL, *from = NULL, *token_file = NULL, *tls_dir = NULL, *token = NULL,
-	     **hashes = NULL, **metas = NULL;
-	double timeout = 0;
-	int retries = -1, streams = 0, rc, worst = 0;
+	char *dir = NULL, *from = NULL, *token = NULL, **hashes = NULL, **metas = NULL;
+	struct client_args ca = CLIENT_ARGS_INIT;
+	int rc, worst = 0;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
 		{ "from", 'f', POPT_ARG_STRING, &from, 0, "the peer to fetch from", "URL" },
 		{ "hash", 'H', POPT_ARG_ARGV, &hashes, 0, "fetch <H>.data (repeatable)", "H" },
 		{ "meta", 'm', POPT_ARG_ARGV, &metas, 0, "fetch this .meta and its data (repeatable)",
 		  "NAME" },
-		{ "peer-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "bearer token for the peer (else $MTC_PEER_TOKEN_FILE)",
-		  "FILE" },
-		{ "tls-dir", '\0', POPT_ARG_STRING, &tls_dir, 0,
-		  "HTTPS: peers checked against DIR/ca.crt, DIR/tls.crt shown as the client "
-		  "certificate (else $MTC_TLS_DIR)", "DIR" },
-		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
-		  "seconds per object, retries included (default 3600)", "SEC" },
-		{ "retries", '\0', POPT_ARG_INT, &retries, 0, "retries per request (default 4)", "N" },
-		{ "streams", '\0', POPT_ARG_INT, &streams, 0,
-		  "connections per tree (default 4; 1: one tar stream)", "N" },
+		CLIENT_OPTIONS(ca, "the peer", "connections per tree (default 4; 1: one tar stream)"),
 		JSON_OPTION("the summary line is JSON (it is without this too)"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
@@ -413,11 +417,9 @@ int mtc_replicate_fetch(int argc, const char **argv)
 			goto out;
 		}
 	}
-	rc = client_setup(&pc, token_file, tls_dir, timeout, retries, &token);
+	rc = client_setup(&pc, &ca, &token);
 	if (rc != MTC_EXIT_OK)
 		goto out;
-	if (streams > 0)
-		pc.streams = streams > 64 ? 64 : streams;
 	list = json_array();
 	for (int pass = 0; pass < 2; pass++)
 		for (char **v = pass ? metas : hashes; v && *v; v++) {
@@ -445,8 +447,7 @@ out:
 	free_argv(metas);
 	free(dir);
 	free(from);
-	free(token_file);
-	free(tls_dir);
+	client_args_free(&ca);
 	free(token);
 	return rc;
 }
