@@ -168,7 +168,7 @@ static int by_size_then_place(const void *a, const void *b)
 	return c ? c : x->p.off < y->p.off ? -1 : x->p.off > y->p.off;
 }
 
-/* The parts of one file: whole up to target bytes (or with no target), else ranges of whole units. */
+/* One file's parts: whole up to target bytes (or with no target), else ranges of whole units. */
 static size_t cut(const struct mtc_manifest_entry *e, long long target, struct item *out)
 {
 	long long n = target > 0 && e->size > target ? (e->size + target - 1) / target : 1;

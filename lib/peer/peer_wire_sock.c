@@ -215,7 +215,7 @@ static int header_ok(const unsigned char *b)
 	       !memcmp(b + 263, "00", 2);
 }
 
-/* The pax records of an 'x' header: path, size and range taken, sparse files refused, others ignored. */
+/* An 'x' header's pax records: path, size and range taken, sparse files refused, others ignored. */
 static int pax_parse(char *p, size_t len, char *path, long long *size, long long *range_off,
 		     long long *file_size, char *err, size_t errlen)
 {

@@ -167,7 +167,8 @@ static void splits(void)
 	ok(covers(&m, 4, 0, &cut) && cut == 0, "without ranges every file goes whole");
 	ok(covers(&m, 4, 1, &cut) && cut == 4, "with ranges, four ways: the big file in four ranges");
 	ok(covers(&m, 1, 1, &cut) && cut == 0, "one way: nothing is cut");
-	ok(covers(&m, 8, 1, &cut) && cut == 9, "eight ways: ranges of at least 16 MiB, the 20 MiB file cut too");
+	ok(covers(&m, 8, 1, &cut) && cut == 9,
+	   "eight ways: ranges of at least 16 MiB, the 20 MiB file cut too");
 	mtc_manifest_free(&m);
 }
 
