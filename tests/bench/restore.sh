@@ -2,7 +2,8 @@
 # Restore benchmarks (make bench):
 #  1. one node's 2 GiB restored from its peer by mtc-restore (2-node cluster on
 #     loopback: node 1's RAM is empty, node 0 holds both nodes' data), as one
-#     object and as 8 workers' objects
+#     object, as 8 workers' objects, and as a tree laid out as an Orbax save
+#     (one big data file and a few small ones: it crosses in ranges)
 # (the coordinator at scale: tests/bench/coord.sh)
 # MTC_BENCH_GIB changes the size of 1.
 set -eu
@@ -67,18 +68,33 @@ time_fetch() {
 	rm -rf "$W/f1"
 }
 
-# peer_restore WORKERS: node 1's GiB in WORKERS objects live only on node 0; node 1 fetches them
+# object SIZE TREE: a new object of SIZE random bytes in $W/t0 (with TREE, a tree laid out
+# as an Orbax save: the bytes in one data file beside small ones, no OCDBT manifest, so
+# that the merkle digest names it); sets h
+object() {
+	if [ -n "$2" ]; then
+		mkdir -p "$W/f/ocdbt.process_0/d"
+		head -c "$1" /dev/urandom >"$W/f/ocdbt.process_0/d/e46f94127a44b0909c1e9ee2c33bc8ab"
+		for n in _METADATA _CHECKPOINT_METADATA ocdbt.process_0/d/01381d6e46485ccdda238cc01ea42f33; do
+			head -c 300 /dev/urandom >"$W/f/$n"
+		done
+	else
+		head -c "$1" /dev/urandom >"$W/f"
+	fi
+	h=$(mtc-replicate digest "$W/f" | cut -d' ' -f1)
+	mv "$W/f" "$W/t0/$h.data"
+}
+
+# peer_restore WORKERS [tree]: node 1's GiB in WORKERS objects live only on node 0; node 1 fetches them
 peer_restore() {
-	local w=$1 r k size h
+	local w=$1 tree=${2:-} r k size h
 	restore=() fetch=() hashes=()
 	rm -rf "$W/t0" && mkdir -p "$W/t0"
 	for r in 0 1; do
 		echo "{\"job-name\":\"b\",\"framework\":\"orbax\",\"node-rank\":$r,\"nodes\":2,\"peer-ranks\":[$((1 - r))],\"backup-interval-minutes\":30,\"workers-per-node\":$w}" >"$W/c$r.json"
 		for ((k = 0; k < w; k++)); do
 			if [ "$r" = 1 ]; then size=$(((gib << 30) / w)); else size=$((1 << 20)); fi
-			head -c "$size" /dev/urandom >"$W/f"
-			h=$(mtc-replicate digest "$W/f" | cut -d' ' -f1)
-			mv "$W/f" "$W/t0/$h.data"
+			object "$size" "$tree"
 			printf %s "$h" >"$W/t0/b-s1-n$r-w$k.meta"
 			[ "$r" = 1 ] && hashes+=(--hash "$h")
 		done
@@ -87,14 +103,15 @@ peer_restore() {
 		# the order alternates: the first to fill fresh tmpfs pages pays for them
 		if [ $((i % 2)) = 1 ]; then time_restore; time_fetch; else time_fetch; time_restore; fi
 	done
-	python3 - "$gib" "$w" "${restore[*]}" "${fetch[*]}" <<'PY'
+	python3 - "$gib" "$w" "${restore[*]}" "${fetch[*]}" "$tree" <<'PY'
 import sys
-gib, w = int(sys.argv[1]), int(sys.argv[2])
+gib, w, tree = int(sys.argv[1]), int(sys.argv[2]), sys.argv[5]
 r, f = [float(x) for x in sys.argv[3].split()], [float(x) for x in sys.argv[4].split()]
 def line(name, t):
     b = min(t)
     print(f"  {name:<34} best {b:6.2f} s {gib * 1024 / b:6.0f} MiB/s   spread {(max(t) - b) / b * 100:4.0f}% over {len(t)}")
-print(f"restore from a peer, {w} object(s), {gib} GiB:")
+what = "a tree laid out as an Orbax save (one big data file)" if tree else f"{w} object(s)"
+print(f"restore from a peer, {what}, {gib} GiB:")
 line("mtc-restore (plan, fetch, verify)", r)
 line("mtc-replicate fetch, same bytes", f)
 print(f"  restore / fetch speed: {min(f) / min(r):.2f}x (target >= 0.9x)")
@@ -103,3 +120,4 @@ PY
 }
 peer_restore 1
 peer_restore 8
+peer_restore 1 tree
