@@ -102,6 +102,8 @@ static int post_once(struct mtc_coord_client *cc, CURL *keep, const char *kind, 
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, mtc_http_to_buf);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	if (keep && !strncasecmp(cc->url, "https://", 8))
+		curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L); /* the next resumes its TLS session */
 	if (strcmp(kind, "heartbeat")) {
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(h, CURLOPT_XFERINFODATA, cc);
@@ -142,17 +144,18 @@ static int post_once(struct mtc_coord_client *cc, CURL *keep, const char *kind, 
 }
 
 /*
- * Heartbeats go on one kept connection: at 16,384 ranks every 5 s a new
- * connection each would cost the coordinator an accept 3,000 times a second.
- * Not over TLS: there the daemon relays each connection with a thread of its
- * own, and a kept connection a rank would hold a thread a rank for good (a
- * new one resumes the TLS session instead of a full handshake).
+ * Heartbeats go on one kept handle and connection: at 16,384 ranks every 5 s
+ * a new connection each would cost the coordinator an accept 3,000 times a
+ * second. Over TLS the connection is closed after each (the daemon relays
+ * each TLS connection with a thread of its own, and a kept one a rank would
+ * hold a thread a rank for good); the next resumes the handle's TLS session
+ * instead of a full handshake.
  */
 static void *heartbeat_main(void *arg)
 {
 	struct mtc_coord_client *cc = arg;
 	char *body = xasprintf("{\"rank\":%d,\"session\":\"%s\"}", cc->rank, cc->session), err[512];
-	CURL *keep = strncasecmp(cc->url, "https://", 8) ? curl_easy_init() : NULL;
+	CURL *keep = curl_easy_init();
 
 	pthread_mutex_lock(&cc->mu);
 	while (!atomic_load(&cc->stop)) {
