@@ -137,52 +137,36 @@ static int sock_skip(struct sock_in *in, size_t len, char *err, size_t errlen)
 	return 0;
 }
 
-/* A range's bytes of the stream into its place in fd's mapping, hashed there. */
-static int sock_range(struct sock_in *in, int fd, struct mtc_wire_entry *w, char *err,
-		      size_t errlen)
-{
-	struct mtc_wire_hash h;
-	uint8_t *map = mtc_wire_map_range(fd, w, err, errlen);
-	int rc = 0;
-
-	if (!map)
-		return -1;
-	mtc_wire_hash_start(&h, w);
-	for (long long off = 0; off < w->size && !rc;) {
-		size_t k = w->size - off < (long long)in->buf_len ? (size_t)(w->size - off) : in->buf_len;
-		madvise(map + off, k, MADV_POPULATE_WRITE); /* one call, not a fault a page */
-		if (sock_read(in, (char *)map + off, k, err, errlen) < 0)
-			rc = -1;
-		else
-			mtc_wire_hash_update(&h, map + off, k);
-		off += (long long)k;
-	}
-	mtc_wire_hash_end(&h);
-	munmap(map, (size_t)w->size);
-	return rc;
-}
-
-/* w's bytes of the stream into fd, hashed into w. */
+/*
+ * w's bytes of the stream into fd, hashed into w: a whole file through the
+ * buffer, a range straight into its place in fd's mapping (hashed there).
+ */
 static int sock_file(struct sock_in *in, int fd, const char *path, struct mtc_wire_entry *w,
 		     char *err, size_t errlen)
 {
 	struct mtc_wire_hash h;
+	uint8_t *map = NULL;
 	int rc = 0;
 
-	if (w->file_size)
-		return sock_range(in, fd, w, err, errlen);
+	if (w->file_size && !(map = mtc_wire_map_range(fd, w, err, errlen)))
+		return -1;
 	mtc_wire_hash_start(&h, w);
 	for (long long off = 0; off < w->size && !rc;) {
 		size_t k = w->size - off < (long long)in->buf_len ? (size_t)(w->size - off) : in->buf_len;
-		if (sock_read(in, in->buf, k, err, errlen) < 0)
+		uint8_t *dst = map ? map + off : (uint8_t *)in->buf;
+		if (map)
+			madvise(dst, k, MADV_POPULATE_WRITE); /* one call, not a fault a page */
+		if (sock_read(in, (char *)dst, k, err, errlen) < 0)
 			rc = -1;
-		else if (mtc_write_all(fd, in->buf, k) < 0)
+		else if (!map && mtc_write_all(fd, dst, k) < 0)
 			rc = mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
 		else
-			mtc_wire_hash_update(&h, in->buf, k);
+			mtc_wire_hash_update(&h, dst, k);
 		off += (long long)k;
 	}
 	mtc_wire_hash_end(&h);
+	if (map)
+		munmap(map, (size_t)w->size);
 	return rc;
 }
 
