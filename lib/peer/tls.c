@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/ssl.h>
@@ -165,6 +166,28 @@ struct relay_arg {
 	int tcp, plain;
 };
 
+/* Relays still running, under client_mu; relay_done is signalled as each ends. */
+static int relays, exit_hooked;
+static pthread_cond_t relay_done = PTHREAD_COND_INITIALIZER;
+
+#define RELAY_EXIT_WAIT_S 2
+
+/*
+ * At exit: the relays of connections just closed are still ending their TLS
+ * sessions (close_notify, a late session ticket); a process that exits under
+ * them cuts that short and leaves the session half freed.
+ */
+static void wait_relays(void)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += RELAY_EXIT_WAIT_S;
+	pthread_mutex_lock(&client_mu);
+	while (relays > 0 && pthread_cond_timedwait(&relay_done, &client_mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&client_mu);
+}
+
 static void *relay_main(void *arg)
 {
 	struct relay_arg *a = arg;
@@ -174,6 +197,10 @@ static void *relay_main(void *arg)
 	close(a->tcp);
 	close(a->plain);
 	free(a);
+	pthread_mutex_lock(&client_mu);
+	relays--;
+	pthread_cond_broadcast(&relay_done);
+	pthread_mutex_unlock(&client_mu);
 	return NULL;
 }
 
@@ -215,11 +242,19 @@ int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_
 	fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK);
 	a = xmalloc(sizeof *a);
 	*a = (struct relay_arg){ .ssl = ssl, .tcp = tcp, .plain = pair[0] };
+	pthread_mutex_lock(&client_mu);
+	if (!exit_hooked)
+		exit_hooked = atexit(wait_relays) == 0;
+	relays++;
+	pthread_mutex_unlock(&client_mu);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	rc = pthread_create(&t, &attr, relay_main, a);
 	pthread_attr_destroy(&attr);
 	if (rc) {
+		pthread_mutex_lock(&client_mu);
+		relays--;
+		pthread_mutex_unlock(&client_mu);
 		free(a);
 		mtc_fail(err, errlen, "cannot relay TLS: out of threads");
 		goto fail;
