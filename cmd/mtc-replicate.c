@@ -307,7 +307,9 @@ static int do_commit(int argc, const char **argv)
 	}
 	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
-	struct mtc_commit_opts o = { dir, &cfg, threads, quiet, print_commit, NULL };
+	struct mtc_commit_opts o = {
+		.dir = dir, .cfg = &cfg, .threads = threads, .quiet_s = quiet, .cb = print_commit
+	};
 	if (watch) {
 		rc = mtc_commit_watch(&o, timeout) < 0 ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
 	} else if (wait_s >= 0) {
@@ -527,7 +529,7 @@ static int do_run(int argc, const char **argv)
 	char *dir = NULL, *config = NULL, *backup = NULL, *coord = NULL, *tmpl = NULL,
 	     *peers_file = NULL, *token_file = NULL, *store_token = NULL, *token = NULL, err[512];
 	double sync_s = 10, quiet = 5, heartbeat = 5, timeout = -1;
-	int threads = 0, json = 0;
+	int threads = 0, json = 0, no_prehash = 0;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
 		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (a JSON file)", "CFG" },
@@ -552,6 +554,8 @@ static int do_run(int argc, const char **argv)
 		  "SEC" },
 		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
 		  "N" },
+		{ "no-prehash", '\0', POPT_ARG_NONE, &no_prehash, 0,
+		  "hash a step only at its commit, not while the framework writes it", NULL },
 		{ "json", '\0', POPT_ARG_NONE, &json, 0,
 		  "a JSON line for each step's time to safety, and the node's state when the loop stops", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
@@ -595,7 +599,8 @@ static int do_run(int argc, const char **argv)
 			.coordinator = mtc_coord_url(coord), .peers = urls, .n_peers = n_urls,
 			.token = token, .store_token_file = store_token, .backup_prog = prog,
 			.sync_s = sync_s, .quiet_s = quiet, .heartbeat_s = heartbeat,
-			.timeout_s = timeout, .threads = threads, .json = json, .stop = &run_stop,
+			.timeout_s = timeout, .threads = threads, .no_prehash = no_prehash, .json = json,
+			.stop = &run_stop,
 		};
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGINT, &sa, NULL);

@@ -26,6 +26,7 @@
 
 #include "commit.h"
 #include "clock.h"
+#include "digest_cache.h"
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
@@ -167,7 +168,12 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 	mtc_manifest_init(&m);
 	if (!sendable(save, step, worker))
 		goto out;
-	if (mtc_digest_path(save, o->threads, r.hash, &m) < 0) {
+	if (o->cache)
+		mtc_digest_cache_hold(o->cache);
+	int digested = mtc_digest_path_cached(save, o->threads, o->cache, r.hash, &m, &r.known);
+	if (o->cache)
+		mtc_digest_cache_release(o->cache);
+	if (digested < 0) {
 		mtc_error("cannot digest '%s':", save);
 		goto out;
 	}
@@ -220,8 +226,8 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 		crash_point("meta-renamed");
 	}
 	r.seconds = mtc_now() - t0;
-	mtc_info("committed step %lld worker %d: %s (%lld bytes, %.3f s)", step, worker, r.hash,
-		 r.bytes, r.seconds);
+	mtc_info("committed step %lld worker %d: %s (%lld bytes, %.3f s, %lld of them hashed "
+		 "while it was written)", step, worker, r.hash, r.bytes, r.seconds, r.known);
 	if (o->cb)
 		o->cb(&r, o->arg);
 	rc = 0;

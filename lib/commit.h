@@ -16,6 +16,7 @@ struct mtc_commit_result {
 	long long bytes;
 	double seconds;
 	int redundant; /* <hash>.data existed: the new copy was deleted */
+	long long known; /* bytes whose digests the cache knew (hashed before the commit) */
 	double appeared; /* when the framework last changed the step (its ctime), 0: unknown */
 };
 
@@ -43,6 +44,7 @@ struct mtc_commit_opts {
 	double quiet_s; /* a created step dir / .save is taken after this long unchanged */
 	mtc_commit_cb *cb;
 	void *arg;
+	struct mtc_digest_cache *cache; /* digests known before the commit (prehash.h), or NULL */
 };
 
 /* One pass: finishes interrupted commits, commits every ready step. Count, or -1. */

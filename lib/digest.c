@@ -18,6 +18,7 @@
 #include "blake3/blake3.h"
 #include "cpu_count.h"
 #include "digest.h"
+#include "digest_cache.h"
 #include "naming.h"
 #include "threads.h"
 #include "walk.h"
@@ -29,11 +30,11 @@
 #define SEG_BYTES ((long long)SEG_CHUNKS * MTC_BLAKE3_CHUNK_LEN)
 #define WHOLE_MAX (1LL << 30) /* one thread maps and populates a file up to this size at once */
 
-static int hash_fd(int fd, long long size, uint8_t out[32])
+static int hash_fd(int fd, long long size, int nomap, uint8_t out[32])
 {
 	struct mtc_blake3 h;
 	mtc_blake3_init(&h);
-	if (size > READ_MAX) {
+	if (size > READ_MAX && !nomap) {
 		void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 		if (p != MAP_FAILED) {
 			mtc_blake3_update(&h, p, (size_t)size);
@@ -67,12 +68,14 @@ struct node {
 	size_t nkids, cap;
 };
 
-/* The walk's product: the tree, its files, and the open directories by depth. */
+/* The walk's product: the tree, its files to hash, and the open directories by depth. */
 struct tree {
 	struct node *open[MAX_DEPTH + 2];
 	size_t rootlen;
 	struct node **files;
 	size_t nfiles, cap;
+	struct mtc_digest_cache *cache; /* files found there are not hashed */
+	long long cached;		/* their bytes */
 };
 
 static void free_node(struct node *n)
@@ -111,6 +114,9 @@ static int add_entry(const struct mtc_walk_entry *e, void *arg)
 	if (S_ISDIR(e->st.st_mode)) {
 		k->is_dir = 1;
 		t->open[e->depth] = k;
+	} else if (t->cache && mtc_digest_cache_get(t->cache, &e->st, 0, -1, k->digest)) {
+		k->size = e->st.st_size;
+		t->cached += k->size;
 	} else {
 		k->size = e->st.st_size;
 		if (t->nfiles == t->cap) {
@@ -135,6 +141,7 @@ static int add_entry(const struct mtc_walk_entry *e, void *arg)
  */
 struct target {
 	struct node *node;
+	int nomap;	/* read, never mapped: the file may be cut short under the hash */
 	long long segs; /* 0: hashed whole */
 	uint8_t *cvs;	/* segs chaining values */
 	atomic_llong left;
@@ -235,14 +242,14 @@ static void drop_range(uint8_t *p, size_t len, int copy)
 		madvise(p, len, MADV_DONTNEED);
 }
 
-static int hash_whole(struct node *n)
+static int hash_whole(struct node *n, int nomap)
 {
 	struct stat st;
 	uint8_t raw[32];
 	int fd = open(n->full, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) < 0 || hash_fd(fd, st.st_size, raw) < 0) {
+	if (fstat(fd, &st) < 0 || hash_fd(fd, st.st_size, nomap, raw) < 0) {
 		int e = errno;
 		close(fd);
 		errno = e;
@@ -294,7 +301,7 @@ static int run_job(struct job *j)
 {
 	struct target *t = j->t;
 	if (!t->segs)
-		return hash_whole(t->node);
+		return hash_whole(t->node, t->nomap);
 	if (hash_segment(t, j->seg) < 0)
 		return -1;
 	return atomic_fetch_sub(&t->left, 1) == 1 ? hash_tail(t) : 0;
@@ -320,7 +327,7 @@ static int by_size_desc(const void *a, const void *b)
 }
 
 /* Fills the digest (and size) of every file node, largest first, on up to `threads` threads. */
-static int hash_files(struct node **files, size_t n, int threads)
+static int hash_files(struct node **files, size_t n, int threads, int nomap)
 {
 	if (n)
 		qsort(files, n, sizeof *files, by_size_desc);
@@ -328,6 +335,7 @@ static int hash_files(struct node **files, size_t n, int threads)
 	size_t njobs = 0;
 	for (size_t i = 0; i < n; i++) {
 		t[i].node = files[i];
+		t[i].nomap = t[i].tried = nomap;
 		if ((threads > 1 || files[i]->size > WHOLE_MAX) && files[i]->size > SEG_BYTES)
 			t[i].segs = (files[i]->size - 1) / SEG_BYTES;
 		t[i].cvs = t[i].segs ? xmalloc((size_t)t[i].segs * 32) : NULL;
@@ -362,7 +370,7 @@ static int digest_file(const char *path, const struct stat *st, int threads,
 {
 	struct node *n = new_node(path, strlen(path));
 	n->size = st->st_size;
-	int rc = hash_files(&n, 1, threads);
+	int rc = hash_files(&n, 1, threads, 0);
 	int e = errno;
 	if (rc == 0) {
 		memcpy(out, n->digest, MTC_DIGEST_LEN);
@@ -431,8 +439,29 @@ static void manifest_collect(struct mtc_manifest *m, const struct node *n)
 		manifest_collect(m, n->kids[i]);
 }
 
+int mtc_digest_file_read(const char *path, const struct stat *st, int threads,
+			 char out[MTC_DIGEST_LEN])
+{
+	struct node *n = new_node(path, strlen(path));
+	n->size = st->st_size;
+	int rc = hash_files(&n, 1, threads > 0 ? threads : mtc_cpu_count(), 1);
+	int e = errno;
+	if (rc == 0)
+		memcpy(out, n->digest, MTC_DIGEST_LEN);
+	free_node(n);
+	errno = e;
+	return rc;
+}
+
 int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		    struct mtc_manifest *manifest)
+{
+	return mtc_digest_path_cached(path, threads, NULL, out, manifest, NULL);
+}
+
+int mtc_digest_path_cached(const char *path, int threads, struct mtc_digest_cache *cache,
+			   char out[MTC_DIGEST_LEN], struct mtc_manifest *manifest,
+			   long long *cached)
 {
 	struct stat st;
 	if (threads <= 0)
@@ -451,13 +480,13 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		errno = EINVAL;
 		return -1;
 	}
-	struct tree t = { .rootlen = strlen(path) };
+	struct tree t = { .rootlen = strlen(path), .cache = cache };
 	struct node *root = t.open[0] = new_node(path, t.rootlen);
 	root->is_dir = 1;
 	struct mtc_walk w = { .root = path, .max_depth = MAX_DEPTH, .visit = add_entry, .arg = &t };
 	int rc = mtc_walk(&w);
 	if (rc == 0)
-		rc = hash_files(t.files, t.nfiles, threads);
+		rc = hash_files(t.files, t.nfiles, threads, 0);
 	if (rc == 0) {
 		fold_dir(root);
 		memcpy(out, root->digest, MTC_DIGEST_LEN);
@@ -465,6 +494,8 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 			manifest_collect(manifest, root);
 			mtc_manifest_sort(manifest);
 		}
+		if (cached)
+			*cached = t.cached;
 	}
 	int saved = errno;
 	free(t.files);

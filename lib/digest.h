@@ -2,6 +2,7 @@
 #define MTC_DIGEST_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "manifest.h"
 
@@ -24,8 +25,27 @@
 int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		    struct mtc_manifest *manifest);
 
+struct mtc_digest_cache;
+
+/*
+ * mtc_digest_path, with each file's digest taken from cache where it is
+ * known there (digest_cache.h); the bytes so found in *cached (may be NULL).
+ * A single file as path is always hashed.
+ */
+int mtc_digest_path_cached(const char *path, int threads, struct mtc_digest_cache *cache,
+			   char out[MTC_DIGEST_LEN], struct mtc_manifest *manifest,
+			   long long *cached);
+
 /* The digest of one regular file (64 hex), and its size when size is not NULL. */
 int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size);
+
+/*
+ * The digest of the regular file st describes (its size), read with pread and
+ * never mapped, so that a file cut short under it is an error (EAGAIN), not
+ * a SIGBUS: for files still being written.
+ */
+int mtc_digest_file_read(const char *path, const struct stat *st, int threads,
+			 char out[MTC_DIGEST_LEN]);
 
 /*
  * The digest of a directory whose children have the digests kids (n of

@@ -33,6 +33,7 @@
 #include "node_status.h"
 #include "peer/peer_auth.h"
 #include "peer/peer_client.h"
+#include "prehash.h"
 #include "store/store.h"
 #include "xalloc.h"
 
@@ -304,8 +305,6 @@ static void safety_reached(struct loop *l, long long step, enum mtc_safe_stage s
 static void on_commit(const struct mtc_commit_result *r, void *arg)
 {
 	struct loop *l = arg;
-	mtc_info("committed step %lld worker %d as '%s.data' (%lld bytes, %.2f s)", r->step,
-		 r->worker, r->hash, r->bytes, r->seconds);
 	if (r->step > l->committed)
 		l->committed = r->step;
 	safety_committed(l, r);
@@ -691,9 +690,14 @@ static void write_status(struct loop *l)
 int mtc_steady_run(const struct mtc_steady_opts *o)
 {
 	struct loop l = { .o = o };
-	struct mtc_commit_opts co = { o->dir, o->cfg, o->threads, o->quiet_s >= 0 ? o->quiet_s : 5,
-				      on_commit, &l };
+	struct mtc_commit_opts co = { .dir = o->dir,
+				      .cfg = o->cfg,
+				      .threads = o->threads,
+				      .quiet_s = o->quiet_s >= 0 ? o->quiet_s : 5,
+				      .cb = on_commit,
+				      .arg = &l };
 	struct mtc_dirwatch w;
+	struct mtc_prehash *prehash = NULL;
 	double sync_s = o->sync_s > 0 ? o->sync_s : 10, next_sync = 0,
 	       end = o->timeout_s >= 0 ? mtc_now() + o->timeout_s : -1;
 	char *token = mtc_peer_token_for(o->token, o->cfg->job_name, o->cfg->node_rank);
@@ -719,6 +723,10 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	}
 	if (!l.coordinated || o->cfg->node_rank == 0)
 		seed_start(&l);
+	if (!o->no_prehash) {
+		co.cache = mtc_digest_cache_new();
+		prehash = mtc_prehash_start(o->dir, o->cfg, o->threads, co.cache);
+	}
 	/* The newest step is pushed again at the start: a kill may have cut its push. */
 	l.committed = newest_own_step(&l);
 	l.pushed = l.replicated = -1;
@@ -742,6 +750,8 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 		    errno != ETIMEDOUT && errno != EINTR)
 			mtc_warn("waiting on '%s':", o->dir);
 	}
+	mtc_prehash_stop(prehash);
+	mtc_digest_cache_free(co.cache);
 	push_reap(&l, 1);
 	seed_stop(&l);
 	if (l.child > 0) {

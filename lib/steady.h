@@ -31,6 +31,7 @@ struct mtc_steady_opts {
 	double heartbeat_s;	      /* default 5 */
 	double timeout_s;	      /* return after this long; < 0: never */
 	int threads;
+	int no_prehash;		      /* hash steps only at their commit (prehash.h) */
 	int json;		      /* a line on stdout for each step's time to safety */
 	volatile sig_atomic_t *stop;
 };

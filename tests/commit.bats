@@ -169,6 +169,58 @@ assert_consistent() {
 	assert_consistent
 }
 
+@test "run hashes a step while the framework writes it; a file written again after its hash is hashed again" {
+	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":1,"peer-ranks":[],"backup-interval-minutes":30}' >"$T/one.json"
+	mtc-replicate run --dir "$L" --config "$T/one.json" --timeout 30 -vv 2>"$T/err" &
+	WATCH_PID=$!
+	tmp=$L/5.orbax-checkpoint-tmp
+	mkdir -p "$tmp/d"
+	head -c 1048576 /dev/urandom >"$tmp/d/a"
+	head -c 1048576 /dev/urandom >"$tmp/d/b"
+	for _ in $(seq 1 100); do
+		grep -q 'hashed 2097152 bytes of steps in the making' "$T/err" && break
+		sleep 0.1
+	done
+	grep 'hashed 2097152 bytes of steps in the making' "$T/err"
+	# the framework writes b again, its size unchanged, and renames the step at once
+	head -c 4096 /dev/urandom | dd of="$tmp/d/b" conv=notrunc status=none
+	: >"$tmp/commit_success.txt"
+	cp -r "$tmp" "$T/want"
+	mv "$tmp" "$L/5"
+	for _ in $(seq 1 100); do
+		[ -e "$L/job-s5-n0-w0.meta" ] && break
+		sleep 0.1
+	done
+	kill "$WATCH_PID"
+	wait "$WATCH_PID" || true
+	WATCH_PID=
+	h=$(cat "$L/job-s5-n0-w0.meta")
+	[ "$h" = "$(mtc-replicate digest "$T/want" | cut -d' ' -f1)" ]
+	grep "committed step 5 worker 0: $h (2097152 bytes, .* s, 1048576 of them hashed while it was written)" "$T/err"
+	assert_consistent
+}
+
+@test "run --no-prehash hashes a step only at its commit" {
+	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":1,"peer-ranks":[],"backup-interval-minutes":30}' >"$T/one.json"
+	mtc-replicate run --dir "$L" --config "$T/one.json" --timeout 30 --no-prehash -vv 2>"$T/err" &
+	WATCH_PID=$!
+	make_step "$L/6.orbax-checkpoint-tmp" 6
+	: >"$L/6.orbax-checkpoint-tmp/commit_success.txt"
+	sleep 1
+	mv "$L/6.orbax-checkpoint-tmp" "$L/6"
+	for _ in $(seq 1 100); do
+		[ -e "$L/job-s6-n0-w0.meta" ] && break
+		sleep 0.1
+	done
+	kill "$WATCH_PID"
+	wait "$WATCH_PID" || true
+	WATCH_PID=
+	grep "committed step 6 worker 0: .*, 0 of them hashed while it was written)" "$T/err"
+	run grep 'of steps in the making' "$T/err"
+	assert_failure
+	assert_consistent
+}
+
 @test "kill -9 at every point of the commit: a re-run converges" {
 	for point in hashed tmp-written data-renamed meta-renamed; do
 		rm -rf "$L" && mkdir "$L"

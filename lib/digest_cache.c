@@ -1,0 +1,246 @@
+/*
+ * The digest cache (see digest_cache.h): a chained hash table of files by
+ * (dev, ino), each with its figures and its known ranges, sorted by
+ * (off, len) when first searched after puts. A range is put once: callers
+ * put only what they did not get.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "digest_cache.h"
+#include "xalloc.h"
+
+struct range {
+	int64_t off, len;
+	char hex[65];
+};
+
+struct rec {
+	struct rec *next;
+	struct stat st; /* dev, ino and the figures */
+	struct range *r;
+	size_t n, sorted, cap;
+	int used;
+};
+
+struct mtc_digest_cache {
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	struct rec **bucket;
+	size_t nbuckets, nrecs;
+	int holds, busy;
+};
+
+struct mtc_digest_cache *mtc_digest_cache_new(void)
+{
+	struct mtc_digest_cache *c = xcalloc(1, sizeof *c);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->idle, NULL);
+	c->nbuckets = 256;
+	c->bucket = xcalloc(c->nbuckets, sizeof *c->bucket);
+	return c;
+}
+
+static void free_rec(struct rec *r)
+{
+	free(r->r);
+	free(r);
+}
+
+void mtc_digest_cache_free(struct mtc_digest_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nbuckets; i++)
+		for (struct rec *r = c->bucket[i], *next; r; r = next) {
+			next = r->next;
+			free_rec(r);
+		}
+	free(c->bucket);
+	pthread_cond_destroy(&c->idle);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static double seconds(struct timespec t)
+{
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+double mtc_digest_cache_clock(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return seconds(now);
+}
+
+int mtc_digest_cache_quiet(const struct stat *st, double since)
+{
+	return S_ISREG(st->st_mode) && since - seconds(st->st_ctim) >= MTC_DIGEST_QUIET_S;
+}
+
+static int same_time(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static int same_figures(const struct stat *a, const struct stat *b)
+{
+	return same_file(a, b) && a->st_size == b->st_size && same_time(a->st_mtim, b->st_mtim) &&
+	       same_time(a->st_ctim, b->st_ctim);
+}
+
+static struct rec **slot(struct mtc_digest_cache *c, const struct stat *st)
+{
+	uint64_t h = ((uint64_t)st->st_ino * 0x9e3779b97f4a7c15ULL) ^ (uint64_t)st->st_dev;
+	struct rec **p = &c->bucket[(h >> 17) % c->nbuckets];
+	while (*p && !same_file(&(*p)->st, st))
+		p = &(*p)->next;
+	return p;
+}
+
+static void grow(struct mtc_digest_cache *c)
+{
+	struct rec **old = c->bucket;
+	size_t n = c->nbuckets;
+	c->nbuckets *= 4;
+	c->bucket = xcalloc(c->nbuckets, sizeof *c->bucket);
+	for (size_t i = 0; i < n; i++)
+		for (struct rec *r = old[i], *next; r; r = next) {
+			next = r->next;
+			struct rec **p = slot(c, &r->st);
+			r->next = NULL;
+			*p = r;
+		}
+	free(old);
+}
+
+static int by_place(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static struct range *find(struct rec *r, int64_t off, int64_t len)
+{
+	if (r->sorted != r->n) {
+		qsort(r->r, r->n, sizeof *r->r, by_place);
+		r->sorted = r->n;
+	}
+	struct range key = { .off = off, .len = len };
+	return bsearch(&key, r->r, r->n, sizeof *r->r, by_place);
+}
+
+int mtc_digest_cache_get(struct mtc_digest_cache *c, const struct stat *st, int64_t off,
+			 int64_t len, char hex[65])
+{
+	int hit = 0;
+	pthread_mutex_lock(&c->lock);
+	struct rec *r = *slot(c, st);
+	if (r && same_figures(&r->st, st)) {
+		struct range *g = find(r, off, len);
+		if (g) {
+			memcpy(hex, g->hex, 65);
+			r->used = hit = 1;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return hit;
+}
+
+void mtc_digest_cache_put(struct mtc_digest_cache *c, double since, const struct stat *before,
+			  const struct stat *after, int64_t off, int64_t len, const char *hex)
+{
+	if (!mtc_digest_cache_quiet(before, since) || !same_figures(before, after))
+		return;
+	pthread_mutex_lock(&c->lock);
+	struct rec **p = slot(c, before), *r = *p;
+	if (r && !same_figures(&r->st, before)) {
+		r->n = r->sorted = 0; /* the file changed: its old ranges are gone */
+		r->st = *before;
+	}
+	if (!r) {
+		r = *p = xcalloc(1, sizeof *r);
+		r->st = *before;
+		if (++c->nrecs > 2 * c->nbuckets)
+			grow(c);
+	}
+	r->used = 1;
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 4;
+		r->r = xrealloc(r->r, r->cap * sizeof *r->r);
+	}
+	struct range *g = &r->r[r->n++];
+	*g = (struct range){ .off = off, .len = len };
+	memcpy(g->hex, hex, 64);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void mtc_digest_cache_sweep(struct mtc_digest_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nbuckets; i++)
+		for (struct rec **p = &c->bucket[i]; *p;) {
+			struct rec *r = *p;
+			if (r->used) {
+				r->used = 0;
+				p = &r->next;
+			} else {
+				*p = r->next;
+				free_rec(r);
+				c->nrecs--;
+			}
+		}
+	pthread_mutex_unlock(&c->lock);
+}
+
+size_t mtc_digest_cache_files(struct mtc_digest_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	size_t n = c->nrecs;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+void mtc_digest_cache_hold(struct mtc_digest_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->holds++;
+	while (c->busy)
+		pthread_cond_wait(&c->idle, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void mtc_digest_cache_release(struct mtc_digest_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->holds--;
+	pthread_mutex_unlock(&c->lock);
+}
+
+int mtc_digest_cache_begin(struct mtc_digest_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	int ok = !c->holds && !c->busy;
+	if (ok)
+		c->busy = 1;
+	pthread_mutex_unlock(&c->lock);
+	return ok;
+}
+
+void mtc_digest_cache_end(struct mtc_digest_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->busy = 0;
+	pthread_cond_broadcast(&c->idle);
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,65 @@
+#ifndef MTC_DIGEST_CACHE_H
+#define MTC_DIGEST_CACHE_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+/*
+ * Digests worked out before they are needed: a file's BLAKE3 (64 hex), or
+ * that of a range of it (an OCDBT value), kept under the file's identity and
+ * the figures every write changes (size, mtime and ctime to the ns). It is
+ * git's racy-clean rule with a margin: an entry is put only for a file whose
+ * ctime was MTC_DIGEST_QUIET_S old when its hashing began and whose figures
+ * were the same when it ended. A later write stamps a ctime at least that
+ * much newer (the kernel's clock for it lags by under one tick), so an entry
+ * is never found for a file that changed. All calls are thread-safe.
+ */
+#define MTC_DIGEST_QUIET_S 0.25
+
+struct mtc_digest_cache;
+
+struct mtc_digest_cache *mtc_digest_cache_new(void);
+void mtc_digest_cache_free(struct mtc_digest_cache *c);
+
+/* The clock of ctimes, in seconds: read it before the stat a put will rest on. */
+double mtc_digest_cache_clock(void);
+
+/* st, taken after the clock read `since`, is of a regular file unchanged for MTC_DIGEST_QUIET_S. */
+int mtc_digest_cache_quiet(const struct stat *st, double since);
+
+/*
+ * The digest of bytes [off, off + len) of the file st describes; len -1 is
+ * the whole file. 1 with hex filled when known, else 0. A hit marks the
+ * file's entries used (mtc_digest_cache_sweep).
+ */
+int mtc_digest_cache_get(struct mtc_digest_cache *c, const struct stat *st, int64_t off,
+			 int64_t len, char hex[65]);
+
+/*
+ * Keeps hex for that range of the file. before is the file's stat taken
+ * before the hashing began and after the clock read `since`, after one taken
+ * after it ended; nothing is kept unless before is quiet and they agree. A
+ * range is put only when a get did not find it.
+ */
+void mtc_digest_cache_put(struct mtc_digest_cache *c, double since, const struct stat *before,
+			  const struct stat *after, int64_t off, int64_t len, const char *hex);
+
+/* Drops every file not found or put since the previous sweep. */
+void mtc_digest_cache_sweep(struct mtc_digest_cache *c);
+
+/* How many files the cache holds entries for. */
+size_t mtc_digest_cache_files(struct mtc_digest_cache *c);
+
+/*
+ * The cache's one worker slot, so that a digest that needs the answers now
+ * does not hash again what a background hash is finishing. hold waits for
+ * the slot's current work to end and keeps new work out until release;
+ * begin takes the slot for one piece of work (0 when it is held, and then
+ * nothing may be done), end gives it back.
+ */
+void mtc_digest_cache_hold(struct mtc_digest_cache *c);
+void mtc_digest_cache_release(struct mtc_digest_cache *c);
+int mtc_digest_cache_begin(struct mtc_digest_cache *c);
+void mtc_digest_cache_end(struct mtc_digest_cache *c);
+
+#endif

@@ -1,0 +1,181 @@
+/*
+ * The pre-hash thread (see prehash.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "digest.h"
+#include "log.h"
+#include "naming.h"
+#include "prehash.h"
+#include "walk.h"
+#include "xalloc.h"
+
+struct mtc_prehash {
+	const char *dir;
+	const struct mtc_config *cfg;
+	int threads;
+	struct mtc_digest_cache *cache;
+	int threaded; /* a thread of its own, which stop ends */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	int stop;
+};
+
+struct pass {
+	struct mtc_prehash *p;
+	long long bytes;
+};
+
+static int prefixed_step(const char *name, const char *rest)
+{
+	size_t n = strspn(name, "0123456789");
+	return n > 0 && !strncmp(name + n, rest, strlen(rest));
+}
+
+/* What a framework writes, or has just saved, in the local dir. */
+static int in_the_making(const struct mtc_prehash *p, const char *name)
+{
+	struct mtc_ckpt_name n;
+	long long step;
+	if (mtc_parse_step_dir(name, &step) == 0 || prefixed_step(name, ".orbax-checkpoint-tmp"))
+		return 1;
+	if (!strncmp(name, "step=", 5) && prefixed_step(name + 5, ""))
+		return 1;
+	return mtc_parse_ckpt_name(name, &n) == 0 && n.ext == MTC_EXT_SAVE &&
+	       !strcmp(n.job, p->cfg->job_name) && n.rank == p->cfg->node_rank;
+}
+
+static int stopping(struct mtc_prehash *p)
+{
+	pthread_mutex_lock(&p->lock);
+	int stop = p->stop;
+	pthread_mutex_unlock(&p->lock);
+	return stop;
+}
+
+/* A walk's visit (walk.h): a quiet regular file whose digest is not known is hashed. */
+static int consider(const struct mtc_walk_entry *e, void *arg)
+{
+	struct pass *ps = arg;
+	struct mtc_prehash *p = ps->p;
+	struct stat before, after;
+	char hex[MTC_DIGEST_LEN];
+	if (e->error || !S_ISREG(e->st.st_mode) ||
+	    mtc_digest_cache_get(p->cache, &e->st, 0, -1, hex))
+		return 0;
+	if (p->threaded && stopping(p))
+		return -1;
+	double since = mtc_digest_cache_clock();
+	if (lstat(e->path, &before) < 0 || !mtc_digest_cache_quiet(&before, since) ||
+	    !mtc_digest_cache_begin(p->cache))
+		return 0;
+	if (mtc_digest_file_read(e->path, &before, p->threads, hex) == 0 &&
+	    lstat(e->path, &after) == 0) {
+		mtc_digest_cache_put(p->cache, since, &before, &after, 0, -1, hex);
+		ps->bytes += before.st_size;
+	}
+	mtc_digest_cache_end(p->cache);
+	return 0;
+}
+
+static long long pass(struct mtc_prehash *p)
+{
+	struct pass ps = { p, 0 };
+	DIR *d = opendir(p->dir);
+	struct dirent *de;
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (!in_the_making(p, de->d_name))
+			continue;
+		char *path = xasprintf("%s/%s", p->dir, de->d_name);
+		struct mtc_walk w = { .root = path,
+				      .flags = MTC_WALK_PHYS,
+				      .max_depth = 64,
+				      .visit = consider,
+				      .arg = &ps };
+		struct stat st;
+		int rc = 0;
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			rc = mtc_walk(&w);
+		else if (S_ISREG(st.st_mode))
+			rc = consider(&(struct mtc_walk_entry){ .path = path, .st = st }, &ps);
+		free(path);
+		if (rc < 0)
+			break;
+	}
+	closedir(d);
+	mtc_digest_cache_sweep(p->cache);
+	return ps.bytes;
+}
+
+long long mtc_prehash_pass(const char *dir, const struct mtc_config *cfg, int threads,
+			   struct mtc_digest_cache *cache)
+{
+	struct mtc_prehash p = { .dir = dir, .cfg = cfg, .threads = threads, .cache = cache };
+	return pass(&p);
+}
+
+static void *run(void *arg)
+{
+	struct mtc_prehash *p = arg;
+	for (;;) {
+		long long bytes = pass(p);
+		if (bytes)
+			mtc_debug("hashed %lld bytes of steps in the making", bytes);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += (long)(MTC_PREHASH_PASS_S * 1e9);
+		until.tv_sec += until.tv_nsec / 1000000000;
+		until.tv_nsec %= 1000000000;
+		pthread_mutex_lock(&p->lock);
+		while (!p->stop && pthread_cond_timedwait(&p->wake, &p->lock, &until) != ETIMEDOUT)
+			;
+		int stop = p->stop;
+		pthread_mutex_unlock(&p->lock);
+		if (stop)
+			return NULL;
+	}
+}
+
+struct mtc_prehash *mtc_prehash_start(const char *dir, const struct mtc_config *cfg,
+				      int threads, struct mtc_digest_cache *cache)
+{
+	struct mtc_prehash *p = xcalloc(1, sizeof *p);
+	*p = (struct mtc_prehash){
+		.dir = dir, .cfg = cfg, .threads = threads, .cache = cache, .threaded = 1
+	};
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	int e = pthread_create(&p->thread, NULL, run, p);
+	if (e) {
+		errno = e;
+		mtc_error("cannot start hashing steps before their commit:");
+		pthread_cond_destroy(&p->wake);
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void mtc_prehash_stop(struct mtc_prehash *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	pthread_cond_destroy(&p->wake);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}

@@ -1,0 +1,32 @@
+#ifndef MTC_PREHASH_H
+#define MTC_PREHASH_H
+
+#include "config.h"
+#include "digest_cache.h"
+
+/*
+ * Hashing a step while the framework writes it, so that its commit after the
+ * framework's rename finds its files' digests known (mtc(7) §3.6). A thread
+ * looks at the local dir every MTC_PREHASH_PASS_S: at what a framework is
+ * writing or has just saved there (Orbax's <step>.orbax-checkpoint-tmp*,
+ * NeMo's step=<step>, a step dir <step>, this node's .save) and hashes every
+ * regular file of it that is quiet (digest_cache.h) into the cache, one file
+ * at a time, read and never mapped (a file cut short under it is skipped).
+ * It yields to a commit that holds the cache.
+ */
+#define MTC_PREHASH_PASS_S 0.1
+
+struct mtc_prehash;
+
+/* Starts the thread; NULL (with an error logged) when it cannot be. */
+struct mtc_prehash *mtc_prehash_start(const char *dir, const struct mtc_config *cfg,
+				      int threads, struct mtc_digest_cache *cache);
+
+/* Stops it after the file it is hashing, and frees it. NULL is a no-op. */
+void mtc_prehash_stop(struct mtc_prehash *p);
+
+/* One pass, on the calling thread: the bytes it hashed. For tests. */
+long long mtc_prehash_pass(const char *dir, const struct mtc_config *cfg, int threads,
+			   struct mtc_digest_cache *cache);
+
+#endif

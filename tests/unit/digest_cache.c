@@ -1,0 +1,165 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "digest.h"
+#include "digest_cache.h"
+#include "fsutil.h"
+#include "manifest.h"
+#include "prehash.h"
+#include "tap.h"
+#include "xalloc.h"
+
+static char *root;
+
+static char *path_of(const char *rel)
+{
+	return xasprintf("%s/%s", root, rel);
+}
+
+static void write_file(const char *rel, const char *text, size_t len)
+{
+	char *p = path_of(rel);
+	FILE *f = fopen(p, "w");
+	fwrite(text, 1, len, f);
+	fclose(f);
+	free(p);
+}
+
+static void make_dir(const char *rel)
+{
+	char *p = path_of(rel);
+	mkdir(p, 0755);
+	free(p);
+}
+
+static void sleep_quiet(void)
+{
+	usleep((useconds_t)(MTC_DIGEST_QUIET_S * 1e6) + 50000);
+}
+
+/* Whether the cache knows rel's whole-file digest, and that it is the true one. */
+static int knows(struct mtc_digest_cache *c, const char *rel)
+{
+	char *p = path_of(rel), hex[65], want[MTC_DIGEST_LEN];
+	struct stat st;
+	int hit = stat(p, &st) == 0 && mtc_digest_cache_get(c, &st, 0, -1, hex);
+	int right = hit && mtc_digest_file(p, 1, want, NULL) == 0 && !strcmp(hex, want);
+	free(p);
+	return hit ? (right ? 1 : -1) : 0;
+}
+
+int main(void)
+{
+	char tmpl[] = "/tmp/mtc-digest-cache.XXXXXX";
+	struct mtc_config cfg = { .job_name = "job", .node_rank = 3 };
+	struct mtc_digest_cache *c = mtc_digest_cache_new();
+	static char big[300000];
+
+	root = mkdtemp(tmpl);
+	for (size_t i = 0; i < sizeof big; i++)
+		big[i] = (char)(i * 7 + i / 251);
+	make_dir("7.orbax-checkpoint-tmp");
+	make_dir("7.orbax-checkpoint-tmp/d");
+	write_file("7.orbax-checkpoint-tmp/d/big", big, sizeof big);
+	write_file("7.orbax-checkpoint-tmp/small", "small", 5);
+	make_dir("step=8");
+	write_file("step=8/f", "nemo", 4);
+	write_file("job-s9-n3-w1.save", "torch", 5);
+	write_file("job-s9-n4-w1.save", "other rank", 10);
+	make_dir("other");
+	write_file("other/f", "not a step", 10);
+
+	is_int(mtc_prehash_pass(root, &cfg, 2, c), 0, "files written just now are not hashed");
+	is_int(knows(c, "7.orbax-checkpoint-tmp/small"), 0, "nor known");
+	sleep_quiet();
+	is_int(mtc_prehash_pass(root, &cfg, 2, c), sizeof big + 5 + 4 + 5,
+	       "once quiet, the files of Orbax's and NeMo's tmp dirs and this node's .save are");
+	ok(knows(c, "7.orbax-checkpoint-tmp/d/big") == 1 && knows(c, "step=8/f") == 1 &&
+		   knows(c, "job-s9-n3-w1.save") == 1,
+	   "with their true digests");
+	ok(!knows(c, "other/f") && !knows(c, "job-s9-n4-w1.save"),
+	   "another dir and another rank's save are left alone");
+	is_int(mtc_prehash_pass(root, &cfg, 2, c), 0, "a second pass hashes nothing again");
+
+	/* the framework's rename of its tmp dir keeps what is known */
+	char *from = path_of("7.orbax-checkpoint-tmp"), *to = path_of("7");
+	rename(from, to);
+	char want[MTC_DIGEST_LEN], got[MTC_DIGEST_LEN];
+	long long known = -1;
+	struct mtc_manifest m;
+	mtc_manifest_init(&m);
+	ok(mtc_digest_path(to, 1, want, NULL) == 0 &&
+		   mtc_digest_path_cached(to, 1, c, got, &m, &known) == 0 && !strcmp(got, want),
+	   "a step's digest with the cache is its digest");
+	is_int(known, sizeof big + 5, "and its files were known after the step dir's rename");
+	mtc_manifest_free(&m);
+
+	/* a write after the hash, the size unchanged: the ctime tells */
+	big[1000] ^= 1;
+	write_file("7/d/big", big, sizeof big);
+	is_int(knows(c, "7/d/big"), 0, "a file written again is not known");
+	ok(mtc_digest_path(to, 1, want, NULL) == 0 &&
+		   mtc_digest_path_cached(to, 1, c, got, NULL, &known) == 0 && !strcmp(got, want),
+	   "and the step's digest is of its new bytes");
+	is_int(known, 5, "only the unchanged file was taken from the cache");
+
+	/* what a put accepts */
+	char *small = path_of("7/small");
+	struct stat before, after;
+	double since = mtc_digest_cache_clock();
+	stat(small, &before);
+	after = before;
+	after.st_mtim.tv_nsec ^= 1;
+	mtc_digest_cache_put(c, since, &before, &after, 0, 2, "ab");
+	char hex[65];
+	ok(!mtc_digest_cache_get(c, &before, 0, 2, hex), "a file that changed under its hash is not kept");
+	write_file("fresh", "x", 1);
+	char *fresh = path_of("fresh");
+	since = mtc_digest_cache_clock();
+	stat(fresh, &before);
+	mtc_digest_cache_put(c, since, &before, &before, 0, -1, "cd");
+	ok(!mtc_digest_cache_get(c, &before, 0, -1, hex), "nor one written just now");
+	since = mtc_digest_cache_clock();
+	stat(small, &before);
+	char range[65];
+	memset(range, 'e', 64);
+	range[64] = '\0';
+	mtc_digest_cache_put(c, since, &before, &before, 1, 3, range);
+	ok(mtc_digest_cache_get(c, &before, 1, 3, hex) && !strcmp(hex, range) &&
+		   !mtc_digest_cache_get(c, &before, 1, 2, hex),
+	   "a range is kept apart from the others of its file");
+
+	/* what a commit takes is what the cache says: the cache is really used */
+	memset(range, '0', 64);
+	since = mtc_digest_cache_clock();
+	mtc_digest_cache_put(c, since, &before, &before, 0, -1, range);
+	mtc_digest_path_cached(small, 1, c, got, NULL, NULL);
+	ok(strcmp(got, range) != 0, "a single file as the path is hashed, not looked up");
+
+	/* sweeps */
+	mtc_digest_cache_sweep(c);
+	mtc_digest_cache_sweep(c);
+	is_int((long long)mtc_digest_cache_files(c), 0, "files not used between two sweeps are dropped");
+
+	/* the worker slot */
+	ok(mtc_digest_cache_begin(c), "the slot is free");
+	ok(!mtc_digest_cache_begin(c), "and then taken");
+	mtc_digest_cache_end(c);
+	mtc_digest_cache_hold(c);
+	ok(!mtc_digest_cache_begin(c), "a hold keeps work out");
+	mtc_digest_cache_release(c);
+	ok(mtc_digest_cache_begin(c), "until it is released");
+	mtc_digest_cache_end(c);
+
+	free(from);
+	free(to);
+	free(small);
+	free(fresh);
+	mtc_digest_cache_free(c);
+	mtc_remove_tree(root);
+	return done();
+}
