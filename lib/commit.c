@@ -152,6 +152,26 @@ static int sendable(const char *save, long long step, int worker)
 	return 0;
 }
 
+/*
+ * The save's digest (its logical one for orbax) and manifest, taking what the
+ * cache knows; the background hashing waits meanwhile (digest_cache.h).
+ */
+static int name_save(const struct mtc_commit_opts *o, const char *save,
+		     struct mtc_commit_result *r, struct mtc_manifest *m)
+{
+	if (o->cache)
+		mtc_digest_cache_hold(o->cache);
+	int rc = mtc_digest_path_cached(save, o->threads, o->cache, r->hash, m, &r->known);
+	if (rc < 0)
+		mtc_error("cannot digest '%s':", save);
+	if (rc == 0 && o->cfg->framework == MTC_FW_ORBAX)
+		logical_name(o, save, r->hash);
+	if (o->cache)
+		mtc_digest_cache_release(o->cache);
+	r->bytes = mtc_manifest_bytes(m);
+	return rc;
+}
+
 /* Commits <job>-s<step>-n<rank>-w<worker>.save, which must be complete. */
 static int commit_save(const struct mtc_commit_opts *o, long long step, int worker,
 		       double appeared)
@@ -168,18 +188,8 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 	mtc_manifest_init(&m);
 	if (!sendable(save, step, worker))
 		goto out;
-	if (o->cache)
-		mtc_digest_cache_hold(o->cache);
-	int digested = mtc_digest_path_cached(save, o->threads, o->cache, r.hash, &m, &r.known);
-	if (o->cache)
-		mtc_digest_cache_release(o->cache);
-	if (digested < 0) {
-		mtc_error("cannot digest '%s':", save);
+	if (name_save(o, save, &r, &m) < 0)
 		goto out;
-	}
-	r.bytes = mtc_manifest_bytes(&m);
-	if (o->cfg->framework == MTC_FW_ORBAX)
-		logical_name(o, save, r.hash);
 	data = xasprintf("%s/%s.data", o->dir, r.hash);
 	crash_point("hashed");
 	if (write_synced(tmp, r.hash) < 0) {

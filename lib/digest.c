@@ -60,6 +60,7 @@ static int hash_fd(int fd, long long size, int nomap, uint8_t out[32])
 
 struct node {
 	char *full;	 /* path to open */
+	int fd;		 /* or, when >= 0, the file already open (not owned) */
 	const char *rel; /* below the root, in full; "" for the root */
 	int is_dir;
 	long long size;
@@ -91,6 +92,7 @@ static struct node *new_node(const char *full, size_t rootlen)
 {
 	struct node *n = xcalloc(1, sizeof *n);
 	n->full = xstrdup(full);
+	n->fd = -1;
 	n->rel = n->full[rootlen] ? n->full + rootlen + 1 : "";
 	return n;
 }
@@ -162,11 +164,16 @@ struct pool {
 	atomic_int err;
 };
 
+static int open_node(const struct node *n)
+{
+	return n->fd >= 0 ? fcntl(n->fd, F_DUPFD_CLOEXEC, 0) : open(n->full, O_RDONLY | O_CLOEXEC);
+}
+
 /* Opens the node's file, which must still have the size the walk saw. */
 static int open_same(const struct node *n)
 {
 	struct stat st;
-	int fd = open(n->full, O_RDONLY | O_CLOEXEC);
+	int fd = open_node(n);
 	if (fd < 0)
 		return -1;
 	int e = fstat(fd, &st) < 0 ? errno : st.st_size != n->size ? EAGAIN : 0;
@@ -246,7 +253,7 @@ static int hash_whole(struct node *n, int nomap)
 {
 	struct stat st;
 	uint8_t raw[32];
-	int fd = open(n->full, O_RDONLY | O_CLOEXEC);
+	int fd = open_node(n);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0 || hash_fd(fd, st.st_size, nomap, raw) < 0) {
@@ -439,10 +446,10 @@ static void manifest_collect(struct mtc_manifest *m, const struct node *n)
 		manifest_collect(m, n->kids[i]);
 }
 
-int mtc_digest_file_read(const char *path, const struct stat *st, int threads,
-			 char out[MTC_DIGEST_LEN])
+int mtc_digest_fd_read(int fd, const struct stat *st, int threads, char out[MTC_DIGEST_LEN])
 {
-	struct node *n = new_node(path, strlen(path));
+	struct node *n = new_node("", 0);
+	n->fd = fd;
 	n->size = st->st_size;
 	int rc = hash_files(&n, 1, threads > 0 ? threads : mtc_cpu_count(), 1);
 	int e = errno;

@@ -40,12 +40,11 @@ int mtc_digest_path_cached(const char *path, int threads, struct mtc_digest_cach
 int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size);
 
 /*
- * The digest of the regular file st describes (its size), read with pread and
- * never mapped, so that a file cut short under it is an error (EAGAIN), not
- * a SIGBUS: for files still being written.
+ * The digest of the open regular file fd, of the size st gives, read with
+ * pread and never mapped, so that a file cut short under it is an error
+ * (EAGAIN), not a SIGBUS: for files still being written.
  */
-int mtc_digest_file_read(const char *path, const struct stat *st, int threads,
-			 char out[MTC_DIGEST_LEN]);
+int mtc_digest_fd_read(int fd, const struct stat *st, int threads, char out[MTC_DIGEST_LEN]);
 
 /*
  * The digest of a directory whose children have the digests kids (n of

@@ -22,7 +22,7 @@ struct rec {
 	struct stat st; /* dev, ino and the figures */
 	struct range *r;
 	size_t n, sorted, cap;
-	int used;
+	double used; /* when last found or put (mtc_digest_cache_clock) */
 };
 
 struct mtc_digest_cache {
@@ -150,7 +150,8 @@ int mtc_digest_cache_get(struct mtc_digest_cache *c, const struct stat *st, int6
 		struct range *g = find(r, off, len);
 		if (g) {
 			memcpy(hex, g->hex, 65);
-			r->used = hit = 1;
+			r->used = mtc_digest_cache_clock();
+			hit = 1;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -174,7 +175,7 @@ void mtc_digest_cache_put(struct mtc_digest_cache *c, double since, const struct
 		if (++c->nrecs > 2 * c->nbuckets)
 			grow(c);
 	}
-	r->used = 1;
+	r->used = mtc_digest_cache_clock();
 	if (r->n == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 4;
 		r->r = xrealloc(r->r, r->cap * sizeof *r->r);
@@ -185,14 +186,14 @@ void mtc_digest_cache_put(struct mtc_digest_cache *c, double since, const struct
 	pthread_mutex_unlock(&c->lock);
 }
 
-void mtc_digest_cache_sweep(struct mtc_digest_cache *c)
+void mtc_digest_cache_sweep(struct mtc_digest_cache *c, double keep_s)
 {
+	double before = mtc_digest_cache_clock() - keep_s;
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->nbuckets; i++)
 		for (struct rec **p = &c->bucket[i]; *p;) {
 			struct rec *r = *p;
-			if (r->used) {
-				r->used = 0;
+			if (r->used >= before) {
 				p = &r->next;
 			} else {
 				*p = r->next;

@@ -10,11 +10,14 @@
  * the figures every write changes (size, mtime and ctime to the ns). It is
  * git's racy-clean rule with a margin: an entry is put only for a file whose
  * ctime was MTC_DIGEST_QUIET_S old when its hashing began and whose figures
- * were the same when it ended. A later write stamps a ctime at least that
- * much newer (the kernel's clock for it lags by under one tick), so an entry
- * is never found for a file that changed. All calls are thread-safe.
+ * were the same when it ended. A later write stamps a newer ctime (the
+ * kernel's clock for it lags by at most one tick, 10 ms at HZ=100), so an
+ * entry is never found for a file that changed. The one write it cannot see
+ * is a single write call that began before the margin and still overwrites
+ * bytes in place (an extending one changes the size); a digest it got wrong
+ * would be refused downstream, where every copy is verified. Thread-safe.
  */
-#define MTC_DIGEST_QUIET_S 0.25
+#define MTC_DIGEST_QUIET_S 0.05
 
 struct mtc_digest_cache;
 
@@ -30,7 +33,7 @@ int mtc_digest_cache_quiet(const struct stat *st, double since);
 /*
  * The digest of bytes [off, off + len) of the file st describes; len -1 is
  * the whole file. 1 with hex filled when known, else 0. A hit marks the
- * file's entries used (mtc_digest_cache_sweep).
+ * file's entries used now (mtc_digest_cache_sweep).
  */
 int mtc_digest_cache_get(struct mtc_digest_cache *c, const struct stat *st, int64_t off,
 			 int64_t len, char hex[65]);
@@ -44,8 +47,13 @@ int mtc_digest_cache_get(struct mtc_digest_cache *c, const struct stat *st, int6
 void mtc_digest_cache_put(struct mtc_digest_cache *c, double since, const struct stat *before,
 			  const struct stat *after, int64_t off, int64_t len, const char *hex);
 
-/* Drops every file not found or put since the previous sweep. */
-void mtc_digest_cache_sweep(struct mtc_digest_cache *c);
+/*
+ * Drops every file not found or put for keep_s. MTC_DIGEST_KEEP_S is long
+ * enough for a step renamed twice between two looks at it, or waiting for
+ * its commit.
+ */
+#define MTC_DIGEST_KEEP_S 60
+void mtc_digest_cache_sweep(struct mtc_digest_cache *c, double keep_s);
 
 /* How many files the cache holds entries for. */
 size_t mtc_digest_cache_files(struct mtc_digest_cache *c);

@@ -3,11 +3,13 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "digest.h"
 #include "log.h"
@@ -31,6 +33,7 @@ struct mtc_prehash {
 struct pass {
 	struct mtc_prehash *p;
 	long long bytes;
+	double looking; /* seconds spent walking and looking up, not hashing */
 };
 
 static int prefixed_step(const char *name, const char *rest)
@@ -72,24 +75,31 @@ static int consider(const struct mtc_walk_entry *e, void *arg)
 		return 0;
 	if (p->threaded && stopping(p))
 		return -1;
+	/* Read through one descriptor: the step's renames under it change nothing. */
 	double since = mtc_digest_cache_clock();
-	if (lstat(e->path, &before) < 0 || !mtc_digest_cache_quiet(&before, since) ||
-	    !mtc_digest_cache_begin(p->cache))
+	int fd = open(e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
 		return 0;
-	if (mtc_digest_file_read(e->path, &before, p->threads, hex) == 0 &&
-	    lstat(e->path, &after) == 0) {
-		mtc_digest_cache_put(p->cache, since, &before, &after, 0, -1, hex);
-		ps->bytes += before.st_size;
+	if (fstat(fd, &before) == 0 && mtc_digest_cache_quiet(&before, since) &&
+	    mtc_digest_cache_begin(p->cache)) {
+		if (mtc_digest_fd_read(fd, &before, p->threads, hex) == 0 && fstat(fd, &after) == 0) {
+			mtc_digest_cache_put(p->cache, since, &before, &after, 0, -1, hex);
+			ps->bytes += before.st_size;
+		}
+		mtc_digest_cache_end(p->cache);
 	}
-	mtc_digest_cache_end(p->cache);
+	close(fd);
+	ps->looking -= mtc_digest_cache_clock() - since;
 	return 0;
 }
 
-static long long pass(struct mtc_prehash *p)
+/* One look at the dir; the seconds it took, hashing aside, in *looking. */
+static long long pass(struct mtc_prehash *p, double *looking)
 {
-	struct pass ps = { p, 0 };
+	struct pass ps = { p, 0, -mtc_digest_cache_clock() };
 	DIR *d = opendir(p->dir);
 	struct dirent *de;
+	*looking = 0;
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
@@ -112,7 +122,8 @@ static long long pass(struct mtc_prehash *p)
 			break;
 	}
 	closedir(d);
-	mtc_digest_cache_sweep(p->cache);
+	mtc_digest_cache_sweep(p->cache, MTC_DIGEST_KEEP_S);
+	*looking = ps.looking + mtc_digest_cache_clock();
 	return ps.bytes;
 }
 
@@ -120,19 +131,24 @@ long long mtc_prehash_pass(const char *dir, const struct mtc_config *cfg, int th
 			   struct mtc_digest_cache *cache)
 {
 	struct mtc_prehash p = { .dir = dir, .cfg = cfg, .threads = threads, .cache = cache };
-	return pass(&p);
+	double looking;
+	return pass(&p, &looking);
 }
 
 static void *run(void *arg)
 {
 	struct mtc_prehash *p = arg;
 	for (;;) {
-		long long bytes = pass(p);
+		double looking, wait;
+		long long bytes = pass(p, &looking);
 		if (bytes)
 			mtc_debug("hashed %lld bytes of steps in the making", bytes);
+		/* a dir of many files is looked at less often: a fifth of the time at most */
+		wait = 4 * looking > MTC_PREHASH_PASS_S ? 4 * looking : MTC_PREHASH_PASS_S;
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += (long)(MTC_PREHASH_PASS_S * 1e9);
+		until.tv_sec += (time_t)wait;
+		until.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
 		until.tv_sec += until.tv_nsec / 1000000000;
 		until.tv_nsec %= 1000000000;
 		pthread_mutex_lock(&p->lock);

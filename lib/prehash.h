@@ -7,7 +7,8 @@
 /*
  * Hashing a step while the framework writes it, so that its commit after the
  * framework's rename finds its files' digests known (mtc(7) §3.6). A thread
- * looks at the local dir every MTC_PREHASH_PASS_S: at what a framework is
+ * looks at the local dir every MTC_PREHASH_PASS_S (or less often, so that
+ * looking takes at most a fifth of its time): at what a framework is
  * writing or has just saved there (Orbax's <step>.orbax-checkpoint-tmp*,
  * NeMo's step=<step>, a step dir <step>, this node's .save) and hashes every
  * regular file of it that is quiet (digest_cache.h) into the cache, one file

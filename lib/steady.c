@@ -62,6 +62,15 @@ struct loop {
 		int failed;
 		double ended; /* UTC */
 	} push;
+	/* A sync waits for the other ranks in its own thread: a late rank never holds up commits. */
+	struct sync {
+		pthread_t thread;
+		int running;
+		atomic_int done;
+		json_t *report, *answer;
+		int rc;
+		char err[1024];
+	} sync;
 	pid_t child;
 	char child_name[17];
 	long long child_step;
@@ -612,12 +621,48 @@ out:
 	free(path);
 }
 
+static void *sync_main(void *arg)
+{
+	struct loop *l = arg;
+	l->sync.rc = mtc_coord_post(&l->cc, "sync", l->sync.report, 1, mtc_now() + 30,
+				    &l->sync.answer, l->sync.err, sizeof l->sync.err);
+	atomic_store(&l->sync.done, 1);
+	return NULL;
+}
+
+/* Posts the report in the sync thread (or here, when it cannot start). */
+static void sync_start(struct loop *l, json_t *report)
+{
+	l->sync.report = report;
+	l->sync.answer = NULL;
+	l->sync.err[0] = '\0';
+	atomic_store(&l->sync.done, 0);
+	if (pthread_create(&l->sync.thread, NULL, sync_main, l) == 0)
+		l->sync.running = 1;
+	else
+		sync_main(l);
+}
+
+/* 1 with the sync's outcome taken (its report freed) once it is over; 0 while it runs. */
+static int sync_reap(struct loop *l, int block)
+{
+	if (l->sync.running) {
+		if (!block && !atomic_load(&l->sync.done))
+			return 0;
+		pthread_join(l->sync.thread, NULL);
+		l->sync.running = 0;
+	}
+	json_decref(l->sync.report);
+	l->sync.report = NULL;
+	return 1;
+}
+
 /* One sync: 1 when answered (next sync after the interval), 0 when still waiting. */
 static int sync_once(struct loop *l)
 {
 	const struct mtc_steady_opts *o = l->o;
 	json_t *rep, *a = NULL, *b;
-	char err[1024] = "", name[17];
+	char *err = l->sync.err, name[17];
 	long long agreed;
 	int rc;
 
@@ -637,15 +682,21 @@ static int sync_once(struct loop *l)
 		gc_to(l, agreed);
 		return 1;
 	}
-	rep = json_pack("{s:I, s:b, s:b, s:o}", "replicated-step", (json_int_t)l->replicated,
-			"backup-running", l->child > 0, "backup-requested", backup_requested(l),
-			"config", mtc_config_to_json(o->cfg));
-	if (l->last_backup_time >= 0)
-		json_object_set_new(rep, "last-backup",
-				    json_pack("{s:s, s:I}", "name", l->last_backup_name, "step",
-					      (json_int_t)l->last_backup_step));
-	rc = mtc_coord_post(&l->cc, "sync", rep, 1, mtc_now() + 30, &a, err, sizeof err);
-	json_decref(rep);
+	if (!l->sync.report) {
+		rep = json_pack("{s:I, s:b, s:b, s:o}", "replicated-step",
+				(json_int_t)l->replicated, "backup-running", l->child > 0,
+				"backup-requested", backup_requested(l), "config",
+				mtc_config_to_json(o->cfg));
+		if (l->last_backup_time >= 0)
+			json_object_set_new(rep, "last-backup",
+					    json_pack("{s:s, s:I}", "name", l->last_backup_name,
+						      "step", (json_int_t)l->last_backup_step));
+		sync_start(l, rep);
+	}
+	if (!sync_reap(l, 0))
+		return 0;
+	rc = l->sync.rc;
+	a = l->sync.answer;
 	if (rc == 0 && !a)
 		return 0;
 	if (rc != 0) {
@@ -753,6 +804,10 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	mtc_prehash_stop(prehash);
 	mtc_digest_cache_free(co.cache);
 	push_reap(&l, 1);
+	if (l.sync.report) {
+		sync_reap(&l, 1);
+		json_decref(l.sync.answer);
+	}
 	seed_stop(&l);
 	if (l.child > 0) {
 		mtc_info("stopping: waiting for backup '%s'", l.child_name);

@@ -2,6 +2,9 @@
 # Time to safety on loopback: from the framework's rename of a step into the local
 # dir to "committed and on its peer" (mtc-replicate run --json, to-peers), against a
 # bare push of the same, already committed step to a fresh peer in the same run.
+# The framework writes the step in the local dir under Orbax's tmp name and renames
+# it, so run hashes it while it is written; run --no-prehash is measured beside it,
+# and so is the framework's write (a copy) with and without run watching.
 # The peer's daemon is rank 1's and coordinates (rank 1 itself never reports).
 # Best of MTC_BENCH_RUNS (default 3) each, the two alternating, with the slowest of each.
 # Two steps: three shards and many small files (the merkle digest names it), then,
@@ -72,24 +75,28 @@ PY
 bare_push() {
 	peer
 	rm -rf "$root/committed" && mkdir -p "$root/committed"
+	s=$(now)
 	cp -r "$root/proto" "$root/committed/1"
+	w=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
 	"$bin/mtc-replicate" commit --dir "$root/committed" --config "$root/cfg.json" >/dev/null
 	s=$(now)
 	"$bin/mtc-replicate" push --dir "$root/committed" --config "$root/cfg.json" --step 1 --peer "$PEER" >/dev/null
 	t=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
 }
 
-# safe_run: mtc-replicate run sees the step renamed into its dir; sets t and c
+# safe_run [OPTION...]: mtc-replicate run sees the step written and renamed into its dir; sets t, c and w
 safe_run() {
 	peer
 	printf 'http://127.0.0.1:9\n%s\n' "$PEER" >"$root/peers" # rank 0 (this node), rank 1
-	rm -rf "$root/local" "$root/stage" && mkdir -p "$root/local" "$root/stage"
-	cp -r "$root/proto" "$root/stage/1"
+	rm -rf "$root/local" && mkdir -p "$root/local"
 	"$bin/mtc-replicate" run --dir "$root/local" --config "$root/cfg.json" --peers-file "$root/peers" \
-		--coordinator-url "$PEER" --timeout 120 --json >"$root/run.out" 2>"$root/run.err" &
+		--coordinator-url "$PEER" --timeout 120 --json "$@" >"$root/run.out" 2>"$root/run.err" &
 	run=$!
 	sleep 1
-	mv "$root/stage/1" "$root/local/1"
+	s=$(now)
+	cp -r "$root/proto" "$root/local/1.orbax-checkpoint-tmp"
+	w=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+	mv "$root/local/1.orbax-checkpoint-tmp" "$root/local/1"
 	for _ in $(seq 1200); do grep -q '"to-peers"' "$root/run.out" && break; sleep 0.1; done
 	kill "$run" 2>/dev/null || true
 	wait "$run" 2>/dev/null || true
@@ -104,22 +111,32 @@ above() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(b == "" || a + 0 > b + 0) }'; 
 
 # measure LABEL: the two alternate, so that both sides of the ratio see the same moments of a noisy host
 measure() {
-	best_push="" best_safe="" worst_push="" worst_safe=""
+	best_push="" best_safe="" worst_push="" worst_safe="" best_cold="" worst_cold=""
+	best_w0="" best_w1=""
 	for _ in $(seq "$runs"); do
 		bare_push
 		below "$t" "$best_push" && best_push=$t
 		above "$t" "$worst_push" && worst_push=$t
+		below "$w" "$best_w0" && best_w0=$w
 		safe_run
 		below "$t" "$best_safe" && best_safe=$t best_commit=$c
 		above "$t" "$worst_safe" && worst_safe=$t
+		below "$w" "$best_w1" && best_w1=$w
+		safe_run --no-prehash
+		below "$t" "$best_cold" && best_cold=$t best_cold_commit=$c
+		above "$t" "$worst_cold" && worst_cold=$t
 	done
 	awk -v p="$best_push" -v s="$best_safe" -v c="$best_commit" -v mb="$mb" -v wp="$worst_push" \
-		-v ws="$worst_safe" -v l="$1" 'BEGIN {
+		-v ws="$worst_safe" -v k="$best_cold" -v kc="$best_cold_commit" -v wk="$worst_cold" \
+		-v w0="$best_w0" -v w1="$best_w1" -v l="$1" 'BEGIN {
 		printf "%s\n", l
-		printf "  %-42s %7.2f s %8.0f MiB/s  (slowest %.2f s)\n", "bare push of the committed step", p, mb / p, wp
-		printf "  %-42s %7.2f s %8.0f MiB/s  (slowest %.2f s)\n", "time to safety (rename -> on its peer)", s, mb / s, ws
-		printf "  %-42s %7.2f s\n", "  of which to committed (hashed, renamed)", c
-		printf "  time to safety / push: %.2fx (target <= 1.3x)\n", s / p
+		printf "  %-46s %7.2f s %8.0f MiB/s  (slowest %.2f s)\n", "bare push of the committed step", p, mb / p, wp
+		printf "  %-46s %7.2f s %8.0f MiB/s  (slowest %.2f s)\n", "time to safety (rename -> on its peer)", s, mb / s, ws
+		printf "  %-46s %7.2f s\n", "  of which to committed (hashed, renamed)", c
+		printf "  %-46s %7.2f s %8.0f MiB/s  (slowest %.2f s)\n", "the same, run --no-prehash", k, mb / k, wk
+		printf "  %-46s %7.2f s\n", "  of which to committed", kc
+		printf "  %-46s %7.2f s alone, %.2f s with run hashing it\n", "the framework'"'"'s write of the step (a copy)", w0, w1
+		printf "  time to safety / push: %.2fx (target <= 1.3x); --no-prehash: %.2fx\n", s / p, k / p
 	}'
 }
 

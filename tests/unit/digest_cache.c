@@ -141,9 +141,12 @@ int main(void)
 	ok(strcmp(got, range) != 0, "a single file as the path is hashed, not looked up");
 
 	/* sweeps */
-	mtc_digest_cache_sweep(c);
-	mtc_digest_cache_sweep(c);
-	is_int((long long)mtc_digest_cache_files(c), 0, "files not used between two sweeps are dropped");
+	size_t held = mtc_digest_cache_files(c);
+	mtc_digest_cache_sweep(c, MTC_DIGEST_KEEP_S);
+	ok(held > 0 && mtc_digest_cache_files(c) == held, "a sweep keeps what was used lately");
+	usleep(10000);
+	mtc_digest_cache_sweep(c, 0.005);
+	is_int((long long)mtc_digest_cache_files(c), 0, "and drops what was not");
 
 	/* the worker slot */
 	ok(mtc_digest_cache_begin(c), "the slot is free");
