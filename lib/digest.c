@@ -26,8 +26,8 @@
 
 #define MAX_DEPTH 64
 #define READ_MAX (64 * 1024) /* smaller files are read, larger ones mapped */
-#define SEG_CHUNKS 4096	     /* a segment: one aligned subtree, hashed by one thread */
-#define SEG_BYTES ((long long)SEG_CHUNKS * MTC_BLAKE3_CHUNK_LEN)
+#define SEG_CHUNKS MTC_DIGEST_SEG_CHUNKS /* a segment: hashed by one thread */
+#define SEG_BYTES MTC_DIGEST_SEG_BYTES
 #define WHOLE_MAX (1LL << 30) /* one thread maps and populates a file up to this size at once */
 
 static int hash_fd(int fd, long long size, int nomap, uint8_t out[32])
@@ -61,6 +61,8 @@ static int hash_fd(int fd, long long size, int nomap, uint8_t out[32])
 struct node {
 	char *full;	 /* path to open */
 	int fd;		 /* or, when >= 0, the file already open (not owned) */
+	uint8_t *prefix; /* chaining values of its first nprefix segments, known */
+	size_t nprefix;
 	const char *rel; /* below the root, in full; "" for the root */
 	int is_dir;
 	long long size;
@@ -85,6 +87,7 @@ static void free_node(struct node *n)
 		free_node(n->kids[i]);
 	free(n->kids);
 	free(n->full);
+	free(n->prefix);
 	free(n);
 }
 
@@ -121,6 +124,8 @@ static int add_entry(const struct mtc_walk_entry *e, void *arg)
 		t->cached += k->size;
 	} else {
 		k->size = e->st.st_size;
+		if (t->cache)
+			k->nprefix = mtc_digest_cache_prefix(t->cache, &e->st, &k->prefix);
 		if (t->nfiles == t->cap) {
 			t->cap = t->cap ? 2 * t->cap : 64;
 			t->files = xrealloc(t->files, t->cap * sizeof *t->files);
@@ -154,7 +159,7 @@ struct target {
 
 struct job {
 	struct target *t;
-	long long seg;
+	long long seg; /* -1: the tail alone, every segment being known */
 };
 
 struct pool {
@@ -309,6 +314,8 @@ static int run_job(struct job *j)
 	struct target *t = j->t;
 	if (!t->segs)
 		return hash_whole(t->node, t->nomap);
+	if (j->seg < 0)
+		return hash_tail(t);
 	if (hash_segment(t, j->seg) < 0)
 		return -1;
 	return atomic_fetch_sub(&t->left, 1) == 1 ? hash_tail(t) : 0;
@@ -341,19 +348,28 @@ static int hash_files(struct node **files, size_t n, int threads, int nomap)
 	struct target *t = xcalloc(n ? n : 1, sizeof *t);
 	size_t njobs = 0;
 	for (size_t i = 0; i < n; i++) {
-		t[i].node = files[i];
+		struct node *f = files[i];
+		t[i].node = f;
 		t[i].nomap = t[i].tried = nomap;
-		if ((threads > 1 || files[i]->size > WHOLE_MAX) && files[i]->size > SEG_BYTES)
-			t[i].segs = (files[i]->size - 1) / SEG_BYTES;
+		if ((threads > 1 || f->size > WHOLE_MAX || f->nprefix) && f->size > SEG_BYTES)
+			t[i].segs = (f->size - 1) / SEG_BYTES;
 		t[i].cvs = t[i].segs ? xmalloc((size_t)t[i].segs * 32) : NULL;
-		atomic_init(&t[i].left, t[i].segs);
+		if ((long long)f->nprefix > t[i].segs)
+			f->nprefix = (size_t)t[i].segs;
+		if (f->nprefix)
+			memcpy(t[i].cvs, f->prefix, 32 * f->nprefix);
+		atomic_init(&t[i].left, t[i].segs - (long long)f->nprefix);
 		pthread_mutex_init(&t[i].lock, NULL);
-		njobs += t[i].segs ? (size_t)t[i].segs : 1;
+		njobs += t[i].segs > (long long)f->nprefix ? (size_t)(t[i].segs - (long long)f->nprefix) : 1;
 	}
 	struct pool p = { xcalloc(njobs ? njobs : 1, sizeof *p.jobs), njobs, 0, 0 };
-	for (size_t i = 0, k = 0; i < n; i++)
-		for (long long s = 0; s == 0 || s < t[i].segs; s++)
+	for (size_t i = 0, k = 0; i < n; i++) {
+		long long from = (long long)files[i]->nprefix;
+		if (t[i].segs && from == t[i].segs)
+			p.jobs[k++] = (struct job){ &t[i], -1 };
+		for (long long s = from; s == 0 || s < t[i].segs; s++)
 			p.jobs[k++] = (struct job){ &t[i], s };
+	}
 	size_t most = threads < MTC_HASH_THREADS_MAX ? (size_t)threads : MTC_HASH_THREADS_MAX;
 	mtc_run_threads(njobs < most ? njobs : most, pool_worker, &p);
 	for (size_t i = 0; i < n; i++) {
@@ -446,11 +462,14 @@ static void manifest_collect(struct mtc_manifest *m, const struct node *n)
 		manifest_collect(m, n->kids[i]);
 }
 
-int mtc_digest_fd_read(int fd, const struct stat *st, int threads, char out[MTC_DIGEST_LEN])
+int mtc_digest_fd_read(int fd, const struct stat *st, int threads, struct mtc_digest_cache *cache,
+		       char out[MTC_DIGEST_LEN])
 {
 	struct node *n = new_node("", 0);
 	n->fd = fd;
 	n->size = st->st_size;
+	if (cache)
+		n->nprefix = mtc_digest_cache_prefix(cache, st, &n->prefix);
 	int rc = hash_files(&n, 1, threads > 0 ? threads : mtc_cpu_count(), 1);
 	int e = errno;
 	if (rc == 0)
@@ -458,6 +477,55 @@ int mtc_digest_fd_read(int fd, const struct stat *st, int threads, char out[MTC_
 	free_node(n);
 	errno = e;
 	return rc;
+}
+
+struct segments {
+	int fd;
+	size_t to;
+	uint8_t *cvs;
+	atomic_size_t next;
+	atomic_int err;
+};
+
+static void *segments_worker(void *arg)
+{
+	struct segments *g = arg;
+	uint8_t *buf = xmalloc((size_t)SEG_BYTES);
+	size_t i;
+	while (atomic_load(&g->err) == 0 && (i = atomic_fetch_add(&g->next, 1)) < g->to) {
+		size_t got = 0;
+		while (got < (size_t)SEG_BYTES) {
+			ssize_t r = pread(g->fd, buf + got, (size_t)SEG_BYTES - got,
+					  (off_t)i * SEG_BYTES + (off_t)got);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				int zero = 0;
+				atomic_compare_exchange_strong(&g->err, &zero, r < 0 ? errno : EAGAIN);
+				break;
+			}
+			got += (size_t)r;
+		}
+		if (got == (size_t)SEG_BYTES)
+			mtc_blake3_subtree(buf, SEG_CHUNKS, (uint64_t)i * SEG_CHUNKS, g->cvs + 32 * i);
+	}
+	free(buf);
+	return NULL;
+}
+
+int mtc_digest_fd_segments(int fd, size_t from, size_t to, int threads, uint8_t *cvs)
+{
+	struct segments g = { .fd = fd, .to = to, .cvs = cvs };
+	atomic_init(&g.next, from);
+	atomic_init(&g.err, 0);
+	size_t n = to > from ? to - from : 0, most = threads > 0 ? (size_t)threads : 1;
+	if (n)
+		mtc_run_threads(n < most ? n : most, segments_worker, &g);
+	if (g.err) {
+		errno = g.err;
+		return -1;
+	}
+	return 0;
 }
 
 int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],

@@ -2,6 +2,7 @@
 #define MTC_DIGEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "manifest.h"
@@ -27,10 +28,15 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 
 struct mtc_digest_cache;
 
+/* A large file is hashed in segments: aligned BLAKE3 subtrees of this many bytes. */
+#define MTC_DIGEST_SEG_CHUNKS 4096
+#define MTC_DIGEST_SEG_BYTES (MTC_DIGEST_SEG_CHUNKS * 1024LL)
+
 /*
  * mtc_digest_path, with each file's digest taken from cache where it is
- * known there (digest_cache.h); the bytes so found in *cached (may be NULL).
- * A single file as path is always hashed.
+ * known there (digest_cache.h), and a file's segments hashed while it was
+ * appended to taken from it too; the bytes of whole files so found in
+ * *cached (may be NULL). A single file as path is always hashed.
  */
 int mtc_digest_path_cached(const char *path, int threads, struct mtc_digest_cache *cache,
 			   char out[MTC_DIGEST_LEN], struct mtc_manifest *manifest,
@@ -42,9 +48,18 @@ int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], lon
 /*
  * The digest of the open regular file fd, of the size st gives, read with
  * pread and never mapped, so that a file cut short under it is an error
- * (EAGAIN), not a SIGBUS: for files still being written.
+ * (EAGAIN), not a SIGBUS: for files still being written. The segments the
+ * cache (may be NULL) holds for it are not read again.
  */
-int mtc_digest_fd_read(int fd, const struct stat *st, int threads, char out[MTC_DIGEST_LEN]);
+int mtc_digest_fd_read(int fd, const struct stat *st, int threads, struct mtc_digest_cache *cache,
+		       char out[MTC_DIGEST_LEN]);
+
+/*
+ * The chaining values of segments [from, to) of the open file fd into cvs
+ * (32 bytes each, at their index), read with pread on up to `threads`
+ * threads. -1 with errno (EAGAIN: the file is shorter) when one cannot be.
+ */
+int mtc_digest_fd_segments(int fd, size_t from, size_t to, int threads, uint8_t *cvs);
 
 /*
  * The digest of a directory whose children have the digests kids (n of

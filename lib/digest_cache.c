@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "digest.h"
 #include "digest_cache.h"
 #include "xalloc.h"
 
@@ -22,6 +23,8 @@ struct rec {
 	struct stat st; /* dev, ino and the figures */
 	struct range *r;
 	size_t n, sorted, cap;
+	uint8_t *prefix; /* chaining values of the first nprefix segments */
+	size_t nprefix;
 	double used; /* when last found or put (mtc_digest_cache_clock) */
 };
 
@@ -46,6 +49,7 @@ struct mtc_digest_cache *mtc_digest_cache_new(void)
 static void free_rec(struct rec *r)
 {
 	free(r->r);
+	free(r->prefix);
 	free(r);
 }
 
@@ -158,24 +162,60 @@ int mtc_digest_cache_get(struct mtc_digest_cache *c, const struct stat *st, int6
 	return hit;
 }
 
+/* The record of st's file, made when there is none; under the lock. */
+static struct rec *rec_of(struct mtc_digest_cache *c, const struct stat *st)
+{
+	struct rec **p = slot(c, st), *r = *p;
+	if (!r) {
+		r = *p = xcalloc(1, sizeof *r);
+		r->st = *st;
+		if (++c->nrecs > 2 * c->nbuckets)
+			grow(c);
+	}
+	r->used = mtc_digest_cache_clock();
+	return r;
+}
+
+size_t mtc_digest_cache_prefix(struct mtc_digest_cache *c, const struct stat *st, uint8_t **cvs)
+{
+	size_t n = 0;
+	*cvs = NULL;
+	pthread_mutex_lock(&c->lock);
+	struct rec *r = *slot(c, st);
+	if (r && (long long)st->st_size >= (long long)r->nprefix * MTC_DIGEST_SEG_BYTES) {
+		n = r->nprefix;
+		if (n)
+			*cvs = memcpy(xmalloc(32 * n), r->prefix, 32 * n);
+		r->used = mtc_digest_cache_clock();
+	}
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+void mtc_digest_cache_put_prefix(struct mtc_digest_cache *c, const struct stat *st, size_t from,
+				 size_t n, const uint8_t *cvs)
+{
+	pthread_mutex_lock(&c->lock);
+	struct rec *r = rec_of(c, st);
+	if (r->nprefix == from && n > from) {
+		r->prefix = xrealloc(r->prefix, 32 * n);
+		memcpy(r->prefix + 32 * from, cvs + 32 * from, 32 * (n - from));
+		r->nprefix = n;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 void mtc_digest_cache_put(struct mtc_digest_cache *c, double since, const struct stat *before,
 			  const struct stat *after, int64_t off, int64_t len, const char *hex)
 {
 	if (!mtc_digest_cache_quiet(before, since) || !same_figures(before, after))
 		return;
 	pthread_mutex_lock(&c->lock);
-	struct rec **p = slot(c, before), *r = *p;
-	if (r && !same_figures(&r->st, before)) {
+	struct rec *r = rec_of(c, before);
+	if (!same_figures(&r->st, before)) {
 		r->n = r->sorted = 0; /* the file changed: its old ranges are gone */
 		r->st = *before;
 	}
-	if (!r) {
-		r = *p = xcalloc(1, sizeof *r);
-		r->st = *before;
-		if (++c->nrecs > 2 * c->nbuckets)
-			grow(c);
-	}
-	r->used = mtc_digest_cache_clock();
 	if (r->n == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 4;
 		r->r = xrealloc(r->r, r->cap * sizeof *r->r);

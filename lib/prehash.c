@@ -63,7 +63,44 @@ static int stopping(struct mtc_prehash *p)
 	return stop;
 }
 
-/* A walk's visit (walk.h): a quiet regular file whose digest is not known is hashed. */
+/*
+ * An OCDBT data file (<store>/d/<32 hex>): tensorstore appends to it and
+ * never writes its bytes again, so its start can be hashed while it grows.
+ */
+static int appended_only(const struct mtc_prehash *p, const char *path)
+{
+	const char *name = strrchr(path, '/');
+	if (p->cfg->framework != MTC_FW_ORBAX || !name || name - path < 2 ||
+	    strncmp(name - 2, "/d", 2) || strlen(name + 1) != 32 ||
+	    strspn(name + 1, "0123456789abcdef") != 32)
+		return 0;
+	return 1;
+}
+
+/* Hashes the next segments of a growing file that are whole and not its last. */
+static void extend_prefix(struct pass *ps, int fd, const struct stat *st)
+{
+	struct mtc_prehash *p = ps->p;
+	uint8_t *cvs;
+	size_t from = mtc_digest_cache_prefix(p->cache, st, &cvs);
+	size_t to = st->st_size > 0 ? (size_t)((st->st_size - 1) / MTC_DIGEST_SEG_BYTES) : 0;
+	if (to > from + MTC_PREHASH_BATCH)
+		to = from + MTC_PREHASH_BATCH;
+	if (to > from && mtc_digest_cache_begin(p->cache)) {
+		cvs = xrealloc(cvs, 32 * to);
+		if (mtc_digest_fd_segments(fd, from, to, p->threads, cvs) == 0) {
+			mtc_digest_cache_put_prefix(p->cache, st, from, to, cvs);
+			ps->bytes += (long long)(to - from) * MTC_DIGEST_SEG_BYTES;
+		}
+		mtc_digest_cache_end(p->cache);
+	}
+	free(cvs);
+}
+
+/*
+ * A walk's visit (walk.h): a quiet regular file whose digest is not known is
+ * hashed; of a growing one that is only appended to, what is written.
+ */
 static int consider(const struct mtc_walk_entry *e, void *arg)
 {
 	struct pass *ps = arg;
@@ -80,13 +117,19 @@ static int consider(const struct mtc_walk_entry *e, void *arg)
 	int fd = open(e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &before) == 0 && mtc_digest_cache_quiet(&before, since) &&
-	    mtc_digest_cache_begin(p->cache)) {
-		if (mtc_digest_fd_read(fd, &before, p->threads, hex) == 0 && fstat(fd, &after) == 0) {
-			mtc_digest_cache_put(p->cache, since, &before, &after, 0, -1, hex);
-			ps->bytes += before.st_size;
+	if (fstat(fd, &before) < 0) {
+		;
+	} else if (mtc_digest_cache_quiet(&before, since)) {
+		if (mtc_digest_cache_begin(p->cache)) {
+			if (mtc_digest_fd_read(fd, &before, p->threads, p->cache, hex) == 0 &&
+			    fstat(fd, &after) == 0) {
+				mtc_digest_cache_put(p->cache, since, &before, &after, 0, -1, hex);
+				ps->bytes += before.st_size;
+			}
+			mtc_digest_cache_end(p->cache);
 		}
-		mtc_digest_cache_end(p->cache);
+	} else if (S_ISREG(before.st_mode) && appended_only(p, e->path)) {
+		extend_prefix(ps, fd, &before);
 	}
 	close(fd);
 	ps->looking -= mtc_digest_cache_clock() - since;

@@ -13,9 +13,14 @@
  * NeMo's step=<step>, a step dir <step>, this node's .save) and hashes every
  * regular file of it that is quiet (digest_cache.h) into the cache, one file
  * at a time, read and never mapped (a file cut short under it is skipped).
- * It yields to a commit that holds the cache.
+ * Of an OCDBT data file still growing (orbax), whose bytes tensorstore never
+ * writes twice, it hashes the whole segments written so far. It yields to a
+ * commit that holds the cache.
  */
 #define MTC_PREHASH_PASS_S 0.1
+
+/* The most segments of a growing file hashed at once (256 MiB): a commit waits for no more. */
+#define MTC_PREHASH_BATCH 64
 
 struct mtc_prehash;
 
