@@ -4,12 +4,13 @@
 # bare push of the same, already committed step to a fresh peer in the same run.
 # The framework writes the step in the local dir under Orbax's tmp name and renames
 # it, so run hashes it while it is written; run --no-prehash is measured beside it,
-# and so is the framework's write (a copy) with and without run watching.
+# and so is the framework's write with and without run watching.
 # The peer's daemon is rank 1's and coordinates (rank 1 itself never reports).
 # Best of MTC_BENCH_RUNS (default 3) each, the two alternating, with the slowest of each.
-# Two steps: three shards and many small files (the merkle digest names it), then,
-# when the venv has them, a save of real Orbax (OCDBT, named by its logical digest,
-# so its commit hashes every byte twice: once per file, once per value).
+# Two steps: three shards and many small files copied in (the merkle digest names
+# it), then, when the venv has them, real Orbax saving into the dir each time (OCDBT,
+# named by its logical digest, so its commit hashes every byte twice: once per
+# file, which run does while the data files grow, and once per value).
 #   tests/bench/safety.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 2048)
 set -eu
 build=${1:-build/release}
@@ -53,30 +54,38 @@ files_step() {
 	: >"$root/proto/commit_success.txt"
 }
 
-# orbax_step: the step as Orbax's StandardCheckpointer saves 16 arrays on the CPU
-orbax_step() {
-	JAX_PLATFORMS=cpu "$venv/bin/python" - "$root/proto" "$mb" <<'PY'
+# write_files DIR: the framework writes the step in DIR under Orbax's tmp name and renames it (a copy of proto)
+write_files() {
+	cp -r "$root/proto" "$1/1.orbax-checkpoint-tmp"
+	mv "$1/1.orbax-checkpoint-tmp" "$1/1"
+}
+
+# write_orbax DIR: real Orbax's CheckpointManager saves 16 arrays on the CPU as step 1 of DIR
+# (OCDBT; <step>.orbax-checkpoint-tmp renamed to <step>), as the training job does
+write_orbax() {
+	JAX_PLATFORMS=cpu "$venv/bin/python" - "$1" "$mb" >>"$root/orbax.log" 2>&1 <<'PY' || { tail -5 "$root/orbax.log" >&2; exit 1; }
 import os, sys
 import numpy as np
 import orbax.checkpoint as ocp
 out, mb = sys.argv[1], int(sys.argv[2])
 rng = np.random.default_rng(1)
 state = {f"layer{i:02d}": rng.integers(0, 2**31, (mb << 20) // 64, dtype=np.int32) for i in range(16)}
-with ocp.StandardCheckpointer() as c:
-    c.save(os.path.abspath(out), state)
+mngr = ocp.CheckpointManager(os.path.abspath(out))
+mngr.save(1, args=ocp.args.StandardSave(state), force=True)
+mngr.wait_until_finished()
+mngr.close()
 PY
-	: >"$root/proto/commit_success.txt"
 }
 
 # Each bare push is of a step just saved and committed, as in the runs below: on a VM
 # that hands freed pages back to its host, memory written afresh costs more than
 # memory written again, so both sides of the ratio pay the same.
-# bare_push: a bare push of a step just saved and committed, to a fresh peer; sets t
+# bare_push: a bare push of a step just written and committed, to a fresh peer; sets t and w
 bare_push() {
 	peer
 	rm -rf "$root/committed" && mkdir -p "$root/committed"
 	s=$(now)
-	cp -r "$root/proto" "$root/committed/1"
+	$write "$root/committed"
 	w=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
 	"$bin/mtc-replicate" commit --dir "$root/committed" --config "$root/cfg.json" >/dev/null
 	s=$(now)
@@ -88,15 +97,14 @@ bare_push() {
 safe_run() {
 	peer
 	printf 'http://127.0.0.1:9\n%s\n' "$PEER" >"$root/peers" # rank 0 (this node), rank 1
-	rm -rf "$root/local" && mkdir -p "$root/local"
+	rm -rf "$root/local" "$root/committed" && mkdir -p "$root/local"
 	"$bin/mtc-replicate" run --dir "$root/local" --config "$root/cfg.json" --peers-file "$root/peers" \
-		--coordinator-url "$PEER" --timeout 120 --json "$@" >"$root/run.out" 2>"$root/run.err" &
+		--coordinator-url "$PEER" --timeout 300 --json "$@" >"$root/run.out" 2>"$root/run.err" &
 	run=$!
 	sleep 1
 	s=$(now)
-	cp -r "$root/proto" "$root/local/1.orbax-checkpoint-tmp"
+	$write "$root/local"
 	w=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
-	mv "$root/local/1.orbax-checkpoint-tmp" "$root/local/1"
 	for _ in $(seq 1200); do grep -q '"to-peers"' "$root/run.out" && break; sleep 0.1; done
 	kill "$run" 2>/dev/null || true
 	wait "$run" 2>/dev/null || true
@@ -135,18 +143,19 @@ measure() {
 		printf "  %-46s %7.2f s\n", "  of which to committed (hashed, renamed)", c
 		printf "  %-46s %7.2f s %8.0f MiB/s  (slowest %.2f s)\n", "the same, run --no-prehash", k, mb / k, wk
 		printf "  %-46s %7.2f s\n", "  of which to committed", kc
-		printf "  %-46s %7.2f s alone, %.2f s with run hashing it\n", "the framework'"'"'s write of the step (a copy)", w0, w1
+		printf "  %-46s %7.2f s alone, %.2f s with run hashing it\n", "the framework'"'"'s write of the step", w0, w1
 		printf "  time to safety / push: %.2fx (target <= 1.3x); --no-prehash: %.2fx\n", s / p, k / p
 	}'
 }
 
 files_step
-measure "a step of three shards and small files:"
+write=write_files
+measure "a step of three shards and small files, copied in:"
 venv=$(dirname "$build")/venv
 if "$venv/bin/python" -c 'import orbax.checkpoint' 2>/dev/null; then
-	rm -rf "$root/proto" "$root/committed" "$root/local" "$root/stage" "$root/peer" # room for Orbax's copies
-	orbax_step >"$root/orbax.log" 2>&1 || { tail -5 "$root/orbax.log" >&2; exit 1; }
-	measure "a step saved by Orbax (OCDBT, named by its logical digest):"
+	rm -rf "$root/proto" "$root/committed" "$root/local" "$root/peer" # room for Orbax's copies
+	write=write_orbax
+	measure "a step saved by real Orbax (OCDBT, named by its logical digest):"
 else
 	echo "# no Orbax in $venv (make venv): the Orbax step is skipped"
 fi

@@ -158,6 +158,56 @@ int main(void)
 	ok(mtc_digest_cache_begin(c), "until it is released");
 	mtc_digest_cache_end(c);
 
+	/* an OCDBT data file is hashed while it grows, segment by segment */
+	struct mtc_config orbax = { .job_name = "job", .node_rank = 3, .framework = MTC_FW_ORBAX };
+	struct mtc_config torch = { .job_name = "job", .node_rank = 3, .framework = MTC_FW_PYTORCH };
+	const long long seg = MTC_DIGEST_SEG_BYTES;
+	size_t grown = (size_t)(4 * seg + 100);
+	char *data = xmalloc(grown + 3 * (size_t)seg);
+	for (size_t i = 0; i < grown + 3 * (size_t)seg; i++)
+		data[i] = (char)(i * 13 + i / 4093);
+	make_dir("8.orbax-checkpoint-tmp");
+	make_dir("8.orbax-checkpoint-tmp/d");
+	const char *rel = "8.orbax-checkpoint-tmp/d/0123456789abcdef0123456789abcdef";
+	write_file(rel, data, grown);
+	char *grow = path_of(rel);
+	struct stat st;
+	uint8_t *cvs;
+	mtc_prehash_pass(root, &torch, 2, c);
+	stat(grow, &st);
+	is_int((long long)mtc_digest_cache_prefix(c, &st, &cvs), 0,
+	       "a growing file is left alone when the framework is not orbax");
+	is_int(mtc_prehash_pass(root, &orbax, 2, c), 4 * seg,
+	       "with orbax, the whole segments of a growing OCDBT data file before its last byte are hashed");
+	stat(grow, &st);
+	is_int((long long)mtc_digest_cache_prefix(c, &st, &cvs), 4, "and kept as its prefix");
+	free(cvs);
+	FILE *f = fopen(grow, "a");
+	fwrite(data + grown, 1, 3 * (size_t)seg, f);
+	fclose(f);
+	is_int(mtc_prehash_pass(root, &orbax, 2, c), 3 * seg, "as it grows, the next ones");
+	stat(grow, &st);
+	is_int((long long)mtc_digest_cache_prefix(c, &st, &cvs), 7, "appended to its prefix");
+	char *step8 = path_of("8.orbax-checkpoint-tmp");
+	ok(mtc_digest_path(step8, 1, want, NULL) == 0 &&
+		   mtc_digest_path_cached(step8, 1, c, got, NULL, &known) == 0 && !strcmp(got, want),
+	   "a digest taking the prefix on one thread is the file's digest");
+	memset(cvs, 0, 32);
+	mtc_digest_cache_put_prefix(c, &st, 0, 7, cvs);
+	struct mtc_digest_cache *poisoned = mtc_digest_cache_new();
+	mtc_digest_cache_put_prefix(poisoned, &st, 0, 7, cvs);
+	ok(mtc_digest_path_cached(step8, 2, poisoned, got, NULL, NULL) == 0 && strcmp(got, want),
+	   "a digest takes what the prefix says, unread (a wrong prefix gives another digest)");
+	mtc_digest_cache_free(poisoned);
+	free(cvs);
+	sleep_quiet();
+	is_int(mtc_prehash_pass(root, &orbax, 2, c), (long long)grown + 3 * seg,
+	       "once quiet, the file is hashed whole, its prefix taken as known");
+	is_int(knows(c, rel), 1, "to its true digest");
+	free(step8);
+	free(grow);
+	free(data);
+
 	free(from);
 	free(to);
 	free(small);
