@@ -18,7 +18,7 @@ _mtc_node()
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--dir --listen --coordinator-url --peer-url-template
 			--peers-file --backup --peer-token-file --gcs-token-file --tls-dir --state-dir --strict-ranks --insecure
-			--round-timeout --heartbeat-timeout --heartbeat --sync-interval --quiet-time
+			--round-timeout --heartbeat-timeout --heartbeat --sync-interval --quiet-time --no-prehash
 			--verbose --log-format --once --version --help' -- "$cur"))
 	fi
 }

@@ -125,7 +125,8 @@ static int add_entry(const struct mtc_walk_entry *e, void *arg)
 	} else {
 		k->size = e->st.st_size;
 		if (t->cache)
-			k->nprefix = mtc_digest_cache_prefix(t->cache, &e->st, &k->prefix);
+			k->nprefix = mtc_digest_cache_prefix(t->cache, &e->st, -1, e->path,
+							     &k->prefix);
 		if (t->nfiles == t->cap) {
 			t->cap = t->cap ? 2 * t->cap : 64;
 			t->files = xrealloc(t->files, t->cap * sizeof *t->files);
@@ -469,7 +470,7 @@ int mtc_digest_fd_read(int fd, const struct stat *st, int threads, struct mtc_di
 	n->fd = fd;
 	n->size = st->st_size;
 	if (cache)
-		n->nprefix = mtc_digest_cache_prefix(cache, st, &n->prefix);
+		n->nprefix = mtc_digest_cache_prefix(cache, st, fd, NULL, &n->prefix);
 	int rc = hash_files(&n, 1, threads > 0 ? threads : mtc_cpu_count(), 1);
 	int e = errno;
 	if (rc == 0)

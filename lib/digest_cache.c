@@ -4,6 +4,7 @@
  * (off, len) when first searched after puts. A range is put once: callers
  * put only what they did not get.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ struct rec {
 	size_t n, sorted, cap;
 	uint8_t *prefix; /* chaining values of the first nprefix segments */
 	size_t nprefix;
+	long long birth; /* the file's birth time in ns, with its prefix */
 	double used; /* when last found or put (mtc_digest_cache_clock) */
 };
 
@@ -136,6 +138,8 @@ static int by_place(const void *a, const void *b)
 
 static struct range *find(struct rec *r, int64_t off, int64_t len)
 {
+	if (!r->n)
+		return NULL;
 	if (r->sorted != r->n) {
 		qsort(r->r, r->n, sizeof *r->r, by_place);
 		r->sorted = r->n;
@@ -176,27 +180,48 @@ static struct rec *rec_of(struct mtc_digest_cache *c, const struct stat *st)
 	return r;
 }
 
-size_t mtc_digest_cache_prefix(struct mtc_digest_cache *c, const struct stat *st, uint8_t **cvs)
+/* The birth time in ns of the file open as fd (fd < 0: at path), 0 where none is kept. */
+static long long birth_of(int fd, const char *path)
+{
+	struct statx sx;
+	int rc = fd >= 0 ? statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &sx)
+			 : statx(AT_FDCWD, path, 0, STATX_BTIME, &sx);
+	if (rc < 0 || !(sx.stx_mask & STATX_BTIME))
+		return 0;
+	return (long long)sx.stx_btime.tv_sec * 1000000000LL + sx.stx_btime.tv_nsec;
+}
+
+size_t mtc_digest_cache_prefix(struct mtc_digest_cache *c, const struct stat *st, int fd,
+			       const char *path, uint8_t **cvs)
 {
 	size_t n = 0;
 	*cvs = NULL;
 	pthread_mutex_lock(&c->lock);
 	struct rec *r = *slot(c, st);
-	if (r && (long long)st->st_size >= (long long)r->nprefix * MTC_DIGEST_SEG_BYTES) {
+	if (r && r->nprefix && birth_of(fd, path) != r->birth)
+		r->nprefix = 0; /* another file with the inode of one gone */
+	if (r && r->nprefix &&
+	    (long long)st->st_size >= (long long)r->nprefix * MTC_DIGEST_SEG_BYTES) {
 		n = r->nprefix;
-		if (n)
-			*cvs = memcpy(xmalloc(32 * n), r->prefix, 32 * n);
+		*cvs = memcpy(xmalloc(32 * n), r->prefix, 32 * n);
 		r->used = mtc_digest_cache_clock();
 	}
 	pthread_mutex_unlock(&c->lock);
 	return n;
 }
 
-void mtc_digest_cache_put_prefix(struct mtc_digest_cache *c, const struct stat *st, size_t from,
-				 size_t n, const uint8_t *cvs)
+void mtc_digest_cache_put_prefix(struct mtc_digest_cache *c, const struct stat *st, int fd,
+				 size_t from, size_t n, const uint8_t *cvs)
 {
+	long long birth = birth_of(fd, NULL);
+	if (!birth)
+		return;
 	pthread_mutex_lock(&c->lock);
 	struct rec *r = rec_of(c, st);
+	if (r->nprefix && r->birth != birth)
+		r->nprefix = 0;
+	if (!r->nprefix)
+		r->birth = birth;
 	if (r->nprefix == from && n > from) {
 		r->prefix = xrealloc(r->prefix, 32 * n);
 		memcpy(r->prefix + 32 * from, cvs + 32 * from, 32 * (n - from));

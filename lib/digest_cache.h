@@ -51,14 +51,18 @@ void mtc_digest_cache_put(struct mtc_digest_cache *c, double since, const struct
  * The start of a file still being appended to, whose bytes once written are
  * never written again (an OCDBT data file): the chaining values of its first
  * n segments (digest.h's MTC_DIGEST_SEG_BYTES, BLAKE3 subtrees at their place
- * in the file), kept under the file's identity alone. prefix gives n and, in
- * *cvs (32 * n bytes, malloc'd; NULL when n is 0), their values; 0 as well
- * for a file now shorter than them. put_prefix adds segments [from, n) of
- * cvs (which holds all n) when the prefix known is [0, from).
+ * in the file), kept under the file's identity alone: device, inode and birth
+ * time (statx), so that a new file given a deleted one's inode is another
+ * file. A filesystem that keeps no birth time keeps no prefix.
+ * prefix gives n and, in *cvs (32 * n bytes, malloc'd; NULL when n is 0),
+ * their values, for the file st describes, open as fd (or, when fd < 0, at
+ * path); 0 for a file now shorter than them. put_prefix adds segments
+ * [from, n) of cvs (which holds all n) when the prefix known is [0, from).
  */
-size_t mtc_digest_cache_prefix(struct mtc_digest_cache *c, const struct stat *st, uint8_t **cvs);
-void mtc_digest_cache_put_prefix(struct mtc_digest_cache *c, const struct stat *st, size_t from,
-				 size_t n, const uint8_t *cvs);
+size_t mtc_digest_cache_prefix(struct mtc_digest_cache *c, const struct stat *st, int fd,
+			       const char *path, uint8_t **cvs);
+void mtc_digest_cache_put_prefix(struct mtc_digest_cache *c, const struct stat *st, int fd,
+				 size_t from, size_t n, const uint8_t *cvs);
 
 /*
  * Drops every file not found or put for keep_s. MTC_DIGEST_KEEP_S is long

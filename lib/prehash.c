@@ -70,11 +70,9 @@ static int stopping(struct mtc_prehash *p)
 static int appended_only(const struct mtc_prehash *p, const char *path)
 {
 	const char *name = strrchr(path, '/');
-	if (p->cfg->framework != MTC_FW_ORBAX || !name || name - path < 2 ||
-	    strncmp(name - 2, "/d", 2) || strlen(name + 1) != 32 ||
-	    strspn(name + 1, "0123456789abcdef") != 32)
-		return 0;
-	return 1;
+	return p->cfg->framework == MTC_FW_ORBAX && name && name - path >= 2 &&
+	       !strncmp(name - 2, "/d", 2) && strlen(name + 1) == 32 &&
+	       strspn(name + 1, "0123456789abcdef") == 32;
 }
 
 /* Hashes the next segments of a growing file that are whole and not its last. */
@@ -82,14 +80,14 @@ static void extend_prefix(struct pass *ps, int fd, const struct stat *st)
 {
 	struct mtc_prehash *p = ps->p;
 	uint8_t *cvs;
-	size_t from = mtc_digest_cache_prefix(p->cache, st, &cvs);
+	size_t from = mtc_digest_cache_prefix(p->cache, st, fd, NULL, &cvs);
 	size_t to = st->st_size > 0 ? (size_t)((st->st_size - 1) / MTC_DIGEST_SEG_BYTES) : 0;
 	if (to > from + MTC_PREHASH_BATCH)
 		to = from + MTC_PREHASH_BATCH;
 	if (to > from && mtc_digest_cache_begin(p->cache)) {
 		cvs = xrealloc(cvs, 32 * to);
 		if (mtc_digest_fd_segments(fd, from, to, p->threads, cvs) == 0) {
-			mtc_digest_cache_put_prefix(p->cache, st, from, to, cvs);
+			mtc_digest_cache_put_prefix(p->cache, st, fd, from, to, cvs);
 			ps->bytes += (long long)(to - from) * MTC_DIGEST_SEG_BYTES;
 		}
 		mtc_digest_cache_end(p->cache);

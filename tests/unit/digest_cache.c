@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,14 @@ static void make_dir(const char *rel)
 {
 	char *p = path_of(rel);
 	mkdir(p, 0755);
+	free(p);
+}
+
+/* rel is being written: its ctime is now (a pass must see it grow, not quiet). */
+static void busy(const char *rel)
+{
+	char *p = path_of(rel);
+	utimensat(AT_FDCWD, p, NULL, 0);
 	free(p);
 }
 
@@ -173,29 +182,43 @@ int main(void)
 	char *grow = path_of(rel);
 	struct stat st;
 	uint8_t *cvs;
+	busy(rel);
 	mtc_prehash_pass(root, &torch, 2, c);
 	stat(grow, &st);
-	is_int((long long)mtc_digest_cache_prefix(c, &st, &cvs), 0,
+	is_int((long long)mtc_digest_cache_prefix(c, &st, -1, grow, &cvs), 0,
 	       "a growing file is left alone when the framework is not orbax");
+	busy(rel);
 	is_int(mtc_prehash_pass(root, &orbax, 2, c), 4 * seg,
 	       "with orbax, the whole segments of a growing OCDBT data file before its last byte are hashed");
 	stat(grow, &st);
-	is_int((long long)mtc_digest_cache_prefix(c, &st, &cvs), 4, "and kept as its prefix");
+	is_int((long long)mtc_digest_cache_prefix(c, &st, -1, grow, &cvs), 4, "and kept as its prefix");
 	free(cvs);
 	FILE *f = fopen(grow, "a");
 	fwrite(data + grown, 1, 3 * (size_t)seg, f);
 	fclose(f);
+	busy(rel);
 	is_int(mtc_prehash_pass(root, &orbax, 2, c), 3 * seg, "as it grows, the next ones");
 	stat(grow, &st);
-	is_int((long long)mtc_digest_cache_prefix(c, &st, &cvs), 7, "appended to its prefix");
+	is_int((long long)mtc_digest_cache_prefix(c, &st, -1, grow, &cvs), 7, "appended to its prefix");
+	free(cvs);
+	char *other = path_of("7/small");
+	ok(mtc_digest_cache_prefix(c, &st, -1, other, &cvs) == 0 && !cvs,
+	   "a file born at another time, under the same inode, has no prefix");
+	free(other);
+	busy(rel);
+	mtc_prehash_pass(root, &orbax, 2, c);
+	stat(grow, &st);
+	is_int((long long)mtc_digest_cache_prefix(c, &st, -1, grow, &cvs), 7,
+	       "and the file's own is hashed again");
 	char *step8 = path_of("8.orbax-checkpoint-tmp");
 	ok(mtc_digest_path(step8, 1, want, NULL) == 0 &&
 		   mtc_digest_path_cached(step8, 1, c, got, NULL, &known) == 0 && !strcmp(got, want),
 	   "a digest taking the prefix on one thread is the file's digest");
 	memset(cvs, 0, 32);
-	mtc_digest_cache_put_prefix(c, &st, 0, 7, cvs);
 	struct mtc_digest_cache *poisoned = mtc_digest_cache_new();
-	mtc_digest_cache_put_prefix(poisoned, &st, 0, 7, cvs);
+	int gfd = open(grow, O_RDONLY);
+	mtc_digest_cache_put_prefix(poisoned, &st, gfd, 0, 7, cvs);
+	close(gfd);
 	ok(mtc_digest_path_cached(step8, 2, poisoned, got, NULL, NULL) == 0 && strcmp(got, want),
 	   "a digest takes what the prefix says, unread (a wrong prefix gives another digest)");
 	mtc_digest_cache_free(poisoned);
