@@ -388,13 +388,11 @@ static int hash_files(struct node **files, size_t n, int threads, int nomap)
 	return 0;
 }
 
-/* The digest of one regular file, sized by the stat st. */
-static int digest_file(const char *path, const struct stat *st, int threads,
-		       char out[MTC_DIGEST_LEN], long long *size)
+/* The digest (and size) of the one file node n, which is freed. */
+static int digest_node(struct node *n, int threads, int nomap, char out[MTC_DIGEST_LEN],
+		       long long *size)
 {
-	struct node *n = new_node(path, strlen(path));
-	n->size = st->st_size;
-	int rc = hash_files(&n, 1, threads, 0);
+	int rc = hash_files(&n, 1, threads, nomap);
 	int e = errno;
 	if (rc == 0) {
 		memcpy(out, n->digest, MTC_DIGEST_LEN);
@@ -404,6 +402,15 @@ static int digest_file(const char *path, const struct stat *st, int threads,
 	free_node(n);
 	errno = e;
 	return rc;
+}
+
+/* The digest of one regular file, sized by the stat st. */
+static int digest_file(const char *path, const struct stat *st, int threads,
+		       char out[MTC_DIGEST_LEN], long long *size)
+{
+	struct node *n = new_node(path, strlen(path));
+	n->size = st->st_size;
+	return digest_node(n, threads, 0, out, size);
 }
 
 int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size)
@@ -471,13 +478,7 @@ int mtc_digest_fd_read(int fd, const struct stat *st, int threads, struct mtc_di
 	n->size = st->st_size;
 	if (cache)
 		n->nprefix = mtc_digest_cache_prefix(cache, st, fd, NULL, &n->prefix);
-	int rc = hash_files(&n, 1, threads > 0 ? threads : mtc_cpu_count(), 1);
-	int e = errno;
-	if (rc == 0)
-		memcpy(out, n->digest, MTC_DIGEST_LEN);
-	free_node(n);
-	errno = e;
-	return rc;
+	return digest_node(n, threads > 0 ? threads : mtc_cpu_count(), 1, out, NULL);
 }
 
 struct segments {
