@@ -169,10 +169,26 @@ assert_consistent() {
 	assert_consistent
 }
 
-@test "run hashes a step while the framework writes it; a file written again after its hash is hashed again" {
+# run_one [OPTION...]: mtc-replicate run on $L as the one node of a job, logging to $T/err
+run_one() {
 	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":1,"peer-ranks":[],"backup-interval-minutes":30}' >"$T/one.json"
-	mtc-replicate run --dir "$L" --config "$T/one.json" --timeout 30 -vv 2>"$T/err" &
+	mtc-replicate run --dir "$L" --config "$T/one.json" --timeout 30 -vv "$@" 2>"$T/err" &
 	WATCH_PID=$!
+}
+
+# stop_at_meta STEP: waits for STEP's .meta, then stops run
+stop_at_meta() {
+	for _ in $(seq 1 100); do
+		[ -e "$L/job-s$1-n0-w0.meta" ] && break
+		sleep 0.1
+	done
+	kill "$WATCH_PID"
+	wait "$WATCH_PID" || true
+	WATCH_PID=
+}
+
+@test "run hashes a step while the framework writes it; a file written again after its hash is hashed again" {
+	run_one
 	tmp=$L/5.orbax-checkpoint-tmp
 	mkdir -p "$tmp/d"
 	head -c 1048576 /dev/urandom >"$tmp/d/a"
@@ -187,13 +203,7 @@ assert_consistent() {
 	: >"$tmp/commit_success.txt"
 	cp -r "$tmp" "$T/want"
 	mv "$tmp" "$L/5"
-	for _ in $(seq 1 100); do
-		[ -e "$L/job-s5-n0-w0.meta" ] && break
-		sleep 0.1
-	done
-	kill "$WATCH_PID"
-	wait "$WATCH_PID" || true
-	WATCH_PID=
+	stop_at_meta 5
 	h=$(cat "$L/job-s5-n0-w0.meta")
 	[ "$h" = "$(mtc-replicate digest "$T/want" | cut -d' ' -f1)" ]
 	grep "committed step 5 worker 0: $h (2097152 bytes, .* s, 1048576 of them hashed while it was written)" "$T/err"
@@ -201,24 +211,34 @@ assert_consistent() {
 }
 
 @test "run --no-prehash hashes a step only at its commit" {
-	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":1,"peer-ranks":[],"backup-interval-minutes":30}' >"$T/one.json"
-	mtc-replicate run --dir "$L" --config "$T/one.json" --timeout 30 --no-prehash -vv 2>"$T/err" &
-	WATCH_PID=$!
+	run_one --no-prehash
 	make_step "$L/6.orbax-checkpoint-tmp" 6
 	: >"$L/6.orbax-checkpoint-tmp/commit_success.txt"
 	sleep 1
 	mv "$L/6.orbax-checkpoint-tmp" "$L/6"
-	for _ in $(seq 1 100); do
-		[ -e "$L/job-s6-n0-w0.meta" ] && break
-		sleep 0.1
-	done
-	kill "$WATCH_PID"
-	wait "$WATCH_PID" || true
-	WATCH_PID=
+	stop_at_meta 6
 	grep "committed step 6 worker 0: .*, 0 of them hashed while it was written)" "$T/err"
 	run grep 'of steps in the making' "$T/err"
 	assert_failure
 	assert_consistent
+}
+
+@test "run hashes a real Orbax save while it is written: the name and manifest are those of a commit from scratch" {
+	need_frameworks
+	run_one
+	MTC_PY=$MTC_PY mtc-trainer --dir "$L" --real-orbax --resume 4 --steps 1 --save-every 0 \
+		--shards 4 --shard-bytes 67108864 >/dev/null 2>&1
+	stop_at_meta 5
+	h=$(cat "$L/job-s5-n0-w0.meta")
+	# the same bytes committed again by a process that knew nothing before
+	mkdir -p "$T/again"
+	cp -r "$L/$h.data" "$T/again/5"
+	mtc-replicate commit --dir "$T/again" --config "$T/one.json" --quiet-time 0
+	[ "$(cat "$T/again/job-s5-n0-w0.meta")" = "$h" ]
+	cmp "$L/$h.manifest" "$T/again/$h.manifest"
+	known=$(sed -n "s/.*committed step 5 worker 0: $h ([0-9]* bytes, .* s, \([0-9]*\) of them hashed while it was written)/\1/p" "$T/err")
+	[ -n "$known" ]
+	echo "# $known bytes of the Orbax save were hashed while it was written" >&3
 }
 
 @test "kill -9 at every point of the commit: a re-run converges" {
