@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #include "clock.h"
@@ -43,7 +44,7 @@ struct round {
  * woken (its round ended, its wait is over, or stopping), then its owner's.
  */
 struct mtc_coord_wait {
-	struct mtc_coord_wait *prev, *next;
+	LIST_ENTRY(mtc_coord_wait) link;
 	int kind, rank;
 	double until;
 	int woken;
@@ -55,7 +56,7 @@ struct mtc_coord {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;   /* a wait without a wake function was woken */
 	pthread_cond_t tick; /* the watcher's, so that stopping ends its wait */
-	struct mtc_coord_wait *waits;
+	LIST_HEAD(, mtc_coord_wait) waits;
 	pthread_t watcher;
 	int watching;
 	struct mtc_coord_opts o;
@@ -71,21 +72,10 @@ struct mtc_coord {
 
 static void *watch_main(void *arg);
 
-static void unlink_wait(struct mtc_coord *c, struct mtc_coord_wait *w)
-{
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		c->waits = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
-	w->prev = w->next = NULL;
-}
-
 /* Under mu: w's answer may be collected. */
 static void wake(struct mtc_coord *c, struct mtc_coord_wait *w)
 {
-	unlink_wait(c, w);
+	LIST_REMOVE(w, link);
 	w->woken = 1;
 	if (w->wake)
 		w->wake(w->arg);
@@ -96,8 +86,8 @@ static void wake(struct mtc_coord *c, struct mtc_coord_wait *w)
 /* Under mu: wakes the waits for rounds of kind k (every wait when k < 0). */
 static void wake_kind(struct mtc_coord *c, int k)
 {
-	for (struct mtc_coord_wait *w = c->waits, *next; w; w = next) {
-		next = w->next;
+	for (struct mtc_coord_wait *w = LIST_FIRST(&c->waits), *next; w; w = next) {
+		next = LIST_NEXT(w, link);
 		if (k < 0 || w->kind == k)
 			wake(c, w);
 	}
@@ -114,6 +104,7 @@ void mtc_coord_defaults(struct mtc_coord_opts *o)
 struct mtc_coord *mtc_coord_new(const struct mtc_coord_opts *o)
 {
 	struct mtc_coord *c = xcalloc(1, sizeof *c);
+	LIST_INIT(&c->waits);
 	pthread_condattr_t ca;
 
 	c->o = *o;
@@ -525,8 +516,8 @@ static void *watch_main(void *arg)
 		double now = mtc_now(), next = now + 0.25;
 		for (int k = 0; k < NKINDS; k++)
 			check_round(c, (enum kind)k);
-		for (struct mtc_coord_wait *w = c->waits, *after; w; w = after) {
-			after = w->next;
+		for (struct mtc_coord_wait *w = LIST_FIRST(&c->waits), *after; w; w = after) {
+			after = LIST_NEXT(w, link);
 			if (w->until <= now)
 				wake(c, w);
 			else if (w->until < next)
@@ -775,10 +766,7 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 	w->until = mtc_now() + wait;
 	w->wake = wake_fn;
 	w->arg = arg;
-	w->next = c->waits;
-	if (c->waits)
-		c->waits->prev = w;
-	c->waits = w;
+	LIST_INSERT_HEAD(&c->waits, w, link);
 	*wait_out = w;
 	pthread_mutex_unlock(&c->mu);
 	return 0;
@@ -803,7 +791,7 @@ int mtc_coord_collect(void *coord, void *wait, char **answer)
 
 	pthread_mutex_lock(&c->mu);
 	if (!w->woken)
-		unlink_wait(c, w);
+		LIST_REMOVE(w, link);
 	code = answer_now(c, w->kind, w->rank, answer);
 	pthread_mutex_unlock(&c->mu);
 	free(w);

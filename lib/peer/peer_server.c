@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -94,7 +95,7 @@ struct mtc_peer_server {
 	/* the connection guard (conn_started): every open connection, oldest first */
 	pthread_mutex_t conns_mu;
 	pthread_cond_t conns_cv;
-	struct conn *conns, *conns_tail;
+	TAILQ_HEAD(, conn) conns;
 	int unauth;	  /* connections that have not shown a valid token yet */
 	int guard_stop;
 	pthread_t guard;
@@ -1537,26 +1538,12 @@ static enum MHD_Result session_request(struct req *r, struct MHD_Connection *c, 
 
 /* In s->conns, oldest first, while unauthenticated: the guard walks only those. */
 struct conn {
-	struct conn *prev, *next;
+	TAILQ_ENTRY(conn) link;
 	int fd;
 	int authed, in_request, cut;
 	int client_cert; /* TLS: the client's certificate checked out against ca.crt */
 	double since; /* accept, or the last answer */
 };
-
-/* Under conns_mu. */
-static void conn_unlist(struct mtc_peer_server *s, struct conn *k)
-{
-	if (k->prev)
-		k->prev->next = k->next;
-	else
-		s->conns = k->next;
-	if (k->next)
-		k->next->prev = k->prev;
-	else
-		s->conns_tail = k->prev;
-	k->prev = k->next = NULL;
-}
 
 /* Under conns_mu. */
 static void conn_cut(struct mtc_peer_server *s, struct conn *k, atomic_llong *counter)
@@ -1588,16 +1575,11 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
 			k->client_cert = s->tls_client[k->fd] == 2;
 			s->tls_client[k->fd] = 0;
 		}
-		k->prev = s->conns_tail;
-		if (s->conns_tail)
-			s->conns_tail->next = k;
-		else
-			s->conns = k;
-		s->conns_tail = k;
+		TAILQ_INSERT_TAIL(&s->conns, k, link);
 		*socket_context = k;
 		if (++s->unauth > s->o.max_unauth && s->o.max_unauth > 0) {
-			for (old = s->conns; old->authed || old->cut || old->in_request;)
-				old = old->next; /* k itself at the latest */
+			for (old = TAILQ_FIRST(&s->conns); old->authed || old->cut || old->in_request;)
+				old = TAILQ_NEXT(old, link); /* k itself at the latest */
 			if (mtc_guard_cuts(k->since - old->since, s->unauth, s->o.max_unauth)) {
 				mtc_debug("%d unauthenticated connections: cutting the oldest",
 					  s->unauth);
@@ -1609,7 +1591,7 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_conte
 		if (!k->authed) {
 			if (!k->cut)
 				s->unauth--;
-			conn_unlist(s, k);
+			TAILQ_REMOVE(&s->conns, k, link);
 		}
 		free(k);
 		*socket_context = NULL;
@@ -1648,7 +1630,7 @@ static void conn_head(struct mtc_peer_server *s, struct MHD_Connection *c, int t
 		k->authed = 1;
 		if (!k->cut)
 			s->unauth--;
-		conn_unlist(s, k);
+		TAILQ_REMOVE(&s->conns, k, link);
 	}
 	pthread_mutex_unlock(&s->conns_mu);
 }
@@ -1687,7 +1669,8 @@ static void *guard_main(void *arg)
 		}
 		pthread_cond_timedwait(&s->conns_cv, &s->conns_mu, &until);
 		now = mtc_now();
-		for (struct conn *k = s->conns; k && s->o.head_timeout_s > 0; k = k->next)
+		for (struct conn *k = TAILQ_FIRST(&s->conns); k && s->o.head_timeout_s > 0;
+		     k = TAILQ_NEXT(k, link))
 			if (!k->authed && !k->cut && !k->in_request &&
 			    now - k->since > s->o.head_timeout_s)
 				conn_cut(s, k, &s->cut_head);
@@ -2171,6 +2154,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	 */
 	mallopt(M_ARENA_MAX, 1);
 	s = xcalloc(1, sizeof *s);
+	TAILQ_INIT(&s->conns);
 	s->o = *o;
 	s->dir = xstrdup(o->dir);
 	pthread_mutex_init(&s->sessions_mu, NULL);

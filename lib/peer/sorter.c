@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/queue.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,7 +25,7 @@
 #define PREFIX_MAX 64
 
 struct pending {
-	struct pending *prev, *next;
+	TAILQ_ENTRY(pending) link;
 	int fd;
 	double since;
 	struct sockaddr_storage sa;
@@ -37,7 +38,7 @@ struct mtc_sorter {
 	size_t prefix_len;
 	int ep, stop_fd;
 	pthread_t thread;
-	struct pending *head, *tail; /* oldest first */
+	TAILQ_HEAD(, pending) pending; /* oldest first */
 	int n;
 };
 
@@ -52,14 +53,7 @@ static void count(atomic_llong *c)
 
 static void unlink_pending(struct mtc_sorter *f, struct pending *p)
 {
-	if (p->prev)
-		p->prev->next = p->next;
-	else
-		f->head = p->next;
-	if (p->next)
-		p->next->prev = p->prev;
-	else
-		f->tail = p->prev;
+	TAILQ_REMOVE(&f->pending, p, link);
 	f->n--;
 	epoll_ctl(f->ep, EPOLL_CTL_DEL, p->fd, NULL);
 }
@@ -117,17 +111,13 @@ static void accept_all(struct mtc_sorter *f)
 			free(p);
 			continue;
 		}
-		p->prev = f->tail;
-		if (f->tail)
-			f->tail->next = p;
-		else
-			f->head = p;
-		f->tail = p;
+		TAILQ_INSERT_TAIL(&f->pending, p, link);
 		f->n++;
+		struct pending *oldest = TAILQ_FIRST(&f->pending);
 		if (f->o.max_pending > 0 && f->n > f->o.max_pending &&
-		    mtc_guard_cuts(p->since - f->head->since, f->n, f->o.max_pending)) {
+		    mtc_guard_cuts(p->since - oldest->since, f->n, f->o.max_pending)) {
 			count(f->o.cut_pending);
-			drop(f, f->head);
+			drop(f, oldest);
 		}
 	}
 }
@@ -139,14 +129,15 @@ static void *sort_main(void *arg)
 
 	for (;;) {
 		double now = mtc_now(), wait = 1.0;
+		struct pending *oldest;
 		int n;
 
-		while (f->head && now - f->head->since >= f->o.timeout_s) {
+		while ((oldest = TAILQ_FIRST(&f->pending)) && now - oldest->since >= f->o.timeout_s) {
 			count(f->o.cut_timeout);
-			drop(f, f->head);
+			drop(f, oldest);
 		}
-		if (f->head && f->head->since + f->o.timeout_s - now < wait)
-			wait = f->head->since + f->o.timeout_s - now;
+		if (oldest && oldest->since + f->o.timeout_s - now < wait)
+			wait = oldest->since + f->o.timeout_s - now;
 		n = epoll_wait(f->ep, evs, 64, (int)(wait * 1000) + 1);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &stop_tag)
@@ -166,6 +157,7 @@ struct mtc_sorter *mtc_sorter_start(const struct mtc_sorter_opts *o, char *err, 
 			   sev = { .events = EPOLLIN, .data.ptr = &stop_tag };
 
 	f->o = *o;
+	TAILQ_INIT(&f->pending);
 	f->prefix_len = strlen(o->prefix);
 	if (f->prefix_len <= PREFIX_MAX)
 		memcpy(f->prefix, o->prefix, f->prefix_len + 1);
@@ -197,8 +189,8 @@ void mtc_sorter_stop(struct mtc_sorter *f)
 	/* an eventfd write fails only when the counter is full: it is signalled then */
 	(void)!write(f->stop_fd, &one, sizeof one);
 	pthread_join(f->thread, NULL);
-	while (f->head)
-		drop(f, f->head);
+	while (!TAILQ_EMPTY(&f->pending))
+		drop(f, TAILQ_FIRST(&f->pending));
 	close(f->o.listen_fd);
 	close(f->stop_fd);
 	close(f->ep);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -22,7 +23,7 @@
 /* One client connection and the thread that serves it. */
 struct link {
 	struct mtc_tls_front *f;
-	struct link *prev, *next;
+	LIST_ENTRY(link) link;
 	int tcp;
 	struct sockaddr_storage sa;
 	socklen_t salen;
@@ -36,7 +37,7 @@ struct mtc_tls_front {
 	pthread_t acceptor;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct link *links; /* newest first */
+	LIST_HEAD(, link) links; /* newest first */
 	int handshakes, threads, stopping;
 	struct mtc_tls_front_counts counts; /* under mu */
 };
@@ -86,17 +87,6 @@ static SSL_CTX *server_ctx(const struct mtc_tls_files *t, char *err, size_t errl
 	return NULL;
 }
 
-/* Under f->mu. */
-static void unlink_link(struct mtc_tls_front *f, struct link *l)
-{
-	if (l->prev)
-		l->prev->next = l->next;
-	else
-		f->links = l->next;
-	if (l->next)
-		l->next->prev = l->prev;
-}
-
 static void *link_main(void *arg)
 {
 	struct link *l = arg;
@@ -137,7 +127,7 @@ static void *link_main(void *arg)
 	}
 	/* out of the list before tcp closes: the list's fds are shut down by others */
 	pthread_mutex_lock(&f->mu);
-	unlink_link(f, l);
+	LIST_REMOVE(l, link);
 	pthread_mutex_unlock(&f->mu);
 	SSL_free(ssl);
 	close(l->tcp);
@@ -154,7 +144,8 @@ static void cut_oldest_handshake(struct mtc_tls_front *f)
 {
 	struct link *old = NULL;
 
-	for (struct link *l = f->links; l; l = l->next)
+	struct link *l;
+	LIST_FOREACH(l, &f->links, link)
 		if (l->handshaking)
 			old = l;
 	if (old && !mtc_guard_cuts(mtc_now() - old->since, f->handshakes, f->o.max_handshakes))
@@ -194,10 +185,7 @@ static void *accept_main(void *arg)
 		l->since = mtc_now();
 		l->handshaking = 1;
 		pthread_mutex_lock(&f->mu);
-		l->next = f->links;
-		if (f->links)
-			f->links->prev = l;
-		f->links = l;
+		LIST_INSERT_HEAD(&f->links, l, link);
 		f->threads++;
 		if (++f->handshakes > f->o.max_handshakes && f->o.max_handshakes > 0)
 			cut_oldest_handshake(f);
@@ -207,7 +195,7 @@ static void *accept_main(void *arg)
 		pthread_attr_setstacksize(&attr, 256 << 10);
 		if (pthread_create(&t, &attr, link_main, l)) {
 			pthread_mutex_lock(&f->mu);
-			unlink_link(f, l);
+			LIST_REMOVE(l, link);
 			f->threads--;
 			if (l->handshaking)
 				f->handshakes--;
@@ -231,6 +219,7 @@ struct mtc_tls_front *mtc_tls_front_start(const struct mtc_tls_front_opts *o, ch
 	f = xcalloc(1, sizeof *f);
 	f->o = *o;
 	f->ctx = ctx;
+	LIST_INIT(&f->links);
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
 	if (pthread_create(&f->acceptor, NULL, accept_main, f)) {
@@ -256,7 +245,8 @@ void mtc_tls_front_stop(struct mtc_tls_front *f)
 	pthread_join(f->acceptor, NULL);
 	close(f->o.listen_fd);
 	pthread_mutex_lock(&f->mu);
-	for (struct link *l = f->links; l; l = l->next)
+	struct link *l;
+	LIST_FOREACH(l, &f->links, link)
 		shutdown(l->tcp, SHUT_RDWR);
 	while (f->threads)
 		pthread_cond_wait(&f->cv, &f->mu);
