@@ -660,6 +660,47 @@ for p in sys.argv[1:]:
 	only_staging_free "$T/back" "$HASH.data" "$HASH.manifest"
 }
 
+@test "a large single-file object is fetched as byte ranges over every stream; a bad range is refused" {
+	mkdir -p "$T/back"
+	size=$((70 * 1048576 + 4321))
+	head -c "$size" /dev/urandom >"$T/f"
+	H=$(b3sum --no-names "$T/f")
+	start_daemon p
+	cp "$T/f" "$T/p/$H.data"
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$H" --streams 4
+	assert_success
+	cmp "$T/f" "$T/back/$H.data"
+	[ "$(metric "$URL" 'mtc_peer_requests_total{code="206"}')" = 4 ]
+	only_staging_free "$T/back" "$H.data"
+	# a byte flipped in one range: the joined digest is not the name; the retry is
+	rm "$T/back/$H.data"
+	flip_relay "$URL" GET 1 5000
+	run mtc-replicate fetch --dir "$T/back" --from "$RELAY" --hash "$H" --streams 4 --retries 0
+	assert_failure 5
+	only_staging_free "$T/back"
+	flip_relay "$URL" GET 1 5000
+	run mtc-replicate fetch --dir "$T/back" --from "$RELAY" --hash "$H" --streams 4 --retries 1
+	assert_success
+	cmp "$T/f" "$T/back/$H.data"
+	# the daemon serves one range inside the file, else 416
+	run curl -s -o /dev/null -w '%{http_code}' -r 0-99,200-299 "$URL/v1/objects/$H.data"
+	assert_output 416
+	run curl -s -o /dev/null -w '%{http_code}' -r "$size-$((size + 10))" "$URL/v1/objects/$H.data"
+	assert_output 416
+	# a peer that says it serves ranges and does not: nothing is published
+	for kind in whole mislabeled shifted; do
+		python3 "$HOSTILE" ranges "$kind" "$T/f" >"$T/ranges.port" &
+		PIDS+=($!)
+		for _ in $(seq 100); do [ -s "$T/ranges.port" ] && break; sleep 0.05; done
+		rm -f "$T/back/$H.data"
+		run mtc-replicate fetch --dir "$T/back" --from "http://127.0.0.1:$(cat "$T/ranges.port")" \
+			--hash "$H" --streams 4 --retries 0
+		assert_failure
+		only_staging_free "$T/back"
+		: >"$T/ranges.port"
+	done
+}
+
 @test "fetch retries a download corrupted in transit and verifies the retry" {
 	make_step "$T/src" 13
 	start_daemon p

@@ -15,6 +15,12 @@
                                           METHOD (PUT or GET) for data it flips
                                           the body byte at OFFSET (PUT: the
                                           request body, GET: the response body)
+  peer_hostile.py ranges KIND FILE          a daemon serving FILE as <its b3sum>.data
+                                          that says it serves byte ranges and
+                                          prints its port; KIND: whole (a 200 of
+                                          the whole file instead), mislabeled (a
+                                          206 naming another range), shifted (a
+                                          206 of the bytes one further on)
   peer_hostile.py probes URL TOKENFILE MANIFEST HASH HEAD_TIMEOUT
                                           every probe below against one daemon
                                           (MANIFEST: a legitimate tree's manifest
@@ -223,6 +229,47 @@ def flip_relay(upstream, method, count, offset):
                                             first), daemon=True).start()
         threading.Thread(target=pump, args=(u, c, offset if hit and method == "GET" else None),
                          daemon=True).start()
+
+
+def range_server(kind, path):
+    import http.server
+    import re
+    data = open(path, "rb").read()
+    size = len(data)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_HEAD(self):
+            self.send_response(200)
+            self.send_header("X-Mtc-Size", str(size))
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self):
+            m = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+            a, b = (int(m.group(1)), int(m.group(2))) if m else (0, size - 1)
+            body, label = data[a:b + 1], (a, b)
+            if kind == "whole" or not m:
+                self.send_response(200)
+                body = data
+            else:
+                self.send_response(206)
+                if kind == "mislabeled":
+                    label = (a + 65536, b + 65536)
+                elif kind == "shifted":
+                    body = data[a + 1:b + 2].ljust(b + 1 - a, b"\0")
+                self.send_header("Content-Range", "bytes %d-%d/%d" % (label[0], label[1], size))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.handle_error = lambda *args: None  # a client that hangs up on a bad answer
+    print(srv.server_address[1], flush=True)
+    srv.serve_forever()
 
 
 TLS = None  # the client's ssl.SSLContext for https:// URLs
@@ -466,6 +513,8 @@ if __name__ == "__main__":
                                 else hostile_tar("big")[:1500])
     elif sys.argv[1] == "swap":
         sys.stdout.buffer.write(swapped_tar(sys.argv[2], sys.argv[3], sys.argv[4]))
+    elif sys.argv[1] == "ranges":
+        range_server(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "flip":
         flip_relay(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif sys.argv[1] == "upgrade":

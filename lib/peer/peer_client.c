@@ -61,12 +61,17 @@ struct call {
 	int down_tree;
 	const struct mtc_manifest *expected; /* what the tree must hold */
 	int pieces;	 /* a tree's GET: over this many connections at once (with expected) */
+	int file_ranges; /* a file's GET: as this many byte ranges at once, of file_size bytes */
+	long long file_size;
+	struct mtc_wire_entry *range; /* a GET of this range of a file into its place in down_path */
 	int down_shared; /* a piece: down_path is prepared, other pieces extract into it too */
 	int raw; /* a PUT or a tree's GET over a plain socket (peer_http.h), not through libcurl */
 	int once; /* not idempotent: a POST that opens or commits an upload session */
 	const volatile sig_atomic_t *cancel; /* the client's (peer_client.h) */
 
 	long code;
+	long long x_size;  /* a HEAD's X-Mtc-Size, -1 when none */
+	int accept_ranges; /* the answer said Accept-Ranges: bytes */
 	struct mtc_buf body; /* small bodies (meta, inventory, errors), cut at MTC_HTTP_ANSWER_MAX */
 	long long bytes;
 
@@ -155,6 +160,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	if (n * size > 5 && !strncmp(p, "HTTP/", 5) && sscanf(p, "HTTP/%*s %ld", &code) == 1 &&
 	    code >= 200)
 		c->code = code;
+	else if (n * size > 11 && !strncasecmp(p, "X-Mtc-Size:", 11))
+		c->x_size = strtoll(p + 11, NULL, 10);
+	else if (n * size > 20 && !strncasecmp(p, "Accept-Ranges: bytes", 20))
+		c->accept_ranges = 1;
 	return size * n;
 }
 
@@ -187,6 +196,8 @@ static int prepare(struct call *c)
 	c->up_off = 0;
 	c->bytes = 0;
 	c->code = 0;
+	c->x_size = -1;
+	c->accept_ranges = 0;
 	mtc_buf_free(&c->body);
 	mtc_buf_init(&c->body, MTC_HTTP_ANSWER_MAX);
 	c->got[0] = '\0';
@@ -214,7 +225,9 @@ static int prepare(struct call *c)
 		return -1;
 	}
 	if (c->down_path && !c->down_tree &&
-	    (c->down_fd = open(c->down_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+	    (c->down_fd = open(c->down_path,
+			       c->range ? O_RDWR | O_CLOEXEC : O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			       0644)) < 0)
 		return -1;
 	if (c->down_path && c->down_tree) {
 		if (!c->down_shared &&
@@ -264,14 +277,15 @@ static enum mtc_http_end send_raw(const struct mtc_http_opts *o, struct call *c,
 							       : "application/octet-stream",
 				    .body = c->reader, .length = c->up_total, .deadline = deadline,
 				    .stall_s = (int)o->stall_s, .upgrade = c->up_tree,
-				    .fd = c->down_fd, .root = c->down_tree ? c->down_path : NULL,
+				    .fd = c->down_fd, .range = c->range,
+				    .root = c->down_tree ? c->down_path : NULL,
 				    .limits = c->limits, .expected = c->expected, .got = &c->got_list,
 				    .stop = (const int *)c->cancel };
 	enum mtc_http_end end = c->up_path ? mtc_http_put(&hp, err, errlen)
 					   : mtc_http_get(&hp, err, errlen);
 
 	c->bytes = c->up_path ? hp.sent : hp.received;
-	if (c->down_path && !c->down_tree)
+	if (c->down_path && !c->down_tree && !c->range)
 		memcpy(c->got, hp.digest, sizeof c->got);
 	c->code = hp.code;
 	mtc_buf_free(&c->body);
@@ -389,7 +403,7 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		     : c->code == 428 ? NEEDS_MANIFEST
 		     : mtc_http_transient(c->code) || c->code == 422 ? RETRY
 							      : MTC_EXIT_FAILURE;
-	} else if (c->thread_rc < 0 && c->down_tree) {
+	} else if (c->thread_rc < 0 && (c->down_tree || c->range)) {
 		snprintf(err, errlen, "'%s': rejected: %s", c->url, c->thread_why);
 		c->code = 422;
 		rc = RETRY;
@@ -526,6 +540,63 @@ static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double d
 	return rc;
 }
 
+/*
+ * One try of a file's GET as c->file_ranges byte ranges over as many
+ * connections, each written into its place in c->down_path and hashed
+ * there; their units join into the file's digest (c->got).
+ */
+static int get_ranges(const struct mtc_peer_client *pc, struct call *c, double deadline,
+		      char *err, size_t errlen)
+{
+	long long size = c->file_size, per = (size + c->file_ranges - 1) / c->file_ranges;
+	struct mtc_wire_list got = { 0 };
+	struct piece_set ps = { 0 };
+	char why[512];
+	int fd, rc;
+
+	per = (per + MTC_WIRE_UNIT - 1) / MTC_WIRE_UNIT * MTC_WIRE_UNIT;
+	c->bytes = 0;
+	c->code = 0;
+	c->got[0] = '\0';
+	if ((fd = open(c->down_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
+		snprintf(err, errlen, "'%s': %s", c->down_path, strerror(errno));
+		return MTC_EXIT_FAILURE;
+	}
+	close(fd);
+	for (long long off = 0; off < size; off += per) {
+		struct mtc_wire_entry *w =
+			mtc_wire_list_add(&got, "", 0, off + per < size ? per : size - off);
+		w->off = off;
+		w->file_size = size;
+	}
+	ps.k = ps.n = (int)got.n;
+	ps.bins = xcalloc(got.n, sizeof *ps.bins);
+	ps.counts = xcalloc(got.n, sizeof *ps.counts);
+	ps.p = xcalloc(got.n, sizeof *ps.p);
+	for (size_t i = 0; i < got.n; i++)
+		ps.p[i] = (struct piece){ .pc = pc, .deadline = deadline,
+					  .c = { .method = "GET", .url = xstrdup(c->url),
+						 .down_path = c->down_path, .range = &got.e[i],
+						 .limits = c->limits } };
+	rc = pieces_run(&ps, err, errlen);
+	for (int i = 0; i < ps.n; i++) {
+		c->bytes += ps.p[i].c.bytes;
+		c->code = rc && ps.p[i].c.code == 422 ? 422 : c->code;
+	}
+	pieces_free(&ps);
+	if (!rc && mtc_wire_join(&got, why, sizeof why) < 0) {
+		snprintf(err, errlen, "'%s': %s", c->url, why);
+		c->code = 422;
+		rc = RETRY;
+	}
+	if (!rc) {
+		memcpy(c->got, got.e[0].digest, sizeof c->got);
+		c->code = 200;
+	}
+	mtc_wire_list_free(&got);
+	return rc;
+}
+
 /* check: after a 2xx, 0, RETRY or an exit code (verification of what arrived). */
 static int run(const struct mtc_peer_client *pc, struct call *c,
 	       int (*check)(const struct mtc_peer_client *, struct call *, void *, char *, size_t),
@@ -537,8 +608,9 @@ static int run(const struct mtc_peer_client *pc, struct call *c,
 
 	mtc_retry_init(&retry, RETRY_BASE_S, RETRY_CAP_S, deadline);
 	for (;;) {
-		int rc = c->pieces > 1 ? get_pieces(pc, c, deadline, err, errlen)
-				       : attempt(pc, c, deadline, err, errlen);
+		int rc = c->pieces > 1	    ? get_pieces(pc, c, deadline, err, errlen)
+			 : c->file_ranges > 1 ? get_ranges(pc, c, deadline, err, errlen)
+					      : attempt(pc, c, deadline, err, errlen);
 		if (rc == 0 && check)
 			rc = check(pc, c, arg, err, errlen);
 		if (rc != RETRY)
@@ -834,6 +906,25 @@ static int get_manifest(const struct mtc_peer_client *pc, const char *base, cons
 	return rc == NEEDS_MANIFEST ? MTC_EXIT_FAILURE : rc;
 }
 
+/*
+ * A file's GET goes as byte ranges, over up to pc->streams connections, when
+ * it is large and the daemon serves ranges (its HEAD says so).
+ */
+static void plan_ranges(const struct mtc_peer_client *pc, struct call *c)
+{
+	struct call h = { .method = "HEAD", .url = c->url, .limits = c->limits };
+	char err[512];
+
+	if (pc->streams > 1 && mtc_http_usable(c->url) &&
+	    attempt(pc, &h, mtc_now() + 30, err, sizeof err) == 0 && h.accept_ranges &&
+	    h.x_size >= 2 * MTC_RANGE_MIN) {
+		c->file_size = h.x_size;
+		c->file_ranges = h.x_size / MTC_RANGE_MIN < pc->streams ? (int)(h.x_size / MTC_RANGE_MIN)
+									: pc->streams;
+	}
+	mtc_buf_free(&h.body);
+}
+
 static int get_data(const struct mtc_peer_client *pc, const char *base, const char *dir,
 		    const char *name, const char *hash, long long *received, char *err,
 		    size_t errlen)
@@ -857,6 +948,8 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 		p.manifest_text = text;
 		if (pc->streams > 1 && mtc_http_usable(c.url) && files_in(&m) > 1)
 			c.pieces = pc->streams;
+	} else {
+		plan_ranges(pc, &c);
 	}
 	if (!mkdtemp(staging)) {
 		snprintf(err, errlen, "cannot stage in '%s': %s", dir, strerror(errno));

@@ -256,12 +256,29 @@ int mtc_http_send_body(struct mtc_http_call *p, int fd, char *err, size_t errlen
 	}
 }
 
+/* The value of the header name (with its colon) in head, or NULL. */
+static const char *header(const char *head, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *l = strstr(head, "\r\n"); l; l = strstr(l + 2, "\r\n"))
+		if (!strncasecmp(l + 2, name, n))
+			return l + 2 + n + strspn(l + 2 + n, " ");
+	return NULL;
+}
+
 static long long content_length(const char *head)
 {
-	for (const char *l = strstr(head, "\r\n"); l; l = strstr(l + 2, "\r\n"))
-		if (!strncasecmp(l + 2, "Content-Length:", 15))
-			return strtoll(l + 17, NULL, 10);
-	return -1;
+	const char *v = header(head, "Content-Length:");
+	return v ? strtoll(v, NULL, 10) : -1;
+}
+
+/* The answer is the range w asked for: "Content-Range: bytes A-B/SIZE", exactly. */
+static int is_range(const char *head, const struct mtc_wire_entry *w)
+{
+	const char *v = header(head, "Content-Range:");
+	long long a, b, size;
+	return v && sscanf(v, "bytes %lld-%lld/%lld", &a, &b, &size) == 3 && a == w->off &&
+	       b == w->off + w->size - 1 && size == w->file_size;
 }
 
 /*
@@ -272,6 +289,7 @@ static long long content_length(const char *head)
 static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long *length,
 		       char *err, size_t errlen)
 {
+	int ranged = 0;
 	char *buf = xmalloc(HEAD_MAX + 1), *end = NULL;
 	size_t len = 0;
 	long long want = -1;
@@ -323,7 +341,12 @@ static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long
 		want = content_length(buf);
 		if (length)
 			*length = want;
-		if (p->code == 101 || (head_only && p->code == 200))
+		if (p->code == 206 && p->range && !(ranged = is_range(buf, p->range))) {
+			snprintf(err, errlen, "a 206 that is not the range asked for");
+			free(buf);
+			return -1;
+		}
+		if (p->code == 101 || (head_only && (p->code == 200 || ranged)))
 			want = 0; /* the stream follows */
 		end += 4;
 		mtc_buf_init(&p->answer, MTC_HTTP_ANSWER_MAX);
@@ -411,12 +434,14 @@ enum mtc_http_end mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen
 	long long length = -1;
 	int fd, rc;
 
+	char *extra = p->root ? xstrdup("Connection: Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE "\r\n")
+		      : p->range ? xasprintf("Range: bytes=%lld-%lld\r\nConnection: close\r\n",
+					     p->range->off, p->range->off + p->range->size - 1)
+				 : xstrdup("Connection: close\r\n");
 	p->code = 0;
 	p->received = 0;
-	rc = send_head(p, "GET",
-		       p->root ? "Connection: Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE "\r\n"
-			       : "Connection: close\r\n",
-		       &fd, err, errlen);
+	rc = send_head(p, "GET", extra, &fd, err, errlen);
+	free(extra);
 	if (fd < 0)
 		return rc;
 	if (rc >= 0) {
@@ -424,15 +449,21 @@ enum mtc_http_end mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 		rc = read_answer(p, fd, 1, &length, err, errlen);
 	}
-	if (rc == 0 && (p->code == 101 || p->code == 200)) {
+	if (rc == 0 && (p->code == 101 || p->code == 200 || (p->code == 206 && p->range))) {
 		char why[512];
+		struct mtc_wire_entry whole = { .size = length };
 		int x = p->root ? mtc_wire_extract_sock(fd, p->answer.p, p->answer.len, p->stall_s,
 							p->stop, p->root, p->limits, p->expected,
 							p->got, &p->received, why, sizeof why)
-			: length < 0 ? mtc_fail(why, sizeof why, "no Content-Length")
-				     : mtc_wire_receive_file(fd, p->answer.p, p->answer.len, p->stall_s,
-							     p->stop, p->fd, length, p->digest,
-							     &p->received, why, sizeof why);
+			: p->range && p->code != 206
+				? mtc_fail(why, sizeof why, "the whole file came, not the range asked for")
+			: length < 0 || (p->range && length != p->range->size)
+				? mtc_fail(why, sizeof why, "no Content-Length of the body")
+				: mtc_wire_receive(fd, p->answer.p, p->answer.len, p->stall_s, p->stop,
+						   p->fd, p->range ? p->range : &whole, &p->received, why,
+						   sizeof why);
+		if (x == 0 && !p->root && !p->range)
+			memcpy(p->digest, whole.digest, sizeof p->digest);
 		if (x == 0 && p->root && p->code == 200 && p->received != length)
 			x = mtc_fail(why, sizeof why, "the stream is %lld bytes, the answer said %lld",
 				     p->received, length);

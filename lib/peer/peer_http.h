@@ -48,6 +48,7 @@ struct mtc_http_call {
 	/* mtc_http_get: where a 200's body goes, a file (fd, digest) or a tree (root...) */
 	int fd;
 	char digest[66];
+	struct mtc_wire_entry *range; /* or a range of the file: asked for, its 206 into fd */
 	const char *root;
 	const struct mtc_wire_limits *limits;
 	const struct mtc_manifest *expected;
@@ -82,7 +83,9 @@ int mtc_http_send_body(struct mtc_http_call *p, int fd, char *err, size_t errlen
  * GET url. With root (a tree), it asks for the upgrade, and the tar stream
  * after the 101 (or a 200's body, which must be exactly one stream) is
  * extracted into root, an empty directory. Else a 200's body goes into fd
- * and digest gets its hash. MTC_HTTP_ANSWERED when an answer arrived (any
+ * and digest gets its hash; with range, it asks for those bytes, and a 206
+ * that is exactly them goes into their place in fd, hashed into range (a
+ * 200 is then refused as LOCAL: the daemon does not serve ranges). MTC_HTTP_ANSWERED when an answer arrived (any
  * other answer's body is in answer); UNREACHED when the connection failed,
  * DEADLINE when the deadline passed, LOCAL when the body was short or the
  * stream was rejected (not a clean tree within the limits, or not what

@@ -711,6 +711,25 @@ static struct mtc_wire_reader *piece_reader(struct mtc_peer_server *s, const cha
 	return reader;
 }
 
+/*
+ * The request's one byte range within a file of size bytes ("Range:
+ * bytes=A-B"): 1 with [*off, *off + *len), 0 without the header, -1 when it
+ * is not one range inside the file.
+ */
+static int byte_range(struct MHD_Connection *c, long long size, long long *off, long long *len)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
+	long long a, b;
+	int n = 0;
+	if (!h)
+		return 0;
+	if (sscanf(h, "bytes=%lld-%lld%n", &a, &b, &n) != 2 || h[n] || a < 0 || b < a || b >= size)
+		return -1;
+	*off = a;
+	*len = b - a + 1;
+	return 1;
+}
+
 static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const char *path,
 				int head)
 {
@@ -732,10 +751,25 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 				close(fd);
 			return respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
 		}
-		resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+		long long off = 0, len = st.st_size;
+		int ranged = byte_range(c, st.st_size, &off, &len);
+		if (ranged < 0) {
+			close(fd);
+			return respond(r, c, MHD_HTTP_RANGE_NOT_SATISFIABLE, TEXT,
+				       "'%s' is %lld bytes: one range 'bytes=A-B' inside them\n",
+				       r->name, (long long)st.st_size);
+		}
+		resp = MHD_create_response_from_fd_at_offset64((uint64_t)len, fd, (uint64_t)off);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-		atomic_fetch_add(&r->s->bytes_out, st.st_size);
-		return queue(r, c, MHD_HTTP_OK, resp);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+		if (ranged) {
+			char range[96];
+			snprintf(range, sizeof range, "bytes %lld-%lld/%lld", off, off + len - 1,
+				 (long long)st.st_size);
+			MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, range);
+		}
+		atomic_fetch_add(&r->s->bytes_out, len);
+		return queue(r, c, ranged ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK, resp);
 	}
 	if (S_ISDIR(st.st_mode) && !head) {
 		const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -772,6 +806,8 @@ static enum MHD_Result get_data(struct req *r, struct MHD_Connection *c, const c
 	snprintf(size, sizeof size, "%lld", total);
 	resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	MHD_add_response_header(resp, "X-Mtc-Size", size);
+	if (S_ISREG(st.st_mode))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
 	return queue(r, c, MHD_HTTP_OK, resp);
 }
 

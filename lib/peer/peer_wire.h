@@ -156,14 +156,15 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 			  long long *consumed, char *err, size_t errlen);
 
 /*
- * size bytes of a socket (pre: its first bytes, already read) into fd, the
- * same way: through a large buffer, hashed there; digest gets their BLAKE3
- * hash. 0, or -1 with err (timeout_s without data, *stop, a short stream,
- * a failed write). consumed: the bytes read.
+ * w's bytes of a socket (pre: its first bytes, already read) into fd, the
+ * same way: a whole file of w->size bytes through a large buffer, hashed
+ * there into w->digest; a range (w->file_size set) into its place in fd
+ * (open for reading and writing), its units hashed into w. 0, or -1 with
+ * err (timeout_s without data, *stop, a short stream, a failed write).
+ * consumed: the bytes read.
  */
-int mtc_wire_receive_file(int sock, const void *pre, size_t pre_len, int timeout_s,
-			  const int *stop, int fd, long long size, char digest[66],
-			  long long *consumed, char *err, size_t errlen);
+int mtc_wire_receive(int sock, const void *pre, size_t pre_len, int timeout_s, const int *stop,
+		     int fd, struct mtc_wire_entry *w, long long *consumed, char *err, size_t errlen);
 
 /*
  * The tree below root as a tar stream, produced as it is read: open scans

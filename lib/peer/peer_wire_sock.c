@@ -235,18 +235,15 @@ static int pax_parse(char *p, size_t len, char *path, long long *size, long long
 	return 0;
 }
 
-int mtc_wire_receive_file(int sock, const void *pre, size_t pre_len, int timeout_s,
-			  const int *stop, int fd, long long size, char digest[66],
-			  long long *consumed, char *err, size_t errlen)
+int mtc_wire_receive(int sock, const void *pre, size_t pre_len, int timeout_s, const int *stop,
+		     int fd, struct mtc_wire_entry *w, long long *consumed, char *err, size_t errlen)
 {
 	struct sock_in in = { .fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s,
 			      .stop = stop };
 	int rc;
 
 	in.buf = recv_buffer(&in.buf_len);
-	struct mtc_wire_entry w = { .size = size };
-	rc = sock_file(&in, fd, "the body", &w, err, errlen);
-	memcpy(digest, w.digest, sizeof w.digest);
+	rc = sock_file(&in, fd, "the body", w, err, errlen);
 	recv_buffer_done(in.buf, in.buf_len);
 	if (consumed)
 		*consumed = in.consumed;
