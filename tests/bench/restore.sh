@@ -3,7 +3,8 @@
 #  1. one node's 2 GiB restored from its peer by mtc-restore (2-node cluster on
 #     loopback: node 1's RAM is empty, node 0 holds both nodes' data), as one
 #     object, as 8 workers' objects, and as a tree laid out as an Orbax save
-#     (one big data file and a few small ones: it crosses in ranges)
+#     (one big data file and a few small ones: it crosses in ranges); the one object,
+#     a single file, is also fetched over one connection beside its byte ranges
 # (the coordinator at scale: tests/bench/coord.sh)
 # MTC_BENCH_GIB changes the size of 1.
 set -eu
@@ -56,14 +57,16 @@ time_restore() {
 	stop_pair
 }
 
+# time_fetch [OPTION...]: sets into fetch, or with --streams 1 into fetch1
 time_fetch() {
-	local t0 t1
+	local t0 t1 t
 	serve_pair
 	rm -rf "$W/f1" && mkdir -p "$W/f1"
 	t0=$(now)
-	mtc-replicate fetch --dir "$W/f1" --from "http://127.0.0.1:${ports[0]}" "${hashes[@]}" >/dev/null
+	mtc-replicate fetch --dir "$W/f1" --from "http://127.0.0.1:${ports[0]}" "${hashes[@]}" "$@" >/dev/null
 	t1=$(now)
-	fetch+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+	t=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+	if [ $# -gt 0 ]; then fetch1+=("$t"); else fetch+=("$t"); fi
 	stop_pair
 	rm -rf "$W/f1"
 }
@@ -88,7 +91,7 @@ object() {
 # peer_restore WORKERS [tree]: node 1's GiB in WORKERS objects live only on node 0; node 1 fetches them
 peer_restore() {
 	local w=$1 tree=${2:-} r k size h
-	restore=() fetch=() hashes=()
+	restore=() fetch=() fetch1=() hashes=()
 	rm -rf "$W/t0" && mkdir -p "$W/t0"
 	for r in 0 1; do
 		echo "{\"job-name\":\"b\",\"framework\":\"orbax\",\"node-rank\":$r,\"nodes\":2,\"peer-ranks\":[$((1 - r))],\"backup-interval-minutes\":30,\"workers-per-node\":$w}" >"$W/c$r.json"
@@ -102,11 +105,14 @@ peer_restore() {
 	for i in $(seq "$runs"); do
 		# the order alternates: the first to fill fresh tmpfs pages pays for them
 		if [ $((i % 2)) = 1 ]; then time_restore; time_fetch; else time_fetch; time_restore; fi
+		# one file: over one connection too, to show what its byte ranges buy
+		[ "$w" = 1 ] && [ -z "$tree" ] && time_fetch --streams 1
 	done
-	python3 - "$gib" "$w" "${restore[*]}" "${fetch[*]}" "$tree" <<'PY'
+	python3 - "$gib" "$w" "${restore[*]}" "${fetch[*]}" "$tree" "${fetch1[*]:-}" <<'PY'
 import sys
 gib, w, tree = int(sys.argv[1]), int(sys.argv[2]), sys.argv[5]
 r, f = [float(x) for x in sys.argv[3].split()], [float(x) for x in sys.argv[4].split()]
+f1 = [float(x) for x in sys.argv[6].split()]
 def line(name, t):
     b = min(t)
     print(f"  {name:<34} best {b:6.2f} s {gib * 1024 / b:6.0f} MiB/s   spread {(max(t) - b) / b * 100:4.0f}% over {len(t)}")
@@ -114,6 +120,8 @@ what = "a tree laid out as an Orbax save (one big data file)" if tree else f"{w}
 print(f"restore from a peer, {what}, {gib} GiB:")
 line("mtc-restore (plan, fetch, verify)", r)
 line("mtc-replicate fetch, same bytes", f)
+if f1:
+    line("  the same over one connection", f1)
 print(f"  restore / fetch speed: {min(f) / min(r):.2f}x (target >= 0.9x)")
 PY
 	rm -rf "$W/t0" "$W/n0" "$W/n1" "$W/f1"
