@@ -104,7 +104,7 @@ handshakes() {
 	grep -q "readable by group or others" "$T/p.err"
 }
 
-@test "push and fetch over mutual TLS: byte-identical trees; an http:// peer with TLS set up is refused before a byte is sent" {
+@test "push and fetch over mutual TLS: byte-identical trees, a one-file object in byte ranges; an http:// peer with TLS set up is refused before a byte is sent" {
 	make_step "$T/src" 5
 	mkdir "$T/p"
 	serve_on "$T/p" --tls-dir "$T/pki/node"
@@ -139,6 +139,14 @@ handshakes() {
 		assert_success
 		diff -r "$T/src/$HASH.data" "$T/back/$HASH.data"
 	done
+	# a one-file object of 40 MiB: byte ranges, each over its own TLS connection
+	head -c $((40 * 1048576 + 99)) /dev/urandom >"$T/f"
+	F=$(b3sum --no-names "$T/f")
+	cp "$T/f" "$T/p/$F.data"
+	run mtc-replicate fetch --dir "$T/back" --from "$URL" --hash "$F" --tls-dir "$T/pki/node" --streams 4
+	assert_success
+	cmp "$T/f" "$T/back/$F.data"
+	[ "$(curl -sf --cacert "$T/pki/ca.crt" "$URL/metrics" | sed -n 's/^mtc_peer_requests_total{code="206"} //p')" = 2 ]
 	# TLS set up, a plain http:// URL: refused at once, the token never sent
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 5 --peer "http://${URL#https://}" --tls-dir "$T/pki/node"
 	assert_failure
