@@ -119,7 +119,7 @@ static int add_entry(const struct mtc_walk_entry *e, void *arg)
 	if (S_ISDIR(e->st.st_mode)) {
 		k->is_dir = 1;
 		t->open[e->depth] = k;
-	} else if (t->cache && mtc_digest_cache_get(t->cache, &e->st, 0, -1, k->digest)) {
+	} else if (t->cache && mtc_digest_cache_get(t->cache, &e->st, k->digest)) {
 		k->size = e->st.st_size;
 		t->cached += k->size;
 	} else {

@@ -1,8 +1,6 @@
 /*
  * The digest cache (see digest_cache.h): a chained hash table of files by
- * (dev, ino), each with its figures and its known ranges, sorted by
- * (off, len) when first searched after puts. A range is put once: callers
- * put only what they did not get.
+ * (dev, ino), each with its figures, its digest when known, and its prefix.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,24 +8,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "digest.h"
 #include "digest_cache.h"
 #include "xalloc.h"
 
-struct range {
-	int64_t off, len;
-	char hex[65];
-};
-
 struct rec {
 	struct rec *next;
 	struct stat st; /* dev, ino and the figures */
-	struct range *r;
-	size_t n, sorted, cap;
+	char hex[65];	/* the digest of the file st describes, when known */
+	int known;
 	uint8_t *prefix; /* chaining values of the first nprefix segments */
 	size_t nprefix;
 	long long birth; /* the file's birth time in ns, with its prefix */
-	double used; /* when last found or put (mtc_digest_cache_clock) */
+	double used; /* when last found or put (mtc_wall_now) */
 };
 
 struct mtc_digest_cache {
@@ -50,7 +44,6 @@ struct mtc_digest_cache *mtc_digest_cache_new(void)
 
 static void free_rec(struct rec *r)
 {
-	free(r->r);
 	free(r->prefix);
 	free(r);
 }
@@ -70,21 +63,10 @@ void mtc_digest_cache_free(struct mtc_digest_cache *c)
 	free(c);
 }
 
-static double seconds(struct timespec t)
-{
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
-double mtc_digest_cache_clock(void)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	return seconds(now);
-}
-
 int mtc_digest_cache_quiet(const struct stat *st, double since)
 {
-	return S_ISREG(st->st_mode) && since - seconds(st->st_ctim) >= MTC_DIGEST_QUIET_S;
+	double ctime = (double)st->st_ctim.tv_sec + st->st_ctim.tv_nsec / 1e9;
+	return S_ISREG(st->st_mode) && since - ctime >= MTC_DIGEST_QUIET_S;
 }
 
 static int same_time(struct timespec a, struct timespec b)
@@ -128,39 +110,15 @@ static void grow(struct mtc_digest_cache *c)
 	free(old);
 }
 
-static int by_place(const void *a, const void *b)
-{
-	const struct range *x = a, *y = b;
-	if (x->off != y->off)
-		return x->off < y->off ? -1 : 1;
-	return x->len < y->len ? -1 : x->len > y->len;
-}
-
-static struct range *find(struct rec *r, int64_t off, int64_t len)
-{
-	if (!r->n)
-		return NULL;
-	if (r->sorted != r->n) {
-		qsort(r->r, r->n, sizeof *r->r, by_place);
-		r->sorted = r->n;
-	}
-	struct range key = { .off = off, .len = len };
-	return bsearch(&key, r->r, r->n, sizeof *r->r, by_place);
-}
-
-int mtc_digest_cache_get(struct mtc_digest_cache *c, const struct stat *st, int64_t off,
-			 int64_t len, char hex[65])
+int mtc_digest_cache_get(struct mtc_digest_cache *c, const struct stat *st, char hex[65])
 {
 	int hit = 0;
 	pthread_mutex_lock(&c->lock);
 	struct rec *r = *slot(c, st);
-	if (r && same_figures(&r->st, st)) {
-		struct range *g = find(r, off, len);
-		if (g) {
-			memcpy(hex, g->hex, 65);
-			r->used = mtc_digest_cache_clock();
-			hit = 1;
-		}
+	if (r && r->known && same_figures(&r->st, st)) {
+		memcpy(hex, r->hex, 65);
+		r->used = mtc_wall_now();
+		hit = 1;
 	}
 	pthread_mutex_unlock(&c->lock);
 	return hit;
@@ -176,7 +134,7 @@ static struct rec *rec_of(struct mtc_digest_cache *c, const struct stat *st)
 		if (++c->nrecs > 2 * c->nbuckets)
 			grow(c);
 	}
-	r->used = mtc_digest_cache_clock();
+	r->used = mtc_wall_now();
 	return r;
 }
 
@@ -204,7 +162,7 @@ size_t mtc_digest_cache_prefix(struct mtc_digest_cache *c, const struct stat *st
 	    (long long)st->st_size >= (long long)r->nprefix * MTC_DIGEST_SEG_BYTES) {
 		n = r->nprefix;
 		*cvs = memcpy(xmalloc(32 * n), r->prefix, 32 * n);
-		r->used = mtc_digest_cache_clock();
+		r->used = mtc_wall_now();
 	}
 	pthread_mutex_unlock(&c->lock);
 	return n;
@@ -231,29 +189,22 @@ void mtc_digest_cache_put_prefix(struct mtc_digest_cache *c, const struct stat *
 }
 
 void mtc_digest_cache_put(struct mtc_digest_cache *c, double since, const struct stat *before,
-			  const struct stat *after, int64_t off, int64_t len, const char *hex)
+			  const struct stat *after, const char *hex)
 {
 	if (!mtc_digest_cache_quiet(before, since) || !same_figures(before, after))
 		return;
 	pthread_mutex_lock(&c->lock);
 	struct rec *r = rec_of(c, before);
-	if (!same_figures(&r->st, before)) {
-		r->n = r->sorted = 0; /* the file changed: its old ranges are gone */
-		r->st = *before;
-	}
-	if (r->n == r->cap) {
-		r->cap = r->cap ? 2 * r->cap : 4;
-		r->r = xrealloc(r->r, r->cap * sizeof *r->r);
-	}
-	struct range *g = &r->r[r->n++];
-	*g = (struct range){ .off = off, .len = len };
-	memcpy(g->hex, hex, 64);
+	r->st = *before;
+	memcpy(r->hex, hex, 64);
+	r->hex[64] = '\0';
+	r->known = 1;
 	pthread_mutex_unlock(&c->lock);
 }
 
 void mtc_digest_cache_sweep(struct mtc_digest_cache *c, double keep_s)
 {
-	double before = mtc_digest_cache_clock() - keep_s;
+	double before = mtc_wall_now() - keep_s;
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->nbuckets; i++)
 		for (struct rec **p = &c->bucket[i]; *p;) {

@@ -5,9 +5,8 @@
 #include <sys/stat.h>
 
 /*
- * Digests worked out before they are needed: a file's BLAKE3 (64 hex), or
- * that of a range of it (an OCDBT value), kept under the file's identity and
- * the figures every write changes (size, mtime and ctime to the ns). It is
+ * Digests worked out before they are needed: a file's BLAKE3 (64 hex), kept
+ * under the file's identity and the figures every write changes (size, mtime and ctime to the ns). It is
  * git's racy-clean rule with a margin: an entry is put only for a file whose
  * ctime was MTC_DIGEST_QUIET_S old when its hashing began and whose figures
  * were the same when it ended. A later write stamps a newer ctime (the
@@ -24,28 +23,25 @@ struct mtc_digest_cache;
 struct mtc_digest_cache *mtc_digest_cache_new(void);
 void mtc_digest_cache_free(struct mtc_digest_cache *c);
 
-/* The clock of ctimes, in seconds: read it before the stat a put will rest on. */
-double mtc_digest_cache_clock(void);
-
-/* st, taken after the clock read `since`, is of a regular file unchanged for MTC_DIGEST_QUIET_S. */
+/*
+ * st, taken after mtc_wall_now() (clock.h, the clock of ctimes) read `since`,
+ * is of a regular file unchanged for MTC_DIGEST_QUIET_S.
+ */
 int mtc_digest_cache_quiet(const struct stat *st, double since);
 
 /*
- * The digest of bytes [off, off + len) of the file st describes; len -1 is
- * the whole file. 1 with hex filled when known, else 0. A hit marks the
- * file's entries used now (mtc_digest_cache_sweep).
+ * The digest of the file st describes: 1 with hex filled when known, else 0.
+ * A hit marks the file used now (mtc_digest_cache_sweep).
  */
-int mtc_digest_cache_get(struct mtc_digest_cache *c, const struct stat *st, int64_t off,
-			 int64_t len, char hex[65]);
+int mtc_digest_cache_get(struct mtc_digest_cache *c, const struct stat *st, char hex[65]);
 
 /*
- * Keeps hex for that range of the file. before is the file's stat taken
- * before the hashing began and after the clock read `since`, after one taken
- * after it ended; nothing is kept unless before is quiet and they agree. A
- * range is put only when a get did not find it.
+ * Keeps hex as the file's digest. before is the file's stat taken before the
+ * hashing began and after mtc_wall_now() read `since`, after one taken after
+ * it ended; nothing is kept unless before is quiet and they agree.
  */
 void mtc_digest_cache_put(struct mtc_digest_cache *c, double since, const struct stat *before,
-			  const struct stat *after, int64_t off, int64_t len, const char *hex);
+			  const struct stat *after, const char *hex);
 
 /*
  * The start of a file still being appended to, whose bytes once written are

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "digest.h"
 #include "log.h"
 #include "naming.h"
@@ -106,12 +107,12 @@ static int consider(const struct mtc_walk_entry *e, void *arg)
 	struct stat before, after;
 	char hex[MTC_DIGEST_LEN];
 	if (e->error || !S_ISREG(e->st.st_mode) ||
-	    mtc_digest_cache_get(p->cache, &e->st, 0, -1, hex))
+	    mtc_digest_cache_get(p->cache, &e->st, hex))
 		return 0;
 	if (p->threaded && stopping(p))
 		return -1;
 	/* Read through one descriptor: the step's renames under it change nothing. */
-	double since = mtc_digest_cache_clock();
+	double since = mtc_wall_now();
 	int fd = open(e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -121,7 +122,7 @@ static int consider(const struct mtc_walk_entry *e, void *arg)
 		if (mtc_digest_cache_begin(p->cache)) {
 			if (mtc_digest_fd_read(fd, &before, p->threads, p->cache, hex) == 0 &&
 			    fstat(fd, &after) == 0) {
-				mtc_digest_cache_put(p->cache, since, &before, &after, 0, -1, hex);
+				mtc_digest_cache_put(p->cache, since, &before, &after, hex);
 				ps->bytes += before.st_size;
 			}
 			mtc_digest_cache_end(p->cache);
@@ -130,14 +131,14 @@ static int consider(const struct mtc_walk_entry *e, void *arg)
 		extend_prefix(ps, fd, &before);
 	}
 	close(fd);
-	ps->looking -= mtc_digest_cache_clock() - since;
+	ps->looking -= mtc_wall_now() - since;
 	return 0;
 }
 
 /* One look at the dir; the seconds it took, hashing aside, in *looking. */
 static long long pass(struct mtc_prehash *p, double *looking)
 {
-	struct pass ps = { p, 0, -mtc_digest_cache_clock() };
+	struct pass ps = { p, 0, -mtc_wall_now() };
 	DIR *d = opendir(p->dir);
 	struct dirent *de;
 	*looking = 0;
@@ -164,7 +165,7 @@ static long long pass(struct mtc_prehash *p, double *looking)
 	}
 	closedir(d);
 	mtc_digest_cache_sweep(p->cache, MTC_DIGEST_KEEP_S);
-	*looking = ps.looking + mtc_digest_cache_clock();
+	*looking = ps.looking + mtc_wall_now();
 	return ps.bytes;
 }
 
