@@ -155,7 +155,9 @@ static long long pass(struct mtc_prehash *p, double *looking)
 				      .arg = &ps };
 		struct stat st;
 		int rc = 0;
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		if (lstat(path, &st) < 0)
+			;
+		else if (S_ISDIR(st.st_mode))
 			rc = mtc_walk(&w);
 		else if (S_ISREG(st.st_mode))
 			rc = consider(&(struct mtc_walk_entry){ .path = path, .st = st }, &ps);
