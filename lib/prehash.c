@@ -189,12 +189,7 @@ static void *run(void *arg)
 			mtc_debug("hashed %lld bytes of steps in the making", bytes);
 		/* a dir of many files is looked at less often: a fifth of the time at most */
 		wait = 4 * looking > MTC_PREHASH_PASS_S ? 4 * looking : MTC_PREHASH_PASS_S;
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)wait;
-		until.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-		until.tv_sec += until.tv_nsec / 1000000000;
-		until.tv_nsec %= 1000000000;
+		struct timespec until = mtc_wall_after(wait);
 		pthread_mutex_lock(&p->lock);
 		while (!p->stop && pthread_cond_timedwait(&p->wake, &p->lock, &until) != ETIMEDOUT)
 			;

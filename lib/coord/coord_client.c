@@ -167,13 +167,7 @@ static void *heartbeat_main(void *arg)
 			mtc_debug("heartbeat: %s", err);
 		json_decref(a);
 		pthread_mutex_lock(&cc->mu);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)cc->heartbeat_s;
-		ts.tv_nsec += (long)((cc->heartbeat_s - (double)(time_t)cc->heartbeat_s) * 1e9);
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = mtc_wall_after(cc->heartbeat_s);
 		if (!atomic_load(&cc->stop))
 			pthread_cond_timedwait(&cc->cv, &cc->mu, &ts);
 	}

@@ -1697,12 +1697,7 @@ static void *guard_main(void *arg)
 		double now;
 		long long cuts;
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += GUARD_TICK_NS;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		until = mtc_wall_after(GUARD_TICK_NS / 1e9);
 		pthread_cond_timedwait(&s->conns_cv, &s->conns_mu, &until);
 		now = mtc_now();
 		for (struct conn *k = TAILQ_FIRST(&s->conns); k && s->o.head_timeout_s > 0;
