@@ -457,16 +457,23 @@ struct piece_set {
 	struct piece *p;
 };
 
-static void pieces_split(struct piece_set *ps, const struct mtc_manifest *m, int k, int ranges,
-			 const struct mtc_peer_client *pc, double deadline)
+/* k empty pieces, each to be given its call; n is k until a split says otherwise. */
+static void pieces_init(struct piece_set *ps, int k, const struct mtc_peer_client *pc,
+			double deadline)
 {
-	ps->k = k;
+	ps->k = ps->n = k;
 	ps->bins = xcalloc((size_t)k, sizeof *ps->bins);
 	ps->counts = xcalloc((size_t)k, sizeof *ps->counts);
 	ps->p = xcalloc((size_t)k, sizeof *ps->p);
-	ps->n = mtc_manifest_split(m, k, ranges, ps->bins, ps->counts);
 	for (int i = 0; i < k; i++)
 		ps->p[i] = (struct piece){ .pc = pc, .deadline = deadline };
+}
+
+static void pieces_split(struct piece_set *ps, const struct mtc_manifest *m, int k, int ranges,
+			 const struct mtc_peer_client *pc, double deadline)
+{
+	pieces_init(ps, k, pc, deadline);
+	ps->n = mtc_manifest_split(m, k, ranges, ps->bins, ps->counts);
 }
 
 /* Runs the calls of the pieces at once; 0, or the first failure (a 422 first) with err. */
@@ -550,7 +557,7 @@ static int get_ranges(const struct mtc_peer_client *pc, struct call *c, double d
 {
 	long long size = c->file_size, per = (size + c->file_ranges - 1) / c->file_ranges;
 	struct mtc_wire_list got = { 0 };
-	struct piece_set ps = { 0 };
+	struct piece_set ps;
 	char why[512];
 	int fd, rc;
 
@@ -569,15 +576,11 @@ static int get_ranges(const struct mtc_peer_client *pc, struct call *c, double d
 		w->off = off;
 		w->file_size = size;
 	}
-	ps.k = ps.n = (int)got.n;
-	ps.bins = xcalloc(got.n, sizeof *ps.bins);
-	ps.counts = xcalloc(got.n, sizeof *ps.counts);
-	ps.p = xcalloc(got.n, sizeof *ps.p);
+	pieces_init(&ps, (int)got.n, pc, deadline);
 	for (size_t i = 0; i < got.n; i++)
-		ps.p[i] = (struct piece){ .pc = pc, .deadline = deadline,
-					  .c = { .method = "GET", .url = xstrdup(c->url),
-						 .down_path = c->down_path, .range = &got.e[i],
-						 .limits = c->limits } };
+		ps.p[i].c = (struct call){ .method = "GET", .url = xstrdup(c->url),
+					   .down_path = c->down_path, .range = &got.e[i],
+					   .limits = c->limits };
 	rc = pieces_run(&ps, err, errlen);
 	for (int i = 0; i < ps.n; i++) {
 		c->bytes += ps.p[i].c.bytes;

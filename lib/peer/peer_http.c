@@ -458,7 +458,7 @@ enum mtc_http_end mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen
 			: p->range && p->code != 206
 				? mtc_fail(why, sizeof why, "the whole file came, not the range asked for")
 			: length < 0 || (p->range && length != p->range->size)
-				? mtc_fail(why, sizeof why, "no Content-Length of the body")
+				? mtc_fail(why, sizeof why, "no Content-Length, or not the range's")
 				: mtc_wire_receive(fd, p->answer.p, p->answer.len, p->stall_s, p->stop,
 						   p->fd, p->range ? p->range : &whole, &p->received, why,
 						   sizeof why);
