@@ -19,6 +19,7 @@
 #include "cpu_count.h"
 #include "digest.h"
 #include "digest_cache.h"
+#include "fsutil.h"
 #include "naming.h"
 #include "threads.h"
 #include "walk.h"
@@ -198,18 +199,12 @@ static uint8_t *read_range(const struct node *n, long long off, size_t len)
 	if (fd < 0)
 		return NULL;
 	uint8_t *p = xmalloc(len ? len : 1);
-	for (size_t got = 0; got < len;) {
-		ssize_t r = pread(fd, p + got, len - got, (off_t)off + (off_t)got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			int e = r < 0 ? errno : EAGAIN;
-			free(p);
-			close(fd);
-			errno = e;
-			return NULL;
-		}
-		got += (size_t)r;
+	if (mtc_pread_all(fd, p, len, off) < 0) {
+		int e = errno == ENODATA ? EAGAIN : errno;
+		free(p);
+		close(fd);
+		errno = e;
+		return NULL;
 	}
 	close(fd);
 	return p;
@@ -495,21 +490,12 @@ static void *segments_worker(void *arg)
 	uint8_t *buf = xmalloc((size_t)SEG_BYTES);
 	size_t i;
 	while (atomic_load(&g->err) == 0 && (i = atomic_fetch_add(&g->next, 1)) < g->to) {
-		size_t got = 0;
-		while (got < (size_t)SEG_BYTES) {
-			ssize_t r = pread(g->fd, buf + got, (size_t)SEG_BYTES - got,
-					  (off_t)i * SEG_BYTES + (off_t)got);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				int zero = 0;
-				atomic_compare_exchange_strong(&g->err, &zero, r < 0 ? errno : EAGAIN);
-				break;
-			}
-			got += (size_t)r;
+		if (mtc_pread_all(g->fd, buf, (size_t)SEG_BYTES, (long long)i * SEG_BYTES) < 0) {
+			int zero = 0;
+			atomic_compare_exchange_strong(&g->err, &zero, errno == ENODATA ? EAGAIN : errno);
+			break;
 		}
-		if (got == (size_t)SEG_BYTES)
-			mtc_blake3_subtree(buf, SEG_CHUNKS, (uint64_t)i * SEG_CHUNKS, g->cvs + 32 * i);
+		mtc_blake3_subtree(buf, SEG_CHUNKS, (uint64_t)i * SEG_CHUNKS, g->cvs + 32 * i);
 	}
 	free(buf);
 	return NULL;

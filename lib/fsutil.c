@@ -65,6 +65,22 @@ int mtc_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int mtc_pread_all(int fd, void *buf, size_t len, long long off)
+{
+	for (size_t got = 0; got < len;) {
+		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + (long long)got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = ENODATA;
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	return 0;
+}
+
 int mtc_write_atomic_via(const char *tmp, const char *path, const void *buf, size_t len)
 {
 	int fd, e;

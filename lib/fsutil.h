@@ -17,6 +17,9 @@ int mtc_fsync_parent(const char *path);
 /* write(2) until all of buf is written, retrying on EINTR. */
 int mtc_write_all(int fd, const void *buf, size_t len);
 
+/* pread(2) of len bytes at off, retrying on EINTR: 0, or -1 with errno (ENODATA: the file ends first). */
+int mtc_pread_all(int fd, void *buf, size_t len, long long off);
+
 /* Reads a whole file of at most max bytes; EFBIG if larger. buf is NUL-terminated. */
 int mtc_read_file(const char *path, size_t max, char **buf, size_t *len);
 /* The same, refusing (ELOOP) a path that is a symlink: for what the local dir holds. */

@@ -80,22 +80,6 @@ static int file_index(struct mtc_ocdbt *s, const char *path, size_t *idx, char *
 	return 0;
 }
 
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	for (size_t got = 0; got < len;) {
-		ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			if (r == 0)
-				errno = ENODATA;
-			return -1;
-		}
-		got += (size_t)r;
-	}
-	return 0;
-}
-
 /* Bytes of a node or value reference, checked against the file's size. */
 static int check_range(const struct mtc_ocdbt *s, size_t f, uint64_t off, uint64_t len, char *err,
 		       size_t errlen)
@@ -192,7 +176,7 @@ static int visit(struct walk *w, const struct mtc_ocdbt_path *path, const struct
 	uint8_t *buf = xmalloc(ref->length ? ref->length : 1);
 	struct mtc_ocdbt_node node;
 	int rc = -1;
-	if (pread_all(s->files[f].fd, buf, ref->length, ref->offset) < 0) {
+	if (mtc_pread_all(s->files[f].fd, buf, ref->length, ref->offset) < 0) {
 		fail(w->err, w->errlen, "cannot read '%s/%s': %s", s->root, path->path,
 		     strerror(errno));
 		free(buf);
@@ -370,7 +354,7 @@ const uint8_t *mtc_ocdbt_range(const struct mtc_ocdbt *s, const struct mtc_ocdbt
 		madvise(start, n, MADV_POPULATE_READ); /* one call, not a fault a page */
 		return p;
 	}
-	if (pread_all(f->fd, buf, len, kv->offset + off) < 0) {
+	if (mtc_pread_all(f->fd, buf, len, kv->offset + off) < 0) {
 		fail(err, errlen, "cannot read '%s/%s': %s", s->root, f->path,
 		     errno == ENODATA ? "truncated" : strerror(errno));
 		return NULL;

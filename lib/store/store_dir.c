@@ -406,26 +406,17 @@ static int dir_get_range(struct mtc_store *s, const char *key, long long off, vo
 			 size_t len)
 {
 	struct stat st;
-	size_t got = 0;
-	int fd = open_object(s, key, &st), e;
+	int fd = open_object(s, key, &st);
 
 	if (fd < 0)
 		return -1;
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got, off + (long long)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			e = errno;
-			mtc_store_set_error(s, "cannot read %zu bytes at %lld of '%s': %s", len, off,
-					    key, n == 0 ? "object too short" : strerror(e));
-			close(fd);
-			errno = e;
-			return -1;
-		}
-		got += (size_t)n;
+	if (mtc_pread_all(fd, buf, len, off) < 0) {
+		int short_read = errno == ENODATA, e = short_read ? EIO : errno;
+		mtc_store_set_error(s, "cannot read %zu bytes at %lld of '%s': %s", len, off, key,
+				    short_read ? "object too short" : strerror(e));
+		close(fd);
+		errno = e;
+		return -1;
 	}
 	close(fd);
 	return 0;
