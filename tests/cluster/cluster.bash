@@ -192,7 +192,12 @@ backup_step() {
 }
 has_backup() { backup_step >/dev/null; }
 
-wipe_node() { find "$CL_ROOT/node$1" -mindepth 1 -delete; }
+# wipe_node R: node R's RAM disk is gone, and with it the node: its service is killed
+# first (as in node_lost), so nothing of it writes or deletes there while it is wiped.
+wipe_node() {
+	node_lost "$1"
+	find "$CL_ROOT/node$1" -mindepth 1 -delete
+}
 
 # A step whose every node's .meta is in one backup.
 backup_of() {
