@@ -15,6 +15,8 @@
 
 #include "clock.h"
 #include "fsutil.h"
+#include "json_atoms.h"
+#include "json_parse.h"
 #include "lkg.h"
 #include "lkg_inventory.h"
 #include "log.h"
@@ -36,7 +38,7 @@ struct round {
 	double opened; /* 0: no report yet */
 	int n_reported;
 	struct slot *s;
-	json_t *atoms; /* the reports' strings and integers in arrays, one of each value */
+	struct mtc_json_atoms *atoms; /* the reports' strings and integers in arrays, one of each value */
 };
 
 /*
@@ -135,7 +137,7 @@ void mtc_coord_free(struct mtc_coord *c)
 			json_decref(c->rounds[k].s[r].report);
 			json_decref(c->rounds[k].s[r].answer);
 		}
-		json_decref(c->rounds[k].atoms);
+		mtc_json_atoms_free(c->rounds[k].atoms);
 		free(c->rounds[k].s);
 	}
 	free(c->last_seen);
@@ -177,52 +179,13 @@ static char *failure(const char *fmt, ...)
 	return dump(json_pack("{s:s, s:s}", "status", "failed", "error", msg));
 }
 
-/*
- * The key of an atom: a string (without a NUL inside) or an integer; 0 for
- * anything else.
- */
-static int atom_key(json_t *v, char *key, size_t len)
-{
-	if (json_is_integer(v))
-		return snprintf(key, len, "i%" JSON_INTEGER_FORMAT, json_integer_value(v)) < (int)len;
-	if (json_is_string(v) && json_string_length(v) == strlen(json_string_value(v)))
-		return snprintf(key, len, "s%s", json_string_value(v)) < (int)len;
-	return 0;
-}
-
-/*
- * Makes the strings and integers in a report's arrays (its listings) the round's
- * shared values: every rank lists its own and its peers' steps, the same step
- * numbers and hashes again and again, and at 16,384 ranks the copies would be
- * most of the round's memory.
- */
-static void share_atoms(struct round *rd, json_t *v)
-{
-	char key[128];
-	size_t i;
-	json_t *e, *a;
-
-	if (!rd->atoms)
-		rd->atoms = json_object();
-	json_array_foreach(v, i, e) {
-		if (json_is_array(e)) {
-			share_atoms(rd, e);
-		} else if (atom_key(e, key, sizeof key)) {
-			if (!(a = json_object_get(rd->atoms, key)))
-				json_object_set(rd->atoms, key, e);
-			else if (a != e)
-				json_array_set(v, i, a);
-		}
-	}
-}
-
 static void forget_reports(struct round *rd, int nodes)
 {
 	for (int r = 0; r < nodes; r++) {
 		json_decref(rd->s[r].report);
 		rd->s[r].report = NULL;
 	}
-	json_decref(rd->atoms);
+	mtc_json_atoms_free(rd->atoms);
 	rd->atoms = NULL;
 	rd->n_reported = 0;
 	rd->opened = 0;
@@ -667,21 +630,22 @@ static int parse_report(struct mtc_coord *c, const struct mtc_peer_cred *who, co
 			const char *body, size_t len, char **answer, json_t **report, int *kp,
 			int *rankp, double *wait)
 {
-	json_error_t jerr;
 	json_t *rep, *v;
 	const char *bad;
 	int k = kind_of(kind), rank, code;
-	char buf[256];
+	char buf[256], jerr[160];
 
 	if (k < 0) {
 		*answer = failure("no such coordinator endpoint '%s'", kind);
 		return 404;
 	}
-	rep = json_loadb(body, len, 0, &jerr);
+	pthread_mutex_lock(&c->mu); /* the round's shared values, read as the report is */
+	rep = mtc_json_parse(body, len, k < NKINDS ? c->rounds[k].atoms : NULL, jerr, sizeof jerr);
+	pthread_mutex_unlock(&c->mu);
 	if (!json_is_object(rep) || !json_is_integer(v = json_object_get(rep, "rank")) ||
 	    json_integer_value(v) < 0 || json_integer_value(v) >= c->o.nodes) {
 		*answer = failure("bad '%s' report: %s", kind,
-				  !rep ? jerr.text : "no \"rank\" in [0, nodes)");
+				  !rep ? jerr : "no \"rank\" in [0, nodes)");
 		json_decref(rep);
 		return 400;
 	}
@@ -747,9 +711,15 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 	else
 		json_decref(s->report);
 	s->report = rep;
+	/*
+	 * Every rank lists its own and its peers' steps: the same step numbers and
+	 * hashes again and again, most of a round's memory at 16,384 ranks unless shared.
+	 */
+	if (!rd->atoms)
+		rd->atoms = mtc_json_atoms_new();
 	json_object_foreach(rep, key, v)
 		if (json_is_array(v))
-			share_atoms(rd, v);
+			mtc_json_share(rd->atoms, v);
 	snprintf(s->session, sizeof s->session, "%s", session);
 	if (!rd->opened)
 		rd->opened = mtc_now();

@@ -1,0 +1,458 @@
+/* A JSON reader that accepts what json_loadb(..., 0, ...) accepts (see json_parse.h). */
+#include "json_parse.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_atoms.h"
+#include "xalloc.h"
+
+#define MAX_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH: values nested, scalars counted */
+
+struct parser {
+	const char *p, *start, *end;
+	int depth;
+	const struct mtc_json_atoms *atoms;
+	char *err;
+	size_t errlen;
+	char *text; /* a decoded string with escapes or UTF-8, as long as the longest one */
+	size_t text_cap;
+};
+
+static json_t *value(struct parser *ps, int in_array);
+
+__attribute__((format(printf, 2, 3))) static json_t *fail(struct parser *ps, const char *fmt, ...)
+{
+	char what[128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (ps->errlen && !*ps->err)
+		snprintf(ps->err, ps->errlen, "invalid JSON at byte %zu: %s", (size_t)(ps->p - ps->start), what);
+	return NULL;
+}
+
+static void skip_space(struct parser *ps)
+{
+	while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t'))
+		ps->p++;
+}
+
+static int hex4(const char *s, const char *end)
+{
+	int v = 0;
+	if (end - s < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v += c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v += c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v += c - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+/* The length of the well-formed UTF-8 sequence at s (not overlong, no surrogate, at most U+10FFFF); 0 if none. */
+static size_t utf8_len(const unsigned char *s, const unsigned char *end)
+{
+	size_t n;
+	uint32_t cp;
+	if (*s < 0xC2 || *s > 0xF4)
+		return 0;
+	n = *s < 0xE0 ? 2 : *s < 0xF0 ? 3 : 4;
+	if ((size_t)(end - s) < n)
+		return 0;
+	cp = *s & (0x3F >> (n - 1));
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3F);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return n;
+}
+
+static size_t utf8_put(char *t, uint32_t cp)
+{
+	if (cp < 0x80) {
+		t[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		t[0] = (char)(0xC0 | cp >> 6);
+		t[1] = (char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		t[0] = (char)(0xE0 | cp >> 12);
+		t[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+		t[2] = (char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	t[0] = (char)(0xF0 | cp >> 18);
+	t[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+	t[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+	t[3] = (char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+/* One \uXXXX escape, or a surrogate pair of them, at ps->p (after the backslash's 'u'). */
+static int unicode_escape(struct parser *ps, uint32_t *cp)
+{
+	int hi = hex4(ps->p, ps->end), lo;
+	if (hi < 0)
+		return fail(ps, "invalid \\u escape"), -1;
+	ps->p += 4;
+	if (hi >= 0xDC00 && hi <= 0xDFFF)
+		return fail(ps, "lone low surrogate \\u%04X", hi), -1;
+	if (hi < 0xD800 || hi > 0xDBFF) {
+		*cp = (uint32_t)hi;
+	} else {
+		if (ps->end - ps->p < 2 || ps->p[0] != '\\' || ps->p[1] != 'u')
+			return fail(ps, "high surrogate \\u%04X without its pair", hi), -1;
+		if ((lo = hex4(ps->p + 2, ps->end)) < 0)
+			return fail(ps, "invalid \\u escape"), -1;
+		if (lo < 0xDC00 || lo > 0xDFFF)
+			return fail(ps, "invalid surrogate pair \\u%04X\\u%04X", hi, lo), -1;
+		ps->p += 6;
+		*cp = 0x10000 + ((uint32_t)(hi - 0xD800) << 10) + (uint32_t)(lo - 0xDC00);
+	}
+	if (*cp == 0)
+		return fail(ps, "\\u0000 in a string"), -1;
+	return 0;
+}
+
+/* The bytes a string holds as they are: printable ASCII but the quote and the backslash. */
+static const unsigned char plain[256] = {
+	[0x20 ... 0x21] = 1, [0x23 ... 0x5B] = 1, [0x5D ... 0x7F] = 1, /* not '"' (0x22), '\\' (0x5C) */
+};
+
+/*
+ * The string at ps->p (just after its opening quote) into *s and *n: in place
+ * when it is plain ASCII without escapes, else decoded into ps->text.
+ */
+static int string(struct parser *ps, const char **s, size_t *n)
+{
+	const unsigned char *q = (const unsigned char *)ps->p, *end = (const unsigned char *)ps->end;
+	char *t;
+
+	while (q < end && plain[*q])
+		q++;
+	if (q < end && *q == '"') {
+		*s = ps->p;
+		*n = (size_t)((const char *)q - ps->p);
+		ps->p = (const char *)q + 1;
+		return 0;
+	}
+	if (ps->text_cap < (size_t)(ps->end - ps->p)) { /* decoding never lengthens */
+		free(ps->text);
+		ps->text_cap = (size_t)(ps->end - ps->p);
+		ps->text = xmalloc(ps->text_cap);
+	}
+	t = ps->text;
+	memcpy(t, ps->p, (size_t)((const char *)q - ps->p));
+	t += (const char *)q - ps->p;
+	ps->p = (const char *)q;
+	for (;;) {
+		unsigned char c;
+		size_t u;
+		uint32_t cp;
+		if (ps->p >= ps->end)
+			return fail(ps, "a string without its closing quote"), -1;
+		c = (unsigned char)*ps->p;
+		if (c == '"')
+			break;
+		if (c < 0x20)
+			return fail(ps, "control character 0x%x in a string", c), -1;
+		if (c >= 0x80) {
+			if (!(u = utf8_len((const unsigned char *)ps->p, end)))
+				return fail(ps, "invalid UTF-8 byte 0x%x", c), -1;
+			memcpy(t, ps->p, u);
+			t += u;
+			ps->p += u;
+			continue;
+		}
+		if (c != '\\') {
+			*t++ = (char)c;
+			ps->p++;
+			continue;
+		}
+		if (++ps->p >= ps->end)
+			return fail(ps, "a string without its closing quote"), -1;
+		switch (*ps->p++) {
+		case '"': *t++ = '"'; break;
+		case '\\': *t++ = '\\'; break;
+		case '/': *t++ = '/'; break;
+		case 'b': *t++ = '\b'; break;
+		case 'f': *t++ = '\f'; break;
+		case 'n': *t++ = '\n'; break;
+		case 'r': *t++ = '\r'; break;
+		case 't': *t++ = '\t'; break;
+		case 'u':
+			if (unicode_escape(ps, &cp) < 0)
+				return -1;
+			t += utf8_put(t, cp);
+			break;
+		default:
+			ps->p--;
+			return fail(ps, "invalid escape"), -1;
+		}
+	}
+	ps->p++;
+	*s = ps->text;
+	*n = (size_t)(t - ps->text);
+	return 0;
+}
+
+static int is_digit(const char *p, const char *end)
+{
+	return p < end && *p >= '0' && *p <= '9';
+}
+
+/* The integer of the digits from s to ps->p, with its sign: what strtoll reads, ERANGE refused. */
+static json_t *integer(struct parser *ps, const char *s, const struct mtc_json_atoms *shared)
+{
+	int neg = *s == '-';
+	uint64_t v = 0, max = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	json_int_t i;
+	json_t *atom;
+
+	for (const char *q = s + neg; q < ps->p; q++) {
+		unsigned digit = (unsigned)(*q - '0');
+		if (v > (max - digit) / 10) {
+			ps->p = s;
+			return fail(ps, "number out of range");
+		}
+		v = v * 10 + digit;
+	}
+	i = neg ? (json_int_t)(0 - v) : (json_int_t)v;
+	if ((atom = mtc_json_atom_integer(shared, i)))
+		return json_incref(atom);
+	return json_integer(i);
+}
+
+/*
+ * A number as JSON writes one: an integer within json_int_t (the shared one
+ * when shared is set and holds it), or a finite real.
+ */
+static json_t *number(struct parser *ps, const struct mtc_json_atoms *shared)
+{
+	const char *s = ps->p;
+	char buf[64], *copy;
+	size_t n;
+	int real = 0;
+	double d;
+
+	if (*ps->p == '-')
+		ps->p++;
+	if (!is_digit(ps->p, ps->end))
+		return fail(ps, "invalid number");
+	if (*ps->p == '0') {
+		if (is_digit(++ps->p, ps->end))
+			return fail(ps, "a number with a leading zero");
+	} else {
+		while (is_digit(ps->p, ps->end))
+			ps->p++;
+	}
+	if (ps->p < ps->end && *ps->p == '.') {
+		real = 1;
+		if (!is_digit(++ps->p, ps->end))
+			return fail(ps, "invalid number");
+		while (is_digit(ps->p, ps->end))
+			ps->p++;
+	}
+	if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E')) {
+		real = 1;
+		ps->p++;
+		if (ps->p < ps->end && (*ps->p == '+' || *ps->p == '-'))
+			ps->p++;
+		if (!is_digit(ps->p, ps->end))
+			return fail(ps, "invalid number");
+		while (is_digit(ps->p, ps->end))
+			ps->p++;
+	}
+	if (!real)
+		return integer(ps, s, shared);
+	n = (size_t)(ps->p - s);
+	copy = n < sizeof buf ? buf : xmalloc(n + 1); /* strtod needs a terminated string */
+	memcpy(copy, s, n);
+	copy[n] = '\0';
+	errno = 0;
+	d = strtod(copy, NULL);
+	if (copy != buf)
+		free(copy);
+	if (errno == ERANGE && isinf(d)) {
+		ps->p = s;
+		return fail(ps, "number out of range");
+	}
+	return json_real(d);
+}
+
+static json_t *literal(struct parser *ps)
+{
+	static const struct {
+		const char *word;
+		size_t len;
+	} words[] = { { "true", 4 }, { "false", 5 }, { "null", 4 } };
+	for (size_t i = 0; i < 3; i++)
+		if ((size_t)(ps->end - ps->p) >= words[i].len && !memcmp(ps->p, words[i].word, words[i].len)) {
+			ps->p += words[i].len;
+			return i == 0 ? json_true() : i == 1 ? json_false() : json_null();
+		}
+	return fail(ps, "invalid token");
+}
+
+static json_t *array(struct parser *ps)
+{
+	json_t *a = json_array(), *e;
+	ps->p++;
+	skip_space(ps);
+	if (ps->p < ps->end && *ps->p == ']') {
+		ps->p++;
+		return a;
+	}
+	for (;;) {
+		if (!(e = value(ps, 1)) || json_array_append_new(a, e))
+			break;
+		skip_space(ps);
+		if (ps->p < ps->end && *ps->p == ',') {
+			ps->p++;
+			continue;
+		}
+		if (ps->p < ps->end && *ps->p == ']') {
+			ps->p++;
+			return a;
+		}
+		fail(ps, "',' or ']' expected");
+		break;
+	}
+	json_decref(a);
+	return NULL;
+}
+
+static json_t *object(struct parser *ps)
+{
+	json_t *o = json_object(), *v;
+	const char *key;
+	char *copy;
+	size_t n;
+
+	ps->p++;
+	skip_space(ps);
+	if (ps->p < ps->end && *ps->p == '}') {
+		ps->p++;
+		return o;
+	}
+	for (;;) {
+		if (ps->p >= ps->end || *ps->p != '"') {
+			fail(ps, "a string key expected");
+			break;
+		}
+		ps->p++;
+		if (string(ps, &key, &n) < 0)
+			break;
+		copy = NULL;
+		if (key == ps->text) /* the value may decode into ps->text too */
+			memcpy(copy = xmalloc(n + 1), key, n);
+		skip_space(ps);
+		if (ps->p >= ps->end || *ps->p != ':') {
+			free(copy);
+			fail(ps, "':' expected");
+			break;
+		}
+		ps->p++;
+		v = value(ps, 0);
+		if (v && json_object_setn_new_nocheck(o, copy ? copy : key, n, v))
+			v = NULL;
+		free(copy);
+		if (!v)
+			break;
+		skip_space(ps);
+		if (ps->p < ps->end && *ps->p == ',') {
+			ps->p++;
+			skip_space(ps);
+			continue;
+		}
+		if (ps->p < ps->end && *ps->p == '}') {
+			ps->p++;
+			return o;
+		}
+		fail(ps, "',' or '}' expected");
+		break;
+	}
+	json_decref(o);
+	return NULL;
+}
+
+/* A value; in an array, a string or an integer equal to a shared one is that one. */
+static json_t *value(struct parser *ps, int in_array)
+{
+	const struct mtc_json_atoms *shared = in_array ? ps->atoms : NULL;
+	json_t *v;
+	const char *s;
+	size_t n;
+
+	skip_space(ps);
+	if (ps->p >= ps->end)
+		return fail(ps, "unexpected end of input");
+	if (++ps->depth > MAX_DEPTH)
+		return fail(ps, "nested deeper than %d", MAX_DEPTH);
+	switch (*ps->p) {
+	case '{':
+		v = object(ps);
+		break;
+	case '[':
+		v = array(ps);
+		break;
+	case '"':
+		ps->p++;
+		if (string(ps, &s, &n) < 0)
+			v = NULL;
+		else if ((v = mtc_json_atom_string(shared, s, n)))
+			json_incref(v);
+		else
+			v = json_stringn_nocheck(s, n);
+		break;
+	default:
+		v = *ps->p == '-' || is_digit(ps->p, ps->end) ? number(ps, shared) : literal(ps);
+	}
+	ps->depth--;
+	return v;
+}
+
+json_t *mtc_json_parse(const char *buf, size_t len, const struct mtc_json_atoms *atoms, char *err,
+		       size_t errlen)
+{
+	struct parser ps = { .p = buf, .start = buf, .end = buf + len, .atoms = atoms, .err = err,
+			     .errlen = errlen };
+	json_t *v = NULL;
+
+	if (errlen)
+		*err = '\0';
+	skip_space(&ps);
+	if (ps.p >= ps.end || (*ps.p != '{' && *ps.p != '['))
+		fail(&ps, "'{' or '[' expected");
+	else if ((v = value(&ps, 0))) {
+		skip_space(&ps);
+		if (ps.p < ps.end) {
+			fail(&ps, "end of input expected");
+			json_decref(v);
+			v = NULL;
+		}
+	}
+	free(ps.text);
+	return v;
+}
