@@ -97,11 +97,13 @@ static void table_init(struct lkg *L, size_t expected)
 static int intern(struct lkg *L, const char *s)
 {
 	size_t i;
-	if (!s || !mtc_is_hash(s))
+	if (!s)
 		return -1;
 	for (i = hash_key(s) & L->table_mask; L->table[i] >= 0; i = (i + 1) & L->table_mask)
-		if (!strcmp(L->hash_str[L->table[i]], s))
+		if (L->hash_str[L->table[i]] == s || !strcmp(L->hash_str[L->table[i]], s))
 			return L->table[i];
+	if (!mtc_is_hash(s))
+		return -1;
 	if (L->n_hash == L->cap_hash) {
 		int *old = L->table;
 		size_t old_cap = L->table_mask + 1;
