@@ -119,6 +119,8 @@ void mtc_vlog(int l, const char *fmt, va_list ap)
 	char raw[4096], msg[4096];
 	size_t n;
 
+	if (l > level && !(l <= MTC_LOG_ERROR && status_dir[0]))
+		return; /* neither printed nor kept: not worth formatting */
 	vsnprintf(raw, sizeof raw, fmt, ap);
 	n = strlen(raw);
 	if (n && raw[n - 1] == ':')

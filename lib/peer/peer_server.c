@@ -1980,6 +1980,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char line[512];
 	size_t n;
+	if (mtc_log_level() < MTC_LOG_DEBUG)
+		return;
 	vsnprintf(line, sizeof line, fmt, ap);
 	n = strlen(line);
 	while (n && (line[n - 1] == '\n' || line[n - 1] == ':'))
