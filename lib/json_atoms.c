@@ -1,6 +1,7 @@
 /*
  * Shared strings and integers (see json_atoms.h): open addressing with linear
- * probing over the values themselves, kept at most half full.
+ * probing, kept at most half full; a slot keeps its value's hash, so that a
+ * probe reads a value only when the hashes match.
  */
 #include "json_atoms.h"
 
@@ -10,8 +11,13 @@
 
 #include "xalloc.h"
 
+struct slot {
+	uint64_t hash; /* 0: empty */
+	json_t *v;
+};
+
 struct mtc_json_atoms {
-	json_t **slot;
+	struct slot *slot;
 	size_t n, cap;
 };
 
@@ -31,73 +37,68 @@ static uint64_t hash_bytes(const void *p, size_t n, uint64_t salt)
 	return (h ^ h >> 29) | 1;
 }
 
-static uint64_t hash_of_int(json_int_t i)
+/* What is looked for: a string of n bytes at s, or (s NULL) the integer i. */
+struct key {
+	const char *s;
+	size_t n;
+	json_int_t i;
+	uint64_t hash;
+};
+
+static struct key string_key(const char *s, size_t n)
 {
-	return hash_bytes(&i, sizeof i, 1);
+	return (struct key){ .s = s, .n = n, .hash = hash_bytes(s, n, 0) };
 }
 
-/* 0 for a value that is not an atom. */
-static uint64_t hash_of(const json_t *v)
+static struct key integer_key(json_int_t i)
 {
-	if (json_is_string(v))
-		return hash_bytes(json_string_value(v), json_string_length(v), 0);
-	if (json_is_integer(v))
-		return hash_of_int(json_integer_value(v));
-	return 0;
+	return (struct key){ .i = i, .hash = hash_bytes(&i, sizeof i, 1) };
 }
 
-static int same_string(const json_t *v, const char *s, size_t n)
+static int matches(const json_t *v, const struct key *k)
 {
-	return json_is_string(v) && json_string_length(v) == n && !memcmp(json_string_value(v), s, n);
+	if (!k->s)
+		return json_is_integer(v) && json_integer_value(v) == k->i;
+	return json_is_string(v) && json_string_length(v) == k->n && !memcmp(json_string_value(v), k->s, k->n);
 }
 
-static int same(const json_t *a, const json_t *b)
+/* The slot holding the value k names, or the empty one where it would go. */
+static struct slot *find(struct slot *slot, size_t cap, const struct key *k)
 {
-	if (a == b)
-		return 1;
-	if (json_is_integer(b))
-		return json_is_integer(a) && json_integer_value(a) == json_integer_value(b);
-	return same_string(a, json_string_value(b), json_string_length(b));
-}
-
-/* The slot holding a value equal to v, or the empty one where it would go. */
-static size_t find(json_t *const *slot, size_t cap, const json_t *v, uint64_t h)
-{
-	size_t i = (size_t)h & (cap - 1);
-	while (slot[i] && !same(slot[i], v))
+	size_t i = (size_t)k->hash & (cap - 1);
+	while (slot[i].hash && (slot[i].hash != k->hash || !matches(slot[i].v, k)))
 		i = (i + 1) & (cap - 1);
-	return i;
+	return &slot[i];
+}
+
+static json_t *lookup(const struct mtc_json_atoms *a, const struct key *k)
+{
+	return a && a->cap ? find(a->slot, a->cap, k)->v : NULL;
 }
 
 json_t *mtc_json_atom_string(const struct mtc_json_atoms *a, const char *s, size_t n)
 {
-	size_t i;
-	if (!a || !a->cap)
-		return NULL;
-	for (i = (size_t)hash_bytes(s, n, 0) & (a->cap - 1); a->slot[i]; i = (i + 1) & (a->cap - 1))
-		if (same_string(a->slot[i], s, n))
-			return a->slot[i];
-	return NULL;
+	struct key k = string_key(s, n);
+	return lookup(a, &k);
 }
 
 json_t *mtc_json_atom_integer(const struct mtc_json_atoms *a, json_int_t v)
 {
-	size_t i;
-	if (!a || !a->cap)
-		return NULL;
-	for (i = (size_t)hash_of_int(v) & (a->cap - 1); a->slot[i]; i = (i + 1) & (a->cap - 1))
-		if (json_is_integer(a->slot[i]) && json_integer_value(a->slot[i]) == v)
-			return a->slot[i];
-	return NULL;
+	struct key k = integer_key(v);
+	return lookup(a, &k);
 }
 
 static void grow(struct mtc_json_atoms *a)
 {
 	size_t cap = a->cap ? 2 * a->cap : 64;
-	json_t **slot = xcalloc(cap, sizeof *slot);
+	struct slot *slot = xcalloc(cap, sizeof *slot);
 	for (size_t i = 0; i < a->cap; i++)
-		if (a->slot[i])
-			slot[find(slot, cap, a->slot[i], hash_of(a->slot[i]))] = a->slot[i];
+		if (a->slot[i].hash) {
+			size_t j = (size_t)a->slot[i].hash & (cap - 1);
+			while (slot[j].hash)
+				j = (j + 1) & (cap - 1);
+			slot[j] = a->slot[i];
+		}
 	free(a->slot);
 	a->slot = slot;
 	a->cap = cap;
@@ -110,25 +111,30 @@ struct mtc_json_atoms *mtc_json_atoms_new(void)
 
 void mtc_json_share(struct mtc_json_atoms *a, json_t *v)
 {
-	size_t i, k;
+	size_t i;
 	json_t *e;
-	uint64_t h;
+	struct key k;
+	struct slot *s;
 
 	json_array_foreach(v, i, e) {
 		if (json_is_array(e)) {
 			mtc_json_share(a, e);
 			continue;
 		}
-		if (!(h = hash_of(e)))
+		if (json_is_string(e))
+			k = string_key(json_string_value(e), json_string_length(e));
+		else if (json_is_integer(e))
+			k = integer_key(json_integer_value(e));
+		else
 			continue;
 		if (2 * (a->n + 1) > a->cap)
 			grow(a);
-		k = find(a->slot, a->cap, e, h);
-		if (!a->slot[k]) {
-			a->slot[k] = json_incref(e);
+		s = find(a->slot, a->cap, &k);
+		if (!s->hash) {
+			*s = (struct slot){ k.hash, json_incref(e) };
 			a->n++;
-		} else if (a->slot[k] != e) {
-			json_array_set(v, i, a->slot[k]);
+		} else if (s->v != e) {
+			json_array_set(v, i, s->v);
 		}
 	}
 }
@@ -138,7 +144,7 @@ void mtc_json_atoms_free(struct mtc_json_atoms *a)
 	if (!a)
 		return;
 	for (size_t i = 0; i < a->cap; i++)
-		json_decref(a->slot[i]);
+		json_decref(a->slot[i].v);
 	free(a->slot);
 	free(a);
 }
