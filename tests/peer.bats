@@ -701,6 +701,72 @@ for p in sys.argv[1:]:
 	done
 }
 
+@test "a large single-file object is pushed as byte ranges over every stream; a bad range or a gap publishes nothing" {
+	size=$((70 * 1048576 + 4321))
+	mkdir -p "$T/src"
+	head -c "$size" /dev/urandom >"$T/src/f"
+	H=$(b3sum --no-names "$T/src/f")
+	mv "$T/src/f" "$T/src/$H.data"
+	printf %s "$H" >"$T/src/job-s21-n0-w0.meta"
+	write_config "$T/cfg.json" 0 2 1
+	start_daemon p
+	flip_relay "$URL" PUT 1 100000
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 21 --peer "$RELAY" --streams 4
+	assert_success
+	cmp "$T/src/$H.data" "$T/p/$H.data"
+	[ "$(metric "$URL" mtc_peer_digest_failures_total)" = 1 ] # the corrupted range, then the retry
+	[ "$(metric "$URL" 'mtc_peer_requests_total{code="200"}')" -ge 8 ] # the ranges of both tries
+	only_staging_free "$T/p" "$H.data" job-s21-n0-w0.meta
+	# by hand: a session takes ranges of whole 64 KiB units that cover the file exactly once
+	rm "$T/p/$H.data"
+	unit=65536 last=$(((size - 1) / 65536 * 65536))
+	session() { curl -sf -X POST "$URL/v1/uploads/$H.data?size=${1:-$size}" | sed 's/.*"session":"\([0-9a-f]*\)".*/\1/'; }
+	range() { # range ID N FROM TO: PUT those bytes of the file as piece N
+		tail -c +$(($3 + 1)) "$T/src/$H.data" | head -c $(($4 - $3 + 1)) >"$T/range"
+		curl -s -o /dev/null -w '%{http_code}' -T "$T/range" -H "Content-Range: bytes $3-$4/$size" \
+			"$URL/v1/uploads/$1/$2"
+	}
+	commit() { curl -s -o "$T/commit.body" -w '%{http_code}' -X POST "$URL/v1/uploads/$1/commit"; }
+	id=$(session)
+	[ "$(range "$id" 0 0 $((unit - 1)))" = 200 ]
+	[ "$(range "$id" 1 $unit $((size - 1)))" = 200 ]
+	[ "$(commit "$id")" = 201 ]
+	cmp "$T/src/$H.data" "$T/p/$H.data"
+	rm "$T/p/$H.data"
+	id=$(session) # a gap
+	[ "$(range "$id" 0 0 $((unit - 1)))" = 200 ]
+	[ "$(range "$id" 1 $last $((size - 1)))" = 200 ]
+	[ "$(commit "$id")" = 422 ]
+	grep -q "the file: its ranges overlap or leave a gap at $unit" "$T/commit.body"
+	id=$(session) # an overlap
+	[ "$(range "$id" 0 0 $((2 * unit - 1)))" = 200 ]
+	[ "$(range "$id" 1 $unit $((size - 1)))" = 200 ]
+	[ "$(commit "$id")" = 422 ]
+	id=$(session) # ranges not on whole units, or of another size, fail the session
+	[ "$(range "$id" 0 1 $((unit - 1)))" = 400 ]
+	[ "$(range "$id" 1 0 $((size - 1)))" = 422 ]
+	[ "$(commit "$id")" = 422 ]
+	id=$(session)
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -T "$T/range" -H "Content-Range: bytes 0-9/$((size + 1))" "$URL/v1/uploads/$id/0")" = 400 ]
+	[ "$(commit "$id")" = 422 ]
+	id=$(session) # a flipped byte: the digest is not the name
+	head -c "$size" "$T/src/$H.data" >"$T/bad"
+	printf 'x' | dd of="$T/bad" bs=1 seek=777 conv=notrunc 2>/dev/null
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -T "$T/bad" -H "Content-Range: bytes 0-$((size - 1))/$size" "$URL/v1/uploads/$id/0")" = 200 ]
+	[ "$(commit "$id")" = 422 ]
+	grep -q "digest is" "$T/commit.body"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$H.data")" = 400 ] # no size
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$H.data?size=-5")" = 400 ]
+	only_staging_free "$T/p" job-s21-n0-w0.meta
+	# a size over --max-body is refused before a byte; push then fails plainly
+	kill "$PID"
+	start_daemon q --max-body 1000000
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$H.data?size=$size")" = 413 ]
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 21 --peer "$URL" --streams 4 --retries 0
+	assert_failure
+	only_staging_free "$T/q"
+}
+
 @test "fetch retries a download corrupted in transit and verifies the retry" {
 	make_step "$T/src" 13
 	start_daemon p

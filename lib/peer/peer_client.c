@@ -31,6 +31,7 @@
 
 #define RETRY (-100)
 #define NEEDS_MANIFEST (-101)
+#define WHOLE_ONLY (-102) /* the peer takes a one-file object only whole */
 #define STAGING_PREFIX ".mtc-upload-"
 #define RING_BATCH (1 << 20)
 #define RETRY_BASE_S 0.2
@@ -206,8 +207,9 @@ static int prepare(struct call *c)
 	c->thread_why[0] = '\0';
 	mtc_blake3_init(&c->file_hash);
 	if (c->up_path && !c->up_tree && c->raw &&
-	    !(c->reader = mtc_wire_reader_open_file(c->up_path, &c->up_total, c->thread_why,
-						    sizeof c->thread_why))) {
+	    !(c->reader = mtc_wire_reader_open_file(c->up_path, c->range ? c->range->off : 0,
+						    c->range ? c->range->size : -1, &c->up_total,
+						    c->thread_why, sizeof c->thread_why))) {
 		c->thread_rc = -1;
 		return -1;
 	}
@@ -403,7 +405,7 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		     : c->code == 428 ? NEEDS_MANIFEST
 		     : mtc_http_transient(c->code) || c->code == 422 ? RETRY
 							      : MTC_EXIT_FAILURE;
-	} else if (c->thread_rc < 0 && (c->down_tree || c->range)) {
+	} else if (c->thread_rc < 0 && c->down_path && (c->down_tree || c->range)) {
 		snprintf(err, errlen, "'%s': rejected: %s", c->url, c->thread_why);
 		c->code = 422;
 		rc = RETRY;
@@ -548,6 +550,30 @@ static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double d
 }
 
 /*
+ * How many byte ranges a file of size bytes crosses in, one connection
+ * each: 1 when one stream is enough for it.
+ */
+static int range_count(const struct mtc_peer_client *pc, long long size)
+{
+	if (pc->streams <= 1 || size < 2 * MTC_RANGE_MIN)
+		return 1;
+	return size / MTC_RANGE_MIN < pc->streams ? (int)(size / MTC_RANGE_MIN) : pc->streams;
+}
+
+/* A file of size bytes as k ranges into l: whole units (peer_wire.h) but the last. */
+static void split_ranges(struct mtc_wire_list *l, long long size, int k)
+{
+	long long per = (size + k - 1) / k;
+
+	per = (per + MTC_WIRE_UNIT - 1) / MTC_WIRE_UNIT * MTC_WIRE_UNIT;
+	for (long long off = 0; off < size; off += per) {
+		struct mtc_wire_entry *w = mtc_wire_list_add(l, "", 0, off + per < size ? per : size - off);
+		w->off = off;
+		w->file_size = size;
+	}
+}
+
+/*
  * One try of a file's GET as c->file_ranges byte ranges over as many
  * connections, each written into its place in c->down_path and hashed
  * there; their units join into the file's digest (c->got).
@@ -555,13 +581,11 @@ static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double d
 static int get_ranges(const struct mtc_peer_client *pc, struct call *c, double deadline,
 		      char *err, size_t errlen)
 {
-	long long size = c->file_size, per = (size + c->file_ranges - 1) / c->file_ranges;
 	struct mtc_wire_list got = { 0 };
 	struct piece_set ps;
 	char why[512];
 	int fd, rc;
 
-	per = (per + MTC_WIRE_UNIT - 1) / MTC_WIRE_UNIT * MTC_WIRE_UNIT;
 	c->bytes = 0;
 	c->code = 0;
 	c->got[0] = '\0';
@@ -570,12 +594,7 @@ static int get_ranges(const struct mtc_peer_client *pc, struct call *c, double d
 		return MTC_EXIT_FAILURE;
 	}
 	close(fd);
-	for (long long off = 0; off < size; off += per) {
-		struct mtc_wire_entry *w =
-			mtc_wire_list_add(&got, "", 0, off + per < size ? per : size - off);
-		w->off = off;
-		w->file_size = size;
-	}
+	split_ranges(&got, c->file_size, c->file_ranges);
 	pieces_init(&ps, (int)got.n, pc, deadline);
 	for (size_t i = 0; i < got.n; i++)
 		ps.p[i].c = (struct call){ .method = "GET", .url = xstrdup(c->url),
@@ -666,6 +685,73 @@ static int put_manifest(const struct mtc_peer_client *pc, const char *base, cons
 }
 
 /*
+ * Opens an upload session for rest ("<hash>.data", "?size=N" for a file): 0
+ * with *id, or with *id NULL when the peer holds the object already; else
+ * RETRY or an exit code. *code: the answer's status; *ranges: the peer
+ * joins ranges of a tree's files.
+ */
+static int session_open(const struct mtc_peer_client *pc, const char *base, const char *rest,
+			double deadline, char **id, int *ranges, long *code, char *err,
+			size_t errlen)
+{
+	struct call c = { .method = "POST", .url = uploads_url(base, rest), .once = 1 };
+	int rc = attempt(pc, &c, deadline, err, errlen);
+	json_t *j;
+
+	*id = NULL;
+	*code = c.code;
+	if (rc || c.code == 200) {
+		free_call(&c);
+		return rc;
+	}
+	j = json_loadb(mtc_buf_str(&c.body), c.body.len, 0, NULL);
+	if (j && json_is_string(json_object_get(j, "session")))
+		*id = xstrdup(json_string_value(json_object_get(j, "session")));
+	*ranges = j && json_is_true(json_object_get(j, "ranges"));
+	json_decref(j);
+	free_call(&c);
+	if (!*id) {
+		snprintf(err, errlen, "'%s': no upload session in the answer", base);
+		return MTC_EXIT_FAILURE;
+	}
+	return 0;
+}
+
+/*
+ * After a session's pieces: commits it when they all went (rc 0), else drops
+ * it. rc, or the commit's outcome; *rejected when the commit was answered 422.
+ */
+static int session_close(const struct mtc_peer_client *pc, const char *base, const char *id,
+			 int rc, double deadline, int *rejected, char *err, size_t errlen)
+{
+	char *rest = xasprintf("%s%s", id, rc ? "" : "/commit"), ignored[256];
+	struct call c = { .method = rc ? "DELETE" : "POST", .url = uploads_url(base, rest),
+			  .once = !rc };
+
+	free(rest);
+	if (!rc) {
+		rc = attempt(pc, &c, deadline, err, errlen);
+		*rejected |= c.code == 422;
+	} else {
+		attempt(pc, &c, deadline, ignored, sizeof ignored);
+	}
+	free_call(&c);
+	return rc;
+}
+
+/* Sends the pieces' calls at once: rc, with the bytes sent and any 422 added up. */
+static int pieces_send(struct piece_set *ps, long long *sent, int *rejected, char *err,
+		       size_t errlen)
+{
+	int rc = pieces_run(ps, err, errlen);
+	for (int i = 0; i < ps->n; i++) {
+		*sent += ps->p[i].c.bytes;
+		*rejected |= ps->p[i].c.code == 422;
+	}
+	return rc;
+}
+
+/*
  * One try of a tree upload over parallel connections: open a session,
  * send the pieces at once, commit. 0, RETRY, NEEDS_MANIFEST or an exit
  * code; *rejected when the peer answered 422.
@@ -675,30 +761,16 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 			 long long *sent, int *rejected, char *err, size_t errlen)
 {
 	char *rest = xasprintf("%s.data", hash), *id;
-	struct call c = { .method = "POST", .url = uploads_url(base, rest), .once = 1 };
 	struct piece_set ps;
-	json_t *j;
+	long code;
 	int rc, ranges;
 
-	free(rest);
 	*sent = 0;
-	rc = attempt(pc, &c, deadline, err, errlen);
-	*rejected = c.code == 422;
-	if (rc || c.code == 200) {
-		free_call(&c);
+	rc = session_open(pc, base, rest, deadline, &id, &ranges, &code, err, errlen);
+	free(rest);
+	*rejected = code == 422;
+	if (rc || !id)
 		return rc;
-	}
-	j = json_loadb(mtc_buf_str(&c.body), c.body.len, 0, NULL);
-	id = j && json_is_string(json_object_get(j, "session"))
-		     ? xstrdup(json_string_value(json_object_get(j, "session")))
-		     : NULL;
-	ranges = j && json_is_true(json_object_get(j, "ranges")); /* a peer that joins ranges */
-	json_decref(j);
-	free_call(&c);
-	if (!id) {
-		snprintf(err, errlen, "'%s': no upload session in the answer", base);
-		return MTC_EXIT_FAILURE;
-	}
 	pieces_split(&ps, m, pc->streams > 0 ? pc->streams : 1, ranges, pc, deadline);
 	for (int i = 0; i < ps.n; i++) {
 		char *r = xasprintf("%s/%d", id, i);
@@ -707,26 +779,73 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 					   .up_n = ps.counts[i] };
 		free(r);
 	}
-	rc = pieces_run(&ps, err, errlen);
-	for (int i = 0; i < ps.n; i++) {
-		*sent += ps.p[i].c.bytes;
-		*rejected |= ps.p[i].c.code == 422;
-	}
+	rc = pieces_send(&ps, sent, rejected, err, errlen);
 	pieces_free(&ps);
-	rest = xasprintf("%s%s", id, rc ? "" : "/commit");
-	c = (struct call){ .method = rc ? "DELETE" : "POST", .url = uploads_url(base, rest),
-			   .once = !rc };
-	free(rest);
-	if (!rc) {
-		rc = attempt(pc, &c, deadline, err, errlen);
-		*rejected |= c.code == 422;
-	} else {
-		char ignored[256];
-		attempt(pc, &c, deadline, ignored, sizeof ignored);
-	}
+	rc = session_close(pc, base, id, rc, deadline, rejected, err, errlen);
 	free(id);
-	free_call(&c);
 	return rc;
+}
+
+/*
+ * One try of a one-file object's upload as byte ranges over parallel
+ * connections, in a session like a tree's. *unsupported when the peer
+ * opens no session for a file (an older daemon): it takes the file whole.
+ */
+static int put_file_once(const struct mtc_peer_client *pc, const char *base, const char *path,
+			 const char *hash, long long size, double deadline, long long *sent,
+			 int *rejected, int *unsupported, char *err, size_t errlen)
+{
+	char *rest = xasprintf("%s.data?size=%lld", hash, size), *id;
+	struct mtc_wire_list parts = { 0 };
+	struct piece_set ps;
+	long code;
+	int rc, ranges;
+
+	*sent = 0;
+	rc = session_open(pc, base, rest, deadline, &id, &ranges, &code, err, errlen);
+	free(rest);
+	*rejected = code == 422;
+	*unsupported = rc && code == 400;
+	if (rc || !id)
+		return rc;
+	split_ranges(&parts, size, range_count(pc, size));
+	pieces_init(&ps, (int)parts.n, pc, deadline);
+	for (size_t i = 0; i < parts.n; i++) {
+		char *r = xasprintf("%s/%zu", id, i);
+		ps.p[i].c = (struct call){ .method = "PUT", .url = uploads_url(base, r),
+					   .up_path = path, .range = &parts.e[i] };
+		free(r);
+	}
+	rc = pieces_send(&ps, sent, rejected, err, errlen);
+	pieces_free(&ps);
+	mtc_wire_list_free(&parts);
+	rc = session_close(pc, base, id, rc, deadline, rejected, err, errlen);
+	free(id);
+	return rc;
+}
+
+/* A one-file object as ranges, retried as a whole: 0, WHOLE_ONLY or an exit code. */
+static int put_file(const struct mtc_peer_client *pc, const char *base, const char *path,
+		    const char *hash, long long size, long long *sent, char *err, size_t errlen)
+{
+	double deadline = mtc_now() + (pc->deadline_s > 0 ? pc->deadline_s : 1e9);
+	struct mtc_retry retry;
+	int rc, rejected = 0, unsupported = 0;
+
+	mtc_retry_init(&retry, RETRY_BASE_S, RETRY_CAP_S, deadline);
+	for (;;) {
+		rc = put_file_once(pc, base, path, hash, size, deadline, sent, &rejected, &unsupported,
+				   err, errlen);
+		if (unsupported)
+			return WHOLE_ONLY;
+		if (rc != RETRY)
+			return rc == NEEDS_MANIFEST ? MTC_EXIT_FAILURE : rc;
+		if (retry.attempt >= pc->retries)
+			return rejected ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+		mtc_debug("retrying: %s", err);
+		if (mtc_retry_wait(&retry) < 0)
+			return MTC_EXIT_TIMEOUT;
+	}
 }
 
 static size_t files_in(const struct mtc_manifest *m)
@@ -817,7 +936,19 @@ int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char 
 		return rc;
 	}
 	if (!mtc_parse_data_name(name, hash)) {
+		struct stat st;
 		c.up_path = path;
+		if (stat(path, &st) == 0 && range_count(pc, st.st_size) > 1 && mtc_http_usable(c.url)) {
+			long long bytes = 0;
+			rc = put_file(pc, base, path, hash, st.st_size, &bytes, err, errlen);
+			if (rc != WHOLE_ONLY) {
+				if (sent)
+					*sent = rc == 0 ? bytes : 0;
+				free(path);
+				free(c.url);
+				return rc;
+			}
+		}
 	} else if (!mtc_parse_ckpt_name(name, &n) && n.ext == MTC_EXT_META) {
 		if (mtc_read_meta(path, hash) < 0) {
 			snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
@@ -920,10 +1051,9 @@ static void plan_ranges(const struct mtc_peer_client *pc, struct call *c)
 
 	if (pc->streams > 1 && mtc_http_usable(c->url) &&
 	    attempt(pc, &h, mtc_now() + 30, err, sizeof err) == 0 && h.accept_ranges &&
-	    h.x_size >= 2 * MTC_RANGE_MIN) {
+	    range_count(pc, h.x_size) > 1) {
 		c->file_size = h.x_size;
-		c->file_ranges = h.x_size / MTC_RANGE_MIN < pc->streams ? (int)(h.x_size / MTC_RANGE_MIN)
-									: pc->streams;
+		c->file_ranges = range_count(pc, h.x_size);
 	}
 	mtc_buf_free(&h.body);
 }

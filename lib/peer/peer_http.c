@@ -393,10 +393,16 @@ static int send_head(struct mtc_http_call *p, const char *method, const char *ex
 
 enum mtc_http_end mtc_http_put(struct mtc_http_call *p, char *err, size_t errlen)
 {
-	char *extra = xasprintf("Content-Type: %s\r\nContent-Length: %lld\r\nConnection: %s\r\n",
-				p->content_type, p->upgrade ? 0 : p->length,
-				p->upgrade ? "Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE : "close");
+	char range[96] = "";
+	char *extra;
 	int fd, rc, one = 1;
+
+	if (p->range)
+		snprintf(range, sizeof range, "Content-Range: bytes %lld-%lld/%lld\r\n", p->range->off,
+			 p->range->off + p->range->size - 1, p->range->file_size);
+	extra = xasprintf("Content-Type: %s\r\nContent-Length: %lld\r\n%sConnection: %s\r\n",
+			  p->content_type, p->upgrade ? 0 : p->length, range,
+			  p->upgrade ? "Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE : "close");
 
 	p->code = 0;
 	p->sent = 0;

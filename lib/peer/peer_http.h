@@ -48,7 +48,7 @@ struct mtc_http_call {
 	/* mtc_http_get: where a 200's body goes, a file (fd, digest) or a tree (root...) */
 	int fd;
 	char digest[66];
-	struct mtc_wire_entry *range; /* or a range of the file: asked for, its 206 into fd */
+	struct mtc_wire_entry *range; /* or a range of the file: asked for, its 206 into fd; a PUT's Content-Range */
 	const char *root;
 	const struct mtc_wire_limits *limits;
 	const struct mtc_manifest *expected;

@@ -118,7 +118,9 @@ struct expected {
  * A tree upload: the expected manifest, the staging dir its pieces are
  * extracted into, and what has arrived. A PUT of the whole tree is a
  * session of one piece; the upload API (UPLOADS) lets several pieces
- * arrive over parallel connections before one commit.
+ * arrive over parallel connections before one commit. An object that is
+ * one file can come the same way, its pieces byte ranges written into
+ * their places in the staging file and hashed as units (peer_wire.h).
  */
 struct session {
 	struct session *next;
@@ -126,6 +128,7 @@ struct session {
 	char hash[MTC_HASH_MAX + 1];
 	char *staging, *obj;
 	struct expected *exp; /* shared by the open sessions of one tree */
+	long long file_size;  /* an object that is one file: its size, its pieces its ranges */
 	struct mtc_wire_list got;
 	int pieces; /* in flight */
 	int failed;
@@ -137,6 +140,7 @@ enum req_kind {
 	REQ_OTHER,
 	REQ_PUT_FILE,
 	REQ_PUT_TREE,
+	REQ_PUT_RANGE, /* a byte range of a one-file object's upload session */
 	REQ_PUT_TREE_SOCK, /* the tar comes over the socket after a 101 (UPGRADE) */
 	REQ_GET_TREE_SOCK, /* the tar goes over the socket after a 101 (UPGRADE) */
 	REQ_PUT_META,
@@ -167,7 +171,9 @@ struct req {
 	char got_digest[66];
 	char *url, *method;  /* REQ_ROUTE, REQ_PUT_MANIFEST */
 	struct mtc_buf body; /* REQ_ROUTE: capped at the largest body its endpoint takes */
-	struct session *sess; /* REQ_PUT_TREE */
+	struct session *sess; /* REQ_PUT_TREE, REQ_PUT_RANGE */
+	struct mtc_wire_hash range_hash; /* REQ_PUT_RANGE: into got's one entry */
+	long long range_off;
 	int piece;	      /* sess is listed: this request is one piece of it */
 	struct mtc_wire_list got;
 	struct mtc_wire_reader *send; /* REQ_GET_TREE_SOCK */
@@ -298,6 +304,7 @@ static void remove_staging(struct req *r)
 		r->fd = -1;
 	}
 	end_extraction(r);
+	mtc_wire_hash_end(&r->range_hash);
 	if (r->staging) {
 		if (mtc_remove_tree(r->staging) < 0)
 			mtc_warn("cannot remove '%s':", r->staging);
@@ -440,50 +447,79 @@ static int load_manifest(struct mtc_peer_server *s, const char *hash, struct mtc
 	return rc ? -1 : 0;
 }
 
-/* A session for a tree upload, its staging dir made; NULL with the HTTP code and why. */
-static struct session *session_new(struct mtc_peer_server *s, const char *hash, unsigned *code,
-				   char *err, size_t errlen)
+/* x's expected manifest: another open session's of the same tree, else loaded; -1 with the HTTP code and why. */
+static int expect_manifest(struct mtc_peer_server *s, struct session *x, unsigned *code, char *err,
+			   size_t errlen)
 {
-	struct session *x = xcalloc(1, sizeof *x);
+	struct expected *e;
 	int rc;
 
-	snprintf(x->hash, sizeof x->hash, "%s", hash);
 	pthread_mutex_lock(&s->sessions_mu);
 	for (struct session *y = s->sessions; y && !x->exp; y = y->next)
-		if (!strcmp(y->hash, hash) && y->exp) {
+		if (!strcmp(y->hash, x->hash) && y->exp) {
 			x->exp = y->exp;
 			atomic_fetch_add(&x->exp->refs, 1);
 		}
 	pthread_mutex_unlock(&s->sessions_mu);
-	if (!x->exp) {
-		struct expected *e = xcalloc(1, sizeof *e);
-		if (!manifest_enter(s)) {
-			snprintf(err, errlen, "busy checking other manifests; retry");
-			*code = MHD_HTTP_SERVICE_UNAVAILABLE;
-			free(e);
-			free(x);
-			return NULL;
-		}
-		rc = load_manifest(s, hash, &e->m, err, errlen);
-		manifest_leave(s);
-		if (rc < 0) {
-			*code = HTTP_PRECONDITION_REQUIRED;
-			free(e);
-			free(x);
-			return NULL;
-		}
-		if (!hold_entries(s, e->m.n)) {
-			snprintf(err, errlen, "busy with other uploads (%zu entries in flight); retry",
-				 s->held_entries);
-			*code = MHD_HTTP_SERVICE_UNAVAILABLE;
-			mtc_manifest_free(&e->m);
-			free(e);
-			free(x);
-			malloc_trim(0);
-			return NULL;
-		}
-		atomic_store(&e->refs, 1);
-		x->exp = e;
+	if (x->exp)
+		return 0;
+	e = xcalloc(1, sizeof *e);
+	if (!manifest_enter(s)) {
+		snprintf(err, errlen, "busy checking other manifests; retry");
+		*code = MHD_HTTP_SERVICE_UNAVAILABLE;
+		free(e);
+		return -1;
+	}
+	rc = load_manifest(s, x->hash, &e->m, err, errlen);
+	manifest_leave(s);
+	if (rc < 0) {
+		*code = HTTP_PRECONDITION_REQUIRED;
+		free(e);
+		return -1;
+	}
+	if (!hold_entries(s, e->m.n)) {
+		snprintf(err, errlen, "busy with other uploads (%zu entries in flight); retry",
+			 s->held_entries);
+		*code = MHD_HTTP_SERVICE_UNAVAILABLE;
+		mtc_manifest_free(&e->m);
+		free(e);
+		malloc_trim(0);
+		return -1;
+	}
+	atomic_store(&e->refs, 1);
+	x->exp = e;
+	return 0;
+}
+
+/* The staging file of a one-file object's ranges, at its full size (sparse until they arrive). */
+static int stage_file(const char *path, long long size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644), e;
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)size) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return close(fd);
+}
+
+/*
+ * A session for an upload, its staging made: a dir for a tree (file_size 0),
+ * a file of file_size bytes for a one-file object; NULL with the HTTP code and why.
+ */
+static struct session *session_new(struct mtc_peer_server *s, const char *hash, long long file_size,
+				   unsigned *code, char *err, size_t errlen)
+{
+	struct session *x = xcalloc(1, sizeof *x);
+
+	snprintf(x->hash, sizeof x->hash, "%s", hash);
+	x->file_size = file_size;
+	if (!file_size && expect_manifest(s, x, code, err, errlen) < 0) {
+		free(x);
+		return NULL;
 	}
 	x->staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", s->dir);
 	if (!mkdtemp(x->staging)) {
@@ -492,13 +528,13 @@ static struct session *session_new(struct mtc_peer_server *s, const char *hash, 
 		goto fail;
 	}
 	x->obj = xasprintf("%s/obj", x->staging);
-	if (mkdir(x->obj, 0755) < 0)
+	if (file_size ? stage_file(x->obj, file_size) < 0 : mkdir(x->obj, 0755) < 0)
 		goto fail;
 	x->t0 = x->last = mtc_now();
 	return x;
 fail:
 	snprintf(err, errlen, "cannot stage '%s.data': %s", hash, strerror(errno));
-	*code = MHD_HTTP_INSUFFICIENT_STORAGE;
+	*code = errno == EFBIG ? HTTP_TOO_LARGE : MHD_HTTP_INSUFFICIENT_STORAGE;
 	session_free(s, x);
 	return NULL;
 }
@@ -512,6 +548,32 @@ static unsigned publish_failure(const char *name, char *err, size_t errlen)
 	return e == ENOSPC || e == EDQUOT ? MHD_HTTP_INSUFFICIENT_STORAGE : 500;
 }
 
+/* Publishes x's verified staging under its name (never replacing), with its manifest if any. */
+static unsigned publish_staged(struct mtc_peer_server *s, struct session *x,
+			       const struct mtc_object_manifest *manifest, char *err, size_t errlen)
+{
+	int rc;
+
+	if (atomic_load(&s->stopping)) {
+		snprintf(err, errlen, "shutting down");
+		return MHD_HTTP_SERVICE_UNAVAILABLE;
+	}
+	rc = mtc_object_publish(x->obj, s->dir, x->hash, manifest);
+	if (rc < 0) {
+		char *name = xasprintf("%s.data", x->hash);
+		unsigned code = publish_failure(name, err, errlen);
+		free(name);
+		return code;
+	}
+	mtc_histogram_observe(&s->seconds, mtc_now() - x->t0);
+	if (rc > 0) {
+		snprintf(err, errlen, "'%s.data' is already present", x->hash);
+		return MHD_HTTP_OK;
+	}
+	snprintf(err, errlen, "'%s.data' stored", x->hash);
+	return MHD_HTTP_CREATED;
+}
+
 /*
  * Checks what arrived in x against its name and manifest and publishes it:
  * the tree by rename (never replacing), then its manifest beside it. The
@@ -522,6 +584,7 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 {
 	struct mtc_manifest got;
 	char digest[MTC_DIGEST_LEN], diff[512], *pending;
+	unsigned code;
 	int rc;
 
 	if (x->failed) {
@@ -542,28 +605,33 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 		snprintf(err, errlen, "'%s.data' rejected: %s", x->hash, diff);
 		return HTTP_UNPROCESSABLE;
 	}
-	if (atomic_load(&s->stopping)) {
-		snprintf(err, errlen, "shutting down");
-		return MHD_HTTP_SERVICE_UNAVAILABLE;
-	}
 	/* the manifest text checked when it came (made durable then) is kept as it is */
 	pending = xasprintf("%s/" PENDING_MANIFEST "%s", s->dir, x->hash);
-	rc = mtc_object_publish(x->obj, s->dir, x->hash,
-				&(struct mtc_object_manifest){ .file = pending });
+	code = publish_staged(s, x, &(struct mtc_object_manifest){ .file = pending }, err, errlen);
 	free(pending);
-	if (rc < 0) {
-		char *name = xasprintf("%s.data", x->hash);
-		unsigned code = publish_failure(name, err, errlen);
-		free(name);
-		return code;
+	return code;
+}
+
+/* The same for a one-file object: its ranges must join into its name. */
+static unsigned publish_file(struct mtc_peer_server *s, struct session *x, char *err, size_t errlen)
+{
+	char diff[512];
+
+	if (x->failed) {
+		snprintf(err, errlen, "'%s.data' rejected: %s", x->hash, x->why);
+		return HTTP_UNPROCESSABLE;
 	}
-	mtc_histogram_observe(&s->seconds, mtc_now() - x->t0);
-	if (rc > 0) {
-		snprintf(err, errlen, "'%s.data' is already present", x->hash);
-		return MHD_HTTP_OK;
+	if (mtc_wire_join(&x->got, diff, sizeof diff) == 0) {
+		if (x->got.n != 1)
+			snprintf(diff, sizeof diff, "no range arrived");
+		else if (strcmp(x->got.e[0].digest, x->hash))
+			snprintf(diff, sizeof diff, "digest is %s", x->got.e[0].digest);
+		else
+			return publish_staged(s, x, NULL, err, errlen);
 	}
-	snprintf(err, errlen, "'%s.data' stored", x->hash);
-	return MHD_HTTP_CREATED;
+	atomic_fetch_add(&s->digest_failures, 1);
+	snprintf(err, errlen, "'%s.data' rejected: %s", x->hash, diff);
+	return HTTP_UNPROCESSABLE;
 }
 
 /* ---- reads ---- */
@@ -977,6 +1045,74 @@ static enum MHD_Result get_manifest(struct req *r, struct MHD_Connection *c, int
 
 /* ---- writes ---- */
 
+/*
+ * A range of a one-file object's session, "Content-Range: bytes A-B/N": A
+ * and, but for the file's last range, the length whole units (peer_wire.h),
+ * N the session's size. Its bytes go into their place in the staging file,
+ * hashed as they pass; the piece is counted by the caller.
+ */
+static enum MHD_Result start_range(struct req *r, struct MHD_Connection *c)
+{
+	struct mtc_peer_server *s = r->s;
+	long long n = r->sess->file_size, a, b, len;
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_RANGE);
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	struct mtc_wire_entry *w;
+	int end = 0, e;
+
+	if (!h || sscanf(h, "bytes %lld-%lld/%lld%n", &a, &b, &len, &end) != 3 || h[end] || a < 0 ||
+	    b < a || b >= n || len != n || a % MTC_WIRE_UNIT ||
+	    (b + 1 < n && (b + 1 - a) % MTC_WIRE_UNIT) || (cl && strtoll(cl, NULL, 10) != b - a + 1)) {
+		piece_done(r, "a range that is not 'Content-Range: bytes A-B/N' on whole units");
+		return respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT,
+			       "'%s': a range is 'Content-Range: bytes A-B/%lld', A and its length whole "
+			       "units of %d bytes but for the last, its body that long\n",
+			       r->name, n, MTC_WIRE_UNIT);
+	}
+	if ((r->fd = open(r->sess->obj, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		e = errno;
+		piece_done(r, "the staging file is gone");
+		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot stage '%s': %s\n",
+			       r->name, strerror(e));
+	}
+	r->kind = REQ_PUT_RANGE;
+	r->limit = b - a + 1;
+	r->range_off = a;
+	r->transfer = 1;
+	atomic_fetch_add(&s->active, 1);
+	w = mtc_wire_list_add(&r->got, "", 0, b - a + 1);
+	w->off = a;
+	w->file_size = n;
+	mtc_wire_hash_start(&r->range_hash, w);
+	return MHD_YES;
+}
+
+static enum MHD_Result finish_range(struct req *r, struct MHD_Connection *c)
+{
+	char why[512];
+	unsigned code = MHD_HTTP_OK;
+
+	mtc_wire_hash_end(&r->range_hash);
+	if (r->fail_code) {
+		code = (unsigned)r->fail_code;
+		snprintf(why, sizeof why, "%s", r->why);
+	} else if (r->bytes != r->limit) {
+		code = MHD_HTTP_BAD_REQUEST;
+		snprintf(why, sizeof why, "a range of %lld bytes of '%s' brought %lld", r->limit,
+			 r->name, r->bytes);
+	}
+	if (code != MHD_HTTP_OK) {
+		atomic_fetch_add(&r->s->rejected, 1);
+		mtc_warn("%s", why);
+		piece_done(r, why);
+	} else {
+		piece_done(r, NULL);
+		snprintf(why, sizeof why, "range of '%s' received", r->name);
+	}
+	remove_staging(r);
+	return respond(r, c, code, TEXT, "%s\n", why);
+}
+
 /* Starts extracting a tar body into r->sess (its piece is counted by the caller when listed). */
 static enum MHD_Result start_piece(struct req *r, struct MHD_Connection *c)
 {
@@ -1033,7 +1169,7 @@ static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, enum r
 	if (is_data && mtc_is_dir_hash(r->hash)) {
 		unsigned code;
 		char why[1024];
-		if (!(r->sess = session_new(s, r->hash, &code, why, sizeof why)))
+		if (!(r->sess = session_new(s, r->hash, 0, &code, why, sizeof why)))
 			return respond(r, c, code, TEXT, "'%s': %s\n", r->name, why);
 		return start_piece(r, c);
 	}
@@ -1111,6 +1247,17 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 	if (r->kind == REQ_PUT_TREE) {
 		if (r->extracting)
 			mtc_ring_offer(&r->ring, data, len);
+		return MHD_YES;
+	}
+	if (r->kind == REQ_PUT_RANGE && r->fd >= 0) {
+		if (mtc_pwrite_all(r->fd, data, len, r->range_off + r->bytes - (long long)len) < 0) {
+			r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
+			r->why = xasprintf("cannot write '%s': %s", r->name, strerror(errno));
+			close(r->fd);
+			r->fd = -1;
+			return MHD_YES;
+		}
+		mtc_wire_hash_update(&r->range_hash, data, len);
 		return MHD_YES;
 	}
 	if (r->fd < 0)
@@ -1460,6 +1607,20 @@ static int count_sessions(struct mtc_peer_server *s)
 	return n;
 }
 
+/* ?size=N of a one-file object's session: N, or -1 when absent or not a positive integer. */
+static long long file_size_arg(struct MHD_Connection *c)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "size");
+	char *end;
+	long long n;
+
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	return errno || *end || n <= 0 ? -1 : n;
+}
+
 static enum MHD_Result open_session(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
@@ -1467,18 +1628,24 @@ static enum MHD_Result open_session(struct req *r, struct MHD_Connection *c)
 	char why[1024], *path = xasprintf("%s/%s", s->dir, r->name);
 	struct session *x;
 	unsigned code;
+	long long size = 0;
 	int present = access(path, F_OK) == 0;
 
 	free(path);
 	if (present)
 		return respond(r, c, MHD_HTTP_OK, "application/json", "{\"present\":true}\n");
-	if (!mtc_is_dir_hash(r->hash))
+	if (!mtc_is_dir_hash(r->hash) && (size = file_size_arg(c)) <= 0)
 		return respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT,
-			       "'%s': upload sessions are for trees; PUT a file whole\n", r->name);
+			       "'%s': a file's upload session takes its size (?size=N); or PUT it whole\n",
+			       r->name);
+	if (size > body_limit(s))
+		return respond(r, c, HTTP_TOO_LARGE, TEXT,
+			       "'%s': %lld bytes are over the limit of %lld (--max-body or the local "
+			       "dir's free space)\n", r->name, size, body_limit(s));
 	if (count_sessions(s) >= MAX_SESSIONS)
 		return respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT,
 			       "'%s': %d uploads open already; retry\n", r->name, MAX_SESSIONS);
-	if (!(x = session_new(s, r->hash, &code, why, sizeof why)))
+	if (!(x = session_new(s, r->hash, size, &code, why, sizeof why)))
 		return respond(r, c, code, TEXT, "'%s': %s\n", r->name, why);
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
 		session_free(s, x);
@@ -1534,13 +1701,13 @@ static enum MHD_Result session_request(struct req *r, struct MHD_Connection *c, 
 	if (put) {
 		r->sess = x;
 		r->piece = 1;
-		return start_piece(r, c);
+		return x->file_size ? start_range(r, c) : start_piece(r, c);
 	}
 	if (del) {
 		session_free(s, x);
 		return respond(r, c, MHD_HTTP_OK, TEXT, "upload %s discarded\n", id);
 	}
-	code = publish_tree(s, x, why, sizeof why);
+	code = x->file_size ? publish_file(s, x, why, sizeof why) : publish_tree(s, x, why, sizeof why);
 	atomic_fetch_add(code == MHD_HTTP_CREATED ? &s->published
 			 : code == MHD_HTTP_OK	  ? &s->already_present
 						  : &s->rejected,
@@ -1942,6 +2109,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return start_upgrade(r, c);
 	if (r->kind == REQ_PUT_FILE || r->kind == REQ_PUT_TREE)
 		return finish_data(r, c);
+	if (r->kind == REQ_PUT_RANGE)
+		return finish_range(r, c);
 	return MHD_NO;
 }
 

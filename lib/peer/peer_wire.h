@@ -85,6 +85,7 @@ struct mtc_wire_hash {
 	uint8_t *unit;	/* a unit gathering, for a range */
 	size_t have;	/* its bytes */
 	uint64_t next;	/* the file's unit the range is at */
+	size_t cv_cap;	/* the range's chaining values w->cvs has room for */
 };
 void mtc_wire_hash_start(struct mtc_wire_hash *h, struct mtc_wire_entry *w);
 void mtc_wire_hash_update(struct mtc_wire_hash *h, const void *data, size_t len);
@@ -179,9 +180,12 @@ struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total,
 struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root,
 						  const struct mtc_wire_part *parts, size_t n,
 						  long long *total, char *err, size_t errlen);
-/* A reader of one file's bytes as they are (a file <hash>.data travels raw). */
-struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *total, char *err,
-						  size_t errlen);
+/*
+ * A reader of one file's bytes as they are (a file <hash>.data travels raw):
+ * all of them (len < 0), or len bytes from off.
+ */
+struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long off, long long len,
+						  long long *total, char *err, size_t errlen);
 ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *err,
 			     size_t errlen);
 /*

@@ -32,7 +32,6 @@ void mtc_wire_hash_start(struct mtc_wire_hash *h, struct mtc_wire_entry *w)
 		return;
 	}
 	h->next = (uint64_t)w->off / MTC_WIRE_UNIT;
-	w->cvs = xmalloc(((size_t)w->size / MTC_WIRE_UNIT + 1) * MTC_BLAKE3_OUT_LEN);
 }
 
 /* A whole unit of the range at b: hashed, or kept when it is the file's last. */
@@ -44,6 +43,10 @@ static void unit_done(struct mtc_wire_hash *h, const uint8_t *b, size_t len)
 		memcpy(w->tail, b, len);
 		w->tail_len = len;
 	} else {
+		if (w->ncv == h->cv_cap) { /* grown as units arrive, not as the range claims */
+			h->cv_cap = h->cv_cap ? 2 * h->cv_cap : 64;
+			w->cvs = xrealloc(w->cvs, h->cv_cap * MTC_BLAKE3_OUT_LEN);
+		}
 		mtc_blake3_subtree(b, UNIT_CHUNKS, h->next * UNIT_CHUNKS,
 				   w->cvs + MTC_BLAKE3_OUT_LEN * w->ncv++);
 	}
@@ -116,20 +119,24 @@ static int join_file(struct mtc_wire_entry *r, size_t n, char digest[66], char *
 {
 	struct mtc_blake3 *h = xmalloc(sizeof *h);
 	uint8_t out[MTC_BLAKE3_OUT_LEN];
+	char file[216] = "the file"; /* a one-file object's ranges have no path */
 	long long at = 0;
 	int rc = 0;
+
+	if (*r->path)
+		snprintf(file, sizeof file, "'%.200s'", r->path);
 
 	mtc_blake3_init(h);
 	for (size_t i = 0; i < n && !rc; i++) {
 		if (r[i].off != at || r[i].file_size != r[0].file_size || r[i].is_dir)
-			rc = mtc_fail(err, errlen, "'%.200s': its ranges overlap or leave a gap at %lld",
-				      r[i].path, at);
+			rc = mtc_fail(err, errlen, "%s: its ranges overlap or leave a gap at %lld", file,
+				      at);
 		for (size_t u = 0; u < r[i].ncv && !rc; u++)
 			mtc_blake3_push_subtree(h, r[i].cvs + MTC_BLAKE3_OUT_LEN * u, UNIT_CHUNKS);
 		at += r[i].size;
 	}
 	if (!rc && (at != r[0].file_size || !r[n - 1].tail))
-		rc = mtc_fail(err, errlen, "'%.200s': %lld of its %lld bytes arrived", r[0].path, at,
+		rc = mtc_fail(err, errlen, "%s: %lld of its %lld bytes arrived", file, at,
 			      r[0].file_size);
 	if (!rc) {
 		mtc_blake3_update(h, r[n - 1].tail, r[n - 1].tail_len);

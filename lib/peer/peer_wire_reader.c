@@ -172,8 +172,8 @@ struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root,
 	return r;
 }
 
-struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *total, char *err,
-						  size_t errlen)
+struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long off, long long len,
+						  long long *total, char *err, size_t errlen)
 {
 	struct mtc_wire_reader *r;
 	struct stat st;
@@ -184,17 +184,25 @@ struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long *t
 			 errno ? strerror(errno) : S_ISLNK(st.st_mode) ? "a symlink: refused" : "not a file");
 		return NULL;
 	}
+	if (len < 0) {
+		off = 0;
+		len = st.st_size;
+	} else if (off < 0 || off + len > st.st_size) {
+		mtc_fail(err, errlen, "'%s': no range of %lld bytes at %lld in it", path, len, off);
+		return NULL;
+	}
 	r = xcalloc(1, sizeof *r);
 	r->fd = -1;
 	r->rootfd = -1;
 	r->files = xcalloc(1, sizeof *r->files);
-	r->files[0] = (struct wire_file){ .abs = xstrdup(path), .rel = xstrdup(""), .size = st.st_size };
+	r->files[0] = (struct wire_file){ .abs = xstrdup(path), .rel = xstrdup(""), .size = len,
+					  .off = off };
 	r->n = 1;
 	r->raw = 1;
 	r->phase = 1;
-	r->left = st.st_size;
+	r->left = len;
 	if (total)
-		*total = st.st_size;
+		*total = len;
 	return r;
 }
 
