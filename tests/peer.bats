@@ -751,13 +751,23 @@ for p in sys.argv[1:]:
 	[ "$(commit "$id")" = 422 ]
 	id=$(session) # a flipped byte: the digest is not the name
 	head -c "$size" "$T/src/$H.data" >"$T/bad"
-	printf 'x' | dd of="$T/bad" bs=1 seek=777 conv=notrunc 2>/dev/null
+	python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(777); b = f.read(1); f.seek(777); f.write(bytes([b[0] ^ 1]))' "$T/bad"
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -T "$T/bad" -H "Content-Range: bytes 0-$((size - 1))/$size" "$URL/v1/uploads/$id/0")" = 200 ]
 	[ "$(commit "$id")" = 422 ]
 	grep -q "digest is" "$T/commit.body"
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$H.data")" = 400 ] # no size
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$H.data?size=-5")" = 400 ]
 	only_staging_free "$T/p" job-s21-n0-w0.meta
+	# a daemon that opens no session for a file gets it whole
+	mkdir "$T/old"
+	python3 "$HOSTILE" whole-only "$T/old" >"$T/old.port" &
+	PIDS+=($!)
+	for _ in $(seq 100); do [ -s "$T/old.port" ] && break; sleep 0.05; done
+	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 21 \
+		--peer "http://127.0.0.1:$(cat "$T/old.port")" --streams 4
+	assert_success
+	cmp "$T/src/$H.data" "$T/old/$H.data"
+	grep -qx "$H.data whole" "$T/old/puts"
 	# a size over --max-body is refused before a byte; push then fails plainly
 	kill "$PID"
 	start_daemon q --max-body 1000000

@@ -272,6 +272,43 @@ def range_server(kind, path):
     srv.serve_forever()
 
 
+def whole_only_server(root):
+    """A daemon from before a one-file object could come in ranges: it
+    opens no upload session for a file (400) and stores what is PUT whole."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def answer(self, code, body=b""):
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_HEAD(self):
+            self.answer(404)
+
+        def do_POST(self):
+            self.answer(400, b"upload sessions are for trees; PUT a file whole\n")
+
+        def do_PUT(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            name = os.path.basename(self.path)
+            with open(os.path.join(root, name), "wb") as f:
+                f.write(body)
+            with open(os.path.join(root, "puts"), "a") as f:
+                f.write("%s %s\n" % (name, self.headers.get("Content-Range", "whole")))
+            self.answer(201)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
 TLS = None  # the client's ssl.SSLContext for https:// URLs
 SILENT = 100  # connections that never start the handshake: beyond the daemon's 64, within its burst allowance
 
@@ -515,6 +552,8 @@ if __name__ == "__main__":
         sys.stdout.buffer.write(swapped_tar(sys.argv[2], sys.argv[3], sys.argv[4]))
     elif sys.argv[1] == "ranges":
         range_server(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "whole-only":
+        whole_only_server(sys.argv[2])
     elif sys.argv[1] == "flip":
         flip_relay(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif sys.argv[1] == "upgrade":
