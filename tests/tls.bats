@@ -104,7 +104,7 @@ handshakes() {
 	grep -q "readable by group or others" "$T/p.err"
 }
 
-@test "push and fetch over mutual TLS: byte-identical trees, a one-file object in byte ranges; an http:// peer with TLS set up is refused before a byte is sent" {
+@test "push and fetch over mutual TLS: byte-identical trees, a one-file object both ways in byte ranges; an http:// peer with TLS set up is refused before a byte is sent" {
 	make_step "$T/src" 5
 	mkdir "$T/p"
 	serve_on "$T/p" --tls-dir "$T/pki/node"
@@ -147,6 +147,16 @@ handshakes() {
 	assert_success
 	cmp "$T/f" "$T/back/$F.data"
 	[ "$(curl -sf --cacert "$T/pki/ca.crt" "$URL/metrics" | sed -n 's/^mtc_peer_requests_total{code="206"} //p')" = 2 ]
+	# and pushed the same way: two ranges in one upload session, joined into its name
+	mkdir "$T/one"
+	mv "$T/p/$F.data" "$T/one/"
+	printf %s "$F" >"$T/one/job-s6-n0-w0.meta"
+	ok200() { curl -sf --cacert "$T/pki/ca.crt" "$URL/metrics" | sed -n 's/^mtc_peer_requests_total{code="200"} //p'; }
+	before=$(ok200)
+	run mtc-replicate push --dir "$T/one" --config "$T/cfg.json" --step 6 --peer "$URL" --tls-dir "$T/pki/node" --streams 4
+	assert_success
+	cmp "$T/f" "$T/p/$F.data"
+	[ "$(ok200)" = $((before + 3)) ] # the two ranges' answers, and the first /metrics
 	# TLS set up, a plain http:// URL: refused at once, the token never sent
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 5 --peer "http://${URL#https://}" --tls-dir "$T/pki/node"
 	assert_failure
