@@ -146,6 +146,20 @@ awk -v s="$s" -v e="$e" -v b="$shard" \
 	'BEGIN { printf "%-38s %7.2f s %8.0f MiB/s\n", "curl GET of one shard (sendfile)", e - s, b / 1048576 / (e - s) }'
 rm -f "$root/one"
 
+# A one-file object (a PyTorch .save, say): pushed in byte ranges over the streams, and over one.
+mkdir -p "$root/onefile"
+ln "$big" "$root/onefile/$bh.data"
+printf %s "$bh" >"$root/onefile/bench-s2-n0-w0.meta"
+best "push of one file (4 streams, ranges)" "$shard" "$clean_dst" \
+	'"$bin/mtc-replicate" push --dir "$root/onefile" --config "$root/cfg.json" --step 2 --peer "$url" >/dev/null'
+one_s=$BEST
+cmp -s "$big" "$root/dst/$bh.data" || echo "ONE-FILE PUSH DIFFERS"
+best "push of one file --streams 1" "$shard" "$clean_dst" \
+	'"$bin/mtc-replicate" push --dir "$root/onefile" --config "$root/cfg.json" --step 2 --peer "$url" --streams 1 >/dev/null'
+one1_s=$BEST
+rm -rf "$root/onefile"
+eval "$clean_dst"
+
 echo "# daemon peak RSS (VmHWM) after the runs above: $(awk '/VmHWM/ { print $2, $3 }' /proc/$dpid/status)"
 
 # The same push and fetch over mutual TLS (mtc(7) §4.3), to a second daemon on the same tmpfs.
@@ -211,8 +225,9 @@ awk -v s="$s" -v e="$e" -v b="$((16 * (32 << 20) + 16 * 128 * 65536))" \
 	'BEGIN { printf "%-38s %7.2f s %8.0f MiB/s\n", "16 nodes pushing at once (4 streams)", e - s, b / 1048576 / (e - s) }'
 echo "# daemon peak RSS (VmHWM) with 16 nodes pushing at once: $(awk '/VmHWM/ { print $2, $3 }' /proc/$d16/status) (limit 64 MiB)"
 awk -v p="$push_s" -v l="$local_rate" -v r="$rsync_s" -v b="$step_bytes" -v tp="$tls_push_s" \
-	-v f="$fetch_s" -v tf="$tls_fetch_s" 'BEGIN {
+	-v f="$fetch_s" -v tf="$tls_fetch_s" -v o="$one_s" -v o1="$one1_s" 'BEGIN {
 	printf "# push vs local copy limit: %.2fx", b / 1048576 / p / l
 	if (r != "") printf ", push vs rsync: %.2fx", r / p
 	printf ", TLS push vs plain push: %.2fx (target 0.7), TLS fetch vs plain fetch: %.2fx", p / tp, f / tf
+	printf ", one-file push in ranges vs one stream: %.2fx", o1 / o
 	printf "\n" }'
