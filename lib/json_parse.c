@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "json_atoms.h"
+#include "utf8.h"
 #include "xalloc.h"
 
 #define MAX_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH: values nested, scalars counted */
@@ -62,51 +63,6 @@ static int hex4(const char *s, const char *end)
 			return -1;
 	}
 	return v;
-}
-
-/* The length of the well-formed UTF-8 sequence at s (not overlong, no surrogate, at most U+10FFFF); 0 if none. */
-static size_t utf8_len(const unsigned char *s, const unsigned char *end)
-{
-	size_t n;
-	uint32_t cp;
-	if (*s < 0xC2 || *s > 0xF4)
-		return 0;
-	n = *s < 0xE0 ? 2 : *s < 0xF0 ? 3 : 4;
-	if ((size_t)(end - s) < n)
-		return 0;
-	cp = *s & (0x3F >> (n - 1));
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3F);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return n;
-}
-
-static size_t utf8_put(char *t, uint32_t cp)
-{
-	if (cp < 0x80) {
-		t[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		t[0] = (char)(0xC0 | cp >> 6);
-		t[1] = (char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		t[0] = (char)(0xE0 | cp >> 12);
-		t[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-		t[2] = (char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	t[0] = (char)(0xF0 | cp >> 18);
-	t[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-	t[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-	t[3] = (char)(0x80 | (cp & 0x3F));
-	return 4;
 }
 
 /* One \uXXXX escape, or a surrogate pair of them, at ps->p (after the backslash's 'u'). */
@@ -178,7 +134,7 @@ static int string(struct parser *ps, const char **s, size_t *n)
 		if (c < 0x20)
 			return fail(ps, "control character 0x%x in a string", c), -1;
 		if (c >= 0x80) {
-			if (!(u = utf8_len((const unsigned char *)ps->p, end)))
+			if (!(u = mtc_utf8_len((const unsigned char *)ps->p, end)))
 				return fail(ps, "invalid UTF-8 byte 0x%x", c), -1;
 			memcpy(t, ps->p, u);
 			t += u;
@@ -204,7 +160,7 @@ static int string(struct parser *ps, const char **s, size_t *n)
 		case 'u':
 			if (unicode_escape(ps, &cp) < 0)
 				return -1;
-			t += utf8_put(t, cp);
+			t += mtc_utf8_put(t, cp);
 			break;
 		default:
 			ps->p--;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "utf8.h"
 #include "xalloc.h"
 
 #define FIELD_MAX PATH_MAX
@@ -59,22 +60,6 @@ static int hex4(struct cursor *c, unsigned *u)
 	return 0;
 }
 
-static size_t utf8(unsigned u, char *out)
-{
-	if (u < 0x80)
-		return out[0] = (char)u, 1;
-	if (u < 0x800)
-		return out[0] = (char)(0xc0 | u >> 6), out[1] = (char)(0x80 | (u & 0x3f)), 2;
-	if (u < 0x10000)
-		return out[0] = (char)(0xe0 | u >> 12), out[1] = (char)(0x80 | (u >> 6 & 0x3f)),
-		       out[2] = (char)(0x80 | (u & 0x3f)), 3;
-	out[0] = (char)(0xf0 | u >> 18);
-	out[1] = (char)(0x80 | (u >> 12 & 0x3f));
-	out[2] = (char)(0x80 | (u >> 6 & 0x3f));
-	out[3] = (char)(0x80 | (u & 0x3f));
-	return 4;
-}
-
 /* A JSON string into out (at most FIELD_MAX bytes, no NUL inside). */
 static int string(struct cursor *c, char *out)
 {
@@ -114,7 +99,7 @@ static int string(struct cursor *c, char *out)
 				}
 				if (u == 0)
 					return bad(c, "a NUL in a string");
-				k = utf8(u, buf);
+				k = mtc_utf8_put(buf, u);
 				break;
 			default:
 				return bad(c, "a bad escape");

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "utf8.h"
 #include "xalloc.h"
 
 static const char *ext_names[MTC_EXT_COUNT] = { "save", "meta", "restore", "tmp" };
@@ -83,27 +84,6 @@ char *mtc_ckpt_name(const char *job, long long step, int rank, int worker, enum 
 	return xasprintf("%s-s%lld-n%d-w%d.%s", job, step, rank, worker, ext_names[ext]);
 }
 
-/* The length of the UTF-8 sequence at p (shortest form, no surrogates), 0 if there is none. */
-static size_t utf8_char(const unsigned char *p)
-{
-	size_t n = *p < 0x80 ? 1 : *p >= 0xc2 && *p <= 0xdf ? 2 : *p >= 0xe0 && *p <= 0xef ? 3
-		 : *p >= 0xf0 && *p <= 0xf4 ? 4 : 0;
-	unsigned cp;
-
-	if (n < 2)
-		return n;
-	cp = *p & (0x7f >> n);
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 /*
  * UTF-8 text (every listing is JSON), no '/', no control or blank byte, and
  * no leading '.': dot names in the local dir belong to the programs
@@ -115,7 +95,8 @@ int mtc_valid_job_name(const char *job)
 	if (n == 0 || n > MTC_JOB_MAX || job[0] == '.')
 		return 0;
 	for (const unsigned char *p = (const unsigned char *)job; *p; p += k)
-		if (*p == '/' || *p < 0x21 || *p == 0x7f || !(k = utf8_char(p)))
+		if (*p == '/' || *p < 0x21 || *p == 0x7f ||
+		    !(k = mtc_utf8_len(p, (const unsigned char *)job + n)))
 			return 0;
 	return 1;
 }

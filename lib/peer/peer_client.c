@@ -687,19 +687,21 @@ static int put_manifest(const struct mtc_peer_client *pc, const char *base, cons
 /*
  * Opens an upload session for rest ("<hash>.data", "?size=N" for a file): 0
  * with *id, or with *id NULL when the peer holds the object already; else
- * RETRY or an exit code. *code: the answer's status; *ranges: the peer
- * joins ranges of a tree's files.
+ * RETRY or an exit code. *code: the answer's status (*rejected: 422);
+ * *ranges: the peer joins ranges of a tree's files.
  */
 static int session_open(const struct mtc_peer_client *pc, const char *base, const char *rest,
-			double deadline, char **id, int *ranges, long *code, char *err,
-			size_t errlen)
+			double deadline, char **id, int *ranges, long *code, int *rejected,
+			char *err, size_t errlen)
 {
 	struct call c = { .method = "POST", .url = uploads_url(base, rest), .once = 1 };
 	int rc = attempt(pc, &c, deadline, err, errlen);
 	json_t *j;
 
 	*id = NULL;
+	*ranges = 0;
 	*code = c.code;
+	*rejected = c.code == 422;
 	if (rc || c.code == 200) {
 		free_call(&c);
 		return rc;
@@ -739,15 +741,30 @@ static int session_close(const struct mtc_peer_client *pc, const char *base, con
 	return rc;
 }
 
-/* Sends the pieces' calls at once: rc, with the bytes sent and any 422 added up. */
-static int pieces_send(struct piece_set *ps, long long *sent, int *rejected, char *err,
-		       size_t errlen)
+/*
+ * Sends the pieces of session id, their calls made but for their URLs, at
+ * once, then commits the session or drops it; frees the pieces and id. 0,
+ * RETRY or an exit code, with the bytes sent and any 422 added up.
+ */
+static int session_send(const struct mtc_peer_client *pc, const char *base, char *id,
+			struct piece_set *ps, double deadline, long long *sent, int *rejected,
+			char *err, size_t errlen)
 {
-	int rc = pieces_run(ps, err, errlen);
+	int rc;
+
+	for (int i = 0; i < ps->n; i++) {
+		char *r = xasprintf("%s/%d", id, i);
+		ps->p[i].c.url = uploads_url(base, r);
+		free(r);
+	}
+	rc = pieces_run(ps, err, errlen);
 	for (int i = 0; i < ps->n; i++) {
 		*sent += ps->p[i].c.bytes;
 		*rejected |= ps->p[i].c.code == 422;
 	}
+	pieces_free(ps);
+	rc = session_close(pc, base, id, rc, deadline, rejected, err, errlen);
+	free(id);
 	return rc;
 }
 
@@ -766,24 +783,15 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 	int rc, ranges;
 
 	*sent = 0;
-	rc = session_open(pc, base, rest, deadline, &id, &ranges, &code, err, errlen);
+	rc = session_open(pc, base, rest, deadline, &id, &ranges, &code, rejected, err, errlen);
 	free(rest);
-	*rejected = code == 422;
 	if (rc || !id)
 		return rc;
 	pieces_split(&ps, m, pc->streams > 0 ? pc->streams : 1, ranges, pc, deadline);
-	for (int i = 0; i < ps.n; i++) {
-		char *r = xasprintf("%s/%d", id, i);
-		ps.p[i].c = (struct call){ .method = "PUT", .url = uploads_url(base, r),
-					   .up_path = path, .up_tree = 1, .up_list = ps.bins[i],
-					   .up_n = ps.counts[i] };
-		free(r);
-	}
-	rc = pieces_send(&ps, sent, rejected, err, errlen);
-	pieces_free(&ps);
-	rc = session_close(pc, base, id, rc, deadline, rejected, err, errlen);
-	free(id);
-	return rc;
+	for (int i = 0; i < ps.n; i++)
+		ps.p[i].c = (struct call){ .method = "PUT", .up_path = path, .up_tree = 1,
+					   .up_list = ps.bins[i], .up_n = ps.counts[i] };
+	return session_send(pc, base, id, &ps, deadline, sent, rejected, err, errlen);
 }
 
 /*
@@ -802,25 +810,17 @@ static int put_file_once(const struct mtc_peer_client *pc, const char *base, con
 	int rc, ranges;
 
 	*sent = 0;
-	rc = session_open(pc, base, rest, deadline, &id, &ranges, &code, err, errlen);
+	rc = session_open(pc, base, rest, deadline, &id, &ranges, &code, rejected, err, errlen);
 	free(rest);
-	*rejected = code == 422;
 	*unsupported = rc && code == 400;
 	if (rc || !id)
 		return rc;
 	split_ranges(&parts, size, range_count(pc, size));
 	pieces_init(&ps, (int)parts.n, pc, deadline);
-	for (size_t i = 0; i < parts.n; i++) {
-		char *r = xasprintf("%s/%zu", id, i);
-		ps.p[i].c = (struct call){ .method = "PUT", .url = uploads_url(base, r),
-					   .up_path = path, .range = &parts.e[i] };
-		free(r);
-	}
-	rc = pieces_send(&ps, sent, rejected, err, errlen);
-	pieces_free(&ps);
+	for (size_t i = 0; i < parts.n; i++)
+		ps.p[i].c = (struct call){ .method = "PUT", .up_path = path, .range = &parts.e[i] };
+	rc = session_send(pc, base, id, &ps, deadline, sent, rejected, err, errlen);
 	mtc_wire_list_free(&parts);
-	rc = session_close(pc, base, id, rc, deadline, rejected, err, errlen);
-	free(id);
 	return rc;
 }
 
