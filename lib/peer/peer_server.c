@@ -304,7 +304,8 @@ static void remove_staging(struct req *r)
 		r->fd = -1;
 	}
 	end_extraction(r);
-	mtc_wire_hash_end(&r->range_hash);
+	if (r->kind == REQ_PUT_RANGE)
+		mtc_wire_hash_end(&r->range_hash);
 	if (r->staging) {
 		if (mtc_remove_tree(r->staging) < 0)
 			mtc_warn("cannot remove '%s':", r->staging);
