@@ -113,9 +113,9 @@ static int string(struct parser *ps, const char **s, size_t *n)
 		ps->p = (const char *)q + 1;
 		return 0;
 	}
-	if (ps->text_cap < (size_t)(ps->end - ps->p)) { /* decoding never lengthens */
+	if (ps->text_cap <= (size_t)(ps->end - ps->p)) { /* decoding never lengthens */
 		free(ps->text);
-		ps->text_cap = (size_t)(ps->end - ps->p);
+		ps->text_cap = (size_t)(ps->end - ps->p) + 1;
 		ps->text = xmalloc(ps->text_cap);
 	}
 	t = ps->text;
