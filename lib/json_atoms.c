@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "xalloc.h"
 
@@ -19,13 +21,14 @@ struct slot {
 struct mtc_json_atoms {
 	struct slot *slot;
 	size_t n, cap;
+	uint64_t seed; /* random: a peer cannot choose values that collide */
 };
 
-/* A hash of an atom's bytes, eight at a time; the integers' apart from the strings'; never 0. */
-static uint64_t hash_bytes(const void *p, size_t n, uint64_t salt)
+/* A hash of an atom's bytes, eight at a time, under seed; never 0. */
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
 {
 	const unsigned char *b = p;
-	uint64_t h = 0x9E3779B97F4A7C15ULL ^ salt ^ n, w;
+	uint64_t h = 0x9E3779B97F4A7C15ULL ^ seed ^ n, w;
 	for (; n >= 8; b += 8, n -= 8) {
 		memcpy(&w, b, 8);
 		h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
@@ -45,14 +48,14 @@ struct key {
 	uint64_t hash;
 };
 
-static struct key string_key(const char *s, size_t n)
+static struct key string_key(const struct mtc_json_atoms *a, const char *s, size_t n)
 {
-	return (struct key){ .s = s, .n = n, .hash = hash_bytes(s, n, 0) };
+	return (struct key){ .s = s, .n = n, .hash = hash_bytes(s, n, a->seed) };
 }
 
-static struct key integer_key(json_int_t i)
+static struct key integer_key(const struct mtc_json_atoms *a, json_int_t i)
 {
-	return (struct key){ .i = i, .hash = hash_bytes(&i, sizeof i, 1) };
+	return (struct key){ .i = i, .hash = hash_bytes(&i, sizeof i, ~a->seed) };
 }
 
 static int matches(const json_t *v, const struct key *k)
@@ -71,21 +74,22 @@ static struct slot *find(struct slot *slot, size_t cap, const struct key *k)
 	return &slot[i];
 }
 
-static json_t *lookup(const struct mtc_json_atoms *a, const struct key *k)
-{
-	return a && a->cap ? find(a->slot, a->cap, k)->v : NULL;
-}
-
 json_t *mtc_json_atom_string(const struct mtc_json_atoms *a, const char *s, size_t n)
 {
-	struct key k = string_key(s, n);
-	return lookup(a, &k);
+	struct key k;
+	if (!a || !a->cap)
+		return NULL;
+	k = string_key(a, s, n);
+	return find(a->slot, a->cap, &k)->v;
 }
 
 json_t *mtc_json_atom_integer(const struct mtc_json_atoms *a, json_int_t v)
 {
-	struct key k = integer_key(v);
-	return lookup(a, &k);
+	struct key k;
+	if (!a || !a->cap)
+		return NULL;
+	k = integer_key(a, v);
+	return find(a->slot, a->cap, &k)->v;
 }
 
 static void grow(struct mtc_json_atoms *a)
@@ -106,7 +110,10 @@ static void grow(struct mtc_json_atoms *a)
 
 struct mtc_json_atoms *mtc_json_atoms_new(void)
 {
-	return xcalloc(1, sizeof(struct mtc_json_atoms));
+	struct mtc_json_atoms *a = xcalloc(1, sizeof *a);
+	if (getrandom(&a->seed, sizeof a->seed, 0) != sizeof a->seed)
+		a->seed = (uint64_t)(uintptr_t)a ^ (uint64_t)time(NULL);
+	return a;
 }
 
 void mtc_json_share(struct mtc_json_atoms *a, json_t *v)
@@ -122,9 +129,9 @@ void mtc_json_share(struct mtc_json_atoms *a, json_t *v)
 			continue;
 		}
 		if (json_is_string(e))
-			k = string_key(json_string_value(e), json_string_length(e));
+			k = string_key(a, json_string_value(e), json_string_length(e));
 		else if (json_is_integer(e))
-			k = integer_key(json_integer_value(e));
+			k = integer_key(a, json_integer_value(e));
 		else
 			continue;
 		if (2 * (a->n + 1) > a->cap)
