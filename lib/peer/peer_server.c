@@ -29,6 +29,7 @@
 
 #include "blake3/blake3.h"
 #include "buf.h"
+#include "cli.h"
 #include "clock.h"
 #include "object.h"
 #include "fsutil.h"
@@ -173,7 +174,6 @@ struct req {
 	struct mtc_buf body; /* REQ_ROUTE: capped at the largest body its endpoint takes */
 	struct session *sess; /* REQ_PUT_TREE, REQ_PUT_RANGE */
 	struct mtc_wire_hash range_hash; /* REQ_PUT_RANGE: into got's one entry */
-	long long range_off;
 	int piece;	      /* sess is listed: this request is one piece of it */
 	struct mtc_wire_list got;
 	struct mtc_wire_reader *send; /* REQ_GET_TREE_SOCK */
@@ -1070,15 +1070,19 @@ static enum MHD_Result start_range(struct req *r, struct MHD_Connection *c)
 			       "units of %d bytes but for the last, its body that long\n",
 			       r->name, n, MTC_WIRE_UNIT);
 	}
-	if ((r->fd = open(r->sess->obj, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+	/* its own descriptor at the range's place: the body is written as a whole file's is */
+	if ((r->fd = open(r->sess->obj, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    lseek(r->fd, (off_t)a, SEEK_SET) < 0) {
 		e = errno;
+		if (r->fd >= 0)
+			close(r->fd);
+		r->fd = -1;
 		piece_done(r, "the staging file is gone");
 		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot stage '%s': %s\n",
 			       r->name, strerror(e));
 	}
 	r->kind = REQ_PUT_RANGE;
 	r->limit = b - a + 1;
-	r->range_off = a;
 	r->transfer = 1;
 	atomic_fetch_add(&s->active, 1);
 	w = mtc_wire_list_add(&r->got, "", 0, b - a + 1);
@@ -1250,17 +1254,6 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 			mtc_ring_offer(&r->ring, data, len);
 		return MHD_YES;
 	}
-	if (r->kind == REQ_PUT_RANGE && r->fd >= 0) {
-		if (mtc_pwrite_all(r->fd, data, len, r->range_off + r->bytes - (long long)len) < 0) {
-			r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
-			r->why = xasprintf("cannot write '%s': %s", r->name, strerror(errno));
-			close(r->fd);
-			r->fd = -1;
-			return MHD_YES;
-		}
-		mtc_wire_hash_update(&r->range_hash, data, len);
-		return MHD_YES;
-	}
 	if (r->fd < 0)
 		return MHD_YES;
 	if (mtc_write_all(r->fd, data, len) < 0) {
@@ -1272,6 +1265,8 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 	}
 	if (r->file_hash)
 		mtc_blake3_update(r->file_hash, data, len);
+	else if (r->kind == REQ_PUT_RANGE)
+		mtc_wire_hash_update(&r->range_hash, data, len);
 	return MHD_YES;
 }
 
@@ -1611,15 +1606,10 @@ static int count_sessions(struct mtc_peer_server *s)
 /* ?size=N of a one-file object's session: N, or -1 when absent or not a positive integer. */
 static long long file_size_arg(struct MHD_Connection *c)
 {
-	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "size");
-	char *end;
 	long long n;
-
-	if (!v || *v < '0' || *v > '9')
+	if (mtc_parse_uint(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "size"), &n) < 0)
 		return -1;
-	errno = 0;
-	n = strtoll(v, &end, 10);
-	return errno || *end || n <= 0 ? -1 : n;
+	return n > 0 ? n : -1;
 }
 
 static enum MHD_Result open_session(struct req *r, struct MHD_Connection *c)
