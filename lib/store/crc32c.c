@@ -1,5 +1,6 @@
 #include "crc32c.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #define POLY 0x82F63B78u /* reflected Castagnoli */
@@ -43,31 +44,108 @@ uint32_t mtc_crc32c_portable(uint32_t crc, const void *buf, size_t len)
 	return ~crc;
 }
 
+/*
+ * Combining: with the CRC as a polynomial over GF(2) in reflected bit order
+ * (bit 31 is x^0), crc(A B) = crc(A) * x^(8 |B|) + crc(B) mod P; the
+ * pre- and post-inversion cancel out. x^(8n) comes from the powers x^(2^k).
+ */
+static uint32_t mulmod(uint32_t a, uint32_t b)
+{
+	uint32_t p = 0;
+
+	for (uint32_t bit = 1u << 31; bit; bit >>= 1) {
+		if (a & bit)
+			p ^= b;
+		b = b & 1 ? (b >> 1) ^ POLY : b >> 1;
+	}
+	return p;
+}
+
+/* x^(8n) mod P. */
+static uint32_t x_pow_8n(uint64_t n)
+{
+	uint32_t result = 1u << 31, sq = 1u << 23; /* x^0; x^8 */
+
+	while (n) {
+		if (n & 1)
+			result = mulmod(result, sq);
+		sq = mulmod(sq, sq);
+		n >>= 1;
+	}
+	return result;
+}
+
 #if defined(__x86_64__)
-/* Eight bytes per instruction; the unaligned head and the tail a byte at a time. */
+/*
+ * The crc32 instruction takes three cycles but can start one a cycle, so
+ * three runs over three neighbouring blocks go at once; each earlier run is
+ * then carried over the later blocks' length by a table (see shift below).
+ */
+#define LONG_BLOCK 4096
+#define SHORT_BLOCK 256
+
+static uint32_t shift_long[4][256], shift_short[4][256];
+static pthread_once_t shifts_once = PTHREAD_ONCE_INIT;
+
+/* Multiplying by x^(8 len) is linear: one table row per byte of the CRC. */
+static void make_shift(uint32_t t[4][256], size_t len)
+{
+	uint32_t k = x_pow_8n(len);
+
+	for (int j = 0; j < 4; j++)
+		for (uint32_t b = 0; b < 256; b++)
+			t[j][b] = mulmod(b << (8 * j), k);
+}
+
+static void make_shifts(void)
+{
+	make_shift(shift_long, LONG_BLOCK);
+	make_shift(shift_short, SHORT_BLOCK);
+}
+
+/* A raw CRC register carried over `len` zero bytes, for the len of the table t. */
+static uint64_t shift(const uint32_t t[4][256], uint64_t c)
+{
+	return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^ t[2][(c >> 16) & 0xff] ^ t[3][(c >> 24) & 0xff];
+}
+
+__attribute__((target("sse4.2"))) static uint64_t three_way(uint64_t c, const unsigned char **p,
+							     size_t *len, size_t block,
+							     const uint32_t t[4][256])
+{
+	for (; *len >= 3 * block; *p += 3 * block, *len -= 3 * block) {
+		const unsigned char *a = *p, *b = a + block, *d = b + block;
+		uint64_t c1 = 0, c2 = 0;
+
+		for (size_t i = 0; i < block; i += 8) {
+			uint64_t x, y, z;
+			memcpy(&x, a + i, 8);
+			memcpy(&y, b + i, 8);
+			memcpy(&z, d + i, 8);
+			c = __builtin_ia32_crc32di(c, x);
+			c1 = __builtin_ia32_crc32di(c1, y);
+			c2 = __builtin_ia32_crc32di(c2, z);
+		}
+		c = shift(t, c) ^ c1;
+		c = shift(t, c) ^ c2;
+	}
+	return c;
+}
+
+/* The unaligned head and the tail a byte at a time. */
 __attribute__((target("sse4.2"))) uint32_t mtc_crc32c_hw(uint32_t crc, const void *buf,
 							  size_t len)
 {
 	const unsigned char *p = buf;
 	uint64_t c = ~crc;
 
+	pthread_once(&shifts_once, make_shifts);
 	while (len && ((uintptr_t)p & 7)) {
 		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
 		len--;
 	}
-	while (len >= 32) {
-		uint64_t a, b, d, e;
-		memcpy(&a, p, 8);
-		memcpy(&b, p + 8, 8);
-		memcpy(&d, p + 16, 8);
-		memcpy(&e, p + 24, 8);
-		c = __builtin_ia32_crc32di(c, a);
-		c = __builtin_ia32_crc32di(c, b);
-		c = __builtin_ia32_crc32di(c, d);
-		c = __builtin_ia32_crc32di(c, e);
-		p += 32;
-		len -= 32;
-	}
+	c = three_way(c, &p, &len, LONG_BLOCK, shift_long);
+	c = three_way(c, &p, &len, SHORT_BLOCK, shift_short);
 	while (len >= 8) {
 		uint64_t a;
 		memcpy(&a, p, 8);
@@ -137,37 +215,6 @@ int mtc_crc32c_from_base64(const char *s, uint32_t *crc)
 		return -1;
 	*crc = (uint32_t)(v >> 4);
 	return 0;
-}
-
-/*
- * Combining: with the CRC as a polynomial over GF(2) in reflected bit order
- * (bit 31 is x^0), crc(A B) = crc(A) * x^(8 |B|) + crc(B) mod P; the
- * pre- and post-inversion cancel out. x^(8n) comes from the powers x^(2^k).
- */
-static uint32_t mulmod(uint32_t a, uint32_t b)
-{
-	uint32_t p = 0;
-
-	for (uint32_t bit = 1u << 31; bit; bit >>= 1) {
-		if (a & bit)
-			p ^= b;
-		b = b & 1 ? (b >> 1) ^ POLY : b >> 1;
-	}
-	return p;
-}
-
-/* x^(8n) mod P. */
-static uint32_t x_pow_8n(uint64_t n)
-{
-	uint32_t result = 1u << 31, sq = 1u << 23; /* x^0; x^8 */
-
-	while (n) {
-		if (n & 1)
-			result = mulmod(result, sq);
-		sq = mulmod(sq, sq);
-		n >>= 1;
-	}
-	return result;
 }
 
 uint32_t mtc_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
