@@ -36,6 +36,7 @@
 #include "inventory.h"
 #include "log.h"
 #include "manifest_text.h"
+#include "mhd_loop.h"
 #include "metrics.h"
 #include "naming.h"
 #include "node_status.h"
@@ -59,6 +60,12 @@
 #define STREAM_BLOCK (256 * 1024)
 #define CONN_MEMORY (256 << 10)
 #define EVENTS_CONN_MEMORY (4 << 10) /* a report's head; its body is kept apart (req.body) */
+/*
+ * After each pass the coordinator's loop rests this long, so that the reports
+ * and heartbeats of thousands of ranks are served a batch per wakeup rather
+ * than one each; a round waits seconds, a heartbeat is due in tens.
+ */
+#define EVENTS_PAUSE_MS 2
 #define HTTP_UNPROCESSABLE 422
 #define HTTP_TOO_LARGE 413
 #define HTTP_PRECONDITION_REQUIRED 428
@@ -68,6 +75,7 @@ struct mtc_peer_server {
 	struct MHD_Daemon *daemon;
 	/* with route_start: the routes' long polls, on one thread (sorter.h) */
 	struct MHD_Daemon *events;
+	struct mtc_mhd_loop *events_loop; /* runs events */
 	struct mtc_sorter *sorter;
 	pthread_mutex_t wake_mu; /* a route's wait woken against its connection being suspended */
 	struct mtc_peer_server_opts o;
@@ -2263,7 +2271,10 @@ static void sorted_hand_over(void *cls, int matched, int fd, const struct sockad
 			     socklen_t salen)
 {
 	struct mtc_peer_server *s = cls;
-	MHD_add_connection(matched ? s->events : s->daemon, fd, sa, salen);
+	if (matched)
+		mtc_mhd_loop_add(s->events_loop, fd, sa, salen);
+	else
+		MHD_add_connection(s->daemon, fd, sa, salen);
 }
 
 /* The events daemon and the sorter in front of both daemons, on fd; -1 with err. */
@@ -2280,7 +2291,7 @@ static int start_events(struct mtc_peer_server *s, int fd, int ipv6, char *err, 
 
 	snprintf(prefix, sizeof prefix, "POST %s", o->route_prefix);
 	s->events = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME |
+		MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME |
 			MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_USE_ERROR_LOG |
 			(ipv6 ? MHD_USE_IPv6 : 0),
 		0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
@@ -2292,8 +2303,13 @@ static int start_events(struct mtc_peer_server *s, int fd, int ipv6, char *err, 
 	if (!s->events)
 		return mtc_fail(err, errlen, "cannot start the coordinator's server: %s",
 				errno ? strerror(errno) : "out of resources");
-	if (!(s->sorter = mtc_sorter_start(&so, err, errlen))) {
+	if (!(s->events_loop = mtc_mhd_loop_start(s->events, EVENTS_PAUSE_MS, err, errlen))) {
 		MHD_stop_daemon(s->events);
+		s->events = NULL;
+		return -1;
+	}
+	if (!(s->sorter = mtc_sorter_start(&so, err, errlen))) {
+		mtc_mhd_loop_stop(s->events_loop);
 		s->events = NULL;
 		return -1;
 	}
@@ -2421,8 +2437,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		if (s->tls)
 			mtc_tls_front_stop(s->tls);
 		mtc_sorter_stop(s->sorter);
-		if (s->events)
-			MHD_stop_daemon(s->events);
+		mtc_mhd_loop_stop(s->events_loop);
 		MHD_stop_daemon(s->daemon);
 		server_free(s);
 		return NULL;
@@ -2454,8 +2469,7 @@ void mtc_peer_server_stop(struct mtc_peer_server *s)
 	if (s->tls)
 		mtc_tls_front_stop(s->tls);
 	mtc_sorter_stop(s->sorter);
-	if (s->events)
-		MHD_stop_daemon(s->events);
+	mtc_mhd_loop_stop(s->events_loop);
 	MHD_stop_daemon(s->daemon);
 	while (s->sessions) {
 		struct session *x = s->sessions;

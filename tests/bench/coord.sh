@@ -5,7 +5,8 @@
 # (MTC_BENCH_HTTP_RANKS; every waiting report holds a connection, no thread);
 # then heartbeats of 16,384 ranks every 5 s for 25 s (MTC_BENCH_HB_RANKS), each
 # rank on a kept connection, against the daemon and against tests/bench/http_floor.c
-# (the least a server can do for them: the kernel's share on this machine).
+# (the least a server can do for them: the kernel's share on this machine), woken
+# for each request and resting 2 ms after each pass as the daemon does.
 #   tests/bench/coord.sh [BUILD_DIR]
 set -eu
 ulimit -n 65536 2>/dev/null || true # a connection per rank, both ends
@@ -44,12 +45,17 @@ for n in ${MTC_BENCH_HTTP_RANKS:-1024 4096 16384}; do daemon "$n"; done
 n=${MTC_BENCH_HB_RANKS:-16384}
 echo "# heartbeats, one kept connection a rank: target at 16384 ranks every 5 s < 10% of a core"
 daemon "$n" heartbeats 25 5 | sed 's/^/daemon: /'
-rm -f "$root/floor.port"
-"$root/http_floor" "$root/floor.port" &
-pid=$!
-for _ in $(seq 50); do [ -s "$root/floor.port" ] && break; sleep 0.1; done
-timeout 300 python3 tests/bench/coord_http.py "$(cat "$root/floor.port")" "$pid" "$n" heartbeats 25 5 |
-	sed 's/^/floor (http_floor.c): /; s/coordinator after/server after/'
-kill "$pid" 2>/dev/null || true
-wait "$pid" 2>/dev/null || true
-pid=""
+# floor PAUSE_MS LABEL: the same load against the bare server
+floor() {
+	rm -f "$root/floor.port"
+	"$root/http_floor" "$root/floor.port" "$1" &
+	pid=$!
+	for _ in $(seq 50); do [ -s "$root/floor.port" ] && break; sleep 0.1; done
+	timeout 300 python3 tests/bench/coord_http.py "$(cat "$root/floor.port")" "$pid" "$n" heartbeats 25 5 |
+		sed "s/^/$2: /; s/coordinator after/server after/"
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	pid=""
+}
+floor 0 "floor (http_floor.c, a wakeup a request)"
+floor 2 "floor (http_floor.c, resting 2 ms a pass as the daemon does)"

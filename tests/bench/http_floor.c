@@ -3,14 +3,17 @@
  * for one (epoll, one thread, a fixed answer to each request head and body read
  * whole in one recv). tests/bench/coord.sh runs the same heartbeat load against
  * it and against the daemon, so the daemon's CPU is seen against the kernel's
- * share on this machine.
- *   http_floor PORT_FILE
+ * share on this machine. With PAUSE_MS it rests that long after each pass, as
+ * the daemon's coordinator does (lib/peer/mhd_loop.c).
+ *   http_floor PORT_FILE [PAUSE_MS]
  */
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -24,6 +27,8 @@ int main(int argc, char **argv)
 	struct epoll_event ev = { .events = EPOLLIN }, evs[256];
 	char buf[4096];
 	FILE *f;
+	int pause_ms = argc > 2 ? atoi(argv[2]) : 0;
+	const struct timespec pause = { pause_ms / 1000, (pause_ms % 1000) * 1000000L };
 
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	if (argc < 2 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, SOMAXCONN) ||
@@ -50,5 +55,7 @@ int main(int argc, char **argv)
 				close(fd);
 			}
 		}
+		if (pause_ms > 0)
+			nanosleep(&pause, NULL);
 	}
 }

@@ -1,0 +1,23 @@
+#ifndef MTC_MHD_LOOP_H
+#define MTC_MHD_LOOP_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+struct MHD_Daemon;
+struct mtc_mhd_loop;
+
+/*
+ * Runs d, started with MHD_USE_EPOLL and without a thread of its own, in a
+ * thread that serves everything ready in one pass and then rests pause_ms
+ * before it looks again: requests that arrive within that time are served
+ * together, for one wakeup. The loop owns d from here on. NULL with err.
+ */
+struct mtc_mhd_loop *mtc_mhd_loop_start(struct MHD_Daemon *d, int pause_ms, char *err,
+					size_t errlen);
+/* Hands a connection to the daemon, from any thread; it is closed if the daemon cannot take it. */
+void mtc_mhd_loop_add(struct mtc_mhd_loop *l, int fd, const struct sockaddr *sa, socklen_t salen);
+/* Stops the thread and then the daemon. */
+void mtc_mhd_loop_stop(struct mtc_mhd_loop *l);
+
+#endif
