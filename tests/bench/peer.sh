@@ -90,6 +90,16 @@ serve() {
 fresh
 serve serve "$root/dst"
 dpid=$SERVED_PID
+# Its anonymous and shared (tmpfs pages it maps) RSS, sampled every 0.1 s while it
+# lives, at most an hour: what its peak is made of.
+(
+	i=0
+	while [ $i -lt 36000 ] && awk '/^Rss(Anon|Shmem)/ { printf "%s %s ", $1, $2 } END { print "" }' \
+		/proc/$dpid/status 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done >"$root/rss"
+) &
 url=$SERVED_URL
 clean_dst='rm -rf "$root/dst/"* "$root/dst/".mtc-upload-*'
 
@@ -160,7 +170,8 @@ one1_s=$BEST
 rm -rf "$root/onefile"
 eval "$clean_dst"
 
-echo "# daemon peak RSS (VmHWM) after the runs above: $(awk '/VmHWM/ { print $2, $3 }' /proc/$dpid/status)"
+echo "# daemon peak RSS (VmHWM) after the runs above: $(awk '/VmHWM/ { print $2, $3 }' /proc/$dpid/status)" \
+	"$(awk '$2 > a { a = $2 } $4 > s { s = $4 } END { printf "(of it at most %d kB anonymous, %d kB tmpfs pages mapped)", a, s }' "$root/rss")"
 
 # The same push and fetch over mutual TLS (mtc(7) §4.3), to a second daemon on the same tmpfs.
 pki=$root/pki
