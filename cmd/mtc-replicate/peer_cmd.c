@@ -216,6 +216,7 @@ out:
 	free(listen);
 	free(token);
 	free(tls_dir);
+	free(ready_file);
 	return rc;
 }
 

@@ -2310,6 +2310,7 @@ static int start_events(struct mtc_peer_server *s, int fd, int ipv6, char *err, 
 	}
 	if (!(s->sorter = mtc_sorter_start(&so, err, errlen))) {
 		mtc_mhd_loop_stop(s->events_loop);
+		s->events_loop = NULL;
 		s->events = NULL;
 		return -1;
 	}

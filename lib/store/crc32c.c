@@ -6,7 +6,7 @@
 #define POLY 0x82F63B78u /* reflected Castagnoli */
 
 static uint32_t table[8][256];
-static int table_ready;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static void make_table(void)
 {
@@ -19,7 +19,6 @@ static void make_table(void)
 	for (uint32_t i = 0; i < 256; i++)
 		for (int t = 1; t < 8; t++)
 			table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
-	__atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
 }
 
 /* Slicing-by-8. */
@@ -27,8 +26,7 @@ uint32_t mtc_crc32c_portable(uint32_t crc, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 
-	if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE))
-		make_table();
+	pthread_once(&table_once, make_table);
 	crc = ~crc;
 	while (len >= 8) {
 		uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
@@ -103,7 +101,7 @@ static void make_shifts(void)
 	make_shift(shift_short, SHORT_BLOCK);
 }
 
-/* A raw CRC register carried over `len` zero bytes, for the len of the table t. */
+/* A raw CRC register carried over as many zero bytes as the table t was made for. */
 static uint64_t shift(const uint32_t t[4][256], uint64_t c)
 {
 	return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^ t[2][(c >> 16) & 0xff] ^ t[3][(c >> 24) & 0xff];
