@@ -84,7 +84,8 @@ static void *loop_main(void *arg)
 		if (stop)
 			return NULL;
 		MHD_run(l->d);
-		nanosleep(&pause, NULL);
+		if (wait_ms(l->d) != 0) /* else a connection has more to do at once (a long body) */
+			nanosleep(&pause, NULL);
 	}
 }
 

@@ -10,8 +10,9 @@ struct mtc_mhd_loop;
 /*
  * Runs d, started with MHD_USE_EPOLL and without a thread of its own, in a
  * thread that serves everything ready in one pass and then rests pause_ms
- * before it looks again: requests that arrive within that time are served
- * together, for one wakeup. The loop owns d from here on. NULL with err.
+ * before it looks again, unless a connection has more to do at once (a long
+ * body): requests that arrive within that time are served together, for one
+ * wakeup. The loop owns d from here on. NULL with err.
  */
 struct mtc_mhd_loop *mtc_mhd_loop_start(struct MHD_Daemon *d, int pause_ms, char *err,
 					size_t errlen);
