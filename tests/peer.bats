@@ -940,6 +940,17 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	grep -q "refused a 'sync' report from rank 1" "$T/p.err"
 }
 
+@test "coordinator: a long report is read without rests between its reads" {
+	# The reports' server rests 2 ms between passes (mtc(7) §5.6); a body arrives in
+	# 4 KiB reads, so 24 MiB read a rest apart would take over 12 s, past the 10 s
+	# that coord_post waits. Read at once, it is refused in well under a second.
+	start_daemon p --coordinator --nodes 1024
+	{ head -c $((24 << 20)) /dev/zero | tr '\0' ' '; echo x; } >"$T/long"
+	run coord_post restore "@$T/long"
+	assert_output 400
+	grep -q "invalid JSON" "$T/coord.body"
+}
+
 @test "upload sessions are capped: beyond 32 open ones, 503 with Retry-After, and no staging dir" {
 	make_step "$T/src" 1
 	start_daemon p
