@@ -152,6 +152,8 @@ void mtc_mhd_loop_add(struct mtc_mhd_loop *l, int fd, const struct sockaddr *sa,
 	wake(l);
 }
 
+void mtc_mhd_loop_resumed(struct mtc_mhd_loop *l) { wake(l); }
+
 void mtc_mhd_loop_stop(struct mtc_mhd_loop *l)
 {
 	if (!l)

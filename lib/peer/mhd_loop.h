@@ -18,6 +18,12 @@ struct mtc_mhd_loop *mtc_mhd_loop_start(struct MHD_Daemon *d, int pause_ms, char
 					size_t errlen);
 /* Hands a connection to the daemon, from any thread; it is closed if the daemon cannot take it. */
 void mtc_mhd_loop_add(struct mtc_mhd_loop *l, int fd, const struct sockaddr *sa, socklen_t salen);
+/*
+ * To be called after MHD_resume_connection on the daemon: libmicrohttpd resumes
+ * connections at the start of a pass and may then take its own signal for a
+ * resume that came later, which would leave it waiting for the next request.
+ */
+void mtc_mhd_loop_resumed(struct mtc_mhd_loop *l);
 /* Stops the thread and then the daemon. */
 void mtc_mhd_loop_stop(struct mtc_mhd_loop *l);
 
