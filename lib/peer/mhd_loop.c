@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "xalloc.h"
 
 /* A connection handed over by another thread, for the loop's thread to add. */
 struct handed {
@@ -93,15 +94,14 @@ struct mtc_mhd_loop *mtc_mhd_loop_start(struct MHD_Daemon *d, int pause_ms, char
 					size_t errlen)
 {
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
-	struct mtc_mhd_loop *l = calloc(1, sizeof *l);
 	struct epoll_event daemon_ev = { .events = EPOLLIN }, wake_ev = { .events = EPOLLIN };
+	struct mtc_mhd_loop *l;
 
-	if (!l || !info) {
-		free(l);
-		mtc_fail(err, errlen, "cannot start a server loop: %s",
-			 info ? "out of memory" : "the daemon has no epoll descriptor");
+	if (!info) {
+		mtc_fail(err, errlen, "cannot start a server loop: the daemon has no epoll descriptor");
 		return NULL;
 	}
+	l = xcalloc(1, sizeof *l);
 	l->d = d;
 	l->pause_ms = pause_ms;
 	l->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -135,13 +135,13 @@ static void wake(struct mtc_mhd_loop *l)
 
 void mtc_mhd_loop_add(struct mtc_mhd_loop *l, int fd, const struct sockaddr *sa, socklen_t salen)
 {
-	struct handed *h = calloc(1, sizeof *h);
+	struct handed *h;
 
-	if (!h || salen > sizeof h->sa) {
-		free(h);
+	if (salen > sizeof h->sa) {
 		close(fd);
 		return;
 	}
+	h = xcalloc(1, sizeof *h);
 	h->fd = fd;
 	h->salen = salen;
 	memcpy(&h->sa, sa, salen);
@@ -152,7 +152,11 @@ void mtc_mhd_loop_add(struct mtc_mhd_loop *l, int fd, const struct sockaddr *sa,
 	wake(l);
 }
 
-void mtc_mhd_loop_resumed(struct mtc_mhd_loop *l) { wake(l); }
+void mtc_mhd_loop_resume(struct mtc_mhd_loop *l, struct MHD_Connection *c)
+{
+	MHD_resume_connection(c);
+	wake(l);
+}
 
 void mtc_mhd_loop_stop(struct mtc_mhd_loop *l)
 {

@@ -2016,8 +2016,7 @@ static void route_wake(void *arg)
 	r->woken = 1;
 	if (r->suspended) {
 		r->suspended = 0;
-		MHD_resume_connection(r->conn);
-		mtc_mhd_loop_resumed(r->s->events_loop); /* only the events daemon suspends */
+		mtc_mhd_loop_resume(r->s->events_loop, r->conn); /* only the events daemon suspends */
 	}
 	pthread_mutex_unlock(&r->s->wake_mu);
 }
