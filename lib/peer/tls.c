@@ -188,6 +188,8 @@ static void wait_relays(void)
 	pthread_mutex_unlock(&client_mu);
 }
 
+void mtc_tls_thread_end(void) { OPENSSL_thread_stop(); }
+
 static void *relay_main(void *arg)
 {
 	struct relay_arg *a = arg;
@@ -197,6 +199,7 @@ static void *relay_main(void *arg)
 	close(a->tcp);
 	close(a->plain);
 	free(a);
+	mtc_tls_thread_end();
 	pthread_mutex_lock(&client_mu);
 	relays--;
 	pthread_cond_broadcast(&relay_done);

@@ -121,12 +121,10 @@ nodes_kill() {
 }
 
 # The leaks the sanitizer reported in the nodes' logs as their programs exited; a
-# daemon's exit code, which would carry them, is lost when the test stops it. A
-# report inside OpenSSL is left out: a TLS session seen once in about ten loaded
-# runs at a daemon's exit, not yet traced (its own item).
+# daemon's exit code, which would carry them, is lost when the test stops it.
 node_leaks() {
 	awk '/^(Direct|Indirect) leak of/ { block = $0; inblock = 1; next }
-	     inblock && /^$/ { if (block !~ /libssl|libcrypto/) print block; inblock = 0; next }
+	     inblock && /^$/ { print block; inblock = 0; next }
 	     inblock { block = block "\n" $0 }' "$CL_ROOT"/node*.log 2>/dev/null
 }
 
