@@ -177,6 +177,46 @@ handshakes() {
 	fi
 }
 
+@test "a push over TLS whose peer stops reading mid-object fails at its --timeout; its relays wait without spinning, and are cut at exit" {
+	mkdir -p "$T/src/tmp" "$T/p"
+	head -c 200000000 /dev/urandom >"$T/src/tmp/shard-0"
+	HASH=$(mtc-replicate digest "$T/src/tmp" | cut -d' ' -f1)
+	mv "$T/src/tmp" "$T/src/$HASH.data"
+	printf %s "$HASH" >"$T/src/job-s5-n0-w0.meta"
+	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":2,"peers-per-node":1,"backup-interval-minutes":30}\n' >"$T/cfg.json"
+	serve_on "$T/p" --tls-dir "$T/pki/node"
+	mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 5 --peer "$URL" --tls-dir "$T/pki/node" \
+		--timeout 3 --retries 0 >"$T/push.out" 2>&1 &
+	local push=$! i
+	for i in $(seq 500); do
+		[ "$(du -sb "$T/p" | cut -f1)" -gt 10000000 ] && break
+		sleep 0.02
+	done
+	kill -STOP "$PID" # the peer stops reading; the connections stay open
+	for i in $(seq 200); do
+		grep -q "deadline passed" "$T/push.out" && break
+		sleep 0.05
+	done
+	grep -q "deadline passed" "$T/push.out" || { cat "$T/push.out" >&3; false; }
+	# the push gave up; its relays hold unsent bytes for a peer that takes none: they wait idle
+	ticks() { awk '{ print $14 + $15 }' "/proc/$push/stat"; }
+	local before after
+	before=$(ticks)
+	sleep 1
+	after=$(ticks)
+	[ $((after - before)) -lt 30 ] || { echo "$((after - before)) ticks in 1 s" >&2; false; }
+	# at exit the relays get 2 s to end, then their connections are cut
+	for i in $(seq 100); do
+		kill -0 "$push" 2>/dev/null || break
+		sleep 0.1
+	done
+	run wait "$push"
+	assert_failure 1
+	run cat "$T/push.out"
+	refute_output --partial "Sanitizer"
+	kill -CONT "$PID"
+}
+
 @test "TLS handshakes cannot lock the daemon out: the hostile probe set over TLS, silent connections cut at --head-timeout, /healthz throughout" {
 	local n=20000 hash hwm
 	# the relay's code runs under the sanitizers in the other tests; this one is load

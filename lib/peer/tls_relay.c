@@ -188,6 +188,9 @@ void mtc_tls_relay(SSL *ssl, int tcp, int plain, const int *stop)
 		}
 		if (!plain_open && mtc_now() - moved_at > FLUSH_S)
 			break; /* the other end of tcp stopped reading */
+		for (int i = 0; i < 2; i++)
+			if (!p[i].events)
+				p[i].fd = -1; /* a hung-up fd waited for nothing would wake poll at once */
 		if (poll(p, 2, POLL_MS) < 0 && errno != EINTR)
 			break;
 	}
