@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "buf.h"
 #include "clock.h"
 #include "fsutil.h"
@@ -36,6 +38,13 @@ static void pool_unlock(CURL *h, curl_lock_data data, void *arg)
  */
 static void init(void)
 {
+	/*
+	 * OpenSSL does not clean itself up at exit: threads may still be in it
+	 * then (a TLS relay finishing its close_notify, a backup listing left
+	 * to end by itself), and a clean-up under them frees what they use and
+	 * loses what they hold. First, so that libcurl's own set-up finds it done.
+	 */
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&pool_locks[i], NULL);

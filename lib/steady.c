@@ -33,7 +33,6 @@
 #include "node_status.h"
 #include "peer/peer_auth.h"
 #include "peer/peer_client.h"
-#include "peer/tls.h"
 #include "prehash.h"
 #include "store/store.h"
 #include "xalloc.h"
@@ -182,7 +181,6 @@ static void *seed_main(void *arg)
 		mtc_backups_free_list(list, n);
 		mtc_store_close(s);
 	}
-	mtc_tls_thread_end(); /* gs:// spoke TLS */
 	if (atomic_exchange(&sd->state, SEED_DONE) == SEED_ORPHANED)
 		seed_free(sd);
 	return NULL;

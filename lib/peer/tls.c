@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/queue.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,49 +164,29 @@ static SSL_CTX *client_ctx_locked(char *err, size_t errlen)
 struct relay_arg {
 	SSL *ssl;
 	int tcp, plain;
-	LIST_ENTRY(relay_arg) link;
 };
 
-/* The relays still running, under client_mu; relay_done is signalled as each ends. */
-static LIST_HEAD(, relay_arg) relays = LIST_HEAD_INITIALIZER(relays);
-static int exit_hooked;
+/* Relays still running, under client_mu; relay_done is signalled as each ends. */
+static int relays, exit_hooked;
 static pthread_cond_t relay_done = PTHREAD_COND_INITIALIZER;
 
 #define RELAY_EXIT_WAIT_S 2
-#define RELAY_CUT_WAIT_S 1
-
-/* Under client_mu: waits up to s seconds for the relays to end; 1 when they all have. */
-static int relays_end_within(int s)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += s;
-	while (!LIST_EMPTY(&relays) && pthread_cond_timedwait(&relay_done, &client_mu, &until) == 0)
-		;
-	return LIST_EMPTY(&relays);
-}
 
 /*
  * At exit: the relays of connections just closed are still ending their TLS
  * sessions (close_notify, a late session ticket); a process that exits under
- * them cuts that short and leaves the session half freed. Those that cannot
- * end in time (a peer that stopped reading) have their connection cut: none
- * may still be inside OpenSSL when OpenSSL cleans up after this.
+ * them cuts that short and leaves the session half freed.
  */
 static void wait_relays(void)
 {
-	struct relay_arg *a;
-
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += RELAY_EXIT_WAIT_S;
 	pthread_mutex_lock(&client_mu);
-	if (!relays_end_within(RELAY_EXIT_WAIT_S)) {
-		LIST_FOREACH(a, &relays, link)
-			shutdown(a->tcp, SHUT_RDWR);
-		relays_end_within(RELAY_CUT_WAIT_S);
-	}
+	while (relays > 0 && pthread_cond_timedwait(&relay_done, &client_mu, &until) == 0)
+		;
 	pthread_mutex_unlock(&client_mu);
 }
-
-void mtc_tls_thread_end(void) { OPENSSL_thread_stop(); }
 
 static void *relay_main(void *arg)
 {
@@ -216,15 +194,13 @@ static void *relay_main(void *arg)
 
 	mtc_tls_relay(a->ssl, a->tcp, a->plain, NULL);
 	SSL_free(a->ssl);
-	mtc_tls_thread_end();
-	/* out of the list before tcp closes: wait_relays shuts the list's down */
-	pthread_mutex_lock(&client_mu);
-	LIST_REMOVE(a, link);
-	pthread_cond_broadcast(&relay_done);
-	pthread_mutex_unlock(&client_mu);
 	close(a->tcp);
 	close(a->plain);
 	free(a);
+	pthread_mutex_lock(&client_mu);
+	relays--;
+	pthread_cond_broadcast(&relay_done);
+	pthread_mutex_unlock(&client_mu);
 	return NULL;
 }
 
@@ -269,7 +245,7 @@ int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_
 	pthread_mutex_lock(&client_mu);
 	if (!exit_hooked)
 		exit_hooked = atexit(wait_relays) == 0;
-	LIST_INSERT_HEAD(&relays, a, link);
+	relays++;
 	pthread_mutex_unlock(&client_mu);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -277,7 +253,7 @@ int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_
 	pthread_attr_destroy(&attr);
 	if (rc) {
 		pthread_mutex_lock(&client_mu);
-		LIST_REMOVE(a, link);
+		relays--;
 		pthread_mutex_unlock(&client_mu);
 		free(a);
 		mtc_fail(err, errlen, "cannot relay TLS: out of threads");

@@ -62,13 +62,4 @@ int mtc_tls_client_on(void);
  */
 int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_t errlen);
 
-/*
- * Frees what OpenSSL keeps for the calling thread (its error queue, its
- * random generators). A detached thread that used OpenSSL calls it before
- * it tells anyone it is ending: OpenSSL frees that state when the thread
- * exits, unless the process has cleaned OpenSSL up by then (at exit), and
- * then it is lost.
- */
-void mtc_tls_thread_end(void);
-
 #endif

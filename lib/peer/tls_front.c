@@ -132,7 +132,6 @@ static void *link_main(void *arg)
 	SSL_free(ssl);
 	close(l->tcp);
 	free(l);
-	mtc_tls_thread_end();
 	pthread_mutex_lock(&f->mu);
 	f->threads--;
 	pthread_cond_broadcast(&f->cv);
