@@ -217,6 +217,26 @@ handshakes() {
 	kill -CONT "$PID"
 }
 
+@test "a client over TLS that stops reading a fetch is given up at the daemon's --timeout, and the daemon's relay then waits without spinning" {
+	mkdir -p "$T/p/tmp"
+	head -c 200000000 /dev/urandom >"$T/p/tmp/shard-0"
+	HASH=$(mtc-replicate digest "$T/p/tmp" | cut -d' ' -f1)
+	mv "$T/p/tmp" "$T/p/$HASH.data"
+	serve_on "$T/p" --tls-dir "$T/pki/node" --timeout 1
+	# curl blocks on a full pipe that nothing reads, and stops reading its connection
+	(curl -s "${CERT[@]}" "$URL/v1/objects/$HASH.data" | sleep 8) 3>&- &
+	local reader=$!
+	sleep 3 # the daemon's sender gives up after 1 s idle; its relay still holds bytes for the client
+	ticks() { awk '{ print $14 + $15 }' "/proc/$PID/stat"; }
+	local before after
+	before=$(ticks)
+	sleep 1
+	after=$(ticks)
+	kill "$reader" 2>/dev/null || true
+	[ $((after - before)) -lt 30 ] || { echo "$((after - before)) ticks in 1 s" >&2; false; }
+	[ "$(code --cacert "$T/pki/ca.crt" "$URL/healthz")" = 200 ]
+}
+
 @test "TLS handshakes cannot lock the daemon out: the hostile probe set over TLS, silent connections cut at --head-timeout, /healthz throughout" {
 	local n=20000 hash hwm
 	# the relay's code runs under the sanitizers in the other tests; this one is load
