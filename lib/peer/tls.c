@@ -175,7 +175,7 @@ static pthread_cond_t relay_done = PTHREAD_COND_INITIALIZER;
 /*
  * At exit: the relays of connections just closed are still ending their TLS
  * sessions (close_notify, a late session ticket); a process that exits under
- * them cuts that short and leaves the session half freed.
+ * them leaves its peers a connection reset where a clean close was due.
  */
 static void wait_relays(void)
 {
