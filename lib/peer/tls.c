@@ -175,7 +175,7 @@ static pthread_cond_t relay_done = PTHREAD_COND_INITIALIZER;
 /*
  * At exit: the relays of connections just closed are still ending their TLS
  * sessions (close_notify, a late session ticket); a process that exits under
- * them leaves its peers connections that end without one.
+ * them leaves its peers connections that end without a close_notify.
  */
 static void wait_relays(void)
 {
