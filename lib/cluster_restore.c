@@ -263,9 +263,18 @@ static int fetch_hash(struct ctx *x, struct mtc_store *store, json_t *f, const c
 	int rc = MTC_EXIT_NOTFOUND;
 
 	json_array_foreach(peers, i, p) {
+		struct mtc_peer_client pc = x->pc; /* within the restore's own deadline */
+		double left = x->deadline - mtc_now();
 		long long got = 0;
-		char *name = xasprintf("%s.data", hash);
-		rc = mtc_peer_get(&x->pc, json_string_value(p), x->o->dir, name, &got, why,
+		char *name;
+		if (left <= 0) {
+			snprintf(err, errlen, "restore timed out while fetching '%s.data'", hash);
+			return MTC_EXIT_TIMEOUT;
+		}
+		if (left < pc.deadline_s)
+			pc.deadline_s = left;
+		name = xasprintf("%s.data", hash);
+		rc = mtc_peer_get(&pc, json_string_value(p), x->o->dir, name, &got, why,
 				  sizeof why);
 		free(name);
 		if (rc == 0) {

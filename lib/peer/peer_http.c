@@ -143,6 +143,13 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 	return 1;
 }
 
+/* A handshake that makes no progress for stall_s is a stall like any other wait's. */
+static double handshake_deadline(const struct mtc_http_call *p)
+{
+	double stall_end = mtc_now() + p->stall_s;
+	return p->stall_s > 0 && stall_end < p->deadline ? stall_end : p->deadline;
+}
+
 static int connect_to(const struct mtc_http_call *p, const struct target *t, char *err,
 		      size_t errlen)
 {
@@ -180,7 +187,7 @@ static int connect_to(const struct mtc_http_call *p, const struct target *t, cha
 	if (fd < 0)
 		snprintf(err, errlen, "cannot connect: %s", strerror(e));
 	else if (t->tls)
-		fd = mtc_tls_connect(fd, t->host, p->deadline, err, errlen);
+		fd = mtc_tls_connect(fd, t->host, handshake_deadline(p), p->stop, err, errlen);
 	return fd;
 }
 

@@ -2420,6 +2420,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 						 .handshake_timeout_s = o->head_timeout_s > 0
 										? o->head_timeout_s
 										: o->timeout_s,
+						 .idle_timeout_s = o->timeout_s,
 						 .hand_over = tls_hand_over, .cls = s };
 		if (!(s->tls = mtc_tls_front_start(&fo, err, errlen))) {
 			close(front_fd);

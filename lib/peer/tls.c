@@ -171,6 +171,7 @@ static int relays, exit_hooked;
 static pthread_cond_t relay_done = PTHREAD_COND_INITIALIZER;
 
 #define RELAY_EXIT_WAIT_S 2
+#define RELAY_FLUSH_S 30 /* a request's last bytes to a peer that takes none, once its caller is gone */
 
 /*
  * At exit: the relays of connections just closed are still ending their TLS
@@ -192,7 +193,7 @@ static void *relay_main(void *arg)
 {
 	struct relay_arg *a = arg;
 
-	mtc_tls_relay(a->ssl, a->tcp, a->plain, NULL);
+	mtc_tls_relay(a->ssl, a->tcp, a->plain, NULL, RELAY_FLUSH_S);
 	SSL_free(a->ssl);
 	close(a->tcp);
 	close(a->plain);
@@ -204,7 +205,8 @@ static void *relay_main(void *arg)
 	return NULL;
 }
 
-int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_t errlen)
+int mtc_tls_connect(int tcp, const char *host, double deadline, const int *stop, char *err,
+		    size_t errlen)
 {
 	unsigned char ip[16];
 	struct relay_arg *a;
@@ -229,7 +231,7 @@ int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_
 		goto fail;
 	}
 	SSL_set_connect_state(ssl);
-	if ((rc = mtc_tls_handshake(ssl, tcp, deadline, NULL, why, sizeof why)) < 0) {
+	if ((rc = mtc_tls_handshake(ssl, tcp, deadline, stop, why, sizeof why)) < 0) {
 		mtc_fail(err, errlen, rc == -2 ? "TLS handshake with '%s': %s"
 					       : "TLS handshake with '%s' failed: %s",
 			 host, why);

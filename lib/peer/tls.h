@@ -55,11 +55,12 @@ int mtc_tls_client_on(void);
 /*
  * The client side of a raw connection (peer_http.h): the TLS handshake
  * on tcp (connected, nonblocking) with host, checked against ca.crt and
- * showing tls.crt, by deadline (mtc_now() clock); then a relay thread
- * (tls_relay.h) owns tcp and the returned fd, nonblocking, is the plain
- * side: close it when done. -1 with err (tcp closed) when the handshake
- * failed.
+ * showing tls.crt, by deadline (mtc_now() clock) unless *stop is set first
+ * (stop may be NULL); then a relay thread (tls_relay.h) owns tcp and the
+ * returned fd, nonblocking, is the plain side: close it when done. -1 with
+ * err (tcp closed) when the handshake failed.
  */
-int mtc_tls_connect(int tcp, const char *host, double deadline, char *err, size_t errlen);
+int mtc_tls_connect(int tcp, const char *host, double deadline, const int *stop, char *err,
+		    size_t errlen);
 
 #endif

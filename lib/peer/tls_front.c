@@ -122,7 +122,7 @@ static void *link_main(void *arg)
 
 		X509_free(cert);
 		f->o.hand_over(f->o.cls, pair[1], (struct sockaddr *)&l->sa, l->salen, verified);
-		mtc_tls_relay(ssl, l->tcp, pair[0], &f->stopping);
+		mtc_tls_relay(ssl, l->tcp, pair[0], &f->stopping, f->o.idle_timeout_s);
 		close(pair[0]);
 	}
 	/* out of the list before tcp closes: the list's fds are shut down by others */

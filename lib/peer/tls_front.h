@@ -35,6 +35,7 @@ struct mtc_tls_front_opts {
 	int listen_fd;		/* bound and listening; the front owns it */
 	int max_handshakes;	/* at once; 0: no limit */
 	int handshake_timeout_s;
+	int idle_timeout_s;	/* of a relay whose server side has closed, to deliver the rest */
 	/*
 	 * Takes fd (the server's end of the pair) for a client at sa;
 	 * verified: 1 when the client's certificate checked out against

@@ -19,7 +19,6 @@
 #define TLS_RECORD (16 << 10)
 #define PAIR_BUF (1 << 20)
 #define POLL_MS 500
-#define FLUSH_S 30 /* plain closed: this long without progress ends the delivery of its last bytes */
 
 SSL_CTX *mtc_tls_ctx(const SSL_METHOD *method)
 {
@@ -122,11 +121,11 @@ static short ssl_wants(SSL *ssl, int n)
 	}
 }
 
-void mtc_tls_relay(SSL *ssl, int tcp, int plain, const int *stop)
+void mtc_tls_relay(SSL *ssl, int tcp, int plain, const int *stop, int flush_s)
 {
 	char *in = xmalloc(RELAY_BUF), *out = xmalloc(RELAY_BUF);
 	size_t in_len = 0, in_off = 0, out_len = 0, out_off = 0;
-	int tls_open = 1, plain_open = 1;
+	int tls_open = 1, plain_open = 1, plain_gone = 0;
 	double moved_at = mtc_now();
 
 	while (!(stop && __atomic_load_n(stop, __ATOMIC_RELAXED))) {
@@ -186,13 +185,16 @@ void mtc_tls_relay(SSL *ssl, int tcp, int plain, const int *stop)
 			moved_at = mtc_now();
 			continue;
 		}
-		if (!plain_open && mtc_now() - moved_at > FLUSH_S)
+		if ((!plain_open || plain_gone) && mtc_now() - moved_at > flush_s)
 			break; /* the other end of tcp stopped reading */
+		if (out_off < out_len && !plain_gone)
+			p[1].events |= POLLRDHUP; /* plain is not read while tcp is full: see it close */
 		for (int i = 0; i < 2; i++)
 			if (!p[i].events)
 				p[i].fd = -1; /* a hung-up fd waited for nothing would wake poll at once */
 		if (poll(p, 2, POLL_MS) < 0 && errno != EINTR)
 			break;
+		plain_gone |= !!(p[1].revents & (POLLRDHUP | POLLHUP));
 	}
 	free(in);
 	free(out);

@@ -48,11 +48,12 @@ int mtc_tls_pair(int pair[2]);
  * what arrives over TLS on tcp (a nonblocking socket whose handshake is
  * done), decrypted, to plain; what is written to plain's other end,
  * encrypted, to tcp. When plain's other end closes and all it wrote is
- * sent, a close_notify goes out; if tcp takes none of it for 30 s, the
- * relay ends (else a peer that stops reading would hold the thread while
- * plain's side has long given up). Each direction holds at most 64 KiB,
- * so a slow reader slows its writer. Closes neither fd.
+ * sent, a close_notify goes out; once it has closed, flush_s seconds in
+ * which tcp takes nothing end the relay (else a peer that stops reading
+ * would hold the thread while plain's side has long given up). Each
+ * direction holds at most 64 KiB, so a slow reader slows its writer.
+ * Closes neither fd.
  */
-void mtc_tls_relay(SSL *ssl, int tcp, int plain, const int *stop);
+void mtc_tls_relay(SSL *ssl, int tcp, int plain, const int *stop, int flush_s);
 
 #endif
