@@ -101,6 +101,20 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	assert_output --partial "HTTP 503"
 }
 
+@test "gs://: the deadline is each transfer's own, from its start: one started late in a long queue still has its retries" {
+	mkdir -p "$WORK/t"
+	for i in $(seq 1 12); do echo "$i" >"$WORK/t/f$i"; done
+	fakegcs_start --first-byte-latency 0.25
+	# one transfer at a time, 0.25 s each, 1 s for each with its retries: the last start after 2 s
+	fakegcs_fault '{"kind": "upload-multipart", "action": "status", "status": 503, "skip": 10, "times": 1}'
+	TEST_PARALLEL=1 TEST_DEADLINE=1 run "$STORE" gs://bkt/r puttree t "$WORK/t"
+	assert_success
+	[ "$(fakegcs_stat faults_fired)" -eq 1 ]
+	run "$STORE" gs://bkt/r gettree t/ "$WORK/back"
+	assert_success
+	diff -r "$WORK/t" "$WORK/back"
+}
+
 @test "gs://: a listing follows nextPageToken over many small and empty pages" {
 	mkdir -p "$WORK/t/d1" "$WORK/t/d2"
 	for i in $(seq 1 40); do echo "$i" >"$WORK/t/f$i"; done

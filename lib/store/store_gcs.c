@@ -445,7 +445,7 @@ static void engine_add(struct engine *e, struct op *op)
 	e->v[e->n++] = op;
 	e->unfinished++;
 	op->ostate = O_READY;
-	op->deadline = mtc_now() + op->s->opt.deadline;
+	op->deadline = 0; /* set at its first start: time in the queue is not its own */
 	req_reset(&op->req);
 }
 
@@ -463,6 +463,8 @@ static int start(struct engine *e, struct op *op)
 	char *token = NULL, err[512];
 	struct mtc_http_opts o = { .idempotent = 1, .connect_s = 10, .stall_s = 60, .bulk = 1 };
 
+	if (!op->deadline)
+		op->deadline = mtc_now() + op->s->opt.deadline;
 	req_reset(r);
 	if (mtc_gcs_auth_token(g->auth, op->refreshed == 1, &token, err, sizeof err) < 0) {
 		op_fail(op, EACCES, "cannot authenticate: %s", err);
