@@ -33,6 +33,15 @@ make_step() {
 
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 
+# idle PID: PID uses under 30% of a core over the next second (a busy loop takes it all)
+idle() {
+	local before after
+	before=$(awk '{ print $14 + $15 }' "/proc/$1/stat")
+	sleep 1
+	after=$(awk '{ print $14 + $15 }' "/proc/$1/stat")
+	[ $((after - before)) -lt 30 ] || { echo "$((after - before)) ticks of CPU in 1 s" >&2; false; }
+}
+
 # handshakes RESULT: the daemon's count of TLS handshakes that ended so (ok, failed, timeout, cut)
 handshakes() {
 	curl -s --cacert "$T/pki/ca.crt" "$URL/metrics" |
@@ -199,12 +208,7 @@ handshakes() {
 	done
 	grep -q "deadline passed" "$T/push.out" || { cat "$T/push.out" >&3; false; }
 	# the push gave up; its relays hold unsent bytes for a peer that takes none: they wait idle
-	ticks() { awk '{ print $14 + $15 }' "/proc/$push/stat"; }
-	local before after
-	before=$(ticks)
-	sleep 1
-	after=$(ticks)
-	[ $((after - before)) -lt 30 ] || { echo "$((after - before)) ticks in 1 s" >&2; false; }
+	idle "$push"
 	# at exit the relays get up to 2 s to end
 	for i in $(seq 100); do
 		kill -0 "$push" 2>/dev/null || break
@@ -228,12 +232,7 @@ handshakes() {
 	local reader=$! # sleep: when it ends, curl's next write fails and curl ends too
 	PIDS+=("$reader")
 	sleep 3 # the daemon's sender gives up after 1 s idle; its relay still holds bytes for the client
-	ticks() { awk '{ print $14 + $15 }' "/proc/$PID/stat"; }
-	local before after
-	before=$(ticks)
-	sleep 1
-	after=$(ticks)
-	[ $((after - before)) -lt 30 ] || { echo "$((after - before)) ticks in 1 s" >&2; false; }
+	idle "$PID"
 	# and once the client has taken nothing for --timeout more, the daemon closes the connection
 	local port=${URL##*:} i
 	for i in $(seq 50); do
