@@ -99,6 +99,11 @@ static int wait_ms(const struct mtc_http_call *p)
 	return ms <= 0 ? 0 : ms < 1 ? 1 : (int)ms;
 }
 
+static int stopped(const struct mtc_http_call *p)
+{
+	return p->stop && __atomic_load_n(p->stop, __ATOMIC_RELAXED);
+}
+
 /* poll(2) on one fd for up to ms, ending early (0) once *p->stop is set. */
 static int poll_one(const struct mtc_http_call *p, struct pollfd *pfd, int ms)
 {
@@ -109,7 +114,7 @@ static int poll_one(const struct mtc_http_call *p, struct pollfd *pfd, int ms)
 		n = poll(pfd, 1, slice);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n != 0 || (p->stop && __atomic_load_n(p->stop, __ATOMIC_RELAXED)))
+		if (n != 0 || stopped(p))
 			return n;
 		if ((ms = (int)((end - mtc_now()) * 1000)) <= 0)
 			return 0;
@@ -122,6 +127,7 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
 	int ms = wait_ms(p), n;
+	int deadline_first = p->deadline - mtc_now() < p->stall_s; /* the wait ends at the deadline */
 
 	if (ms == 0) {
 		snprintf(err, errlen, "deadline passed");
@@ -130,7 +136,7 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 	}
 	n = poll_one(p, &pfd, ms);
 	if (n <= 0) {
-		if (mtc_now() >= p->deadline) {
+		if (mtc_now() >= p->deadline || (n == 0 && deadline_first && !stopped(p))) {
 			snprintf(err, errlen, "deadline passed");
 			*rc = MTC_HTTP_DEADLINE;
 		} else {
