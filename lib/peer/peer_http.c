@@ -91,11 +91,16 @@ int mtc_http_usable(const char *url)
 	return parse_url(url, &t) == 0 && (!t.tls || mtc_tls_client_on());
 }
 
-/* Milliseconds to wait: the stall limit, within the deadline; 0 when the deadline passed. */
-static int wait_ms(const struct mtc_http_call *p)
+/*
+ * Milliseconds to wait: the stall limit, within the deadline; 0 when the
+ * deadline passed. *by_deadline (may be NULL): 1 when the deadline is the nearer.
+ */
+static int wait_ms(const struct mtc_http_call *p, int *by_deadline)
 {
 	double left = p->deadline - mtc_now();
 	double ms = left < p->stall_s ? left * 1000 : p->stall_s * 1000.0;
+	if (by_deadline)
+		*by_deadline = left < p->stall_s;
 	return ms <= 0 ? 0 : ms < 1 ? 1 : (int)ms;
 }
 
@@ -126,8 +131,7 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 		    char *err, size_t errlen)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
-	int ms = wait_ms(p), n;
-	int deadline_first = p->deadline - mtc_now() < p->stall_s; /* the wait ends at the deadline */
+	int by_deadline, ms = wait_ms(p, &by_deadline), n;
 
 	if (ms == 0) {
 		snprintf(err, errlen, "deadline passed");
@@ -136,7 +140,7 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 	}
 	n = poll_one(p, &pfd, ms);
 	if (n <= 0) {
-		if (mtc_now() >= p->deadline || (n == 0 && deadline_first && !stopped(p))) {
+		if (mtc_now() >= p->deadline || (n == 0 && by_deadline && !stopped(p))) {
 			snprintf(err, errlen, "deadline passed");
 			*rc = MTC_HTTP_DEADLINE;
 		} else {
@@ -147,13 +151,6 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 	}
 	*revents = pfd.revents;
 	return 1;
-}
-
-/* A handshake that makes no progress for stall_s is a stall like any other wait's. */
-static double handshake_deadline(const struct mtc_http_call *p)
-{
-	double stall_end = mtc_now() + p->stall_s;
-	return p->stall_s > 0 && stall_end < p->deadline ? stall_end : p->deadline;
 }
 
 static int connect_to(const struct mtc_http_call *p, const struct target *t, char *err,
@@ -193,7 +190,9 @@ static int connect_to(const struct mtc_http_call *p, const struct target *t, cha
 	if (fd < 0)
 		snprintf(err, errlen, "cannot connect: %s", strerror(e));
 	else if (t->tls)
-		fd = mtc_tls_connect(fd, t->host, handshake_deadline(p), p->stop, err, errlen);
+		/* the handshake is one wait like any other: the stall limit, within the deadline */
+		fd = mtc_tls_connect(fd, t->host, mtc_now() + wait_ms(p, NULL) / 1000.0, p->stop, err,
+				     errlen);
 	return fd;
 }
 
