@@ -230,7 +230,10 @@ static void report_pending(const struct mtc_commit_pendings *p, double quiet, in
 		return;
 	}
 	for (size_t i = 0; i < p->n; i++)
-		if (p->v[i].saves < p->v[i].workers)
+		if (p->v[i].saves < 0)
+			mtc_warn("step %lld is pending: it kept changing while it was hashed; not "
+				 "committed (--wait SEC waits for it)", p->v[i].step);
+		else if (p->v[i].saves < p->v[i].workers)
 			mtc_warn("step %lld is pending: %d of %d workers' saves are there",
 				 p->v[i].step, p->v[i].saves, p->v[i].workers);
 		else

@@ -27,6 +27,7 @@
 #include "commit.h"
 #include "clock.h"
 #include "digest_cache.h"
+#include "figures.h"
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
@@ -45,6 +46,17 @@ static void crash_point(const char *name)
 	const char *at = getenv("MTC_TEST_CRASH_AT");
 	if (at && !strcmp(at, name))
 		raise(SIGKILL);
+}
+
+/*
+ * And stop it there (SIGSTOP) with MTC_TEST_PAUSE_AT=<point>, so that a test
+ * can write to a step at a known moment, then let it go on (SIGCONT).
+ */
+static void pause_point(const char *name)
+{
+	const char *at = getenv("MTC_TEST_PAUSE_AT");
+	if (at && !strcmp(at, name))
+		raise(SIGSTOP);
 }
 
 int mtc_trash(const char *dir, const char *name)
@@ -155,63 +167,117 @@ static int sendable(const char *save, long long step, int worker)
 /*
  * The save's digest (its logical one for orbax) and manifest, taking what the
  * cache knows; the background hashing waits meanwhile (digest_cache.h).
+ * 0; 1 when the save changed while it was hashed (its figures before and
+ * after differ, or a file was cut short under the hash); -1 on error.
  */
 static int name_save(const struct mtc_commit_opts *o, const char *save,
-		     struct mtc_commit_result *r, struct mtc_manifest *m)
+		     struct mtc_commit_result *r, struct mtc_manifest *m, struct mtc_figures *after)
 {
+	struct mtc_figures before;
+	int rc;
+
+	if (mtc_figures_take(save, &before) < 0) {
+		mtc_error("cannot read '%s':", save);
+		return -1;
+	}
+	pause_point("hashing");
 	if (o->cache)
 		mtc_digest_cache_hold(o->cache);
-	int rc = mtc_digest_path_cached(save, o->threads, o->cache, r->hash, m, &r->known);
-	if (rc < 0)
-		mtc_error("cannot digest '%s':", save);
+	rc = mtc_digest_path_cached(save, o->threads, o->cache, r->hash, m, &r->known);
 	if (rc == 0 && o->cfg->framework == MTC_FW_ORBAX)
 		logical_name(o, save, r->hash);
 	if (o->cache)
 		mtc_digest_cache_release(o->cache);
+	if (rc < 0 && errno == EAGAIN)
+		rc = 1;
+	else if (rc < 0)
+		mtc_error("cannot digest '%s':", save);
+	else if (mtc_figures_take(save, after) < 0)
+		rc = errno == EAGAIN || errno == ENOENT ? 1 : -1;
+	else if (!mtc_figures_same(&before, after))
+		rc = 1;
+	if (rc < 0 && errno != EAGAIN && errno != ENOENT)
+		mtc_error("cannot read '%s':", save);
 	r->bytes = mtc_manifest_bytes(m);
 	return rc;
 }
 
-/* Commits <job>-s<step>-n<rank>-w<worker>.save, which must be complete. */
+/*
+ * A save that changes under its hash is hashed again a few times, a little
+ * later each time; one that keeps changing is left for a later scan.
+ */
+#define CHANGED_TRIES 4
+#define CHANGED_WAIT_US 50000
+
+/*
+ * Data just published (save renamed to data), which changed after it was
+ * hashed (its figures differ from after's): renamed back, with the manifest
+ * kept beside it removed. 0 when it had not changed; 1 when it was taken
+ * back; -1 on error.
+ */
+static int take_back_if_changed(const struct mtc_commit_opts *o, const char *save,
+				const char *data, const char *hash, const struct mtc_figures *after)
+{
+	struct mtc_figures now;
+	char *manifest;
+
+	if (mtc_figures_take(data, &now) == 0 && mtc_figures_same(&now, after))
+		return 0;
+	if (mtc_publish(data, save) != 0) {
+		mtc_error("'%s' changed after it was hashed and cannot be renamed back to '%s':",
+			  data, save);
+		return -1;
+	}
+	manifest = xasprintf("%s/%s.manifest", o->dir, hash);
+	unlink(manifest);
+	free(manifest);
+	mtc_fsync_dir(o->dir);
+	return 1;
+}
+
+/*
+ * Commits <job>-s<step>-n<rank>-w<worker>.save, which must be complete.
+ * 0; 1 when it kept changing while it was hashed (not committed); -1.
+ */
 static int commit_save(const struct mtc_commit_opts *o, long long step, int worker,
 		       double appeared)
 {
 	struct mtc_commit_result r = { .step = step, .worker = worker, .appeared = appeared };
 	struct mtc_manifest m;
+	struct mtc_figures after;
 	char *save = ckpt_path(o, step, worker, MTC_EXT_SAVE);
 	char *tmp = ckpt_path(o, step, worker, MTC_EXT_TMP);
 	char *meta = ckpt_path(o, step, worker, MTC_EXT_META);
 	char *data = NULL;
-	int rc = -1;
+	int rc = -1, changed = 1;
 	double t0 = mtc_now();
 
 	mtc_manifest_init(&m);
 	if (!sendable(save, step, worker))
 		goto out;
-	if (name_save(o, save, &r, &m) < 0)
-		goto out;
-	data = xasprintf("%s/%s.data", o->dir, r.hash);
-	crash_point("hashed");
-	if (write_synced(tmp, r.hash) < 0) {
-		mtc_error("cannot write '%s':", tmp);
-		goto out;
-	}
-	crash_point("tmp-written");
-	r.redundant = exists(data);
-	if (r.redundant) {
-		mtc_warn("step %lld has the same digest %s as a previous step; deleting the new copy",
-			 step, r.hash);
-		if (rename(tmp, meta) < 0 || mtc_fsync_dir(o->dir) < 0) {
-			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
+	for (int try = 0; changed && try < CHANGED_TRIES; try++) {
+		if (try) {
+			mtc_info("step %lld worker %d changed while it was hashed; hashing it again",
+				 step, worker);
+			usleep(CHANGED_WAIT_US << (try - 1));
+			mtc_manifest_free(&m);
+			mtc_manifest_init(&m);
+		}
+		if ((changed = name_save(o, save, &r, &m, &after)) < 0)
+			goto out;
+		if (changed)
+			continue;
+		free(data);
+		data = xasprintf("%s/%s.data", o->dir, r.hash);
+		crash_point("hashed");
+		if (write_synced(tmp, r.hash) < 0) {
+			mtc_error("cannot write '%s':", tmp);
 			goto out;
 		}
-		crash_point("meta-renamed");
-		char *base = strrchr(save, '/') + 1;
-		if (mtc_trash(o->dir, base) < 0) {
-			mtc_error("cannot delete '%s':", save);
-			goto out;
-		}
-	} else {
+		crash_point("tmp-written");
+		r.redundant = exists(data);
+		if (r.redundant)
+			break;
 		/* <hash>.manifest beside a tree's data saves a push its own hashing pass */
 		char *text = mtc_is_dir_hash(r.hash) ? mtc_manifest_text(&m) : NULL;
 		size_t len = text ? strlen(text) : 0;
@@ -229,6 +295,32 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			goto out;
 		}
 		crash_point("data-renamed");
+		pause_point("data-renamed");
+		if ((changed = take_back_if_changed(o, save, data, r.hash, &after)) < 0)
+			goto out;
+		if (changed)
+			unlink(tmp);
+	}
+	if (changed) {
+		mtc_info("step %lld worker %d is still being written to: not committed yet", step,
+			 worker);
+		rc = 1;
+		goto out;
+	}
+	if (r.redundant) {
+		mtc_warn("step %lld has the same digest %s as a previous step; deleting the new copy",
+			 step, r.hash);
+		if (rename(tmp, meta) < 0 || mtc_fsync_dir(o->dir) < 0) {
+			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
+			goto out;
+		}
+		crash_point("meta-renamed");
+		char *base = strrchr(save, '/') + 1;
+		if (mtc_trash(o->dir, base) < 0) {
+			mtc_error("cannot delete '%s':", save);
+			goto out;
+		}
+	} else {
 		if (rename(tmp, meta) < 0 || mtc_fsync_dir(o->dir) < 0) {
 			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
 			goto out;
@@ -451,7 +543,7 @@ static int list_dir(const struct mtc_commit_opts *o, struct listing *l)
 
 static void note_pending(struct mtc_commit_pendings *p, long long step, int saves, int workers)
 {
-	if (!p)
+	if (!p || (p->n && p->v[p->n - 1].step == step))
 		return;
 	p->v = xrealloc(p->v, (p->n + 1) * sizeof *p->v);
 	p->v[p->n++] = (struct mtc_commit_pending){ step, saves, workers };
@@ -510,8 +602,11 @@ static int scan(const struct mtc_commit_opts *o, const struct seen *s,
 		for (size_t k = i; ready && k < j; k++) {
 			if (k > i && l.saves[k].worker == l.saves[k - 1].worker)
 				continue;
-			if (commit_save(o, l.saves[k].step, l.saves[k].worker, l.saves[k].changed) < 0)
+			int c = commit_save(o, l.saves[k].step, l.saves[k].worker, l.saves[k].changed);
+			if (c < 0)
 				rc = -1;
+			else if (c > 0)
+				note_pending(pending, l.saves[k].step, -1, 0);
 			else
 				count++;
 		}

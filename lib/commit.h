@@ -24,8 +24,9 @@ typedef void mtc_commit_cb(const struct mtc_commit_result *r, void *arg);
 
 /*
  * A step a scan saw but did not take: a step dir (or, for pytorch, a save)
- * written to within the quiet time, or a pytorch step whose workers' saves
- * are not all there yet (saves < workers).
+ * written to within the quiet time, a pytorch step whose workers' saves
+ * are not all there yet (saves < workers), or a save that kept changing
+ * while it was hashed (saves -1).
  */
 struct mtc_commit_pending {
 	long long step;

@@ -422,3 +422,67 @@ stop_at_meta() {
 	assert_failure 1
 	assert_output --partial "mtc-replicate: invalid config '$T/bad.json'"
 }
+
+# Runs commit with MTC_TEST_PAUSE_AT=$1: each time it stops there, one more
+# line is appended to the file open as fd 7 (a writer that still appends),
+# then it goes on. Sets status, output and paused.
+commit_while_appending() {
+	local pid state i
+	paused=0
+	MTC_TEST_PAUSE_AT=$1 mtc-replicate commit --dir "$L" --config "$T/cfg.json" \
+		--quiet-time 0 --json > "$T/out" 2> "$T/err" &
+	pid=$!
+	for ((i = 0; i < 1000; i++)); do
+		state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || break
+		[ "$state" = Z ] && break
+		if [ "$state" = T ]; then
+			echo "line $i" >&7
+			paused=$((paused + 1))
+			kill -CONT "$pid"
+		fi
+		sleep 0.02
+	done
+	status=0
+	wait "$pid" || status=$?
+	output=$(cat "$T/out")
+	echo "line after" >&7 # the writer is still at it after the commit
+}
+
+@test "a step whose writer still appends while it is hashed is not committed; once quiet it is, by its final content" {
+	make_step "$L/7" 7
+	: > "$L/7/commit_success.txt"
+	exec 7>> "$L/7/params/log"
+	commit_while_appending hashing
+	exec 7>&-
+	[ "$status" -eq 0 ]
+	[ "$paused" -ge 2 ]
+	assert_equal "$output" '{"pending":[7],"quiet-time":0.0}'
+	assert_consistent
+	[ ! -e "$L/job-s7-n0-w0.meta" ]
+	assert_file_exists "$L/job-s7-n0-w0.save/params/log"
+	run commit
+	assert_success
+	want=$(cat "$L/job-s7-n0-w0.meta")
+	[ "$(mtc-replicate digest "$L/$want.data" | cut -d' ' -f1)" = "$want" ]
+	[ "$(tail -n1 "$L/$want.data/params/log")" = "line after" ]
+	assert_consistent
+}
+
+@test "data that changes after it was hashed and renamed in goes back to its save: no .meta, no .data, no manifest" {
+	make_step "$L/7" 7
+	: > "$L/7/commit_success.txt"
+	exec 7>> "$L/7/params/shard1"
+	commit_while_appending data-renamed
+	exec 7>&-
+	[ "$status" -eq 0 ]
+	[ "$paused" -ge 2 ]
+	assert_equal "$output" '{"pending":[7],"quiet-time":0.0}'
+	assert_consistent
+	[ ! -e "$L/job-s7-n0-w0.meta" ]
+	[ -z "$(find "$L" -maxdepth 1 -name '*.data' -o -maxdepth 1 -name '*.manifest' -o -maxdepth 1 -name '*.tmp')" ]
+	assert_file_exists "$L/job-s7-n0-w0.save/params/shard1"
+	run commit
+	assert_success
+	assert_consistent
+	assert_file_exists "$L/job-s7-n0-w0.meta"
+}
