@@ -42,6 +42,7 @@
 #include "exitcode.h"
 #include "fsutil.h"
 #include "http.h"
+#include "inventory.h"
 #include "json_out.h"
 #include "log.h"
 #include "manifest_text.h"
@@ -106,13 +107,18 @@ static void parts_free(struct mtc_step_part *p, size_t n)
 	free(p);
 }
 
-/* Every <hash>.data the .meta files name into staging, continuing what a killed run left, verified. */
-static int fetch_all(const char *url, const struct mtc_step_part *w, size_t n,
+/*
+ * Every <hash>.data the .meta files name whose part is not in place already
+ * (slot[i] >= 0: got's manifests[slot[i]]) into staging, continuing what a
+ * killed run left, verified.
+ */
+static int fetch_all(const char *url, const struct mtc_step_part *w, size_t n, const int *slot,
 		     const char *staging, struct mtc_object_fetched *got)
 {
 	struct mtc_store_options opt = store_options();
 	char **hashes = xcalloc(n ? n : 1, sizeof *hashes), err[1024];
 	struct mtc_store *s;
+	size_t m = 0;
 	int rc;
 
 	/* opened at the backup itself: what a killed run left is keyed by the names in it */
@@ -122,8 +128,9 @@ static int fetch_all(const char *url, const struct mtc_step_part *w, size_t n,
 		return MTC_EXIT_FAILURE;
 	}
 	for (size_t i = 0; i < n; i++)
-		hashes[i] = (char *)w[i].hash;
-	rc = mtc_object_fetch(s, "", hashes, n, staging, threads,
+		if (slot[i] >= 0)
+			hashes[m++] = (char *)w[i].hash;
+	rc = mtc_object_fetch(s, "", hashes, m, staging, threads,
 			      !no_progress && mtc_log_level() >= MTC_LOG_WARN, got, err, sizeof err);
 	if (rc == MTC_EXIT_NOTFOUND) {
 		mtc_error("backup '%s' is incomplete: %s", url, err);
@@ -136,16 +143,27 @@ static int fetch_all(const char *url, const struct mtc_step_part *w, size_t n,
 	return rc;
 }
 
+/* Where --layout step puts part i: DIR/<step>, or DIR/w<worker>/<step> with several. */
+static char *step_path(const struct mtc_step_part *w, size_t n, size_t i, long long step)
+{
+	return n == 1 ? xasprintf("%s/%lld", out_dir, step)
+		      : xasprintf("%s/w%d/%lld", out_dir, w[i].worker, step);
+}
+
 /* --layout hash: DIR/<hash>.data with its manifest, then the .meta files, as on a local dir. */
 static int publish_hashes(const char *staging, const struct mtc_step_part *w, size_t n,
-			  const struct mtc_object_fetched *got)
+			  const int *slot, const struct mtc_object_fetched *got)
 {
 	for (size_t i = 0; i < n; i++) {
-		char *src = xasprintf("%s/%s.data", staging, w[i].hash);
+		char *src;
 		struct stat st;
-		int rc = lstat(src, &st) < 0 /* the same data as an earlier worker's */
-				 ? 1
-				 : mtc_object_publish(src, out_dir, w[i].hash, &got->manifests[i]);
+		int rc;
+		if (slot[i] < 0) /* in place already */
+			continue;
+		src = xasprintf("%s/%s.data", staging, w[i].hash);
+		rc = lstat(src, &st) < 0 /* the same data as an earlier worker's */
+			     ? 1
+			     : mtc_object_publish(src, out_dir, w[i].hash, &got->manifests[slot[i]]);
 		if (rc < 0)
 			mtc_error("cannot publish '%s' in '%s':", src, out_dir);
 		else if (rc > 0)
@@ -171,12 +189,14 @@ static int publish_hashes(const char *staging, const struct mtc_step_part *w, si
  * several workers DIR/w<worker>/<step>), never over something already there.
  */
 static int publish_step(const char *staging, const struct mtc_step_part *w, size_t n,
-			long long step)
+			const int *slot, long long step)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (slot[i] < 0) /* in place already */
+			continue;
 		char *src = xasprintf("%s/%s.data", staging, w[i].hash);
 		char *parent = n == 1 ? xstrdup(out_dir) : xasprintf("%s/w%d", out_dir, w[i].worker);
-		char *dst = xasprintf("%s/%lld", parent, step);
+		char *dst = step_path(w, n, i, step);
 		struct stat st;
 		int rc = 0;
 		if (lstat(src, &st) < 0) /* the same data as an earlier worker's: it moved there */
@@ -195,6 +215,77 @@ static int publish_step(const char *staging, const struct mtc_step_part *w, size
 			return -1;
 	}
 	return 0;
+}
+
+/*
+ * path, already there, against hash: 0 it holds that data (said in one
+ * line); else the exit code, with the error said.
+ */
+static int check_present(const char *path, const char *hash, const char *what)
+{
+	char why[512];
+	int v = mtc_object_verify(path, hash, NULL, threads, why, sizeof why);
+
+	if (v < 0) {
+		mtc_error("cannot verify '%s':", path);
+		return MTC_EXIT_FAILURE;
+	}
+	if (v > 0) {
+		mtc_error("'%s' is already there and is not %s (%s): restore into another --out, or "
+			  "remove it first",
+			  path, what, why);
+		return MTC_EXIT_FAILURE;
+	}
+	mtc_warn("'%s' is already there and holds %s: verified, kept", path, what);
+	return MTC_EXIT_OK;
+}
+
+/*
+ * What --out already holds of the parts, before any byte moves: done[i] is
+ * set for a part whose data is there and verified (a part with the data of
+ * an earlier one follows it). Anything else in a part's place refuses the
+ * restore (MTC_EXIT_FAILURE).
+ */
+static int check_target(const struct mtc_backup_info *info, const struct mtc_step_part *w,
+			size_t n, char *done)
+{
+	int hashes = !strcmp(layout, "hash");
+	char *what = xasprintf("step %lld of backup %s", info->step, info->name);
+	int rc = MTC_EXIT_OK;
+
+	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++) {
+		size_t first = i;
+		struct stat st;
+		char *path;
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(w[k].hash, w[i].hash) && first == i)
+				first = k;
+		if (first < i && !hashes) {
+			done[i] = done[first];
+			continue;
+		}
+		path = hashes ? xasprintf("%s/%s.data", out_dir, w[i].hash)
+			      : step_path(w, n, i, info->step);
+		if (lstat(path, &st) == 0)
+			rc = check_present(path, w[i].hash, hashes ? "what its name says" : what);
+		else if (errno != ENOENT)
+			mtc_error("cannot read '%s':", path), rc = MTC_EXIT_FAILURE;
+		done[i] = rc == MTC_EXIT_OK && lstat(path, &st) == 0;
+		free(path);
+		if (rc == MTC_EXIT_OK && hashes) {
+			char old[MTC_HASH_MAX + 1];
+			path = xasprintf("%s/%s", out_dir, w[i].meta);
+			if (mtc_read_meta(path, old) == 0 && strcmp(old, w[i].hash)) {
+				mtc_error("'%s' is already there and names '%s', not '%s' of %s: restore "
+					  "into another --out, or remove it first",
+					  path, old, w[i].hash, what);
+				rc = MTC_EXIT_FAILURE;
+			}
+			free(path);
+		}
+	}
+	free(what);
+	return rc;
 }
 
 /*
@@ -239,9 +330,13 @@ static int restore_from(struct mtc_store *s, const struct mtc_backup_info *info,
 	struct mtc_step_part *w = NULL;
 	struct mtc_object_fetched got = { 0 };
 	size_t n = 0;
-	char *staging = NULL, *url = xasprintf("%s/%s", mtc_store_url(s), info->name), err[1024];
+	char *staging = NULL, *url = xasprintf("%s/%s", mtc_store_url(s), info->name), err[1024],
+	     *done = NULL;
+	int *slot = NULL;
 	double start = mtc_now();
 	int rc, lock_fd = -1;
+	size_t todo = 0;
+	struct stat st;
 
 	rc = node_parts(info, rank, &w, &n);
 	if (rc == MTC_EXIT_NOTFOUND)
@@ -250,26 +345,37 @@ static int restore_from(struct mtc_store *s, const struct mtc_backup_info *info,
 		goto out;
 	mtc_info("backup %s: rank %d, step %lld, %zu worker%s", url, rank, info->step, n,
 		 n == 1 ? "" : "s");
+	done = xcalloc(n, 1);
+	slot = xcalloc(n, sizeof *slot);
+	if (out_dir && (rc = check_target(info, w, n, done)) != MTC_EXIT_OK)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		slot[i] = done[i] ? -1 : (int)todo++;
 	if (out_dir && mtc_mkdir_p(out_dir, 0755) < 0) {
 		mtc_error("cannot create '%s':", out_dir);
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
-	if (!(staging = open_staging(info->name, rank, &lock_fd))) {
+	if (!todo) { /* all in place: only a killed run's staging, when there is one, to remove */
+		char *left = xasprintf("%s/.mtc-restore-%s-n%d", out_dir, info->name, rank);
+		if (lstat(left, &st) == 0)
+			staging = open_staging(info->name, rank, &lock_fd);
+		free(left);
+	} else if (!(staging = open_staging(info->name, rank, &lock_fd))) {
 		rc = MTC_EXIT_FAILURE;
 		goto out;
-	}
-	rc = fetch_all(url, w, n, staging, &got);
-	if (rc != MTC_EXIT_OK)
+	} else if ((rc = fetch_all(url, w, n, slot, staging, &got)) != MTC_EXIT_OK) {
 		goto out;
-	mtc_info("writing %s", archive_path ? archive_path : out_dir);
+	}
+	if (todo)
+		mtc_info("writing %s", archive_path ? archive_path : out_dir);
 	if (archive_path && mtc_step_archive(archive_path, !!compress, staging, w, n, err,
 					     sizeof err) < 0) {
 		mtc_error("%s", err);
 		rc = MTC_EXIT_FAILURE;
-	} else if (!archive_path && (!strcmp(layout, "hash") ? publish_hashes(staging, w, n, &got)
-							    : publish_step(staging, w, n, info->step)) <
-					    0) {
+	} else if (!archive_path && (!strcmp(layout, "hash")
+					     ? publish_hashes(staging, w, n, slot, &got)
+					     : publish_step(staging, w, n, slot, info->step)) < 0) {
 		rc = MTC_EXIT_FAILURE;
 	}
 	if (rc == MTC_EXIT_OK && (!archive_path || strcmp(archive_path, "-"))) {
@@ -289,7 +395,8 @@ static int restore_from(struct mtc_store *s, const struct mtc_backup_info *info,
 		mtc_json_print(j);
 	}
 out:
-	if (staging && out_dir && rc != MTC_EXIT_OK && rc != MTC_EXIT_INTEGRITY) {
+	if (staging && out_dir && rc != MTC_EXIT_OK && rc != MTC_EXIT_INTEGRITY &&
+	    (got.started || got.kept)) {
 		mtc_warn("'%s' keeps what was fetched; the same command continues from there",
 			 staging);
 	} else if (staging) {
@@ -301,6 +408,8 @@ out:
 	parts_free(w, n);
 	mtc_object_fetched_free(&got);
 	free(url);
+	free(done);
+	free(slot);
 	return rc;
 }
 

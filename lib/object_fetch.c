@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "exitcode.h"
 #include "log.h"
@@ -111,6 +112,33 @@ out:
 	return rc;
 }
 
+/*
+ * Whether staging's filesystem has room for what f still has to bring
+ * (kept: the bytes already there), each file rounded up to a block: 0 it
+ * has, or cannot tell; -1 with err when it has not.
+ */
+static int room_for(const char *staging, const struct mtc_fetch *f, long long kept, char *err,
+		    size_t errlen)
+{
+	struct statvfs fs;
+	long long need = f->bytes - kept, room;
+	const char *slash = strrchr(staging, '/');
+	int len = slash && slash > staging ? (int)(slash - staging) : (int)strlen(staging);
+
+	if (statvfs(staging, &fs) < 0)
+		return 0;
+	for (size_t i = 0; i < f->n; i++)
+		if (!f->v[i].kept)
+			need += (long long)fs.f_frsize;
+	room = (long long)fs.f_bavail * (long long)fs.f_frsize;
+	if (need <= room)
+		return 0;
+	return mtc_fail(err, errlen,
+			"not enough space in '%.*s': the restore needs %lld more bytes, the "
+			"filesystem has %lld free; make room there or restore elsewhere",
+			len, staging, need, room);
+}
+
 int mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashes, size_t n,
 		     const char *staging, int threads, int progress, struct mtc_object_fetched *out,
 		     char *err, size_t errlen)
@@ -138,7 +166,12 @@ int mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashe
 	}
 	if (out->kept)
 		mtc_info("'%s' holds %lld of %lld bytes already", staging, out->kept, f.bytes);
+	if (room_for(staging, &f, out->kept, err, errlen) < 0) {
+		rc = MTC_EXIT_FAILURE;
+		goto out;
+	}
 	mtc_info("fetching %lld bytes into '%s'", f.bytes - out->kept, staging);
+	out->started = 1;
 	bar = mtc_progress_new(f.bytes, out->kept, progress);
 	mtc_store_set_progress(s, mtc_progress_store, bar);
 	failed = mtc_fetch_run(s, staging, &f) < 0;

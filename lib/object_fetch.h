@@ -9,6 +9,7 @@
 /* What a fetch from a backup brought. */
 struct mtc_object_fetched {
 	long long bytes, kept;		       /* listed, and already in staging */
+	int started;			       /* bytes began to move into staging */
 	struct mtc_object_manifest *manifests; /* [i] for hashes[i]: the text, or none */
 	size_t n;
 };
@@ -19,7 +20,8 @@ struct mtc_object_fetched {
  * holds already is kept (a killed run continues, store_tree.h), the rest is
  * fetched in parallel, with a progress bar on stderr when progress is set;
  * then each is checked against its name and the backup's <hash>.manifest
- * (mtc_object_verify), ready for mtc_object_publish.
+ * (mtc_object_verify), ready for mtc_object_publish. Nothing is fetched
+ * when staging's filesystem has no room for it (MTC_EXIT_FAILURE).
  * MTC_EXIT_OK; MTC_EXIT_NOTFOUND when a hash is not in the backup;
  * MTC_EXIT_INTEGRITY when a copy is not what its name or manifest says, or a
  * manifest does not parse; else the storage error's code. err says which.

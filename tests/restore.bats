@@ -14,6 +14,7 @@ setup() {
 
 teardown() {
 	[ -z "${BG_PID:-}" ] || kill -9 "$BG_PID" 2>/dev/null || true
+	[ -z "${SMALL:-}" ] || umount "$SMALL" 2>/dev/null || true
 	fakegcs_stop
 	rm -rf "$WORK"
 }
@@ -479,9 +480,10 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 	diff -r "$WORK/n0/$h.data" "$WORK/out/200"
 	[ "$(ls -A "$WORK/out")" = 200 ]
 	run mtc-restore --from "$WORK/bk" --job job --out "$WORK/out"
-	assert_failure 1
-	assert_output --partial "'$WORK/out/200' is already there"
+	assert_success
+	assert_output --partial "'$WORK/out/200' is already there and holds step 200 of backup 2025-06-30_15-30: verified, kept"
 	diff -r "$WORK/n0/$h.data" "$WORK/out/200"
+	[ "$(ls -A "$WORK/out")" = 200 ]
 	backup_of "$WORK/bk2" 2025-06-30_14-30 100 2
 	run mtc-restore --from "$WORK/bk2" --job job --out "$WORK/out2"
 	assert_equal "$status" 2
@@ -532,4 +534,95 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 	done
 	run mtc-lkg --backups "$WORK/bk" --job job -v
 	assert_output --partial "checking backup 2025-06-30_14-30"
+}
+
+# The bytes fake GCS sent since the last call (a .meta is 65 bytes; the data, megabytes).
+sent_since() {
+	local n
+	n=$(fakegcs_stat bytes_sent)
+	fakegcs_ctl DELETE stats >/dev/null
+	echo "$n"
+}
+
+@test "a restore into a DIR that holds the step already verifies and keeps it: exit 0, no data downloaded; a re-run after completion too" {
+	gs_backup_of_step 4194304
+	for layout in step hash; do
+		rm -rf "$WORK/out"
+		run mtc-restore --from gs://bkt --job job --name "$B" --layout $layout --out "$WORK/out"
+		assert_success
+		[ "$(sent_since)" -gt 4194304 ]
+		run mtc-restore --from gs://bkt --job job --name "$B" --layout $layout --out "$WORK/out"
+		assert_success
+		[ "$(sent_since)" -lt 4096 ]
+		[ "$(echo "${lines[-1]}" | fakegcs_json 'd["bytes"]')" = 0 ]
+		run ls -A "$WORK/out"
+		refute_output --partial ".mtc-restore"
+	done
+	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+	assert_equal "$(cat "$WORK/out/job-s100-n0-w0.meta")" "$h"
+
+	# a restore killed after it published, before it cleaned up, is finished by the same command
+	rm -rf "$WORK/out"
+	mtc-restore --from gs://bkt --job job --name "$B" --out "$WORK/out" >/dev/null 2>&1
+	mkdir -p "$(staging_of "$WORK/out")/$h.data"
+	sent_since >/dev/null
+	run --separate-stderr mtc-restore --from gs://bkt --job job --name "$B" --out "$WORK/out"
+	assert_success
+	assert_equal "$stderr" "mtc-restore: warning: '$WORK/out/100' is already there and holds step 100 of backup $B: verified, kept"
+	[ "$(sent_since)" -lt 4096 ]
+	[ "$(ls -A "$WORK/out")" = 100 ]
+	diff -r "$WORK/n0/$h.data" "$WORK/out/100"
+}
+
+@test "a restore into a DIR that holds something else there is refused before any byte moves, leaving nothing" {
+	gs_backup_of_step 4194304
+	mkdir -p "$WORK/out/100"
+	echo other > "$WORK/out/100/weights"
+	sent_since >/dev/null
+	run mtc-restore --from gs://bkt --job job --name "$B" --out "$WORK/out"
+	assert_failure 1
+	assert_output --partial "mtc-restore: '$WORK/out/100' is already there and is not step 100 of backup $B ("
+	assert_output --partial "): restore into another --out, or remove it first"
+	[ "$(sent_since)" -lt 4096 ]
+	[ "$(ls -A "$WORK/out")" = 100 ] && [ "$(ls -A "$WORK/out/100")" = weights ]
+	assert_equal "$(cat "$WORK/out/100/weights")" other
+
+	# --layout hash: a .meta of the same name that names other data
+	rm -rf "$WORK/out" && mkdir "$WORK/out"
+	printf D%064d 0 > "$WORK/out/job-s100-n0-w0.meta"
+	run mtc-restore --from gs://bkt --job job --name "$B" --layout hash --out "$WORK/out"
+	assert_failure 1
+	assert_output --partial "'$WORK/out/job-s100-n0-w0.meta' is already there and names 'D$(printf %064d 0)', not '$h'"
+	[ "$(sent_since)" -lt 4096 ]
+	[ "$(ls -A "$WORK/out")" = job-s100-n0-w0.meta ]
+
+	# --layout hash: a <hash>.data that is not what its name says
+	rm -rf "$WORK/out" && mkdir -p "$WORK/out/$h.data"
+	run mtc-restore --from gs://bkt --job job --name "$B" --layout hash --out "$WORK/out"
+	assert_failure 1
+	assert_output --partial "'$WORK/out/$h.data' is already there and is not what its name says"
+	[ "$(sent_since)" -lt 4096 ]
+	[ "$(ls -A "$WORK/out")" = "$h.data" ]
+}
+
+@test "a restore that cannot fit is refused before any byte moves, both restores, leaving nothing" {
+	gs_backup_of_step 8388608
+	SMALL=$WORK/small
+	mkdir "$SMALL"
+	mount -t tmpfs -o size=4m tmpfs "$SMALL" || skip "cannot mount a tmpfs here"
+	sent_since >/dev/null
+	run mtc-restore --from gs://bkt --job job --name "$B" --out "$SMALL/out"
+	assert_failure 1
+	assert_output --regexp "mtc-restore: not enough space in '$SMALL/out': the restore needs [0-9]+ more bytes, the filesystem has [0-9]+ free; make room there or restore elsewhere"
+	[ "$(sent_since)" -lt 4096 ]
+	[ -z "$(ls -A "$SMALL/out")" ]
+
+	mkdir "$SMALL/local"
+	run mtc-restore --dir "$SMALL/local" --config "$WORK/cfg0" --backup gs://bkt --standalone
+	assert_failure 1
+	assert_output --partial "not enough space in '$SMALL/local'"
+	[ "$(sent_since)" -lt 4096 ]
+	run ls -A "$SMALL/local"
+	refute_output --partial ".mtc-restore"
+	refute_output --partial ".data"
 }
