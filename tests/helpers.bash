@@ -28,6 +28,21 @@ need_node_client() {
 # True when the programs run under ASan/UBSan (slower; big inputs are scaled down).
 sanitized() { case "${MTC_BUILD:-}" in *asan*) return 0 ;; esac; return 1; }
 
+# no_sanitizer_reports DIR: fails, showing the reports, when the standard error of a
+# program kept in DIR/*.err (serve_on's DIR.err) holds one of ASan or UBSan: a
+# daemon that a report ended may leave nothing else a test would notice.
+no_sanitizer_reports() {
+	local f bad=0
+	for f in "$1"/*.err; do
+		[ -e "$f" ] || continue
+		grep -qE 'runtime error:|ERROR: [A-Za-z]+Sanitizer|SUMMARY: [A-Za-z]+Sanitizer' "$f" || continue
+		echo "# a sanitizer's report in $(basename "$f"):"
+		grep -E -A30 'runtime error:|ERROR: [A-Za-z]+Sanitizer' "$f" | head -40 | sed 's/^/#   /'
+		bad=1
+	done
+	return "$bad"
+}
+
 # flip_byte FILE OFFSET: inverts one byte in place (writing a fixed value
 # would change nothing when the byte already held it).
 flip_byte() {

@@ -13,9 +13,12 @@ setup() {
 }
 
 teardown() {
+	local clean=0
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	no_sanitizer_reports "$T" || clean=1
 	rm -rf "$T"
+	return "$clean"
 }
 
 # a step in DIR: <hash>.data (a tree) and job-s<STEP>-n0-w0.meta; sets HASH
@@ -311,6 +314,22 @@ PY
 	assert_success
 	assert_output "closed 2"
 	[ "$(handshakes timeout)" = 1 ]
+}
+
+@test "over TLS too, a request whose body has no one length is 400 and ends its connection, by the daemon and the coordinator" {
+	mkdir "$T/p" "$T/c"
+	serve_on "$T/p" --tls-dir "$T/pki/node"
+	MTC_TEST_TLS_DIR="$T/pki/node" run timeout 120 python3 "$MTC_TESTS/peer_hostile.py" framing "$URL" \
+		"PUT /v1/objects/$(printf '%064x' 7).data" "GET /healthz"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	serve_on "$T/c" --tls-dir "$T/pki/node" --coordinator --nodes 2
+	MTC_TEST_TLS_DIR="$T/pki/node" run timeout 120 python3 "$MTC_TESTS/peer_hostile.py" framing "$URL" \
+		"POST /v1/coord/sync" "POST /v1/coord/nope"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run ls -A "$T/p"
+	assert_output ""
 }
 
 @test "the coordinator over TLS: no report without a client certificate, the size judged before the body, a round completes" {
