@@ -93,6 +93,19 @@ make_tls() {
 	cp "$d/ca.crt" "$d/client-ca/ca.crt"
 }
 
+# many_files DIR N: N empty files in DIR, 1000 to a subdirectory.
+many_files() {
+	python3 - "$1" "$2" <<'PY'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    d = os.path.join(root, "d%03d" % (i // 1000))
+    if i % 1000 == 0:
+        os.makedirs(d)
+    open(os.path.join(d, "f%04d" % (i % 1000)), "w").close()
+PY
+}
+
 # tree_manifest DIR OUT: writes DIR's manifest, as peers send it, to OUT; prints DIR's digest.
 tree_manifest() {
 	mtc-replicate digest --json --manifest "$1" | python3 -c '

@@ -1012,19 +1012,6 @@ PY
 	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-upload-*' | wc -l)" -eq 0 ]
 }
 
-# many_files DIR N: N empty files in DIR, 1000 to a subdirectory.
-many_files() {
-	python3 - "$1" "$2" <<'PY'
-import os, sys
-root, n = sys.argv[1], int(sys.argv[2])
-for i in range(n):
-    d = os.path.join(root, "d%03d" % (i // 1000))
-    if i % 1000 == 0:
-        os.makedirs(d)
-    open(os.path.join(d, "f%04d" % (i % 1000)), "w").close()
-PY
-}
-
 @test "hostile probe set against one daemon: the right answers, /healthz throughout, peak memory under 64 MiB" {
 	local n=100000 hash hwm
 	sanitized && n=20000

@@ -249,10 +249,7 @@ handshakes() {
 
 @test "TLS handshakes cannot lock the daemon out: the hostile probe set over TLS, silent connections cut at --head-timeout, /healthz throughout" {
 	local n=20000 hash hwm
-	# the relay's code runs under the sanitizers in the other tests; this one is load
-	sanitized && skip "a load test: on the release build only"
-	mkdir -p "$T/tree"
-	for i in $(seq 1 200); do mkdir "$T/tree/d$i"; for j in $(seq 1 $((n / 200))); do : >"$T/tree/d$i/f$j"; done; done
+	many_files "$T/tree" "$n"
 	hash=$(tree_manifest "$T/tree" "$T/man")
 	rm -rf "$T/tree"
 	head -c 32 /dev/urandom | base64 >"$T/tok"
@@ -266,7 +263,7 @@ handshakes() {
 	assert_output --partial "100 connections that never start the TLS handshake"
 	hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$PID/status")
 	echo "VmHWM: $hwm kB"
-	[ "$hwm" -lt 65536 ]
+	sanitized || [ "$hwm" -lt 65536 ] # the sanitizers' shadow memory and quarantine are not the daemon's
 	sleep 0.5
 	run ls -A "$T/p"
 	assert_output ".mtc-upload-manifest-$hash"
