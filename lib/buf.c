@@ -30,7 +30,8 @@ int mtc_buf_append(struct mtc_buf *b, const void *data, size_t n)
 
 	if (!b->p || b->len + take + 1 > b->cap)
 		grow(b, b->len + take);
-	memcpy(b->p + b->len, data, take);
+	if (take) /* data may be NULL when n is 0 */
+		memcpy(b->p + b->len, data, take);
 	b->len += take;
 	b->p[b->len] = '\0';
 	if (take < n) {

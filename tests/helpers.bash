@@ -28,6 +28,21 @@ need_node_client() {
 # True when the programs run under ASan/UBSan (slower; big inputs are scaled down).
 sanitized() { case "${MTC_BUILD:-}" in *asan*) return 0 ;; esac; return 1; }
 
+# no_sanitizer_reports DIR: fails, showing the reports, when the standard error of a
+# program kept in DIR/*.err (serve_on's DIR.err) holds one of ASan or UBSan: a
+# daemon that a report ended may leave nothing else a test would notice.
+no_sanitizer_reports() {
+	local f bad=0
+	for f in "$1"/*.err; do
+		[ -e "$f" ] || continue
+		grep -qE 'runtime error:|ERROR: [A-Za-z]+Sanitizer|SUMMARY: [A-Za-z]+Sanitizer' "$f" || continue
+		echo "# a sanitizer's report in $(basename "$f"):"
+		grep -E -A30 'runtime error:|ERROR: [A-Za-z]+Sanitizer' "$f" | head -40 | sed 's/^/#   /'
+		bad=1
+	done
+	return "$bad"
+}
+
 # flip_byte FILE OFFSET: inverts one byte in place (writing a fixed value
 # would change nothing when the byte already held it).
 flip_byte() {
@@ -76,6 +91,19 @@ make_tls() {
 		chmod 600 "$d/$who/tls.key"
 	done
 	cp "$d/ca.crt" "$d/client-ca/ca.crt"
+}
+
+# many_files DIR N: N empty files in DIR, 1000 to a subdirectory.
+many_files() {
+	python3 - "$1" "$2" <<'PY'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    d = os.path.join(root, "d%03d" % (i // 1000))
+    if i % 1000 == 0:
+        os.makedirs(d)
+    open(os.path.join(d, "f%04d" % (i % 1000)), "w").close()
+PY
 }
 
 # tree_manifest DIR OUT: writes DIR's manifest, as peers send it, to OUT; prints DIR's digest.

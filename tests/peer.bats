@@ -10,9 +10,12 @@ setup() {
 }
 
 teardown() {
+	local clean=0
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	no_sanitizer_reports "$T" || clean=1
 	rm -rf "$T" /tmp/mtc-peer-absolute.txt
+	return "$clean"
 }
 
 # start_daemon NAME [serve options]: serves $T/NAME; sets URL and PID.
@@ -170,9 +173,9 @@ only_staging_free() { # nothing in DIR but the given names
 	for _ in 1 2 3 4 5; do
 		base=$((2000 + RANDOM % 4000))
 		mkdir -p "$T/r1" "$T/r2"
-		mtc-replicate serve --dir "$T/r1" --listen "127.0.0.1:${base}1" >/dev/null 2>&1 &
+		mtc-replicate serve --dir "$T/r1" --listen "127.0.0.1:${base}1" >/dev/null 2>>"$T/r1.err" &
 		p1=$!
-		mtc-replicate serve --dir "$T/r2" --listen "127.0.0.1:${base}2" >/dev/null 2>&1 &
+		mtc-replicate serve --dir "$T/r2" --listen "127.0.0.1:${base}2" >/dev/null 2>>"$T/r2.err" &
 		p2=$!
 		PIDS+=("$p1" "$p2")
 		for _ in $(seq 100); do
@@ -940,6 +943,19 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	grep -q "refused a 'sync' report from rank 1" "$T/p.err"
 }
 
+@test "a request whose body has no one length is 400 and ends its connection: nothing pipelined behind it is answered, by the daemon or the coordinator" {
+	start_daemon p
+	run timeout 120 python3 "$HOSTILE" framing "$URL" "PUT /v1/objects/$(printf '%064x' 7).data" "GET /healthz"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	start_daemon c --coordinator --nodes 2
+	run timeout 120 python3 "$HOSTILE" framing "$URL" "POST /v1/coord/sync" "POST /v1/coord/nope"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	assert_output --partial "Content-Length and Transfer-Encoding: chunked, then POST /v1/coord/nope: answers [400], closed"
+	only_staging_free "$T/p"
+}
+
 @test "coordinator: a long report is read without rests between its reads" {
 	# The reports' server rests 2 ms between passes (mtc(7) §5.6); a body arrives in
 	# 4 KiB reads, so 24 MiB read a rest apart would take over 12 s, past the 10 s
@@ -994,19 +1010,6 @@ PY
 	grep -q "slower than 100000 bytes/s: connection closed" "$T/p.err"
 	sleep 0.5
 	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-upload-*' | wc -l)" -eq 0 ]
-}
-
-# many_files DIR N: N empty files in DIR, 1000 to a subdirectory.
-many_files() {
-	python3 - "$1" "$2" <<'PY'
-import os, sys
-root, n = sys.argv[1], int(sys.argv[2])
-for i in range(n):
-    d = os.path.join(root, "d%03d" % (i // 1000))
-    if i % 1000 == 0:
-        os.makedirs(d)
-    open(os.path.join(d, "f%04d" % (i % 1000)), "w").close()
-PY
 }
 
 @test "hostile probe set against one daemon: the right answers, /healthz throughout, peak memory under 64 MiB" {

@@ -32,6 +32,18 @@
                                           tls.key, and adds a flood of TCP
                                           connections that never start the
                                           handshake
+  peer_hostile.py framing URL FIRST SECOND each request whose framing is ambiguous
+                                          (two Content-Lengths, Content-Length
+                                          with Transfer-Encoding, a coding other
+                                          than one chunked) as FIRST ("METHOD
+                                          PATH"), with the request SECOND
+                                          pipelined behind it: each must be
+                                          answered 400 and its connection closed,
+                                          SECOND never answered (while it is
+                                          behind a sound FIRST); over TLS for
+                                          an https:// URL
+                                          as probes; prints one line per case
+                                          and exits 1 if one did not hold
 """
 import http.client
 import io
@@ -462,6 +474,95 @@ def endless_chunked(url, path, token, limit):
         s.close()
     return -1
 
+# Requests whose body has no one meaning (RFC 9112 §6.3): a proxy in front
+# could read them one way and the daemon another, so that bytes one takes for
+# a body the other serves as a second request (request smuggling).
+AMBIGUOUS = [
+    ("two different Content-Lengths", b"Content-Length: 5\r\nContent-Length: 12\r\n",
+     b"hello, world"),
+    ("two equal Content-Lengths", b"Content-Length: 5\r\nContent-Length: 5\r\n", b"hello"),
+    ("a Content-Length list", b"Content-Length: 5, 5\r\n", b"hello"),
+    ("a signed Content-Length", b"Content-Length: +5\r\n", b"hello"),
+    ("Content-Length and Transfer-Encoding: chunked",
+     b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", b"5\r\nhello\r\n0\r\n\r\n"),
+    ("Transfer-Encoding: chunked and Content-Length",
+     b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", b"5\r\nhello\r\n0\r\n\r\n"),
+    ("Transfer-Encoding: gzip", b"Transfer-Encoding: gzip\r\n", b"hello"),
+    ("Transfer-Encoding: identity", b"Transfer-Encoding: identity\r\nContent-Length: 5\r\n",
+     b"hello"),
+    ("Transfer-Encoding: chunked, gzip", b"Transfer-Encoding: chunked, gzip\r\n",
+     b"5\r\nhello\r\n0\r\n\r\n"),
+    ("Transfer-Encoding: gzip, chunked", b"Transfer-Encoding: gzip, chunked\r\n",
+     b"5\r\nhello\r\n0\r\n\r\n"),
+    ("whitespace before a colon", b"Content-Length: 5\r\nTransfer-Encoding : chunked\r\n",
+     b"hello"),
+    ("Transfer-Encoding: chunked twice",
+     b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+     b"5\r\nhello\r\n0\r\n\r\n"),
+]
+
+
+def answers(data):
+    """The status codes of the HTTP answers one after another in data."""
+    codes = []
+    while data.startswith(b"HTTP/"):
+        end = data.find(b"\r\n\r\n")
+        if end < 0:
+            break
+        head, data = data[:end].decode("latin-1"), data[end + 4:]
+        codes.append(int(head.split(" ", 2)[1]))
+        n = 0
+        for line in head.split("\r\n")[1:]:
+            k, _, v = line.partition(":")
+            if k.strip().lower() == "content-length":
+                n = int(v)
+        data = data[n:]
+    return codes
+
+
+def exchange(url, raw, limit):
+    """Sends raw on a fresh connection: (the answers' codes, whether the daemon
+    closed it within limit s)."""
+    u = urllib.parse.urlsplit(url)
+    s = connect((u.hostname, u.port), limit)
+    s.sendall(raw)
+    data, closed, t_end = b"", False, time.monotonic() + limit
+    try:
+        while time.monotonic() < t_end:
+            s.settimeout(max(0.01, t_end - time.monotonic()))
+            d = s.recv(65536)
+            if not d:
+                closed = True
+                break
+            data += d
+    except (socket.timeout, ssl.SSLWantReadError):
+        pass
+    except OSError:  # reset, or a TLS connection cut without close_notify
+        closed = True
+    s.close()
+    return answers(data), closed
+
+
+def framing(url, first, second):
+    u = urllib.parse.urlsplit(url)
+    method, target = second.split(" ", 1)
+    follow = ("%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\n\r\n"
+              % (method, target, u.netloc)).encode()
+    failed = 0
+    for name, headers, body in [("one Content-Length", b"Content-Length: 5\r\n", b"hello")] + AMBIGUOUS:
+        raw = (("%s HTTP/1.1\r\nHost: %s\r\n" % (first, u.netloc)).encode() + headers
+               + b"\r\n" + body + follow)
+        codes, closed = exchange(url, raw, 5)
+        if name == "one Content-Length":  # behind a sound request, SECOND is answered
+            ok = len(codes) == 2
+        else:
+            ok = codes == [400] and closed
+        print("%s, then %s: answers %s, %s%s" % (name, second, codes,
+                                                  "closed" if closed else "left open",
+                                                  "" if ok else "  <- FAILED"), flush=True)
+        failed += not ok
+    return 1 if failed else 0
+
 
 def probes(url, token_file, manifest_file, tree_hash, head_timeout):
     token = open(token_file).read().strip()
@@ -517,6 +618,15 @@ def probes(url, token_file, manifest_file, tree_hash, head_timeout):
     check(set(seen) <= {201, 503} and 0 < len(opened) <= 32, "500 session opens",
           " ".join("%d x%d" % kv for kv in sorted(seen.items())))
 
+    for what, name in (("a file's", "%064x.data?size=100000" % 9), ("a tree's", tree_hash + ".data")):
+        code, b = request(url, "POST", "/v1/uploads/" + name, token=token)
+        sid = b.decode().split('"')[3] if code == 201 else "0" * 32
+        done, _ = request(url, "POST", "/v1/uploads/%s/commit" % sid, token=token)
+        alive, _ = request(url, "GET", "/healthz")
+        check(code == 201 and done == 422 and alive == 200,
+              "%s upload session committed before anything arrived" % what,
+              "HTTP %d, commit %d, then /healthz %d" % (code, done, alive))
+
     cut = trickle_body(url, "/v1/objects/%064x.data" % 7, token, 2, 20)
     check(cut < 15, "a body at 2 bytes/s", "cut after %.1f s" % cut)
     sent = endless_chunked(url, "/v1/objects/%064x.data" % 8, token, 1 << 30)
@@ -563,5 +673,9 @@ if __name__ == "__main__":
         if sys.argv[2].startswith("https://"):
             TLS = tls_context()
         sys.exit(probes(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])))
+    elif sys.argv[1] == "framing":
+        if sys.argv[2].startswith("https://"):
+            TLS = tls_context()
+        sys.exit(framing(sys.argv[2], sys.argv[3], sys.argv[4]))
     elif sys.argv[1] == "stall":
         stall(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))

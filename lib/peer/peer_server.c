@@ -32,6 +32,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "object.h"
+#include "framing.h"
 #include "fsutil.h"
 #include "inventory.h"
 #include "log.h"
@@ -190,6 +191,7 @@ struct req {
 	struct MHD_Connection *conn;
 	void *wait;
 	int suspended, woken;
+	int close; /* the answer closes the connection */
 };
 
 void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
@@ -248,7 +250,7 @@ static enum MHD_Result respond(struct req *r, struct MHD_Connection *c, unsigned
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 	if (code == MHD_HTTP_SERVICE_UNAVAILABLE)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-	if (code == MHD_HTTP_MISDIRECTED_REQUEST)
+	if (code == MHD_HTTP_MISDIRECTED_REQUEST || r->close)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	atomic_fetch_add(&r->s->bytes_out, n);
 	return queue(r, c, code, resp);
@@ -2075,6 +2077,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			      size_t *upload_data_size, void **con_cls)
 {
 	struct req *r = *con_cls;
+	char why[128];
 
 	if (!r) {
 		r = xcalloc(1, sizeof *r);
@@ -2085,6 +2088,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		*con_cls = r;
 		mtc_debug("%s %s", method, url);
 		conn_head(r->s, c, 0);
+		if (mtc_framing_check(c, why, sizeof why) < 0) {
+			mtc_debug("refused %s %s: %s", method, url, why);
+			r->close = 1; /* whatever follows on the connection is not a request */
+			return respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT, "%s\n", why);
+		}
 		/* the events daemon's single thread must never block: it serves the routes alone */
 		if (on_events(r->s, c) && (strcmp(method, "POST") ||
 					   strncmp(url, r->s->o.route_prefix, strlen(r->s->o.route_prefix))))

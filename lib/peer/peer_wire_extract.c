@@ -44,7 +44,8 @@ static int extract_file(struct archive *a, int fd, const char *path, struct mtc_
 			break;
 		}
 		if (map) {
-			memcpy(map + done, buf, len);
+			if (len)
+				memcpy(map + done, buf, len);
 		} else if (mtc_write_all(fd, buf, len) < 0) {
 			rc = mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
 			break;

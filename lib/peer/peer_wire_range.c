@@ -152,7 +152,8 @@ int mtc_wire_join(struct mtc_wire_list *l, char *err, size_t errlen)
 	size_t out = 0, i = 0;
 	int rc = 0;
 
-	qsort(l->e, l->n, sizeof *l->e, by_path_then_range);
+	if (l->n) /* a session's list is NULL until a range arrives; qsort wants a pointer */
+		qsort(l->e, l->n, sizeof *l->e, by_path_then_range);
 	while (i < l->n) {
 		size_t j = i + 1;
 		while (j < l->n && !strcmp(l->e[j].path, l->e[i].path))

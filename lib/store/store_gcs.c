@@ -1278,7 +1278,8 @@ static void tidy_slices(struct op *p)
 		if (p->sl[i].len > 0)
 			p->sl[n++] = p->sl[i];
 	p->n_sl = n;
-	qsort(p->sl, n, sizeof *p->sl, cmp_slice);
+	if (n) /* sl is NULL before the first slice */
+		qsort(p->sl, n, sizeof *p->sl, cmp_slice);
 }
 
 static void add_slice(struct op *p, long long off, long long len, uint32_t crc)

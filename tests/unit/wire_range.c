@@ -116,6 +116,7 @@ static void refusals(void)
 	is_int(join_of(twice, 3, 0), -1, "a range sent twice is refused");
 	is_int(join_of(no_end, 2, 0), -1, "ranges that stop short of the end are refused");
 	is_int(join_of(all, 2, 1), -1, "ranges beside a whole copy of the file are refused");
+	is_int(join_of(all, 0, 0), 0, "nothing to join (a session committed before any range)");
 
 	struct mtc_wire_list l = { 0 };
 	char err[256];
