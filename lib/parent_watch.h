@@ -4,7 +4,7 @@
 #include <stddef.h>
 
 /*
- * No orphans (mtc(7) §9.1): a program ends, as on SIGTERM, when the process
+ * No orphans (mtc(7) §9.7): a program ends, as on SIGTERM, when the process
  * pid ends; a script's daemon names the script (or what it execs into, which
  * keeps its pid). A thread that blocks every signal waits for pid (pidfd,
  * else a poll every second) and sends SIGTERM to this process, so the
