@@ -211,3 +211,17 @@ refuses() {
 	assert_failure
 	[ ! -e "$D" ]
 }
+
+@test "mtc-node: SIGTERM while its coordinator holds a restore round open for a rank that never comes stops everything within 10 s" {
+	node_start
+	mtc-handshake offer --dir "$W/local" --job-name job --node-rank 0 --nodes 2 --peer-ranks 1 \
+		--backup-interval-minutes 30 --timeout 20 >/dev/null 2>&1
+	# rank 0's restore waits in the coordinator's round for rank 1
+	for _ in $(seq 100); do pgrep -f -- "mtc-restore .*--dir $W/local" >/dev/null && break; sleep 0.1; done
+	pgrep -f -- "mtc-replicate serve .*--dir $W/local .*--coordinator" >/dev/null
+	sleep 0.5
+	kill -TERM "$NPID"
+	ends_with "$NPID" 10 0
+	NPID=
+	nothing_left
+}
