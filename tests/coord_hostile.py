@@ -79,10 +79,13 @@ for r in range(N):
         print(f"VmHWM {vmhwm()} KiB before the last restore report")
 print(f"VmHWM {vmhwm()} KiB after the restore round")
 # 2. lists far beyond what a rank can hold, and nesting beyond any limit
+refused = {}
 for r in range(min(N, 8)):
     metas = [[1, r, 0, h(r, i)] for i in range(20000)]
-    post("restore", restore(r, metas, [h(i) for i in range(20000)]))
-    post("restore", '{"rank": %d, "x": %s}' % (r, "[" * 100000 + "]" * 100000))
+    for body in (restore(r, metas, [h(i) for i in range(20000)]),
+                 '{"rank": %d, "x": %s}' % (r, "[" * 100000 + "]" * 100000)):
+        c = post("restore", body)
+        refused[c] = refused.get(c, 0) + 1
     check(f"{r + 1} oversized restore reports")
 # 3. sync and restore-done reports, every rank, under their 64 KiB limit
 for r in range(N):
@@ -93,4 +96,4 @@ for r in range(N):
     if r % 32 == 31:
         check(f"{r + 1} sync and restore-done reports")
 check("every report")
-print(f"VmHWM {vmhwm()} KiB < {limit} KiB; restore answers {codes}")
+print(f"VmHWM {vmhwm()} KiB < {limit} KiB; restore answers {codes}, oversized ones {refused}")

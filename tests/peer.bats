@@ -940,6 +940,17 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	grep -q "refused a 'sync' report from rank 1" "$T/p.err"
 }
 
+@test "coordinator: hostile reports from every one of 1024 ranks keep its peak memory under 64 MiB" {
+	sanitized && skip "a sanitizer's memory is not the daemon's"
+	# unknown keys holding empty arrays, lists of names, nesting 2000 deep, lists
+	# as long as a rank may send and far longer, long strings: each kind of round
+	start_daemon p --coordinator --nodes 1024
+	run timeout 600 python3 "$BATS_TEST_DIRNAME/coord_hostile.py" "$URL" "$PID" 1024 $((64 << 10))
+	echo "$output"
+	assert_success
+	assert_output --partial "restore answers {200: 1024}, oversized ones {400: 16}"
+}
+
 @test "coordinator: a long report is read without rests between its reads" {
 	# The reports' server rests 2 ms between passes (mtc(7) §5.6); a body arrives in
 	# 4 KiB reads, so 24 MiB read a rest apart would take over 12 s, past the 10 s
