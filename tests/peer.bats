@@ -921,7 +921,7 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	run curl -s -o /dev/null -w '%{http_code}' "$URL/v1/coord/sync"
 	assert_output 405
 	[ "$(vmhwm_kib "$PID")" -lt $((64 << 10)) ]
-	run coord_post sync '{"rank": 1, "replicated-step": 5, "last-backup": {"name": "9999-12-31_23-59", "step": 5}}'
+	run coord_post sync '{"rank": 0, "replicated-step": 5, "last-backup": {"name": "9999-12-31_23-59", "step": 5}}'
 	assert_output 400
 	grep -q "later than this coordinator's clock" "$T/coord.body"
 	run coord_post sync '{"rank": 1, "replicated-step": 1152921504606846976}'
@@ -932,7 +932,7 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	grep -q "node in \[0, nodes)" "$T/coord.body"
 	run coord_post restore '{"rank": 1, "meta-files": [], "data-files": ["../../etc"]}'
 	assert_output 400
-	run coord_post restore '{"rank": 1, "meta-files": [], "data-files": [], "backups": [{"meta-files": []}]}'
+	run coord_post restore '{"rank": 0, "meta-files": [], "data-files": [], "backups": [{"meta-files": []}]}'
 	assert_output 400
 	run curl -s "$URL/v1/coord/status"
 	refute_output --partial 9999

@@ -32,7 +32,11 @@
  *
  * A report for a rank must come with that rank's credential (peer_auth.h),
  * or the job's plain secret unless strict_ranks; else 403, logged once per
- * rank. GET /v1/coord/status reads with either.
+ * rank. GET /v1/coord/status reads with either. A credential or a config of
+ * another job than the one served (opts.job, else the first a report names)
+ * is 403 on every endpoint. The job's settings come from rank 0's config, and
+ * "backups", "restore-version" and "last-backup" from rank 0 only: another
+ * rank's are dropped, logged once per rank.
  *
  * A report that does not hold together is refused with 400 and logged, and
  * never joins a round: steps in [0, MTC_COORD_STEP_MAX], metas naming nodes
