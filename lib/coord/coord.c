@@ -116,7 +116,7 @@ static void report_keys(struct mtc_coord *c)
 {
 #define KEY(k) { .key = k }
 #define STR(k, n) { .key = k, .max_bytes = n }
-#define LIST(k, n) { .key = k, .max_items = n, .max_bytes = 64 }
+#define LIST(k, n) { .key = k, .max_items = n, .max_bytes = MTC_HASH_MAX }
 #define OBJ(k, t) { .key = k, .sub = t }
 #define END { .key = NULL }
 	size_t n = (size_t)c->o.nodes, list = MTC_COORD_LIST_MAX(c->o.nodes);
@@ -699,7 +699,8 @@ static int refused_speaker(struct mtc_coord *c, const struct mtc_peer_cred *who,
 /*
  * Drops what rank may not state (mtc(7) §5.1): the backups, the restore.version
  * pin and the last backup come from rank 0 only, the coordinator's own node
- * (logged once per rank); a failure's reason is kept to MTC_COORD_ERROR_MAX bytes.
+ * (the first two logged once per rank); a failure's reason is kept to
+ * MTC_COORD_ERROR_MAX bytes.
  */
 static void keep_own(struct mtc_coord *c, const char *kind, json_t *rep, int rank)
 {
@@ -713,6 +714,8 @@ static void keep_own(struct mtc_coord *c, const char *kind, json_t *rep, int ran
 		if (!json_object_get(rep, rank0_only[i]))
 			continue;
 		json_object_del(rep, rank0_only[i]);
+		if (i == 2) /* every rank's sync names the backups the coordinator named */
+			continue;
 		pthread_mutex_lock(&c->mu);
 		first = !c->ignored_logged[rank];
 		c->ignored_logged[rank] = 1;
