@@ -18,6 +18,7 @@
 struct parser {
 	const char *p, *start, *end;
 	int depth;
+	int filtered; /* objects keep only the keys of their table (mtc_json_parse_kept) */
 	const struct mtc_json_atoms *atoms;
 	char *err;
 	size_t errlen;
@@ -25,7 +26,13 @@ struct parser {
 	size_t text_cap;
 };
 
-static json_t *value(struct parser *ps, int in_array);
+/* What an object keeps and how long a list or string may be, where filtered. */
+struct within {
+	const struct mtc_json_keep *keep;
+	size_t max_items, max_bytes;
+};
+
+static json_t *value(struct parser *ps, int in_array, struct within in);
 
 __attribute__((format(printf, 2, 3))) static json_t *fail(struct parser *ps, const char *fmt, ...)
 {
@@ -271,7 +278,7 @@ static json_t *literal(struct parser *ps)
 	return fail(ps, "invalid token");
 }
 
-static json_t *array(struct parser *ps)
+static json_t *array(struct parser *ps, struct within in)
 {
 	json_t *a = json_array(), *e;
 	ps->p++;
@@ -281,7 +288,11 @@ static json_t *array(struct parser *ps)
 		return a;
 	}
 	for (;;) {
-		if (!(e = value(ps, 1)) || json_array_append_new(a, e))
+		if (in.max_items && json_array_size(a) == in.max_items) {
+			fail(ps, "a list of more than %zu entries", in.max_items);
+			break;
+		}
+		if (!(e = value(ps, 1, in)) || json_array_append_new(a, e))
 			break;
 		skip_space(ps);
 		if (ps->p < ps->end && *ps->p == ',') {
@@ -299,8 +310,20 @@ static json_t *array(struct parser *ps)
 	return NULL;
 }
 
-static json_t *object(struct parser *ps)
+static int skip(struct parser *ps);
+
+/* The entry of keep for the key of n bytes at key, or NULL. */
+static const struct mtc_json_keep *kept(const struct mtc_json_keep *keep, const char *key, size_t n)
 {
+	for (; keep && keep->key; keep++)
+		if (strlen(keep->key) == n && !memcmp(keep->key, key, n))
+			return keep;
+	return NULL;
+}
+
+static json_t *object(struct parser *ps, struct within in)
+{
+	const struct mtc_json_keep *k = NULL;
 	json_t *o = json_object(), *v;
 	const char *key;
 	char *copy;
@@ -330,12 +353,21 @@ static json_t *object(struct parser *ps)
 			break;
 		}
 		ps->p++;
-		v = value(ps, 0);
-		if (v && json_object_setn_new_nocheck(o, copy ? copy : key, n, v))
-			v = NULL;
-		free(copy);
-		if (!v)
-			break;
+		if (ps->filtered && !(k = kept(in.keep, key, n))) {
+			free(copy);
+			if (skip(ps) < 0)
+				break;
+		} else {
+			struct within sub = in;
+			if (k)
+				sub = (struct within){ k->sub, k->max_items, k->max_bytes };
+			v = value(ps, 0, sub);
+			if (v && json_object_setn_new_nocheck(o, copy ? copy : key, n, v))
+				v = NULL;
+			free(copy);
+			if (!v)
+				break;
+		}
 		skip_space(ps);
 		if (ps->p < ps->end && *ps->p == ',') {
 			ps->p++;
@@ -353,8 +385,79 @@ static json_t *object(struct parser *ps)
 	return NULL;
 }
 
+/*
+ * A value read and dropped: its syntax checked as value() would, to the same
+ * depth, with nothing built (a number or a literal is made and freed).
+ */
+static int skip(struct parser *ps)
+{
+	const char *s;
+	size_t n;
+	json_t *v;
+	int rc = 0;
+
+	skip_space(ps);
+	if (ps->p >= ps->end)
+		return fail(ps, "unexpected end of input"), -1;
+	if (++ps->depth > MAX_DEPTH)
+		return fail(ps, "nested deeper than %d", MAX_DEPTH), -1;
+	if (*ps->p == '{' || *ps->p == '[') {
+		char close = *ps->p == '{' ? '}' : ']';
+		ps->p++;
+		skip_space(ps);
+		if (ps->p < ps->end && *ps->p == close) {
+			ps->p++;
+		} else {
+			for (;;) {
+				if (close == '}') {
+					if (ps->p >= ps->end || *ps->p != '"') {
+						fail(ps, "a string key expected");
+						rc = -1;
+						break;
+					}
+					ps->p++;
+					if ((rc = string(ps, &s, &n)) < 0)
+						break;
+					skip_space(ps);
+					if (ps->p >= ps->end || *ps->p != ':') {
+						fail(ps, "':' expected");
+						rc = -1;
+						break;
+					}
+					ps->p++;
+				}
+				if ((rc = skip(ps)) < 0)
+					break;
+				skip_space(ps);
+				if (ps->p < ps->end && *ps->p == ',') {
+					ps->p++;
+					if (close == '}')
+						skip_space(ps);
+					continue;
+				}
+				if (ps->p < ps->end && *ps->p == close) {
+					ps->p++;
+					break;
+				}
+				fail(ps, "'%c' or '%c' expected", ',', close);
+				rc = -1;
+				break;
+			}
+		}
+	} else if (*ps->p == '"') {
+		ps->p++;
+		rc = string(ps, &s, &n);
+	} else {
+		v = *ps->p == '-' || is_digit(ps->p, ps->end) ? number(ps, NULL) : literal(ps);
+		rc = v ? 0 : -1;
+		json_decref(v);
+	}
+	ps->depth--;
+	return rc;
+}
+
 /* A value; in an array, a string or an integer equal to a shared one is that one. */
-static json_t *value(struct parser *ps, int in_array)
+static json_t *value(struct parser *ps, int in_array, struct within in)
 {
 	const struct mtc_json_atoms *shared = in_array ? ps->atoms : NULL;
 	json_t *v;
@@ -368,15 +471,17 @@ static json_t *value(struct parser *ps, int in_array)
 		return fail(ps, "nested deeper than %d", MAX_DEPTH);
 	switch (*ps->p) {
 	case '{':
-		v = object(ps);
+		v = object(ps, in);
 		break;
 	case '[':
-		v = array(ps);
+		v = array(ps, in);
 		break;
 	case '"':
 		ps->p++;
 		if (string(ps, &s, &n) < 0)
 			v = NULL;
+		else if (in.max_bytes && n > in.max_bytes)
+			v = fail(ps, "a string of more than %zu bytes", in.max_bytes);
 		else if ((v = mtc_json_atom_string(shared, s, n)))
 			json_incref(v);
 		else
@@ -389,11 +494,11 @@ static json_t *value(struct parser *ps, int in_array)
 	return v;
 }
 
-json_t *mtc_json_parse(const char *buf, size_t len, const struct mtc_json_atoms *atoms, char *err,
-		       size_t errlen)
+static json_t *parse(const char *buf, size_t len, const struct mtc_json_atoms *atoms,
+		     const struct mtc_json_keep *keep, char *err, size_t errlen)
 {
 	struct parser ps = { .p = buf, .start = buf, .end = buf + len, .atoms = atoms, .err = err,
-			     .errlen = errlen };
+			     .errlen = errlen, .filtered = keep != NULL };
 	json_t *v = NULL;
 
 	if (errlen)
@@ -401,7 +506,7 @@ json_t *mtc_json_parse(const char *buf, size_t len, const struct mtc_json_atoms 
 	skip_space(&ps);
 	if (ps.p >= ps.end || (*ps.p != '{' && *ps.p != '['))
 		fail(&ps, "'{' or '[' expected");
-	else if ((v = value(&ps, 0))) {
+	else if ((v = value(&ps, 0, (struct within){ keep, 0, 0 }))) {
 		skip_space(&ps);
 		if (ps.p < ps.end) {
 			fail(&ps, "end of input expected");
@@ -411,4 +516,17 @@ json_t *mtc_json_parse(const char *buf, size_t len, const struct mtc_json_atoms 
 	}
 	free(ps.text);
 	return v;
+}
+
+json_t *mtc_json_parse(const char *buf, size_t len, const struct mtc_json_atoms *atoms, char *err,
+		       size_t errlen)
+{
+	return parse(buf, len, atoms, NULL, err, errlen);
+}
+
+json_t *mtc_json_parse_kept(const char *buf, size_t len, const struct mtc_json_atoms *atoms,
+			    const struct mtc_json_keep *keep, char *err, size_t errlen)
+{
+	static const struct mtc_json_keep none[] = { { NULL } };
+	return parse(buf, len, atoms, keep ? keep : none, err, errlen);
 }

@@ -21,4 +21,28 @@ struct mtc_json_atoms;
 json_t *mtc_json_parse(const char *buf, size_t len, const struct mtc_json_atoms *atoms, char *err,
 		       size_t errlen);
 
+/*
+ * The keys worth keeping of an object, in a table that ends with a NULL key.
+ * sub is the table for the objects within the value (an object, or the
+ * objects in a list, at any depth; NULL: they keep no key); a list in the
+ * value may hold at most max_items entries, a string at most max_bytes
+ * (0: no limit).
+ */
+struct mtc_json_keep {
+	const char *key;
+	const struct mtc_json_keep *sub;
+	size_t max_items, max_bytes;
+};
+
+/*
+ * mtc_json_parse of a document whose objects keep only the keys of keep (the
+ * top level's table): any other key's value is read for its syntax, as
+ * mtc_json_parse would, and dropped without being built, so that what a
+ * document costs is bounded by the tables and not by what it holds. A list or
+ * a string longer than its key allows fails the parse ("a list of more than N
+ * entries").
+ */
+json_t *mtc_json_parse_kept(const char *buf, size_t len, const struct mtc_json_atoms *atoms,
+			    const struct mtc_json_keep *keep, char *err, size_t errlen);
+
 #endif

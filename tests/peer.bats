@@ -923,7 +923,7 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	run curl -s -o /dev/null -w '%{http_code}' "$URL/v1/coord/sync"
 	assert_output 405
 	[ "$(vmhwm_kib "$PID")" -lt $((64 << 10)) ]
-	run coord_post sync '{"rank": 1, "replicated-step": 5, "last-backup": {"name": "9999-12-31_23-59", "step": 5}}'
+	run coord_post sync '{"rank": 0, "replicated-step": 5, "last-backup": {"name": "9999-12-31_23-59", "step": 5}}'
 	assert_output 400
 	grep -q "later than this coordinator's clock" "$T/coord.body"
 	run coord_post sync '{"rank": 1, "replicated-step": 1152921504606846976}'
@@ -934,7 +934,7 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	grep -q "node in \[0, nodes)" "$T/coord.body"
 	run coord_post restore '{"rank": 1, "meta-files": [], "data-files": ["../../etc"]}'
 	assert_output 400
-	run coord_post restore '{"rank": 1, "meta-files": [], "data-files": [], "backups": [{"meta-files": []}]}'
+	run coord_post restore '{"rank": 0, "meta-files": [], "data-files": [], "backups": [{"meta-files": []}]}'
 	assert_output 400
 	run curl -s "$URL/v1/coord/status"
 	refute_output --partial 9999
@@ -953,6 +953,17 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	[ "$status" -eq 0 ]
 	assert_output --partial "Content-Length and Transfer-Encoding: chunked, then POST /v1/coord/nope: answers [400], closed"
 	only_staging_free "$T/p"
+}
+
+@test "coordinator: hostile reports from every one of 1024 ranks keep its peak memory under 64 MiB" {
+	sanitized && skip "a sanitizer's memory is not the daemon's"
+	# unknown keys holding empty arrays, lists of names, nesting 2000 deep, lists
+	# as long as a rank may send and far longer, long strings: each kind of round
+	start_daemon p --coordinator --nodes 1024
+	run timeout 600 python3 "$BATS_TEST_DIRNAME/coord_hostile.py" "$URL" "$PID" 1024 $((64 << 10))
+	echo "$output"
+	assert_success
+	assert_output --partial "restore answers {200: 1024}, oversized ones {400: 16}"
 }
 
 @test "coordinator: a long report is read without rests between its reads" {

@@ -157,3 +157,63 @@ small_step() {
 	assert_failure 2
 	assert_output --partial "--strict-ranks needs --peer-token-file"
 }
+
+# report RANK KIND JSON: the HTTP code of RANK's report with its own credential (answer in $T/body).
+report() { code "$(cred "$1")" POST "/v1/coord/$2" -H 'Content-Type: application/json' --data-binary "$3"; }
+
+# restore_body RANK EXTRA: RANK's restore report of step 5 (meta and data of its own), 3 nodes.
+restore_body() {
+	local h
+	h=$(printf '%063d%s' 0 "$1")
+	printf '{"rank":%s,"session":"s","wait":0,"address":"http://127.0.0.1:1","config":{"job-name":"job","framework":"orbax","node-rank":%s,"nodes":3,"peers-per-node":1},"meta-files":[[5,%s,0,"%s"]],"data-files":["%s"]%s}' \
+		"$1" "$1" "$1" "$h" "$h" "$2"
+}
+
+@test "the coordinator takes restore.version and the backups from rank 0 only" {
+	mkdir "$T/p"
+	serve_on "$T/p" --peer-token-file "$T/token" --strict-ranks --coordinator --nodes 3
+	run report 0 restore "$(restore_body 0 '')"
+	assert_output 200
+	run report 1 restore "$(restore_body 1 '')"
+	assert_output 200
+	run report 2 restore "$(restore_body 2 ',"restore-version":"2020-01-01_00-00"')"
+	assert_output 200
+	jq -e '.status == "done" and ."plan-step" == 5' "$T/body"
+	grep -q "ignored \"restore-version\" in rank 2's 'restore' report" "$T/p.err"
+	# rank 0 sends no backups, rank 2 a backup that would be the plan: it is not used
+	b=',"backups":[{"name":"2025-01-01_00-00","meta-files":[[7,0,0,"'$(printf 'b%.0s' $(seq 64))'"],[7,1,0,"'$(printf 'c%.0s' $(seq 64))'"],[7,2,0,"'$(printf 'd%.0s' $(seq 64))'"]],"data-files":["'$(printf 'b%.0s' $(seq 64))'","'$(printf 'c%.0s' $(seq 64))'","'$(printf 'd%.0s' $(seq 64))'"]}]'
+	for r in 0 1; do
+		run report $r restore '{"rank":'$r',"session":"t","wait":0,"config":{"job-name":"job","framework":"orbax","node-rank":'$r',"nodes":3,"peers-per-node":1},"meta-files":[],"data-files":[]}'
+		assert_output 200
+	done
+	run report 2 restore '{"rank":2,"session":"t","wait":0,"config":{"job-name":"job","framework":"orbax","node-rank":2,"nodes":3,"peers-per-node":1},"meta-files":[],"data-files":[]'"$b"'}'
+	assert_output 200
+	jq -e '.status == "done" and ."plan-step" == null' "$T/body"
+	[ "$(grep -c "ignored .* in rank 2's" "$T/p.err")" = 1 ]
+}
+
+@test "a credential of another job is refused on every coordinator endpoint and never counted" {
+	mkdir "$T/p" "$T/q"
+	serve_on "$T/p" --peer-token-file "$T/token" --strict-ranks --coordinator --nodes 3 --job job
+	other=$(cred 1 other)
+	for kind in sync heartbeat restore restore-done; do
+		run code "$other" POST "/v1/coord/$kind" -d '{"rank":1,"session":"s","wait":0,"replicated-step":1,"ok":true,"meta-files":[],"data-files":[]}'
+		assert_output 403
+		grep -q "job 'other' cannot speak for job 'job'" "$T/body"
+	done
+	run code "$other" GET /v1/coord/status
+	assert_output 403
+	run code "$(cred 2)" GET /v1/coord/status
+	assert_output 200
+	jq -e '."seconds-since-seen" == [null, null, null] and .reported.restore == 0 and .reported.sync == 0' "$T/body"
+	run beat "$(cred 1)" 1
+	assert_output 200
+	# without --job the first job a report names is the one served
+	serve_on "$T/q" --peer-token-file "$T/token" --coordinator --nodes 3
+	run beat "$(cred 0)" 0
+	assert_output 200
+	run beat "$(cred 1 other)" 1
+	assert_output 403
+	run code "$(cred 0)" GET /v1/coord/status
+	jq -e '."seconds-since-seen"[1] == null' "$T/body"
+}

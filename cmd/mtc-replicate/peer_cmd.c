@@ -53,7 +53,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 {
 	struct mtc_peer_server_opts o;
 	char *dir = NULL, *listen = NULL, *token = NULL, *ready_file = NULL, *tls_dir = NULL,
-	     err[512];
+	     *job = NULL, err[512];
 	long long max_body = -1, max_files = -1, min_rate = -1;
 	int insecure = 0, strict_ranks = 0, max_depth = -1, max_conn = -1, timeout = -1, session_timeout = -1, sig, rc;
 	int coordinator = 0, nodes = 0, per_ip = -1, max_unauth = -1, head_timeout = -1;
@@ -107,6 +107,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "also be the coordinator (rank 0): POST /v1/coord/{restore,restore-done,sync}",
 		  NULL },
 		{ "nodes", 'n', POPT_ARG_INT, &nodes, 0, "ranks the coordinator waits for", "N" },
+		{ "job", '\0', POPT_ARG_STRING, &job, 0,
+		  "the job the coordinator serves: a report of another job is refused (default: the "
+		  "first job a report names)", "NAME" },
 		{ "round-timeout", '\0', POPT_ARG_DOUBLE, &round_s, 0,
 		  "seconds before an incomplete round fails (default 300)", "SEC" },
 		{ "heartbeat-timeout", '\0', POPT_ARG_DOUBLE, &heartbeat_s, 0,
@@ -170,6 +173,11 @@ int mtc_replicate_serve(int argc, const char **argv)
 		mtc_coord_defaults(&co);
 		co.nodes = nodes;
 		co.strict_ranks = strict_ranks;
+		if (job && !mtc_valid_job_name(job)) {
+			rc = mtc_usage_error("--job: '%s' is not a job name", job);
+			goto out;
+		}
+		co.job = job;
 		if (round_s > 0)
 			co.round_s = round_s;
 		if (heartbeat_s > 0)
@@ -220,6 +228,7 @@ out:
 	free(token);
 	free(tls_dir);
 	free(ready_file);
+	free(job);
 	return rc;
 }
 

@@ -65,6 +65,9 @@ struct mtc_coord {
 	struct round rounds[NKINDS];
 	double *last_seen; /* 0: never heard from */
 	unsigned char *refusal_logged; /* per rank: a report for it was refused (403) */
+	unsigned char *ignored_logged; /* per rank: a field only rank 0 may state was dropped */
+	char job[MTC_JOB_MAX + 1];     /* the job served: --job, else the first report's; "" until then */
+	struct mtc_json_keep keys[NKINDS + 1][16], config_keys[16], backup_keys[4], last_keys[3];
 	int stopping;
 	long long last_backup_time, last_backup_step, last_agreed;
 	char last_backup_name[17];
@@ -101,6 +104,61 @@ void mtc_coord_defaults(struct mtc_coord_opts *o)
 	o->round_s = 300;
 	o->heartbeat_s = 30;
 	o->poll_s = 20;
+	o->strict_ranks = 0;
+	o->job = NULL;
+}
+
+/*
+ * What the coordinator reads of each kind of report (mtc(7) §5.1): every other
+ * key is dropped while parsing, and each list is bounded by what nodes allow.
+ */
+static void report_keys(struct mtc_coord *c)
+{
+#define KEY(k) { .key = k }
+#define STR(k, n) { .key = k, .max_bytes = n }
+#define LIST(k, n) { .key = k, .max_items = n, .max_bytes = MTC_HASH_MAX }
+#define OBJ(k, t) { .key = k, .sub = t }
+#define END { .key = NULL }
+	size_t n = (size_t)c->o.nodes, list = MTC_COORD_LIST_MAX(c->o.nodes);
+	const struct mtc_json_keep config[] = {
+		STR("job-name", MTC_JOB_MAX), STR("framework", 64), KEY("node-rank"), KEY("nodes"),
+		{ .key = "peer-ranks", .max_items = n }, KEY("peers-per-node"),
+		KEY("assume-data-parallelism"), KEY("workers-per-node"),
+		KEY("backup-interval-minutes"), KEY("backup-interval-steps"), END
+	};
+	const struct mtc_json_keep backup[] = {
+		STR("name", 64), LIST("meta-files", MTC_COORD_BACKUP_LIST_MAX(n)),
+		LIST("data-files", MTC_COORD_BACKUP_LIST_MAX(n)), END
+	};
+	const struct mtc_json_keep last[] = { STR("name", 64), KEY("step"), END };
+	const struct mtc_json_keep restore[] = {
+		KEY("rank"), STR("session", 63), KEY("wait"), STR("address", 1024),
+		OBJ("config", c->config_keys), LIST("meta-files", list), LIST("data-files", list),
+		{ .key = "backups", .sub = c->backup_keys, .max_items = MTC_COORD_BACKUPS_MAX },
+		STR("restore-version", 64), END
+	};
+	const struct mtc_json_keep done[] = {
+		KEY("rank"), STR("session", 63), KEY("wait"), KEY("ok"), KEY("error"), END
+	};
+	const struct mtc_json_keep sync[] = {
+		KEY("rank"), STR("session", 63), KEY("wait"), KEY("replicated-step"),
+		KEY("backup-running"), KEY("backup-requested"), OBJ("last-backup", c->last_keys),
+		OBJ("config", c->config_keys), END
+	};
+	const struct mtc_json_keep beat[] = { KEY("rank"), STR("session", 63), KEY("wait"), END };
+#undef KEY
+#undef STR
+#undef LIST
+#undef OBJ
+#undef END
+
+	memcpy(c->config_keys, config, sizeof config);
+	memcpy(c->backup_keys, backup, sizeof backup);
+	memcpy(c->last_keys, last, sizeof last);
+	memcpy(c->keys[K_RESTORE], restore, sizeof restore);
+	memcpy(c->keys[K_DONE], done, sizeof done);
+	memcpy(c->keys[K_SYNC], sync, sizeof sync);
+	memcpy(c->keys[NKINDS], beat, sizeof beat);
 }
 
 struct mtc_coord *mtc_coord_new(const struct mtc_coord_opts *o)
@@ -120,6 +178,9 @@ struct mtc_coord *mtc_coord_new(const struct mtc_coord_opts *o)
 		c->rounds[k].s = xcalloc((size_t)o->nodes, sizeof(struct slot));
 	c->last_seen = xcalloc((size_t)o->nodes, sizeof(double));
 	c->refusal_logged = xcalloc((size_t)o->nodes, 1);
+	c->ignored_logged = xcalloc((size_t)o->nodes, 1);
+	snprintf(c->job, sizeof c->job, "%s", o->job ? o->job : "");
+	report_keys(c);
 	c->last_backup_time = c->last_backup_step = c->last_agreed = -1;
 	c->watching = pthread_create(&c->watcher, NULL, watch_main, c) == 0;
 	return c;
@@ -142,6 +203,7 @@ void mtc_coord_free(struct mtc_coord *c)
 	}
 	free(c->last_seen);
 	free(c->refusal_logged);
+	free(c->ignored_logged);
 	pthread_cond_destroy(&c->cv);
 	pthread_cond_destroy(&c->tick);
 	pthread_mutex_destroy(&c->mu);
@@ -251,14 +313,11 @@ static void check_round(struct mtc_coord *c, enum kind k)
 		}
 }
 
-static json_t *rank_config(struct round *rd, int nodes)
+/* The job's config: rank 0's, the coordinator's own node (a rank states only its own peers). */
+static json_t *job_config(struct round *rd)
 {
-	for (int r = 0; r < nodes; r++) {
-		json_t *cfg = rd->s[r].report ? json_object_get(rd->s[r].report, "config") : NULL;
-		if (json_is_object(cfg))
-			return cfg;
-	}
-	return NULL;
+	json_t *cfg = json_object_get(rd->s[0].report, "config");
+	return json_is_object(cfg) ? cfg : NULL;
 }
 
 static long long cfg_int(json_t *cfg, const char *key, long long dflt)
@@ -269,11 +328,12 @@ static long long cfg_int(json_t *cfg, const char *key, long long dflt)
 
 static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *err, size_t errlen)
 {
-	json_t *cfg = rank_config(rd, c->o.nodes), *inv, *ranks = json_array(), *backups = NULL,
-	       *version = NULL;
+	json_t *cfg = job_config(rd), *inv, *ranks = json_array(), *rep0 = rd->s[0].report,
+	       *backups = json_object_get(rep0, "backups"),
+	       *version = json_object_get(rep0, "restore-version");
 
 	if (!cfg || !json_is_string(json_object_get(cfg, "job-name"))) {
-		snprintf(err, errlen, "no rank sent its config");
+		snprintf(err, errlen, "rank 0 sent no config");
 		json_decref(ranks);
 		return NULL;
 	}
@@ -297,15 +357,12 @@ static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *er
 		json_object_set_new(o, "meta-files", json_incref(json_object_get(rep, "meta-files")) ?: json_array());
 		json_object_set_new(o, "data-files", json_incref(json_object_get(rep, "data-files")) ?: json_array());
 		json_array_append_new(ranks, o);
-		if (!backups && json_is_array(v = json_object_get(rep, "backups")))
-			backups = v;
-		if (!version && json_is_string(v = json_object_get(rep, "restore-version")))
-			version = v;
 	}
 	json_object_set_new(inv, "ranks", ranks); /* replaces the head's empty one */
-	if (backups)
+	/* the backup location speaks through the coordinator's own node only (parse_report) */
+	if (json_is_array(backups))
 		json_object_set(inv, "backups", backups);
-	if (version)
+	if (json_is_string(version))
 		json_object_set(inv, "restore-version", version);
 	return inv;
 }
@@ -377,7 +434,7 @@ int mtc_coord_backup_due(long long agreed, int any_running, int requested, long 
 
 static void complete_sync(struct mtc_coord *c, struct round *rd)
 {
-	json_t *cfg = rank_config(rd, c->o.nodes), *backup = NULL;
+	json_t *cfg = job_config(rd), *backup = NULL;
 	long long agreed = -1;
 	int running = 0, requested = 0;
 	char name[17];
@@ -584,17 +641,50 @@ static const char *bad_report(const struct mtc_coord *c, int k, json_t *rep, cha
 }
 
 /*
- * 0 when who may report for rank (the report's config, when it has one, naming
- * who's job), else 403 with the answer; logged the first time per rank.
+ * Under mu: 0 when the job that who's credential (else the report's config,
+ * cfg_job, when given) names is the one this coordinator serves, else 403 with
+ * why. Without --job, the first job named is the one served.
+ */
+static int other_job(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *cfg_job,
+		     char *why, size_t len)
+{
+	const char *job = who && who->kind == MTC_CRED_RANK ? who->job : cfg_job;
+
+	if (!job || !mtc_valid_job_name(job))
+		return 0;
+	if (!c->job[0]) {
+		snprintf(c->job, sizeof c->job, "%s", job);
+		mtc_info("coordinator: serving job '%s', the first a report named (--job names it)", job);
+	}
+	if (!strcmp(job, c->job))
+		return 0;
+	if (job == cfg_job)
+		snprintf(why, len, "the config names job '%s', this coordinator serves job '%s'", job,
+			 c->job);
+	else
+		snprintf(why, len, "the credential of rank %d of job '%s' cannot speak for job '%s'",
+			 who->rank, job, c->job);
+	return 403;
+}
+
+/*
+ * 0 when who may report for rank (its credential's job and the report's config,
+ * when it has one, naming this coordinator's job), else 403 with the answer;
+ * logged the first time per rank.
  */
 static int refused_speaker(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *kind,
 			   json_t *rep, int rank, char **answer)
 {
 	const char *job = json_string_value(json_object_get(json_object_get(rep, "config"), "job-name"));
-	char why[384];
-	int first;
+	char why[640];
+	int first, code;
 
-	if (!mtc_cred_may_write(who, c->o.strict_ranks, job, rank, why, sizeof why))
+	if (!(code = mtc_cred_may_write(who, c->o.strict_ranks, job, rank, why, sizeof why))) {
+		pthread_mutex_lock(&c->mu);
+		code = other_job(c, who, job, why, sizeof why);
+		pthread_mutex_unlock(&c->mu);
+	}
+	if (!code)
 		return 0;
 	pthread_mutex_lock(&c->mu);
 	first = !c->refusal_logged[rank];
@@ -604,6 +694,41 @@ static int refused_speaker(struct mtc_coord *c, const struct mtc_peer_cred *who,
 		mtc_warn("refused a '%s' report for rank %d: %s", kind, rank, why);
 	*answer = failure("refused a '%s' report for rank %d: %s", kind, rank, why);
 	return 403;
+}
+
+/*
+ * Drops what rank may not state (mtc(7) §5.1): the backups, the restore.version
+ * pin and the last backup come from rank 0 only, the coordinator's own node
+ * (the first two logged once per rank); a failure's reason is kept to
+ * MTC_COORD_ERROR_MAX bytes.
+ */
+static void keep_own(struct mtc_coord *c, const char *kind, json_t *rep, int rank)
+{
+	static const char *const rank0_only[] = { "backups", "restore-version", "last-backup" };
+	json_t *e = json_object_get(rep, "error");
+	const char *s = json_string_value(e);
+	size_t n = json_string_length(e);
+	int first;
+
+	for (size_t i = 0; rank && i < sizeof rank0_only / sizeof *rank0_only; i++) {
+		if (!json_object_get(rep, rank0_only[i]))
+			continue;
+		json_object_del(rep, rank0_only[i]);
+		if (i == 2) /* every rank's sync names the backups the coordinator named */
+			continue;
+		pthread_mutex_lock(&c->mu);
+		first = !c->ignored_logged[rank];
+		c->ignored_logged[rank] = 1;
+		pthread_mutex_unlock(&c->mu);
+		if (first)
+			mtc_warn("ignored \"%s\" in rank %d's '%s' report: only rank 0 speaks for "
+				 "the backups", rank0_only[i], rank, kind);
+	}
+	if (s && n > MTC_COORD_ERROR_MAX) {
+		for (n = MTC_COORD_ERROR_MAX; n && ((unsigned char)s[n] & 0xC0) == 0x80; n--)
+			;
+		json_object_set_new(rep, "error", json_stringn(s, n));
+	}
 }
 
 /* Under mu: the answer to a report of kind k from rank whose wait is over. */
@@ -640,7 +765,8 @@ static int parse_report(struct mtc_coord *c, const struct mtc_peer_cred *who, co
 		return 404;
 	}
 	pthread_mutex_lock(&c->mu); /* the round's shared values, read as the report is */
-	rep = mtc_json_parse(body, len, k < NKINDS ? c->rounds[k].atoms : NULL, jerr, sizeof jerr);
+	rep = mtc_json_parse_kept(body, len, k < NKINDS ? c->rounds[k].atoms : NULL, c->keys[k], jerr,
+				  sizeof jerr);
 	pthread_mutex_unlock(&c->mu);
 	if (!json_is_object(rep) || !json_is_integer(v = json_object_get(rep, "rank")) ||
 	    json_integer_value(v) < 0 || json_integer_value(v) >= c->o.nodes) {
@@ -654,6 +780,7 @@ static int parse_report(struct mtc_coord *c, const struct mtc_peer_cred *who, co
 		json_decref(rep);
 		return code;
 	}
+	keep_own(c, kind, rep, rank);
 	if (k < NKINDS && (bad = bad_report(c, k, rep, buf, sizeof buf))) {
 		mtc_warn("refused a '%s' report from rank %d: %s", kind, rank, bad);
 		*answer = failure("bad '%s' report: %s", kind, bad);
@@ -874,6 +1001,16 @@ int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *me
 		return 404;
 	}
 	if (!strcmp(kind, "status") && !strcmp(method, "GET")) {
+		struct mtc_coord *c = coord;
+		char why[640];
+		int code;
+		pthread_mutex_lock(&c->mu);
+		code = c->job[0] && who && who->kind == MTC_CRED_RANK ? other_job(c, who, NULL, why, sizeof why) : 0;
+		pthread_mutex_unlock(&c->mu);
+		if (code) {
+			*answer = failure("refused a status read: %s", why);
+			return code;
+		}
 		*answer = status_json(coord);
 		return 200;
 	}

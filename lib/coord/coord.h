@@ -32,7 +32,11 @@
  *
  * A report for a rank must come with that rank's credential (peer_auth.h),
  * or the job's plain secret unless strict_ranks; else 403, logged once per
- * rank. GET /v1/coord/status reads with either.
+ * rank. GET /v1/coord/status reads with either. A credential or a config of
+ * another job than the one served (opts.job, else the first a report names)
+ * is 403 on every endpoint. The job's settings come from rank 0's config, and
+ * "backups", "restore-version" and "last-backup" from rank 0 only: another
+ * rank's are dropped, logged once per rank.
  *
  * A report that does not hold together is refused with 400 and logged, and
  * never joins a round: steps in [0, MTC_COORD_STEP_MAX], metas naming nodes
@@ -42,12 +46,27 @@
 #define MTC_COORD_STEP_MAX (1LL << 53)
 #define MTC_COORD_SKEW_S 600
 
+/*
+ * A report is read into what the coordinator uses (mtc(7) §5.1): other keys
+ * are dropped while it is parsed, and a list longer than these is refused
+ * (400), so that a round's memory is bounded by nodes whatever the ranks send.
+ * A rank lists at most MTC_COORD_LIST_MAX metas and as many data (its own
+ * and its peers' steps); rank 0 at most MTC_COORD_BACKUPS_MAX backups of at
+ * most MTC_COORD_BACKUP_LIST_MAX metas and data each; a failure's reason is
+ * cut to MTC_COORD_ERROR_MAX bytes.
+ */
+#define MTC_COORD_LIST_MAX(nodes) ((size_t)((nodes) >= 1024 ? 32 : 32768 / (nodes)))
+#define MTC_COORD_BACKUPS_MAX 8
+#define MTC_COORD_BACKUP_LIST_MAX(nodes) ((size_t)((nodes) >= 1024 ? 2 * (nodes) : 2048))
+#define MTC_COORD_ERROR_MAX 1024
+
 struct mtc_coord_opts {
 	int nodes;
 	double round_s;	    /* a round fails this long after it opened (default 300) */
 	double heartbeat_s; /* a rank silent this long has vanished (default 30) */
 	double poll_s;	    /* longest wait of one report (default 20) */
 	int strict_ranks;   /* the job's plain secret may not report for a rank */
+	const char *job;    /* the job served (NULL: the first a report names) */
 };
 
 void mtc_coord_defaults(struct mtc_coord_opts *o);
