@@ -419,7 +419,7 @@ stop_at_meta() {
 	assert_failure 2
 	printf '{}' > "$T/bad.json"
 	run mtc-replicate commit --dir "$L" --config "$T/bad.json"
-	assert_failure 1
+	assert_failure 2
 	assert_output --partial "mtc-replicate: invalid config '$T/bad.json'"
 }
 
