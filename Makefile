@@ -80,7 +80,7 @@ check: have-deps
 # under the build dir. Where PyPI cannot be reached the tests that need it say
 # so and are skipped; the programs never need Python.
 VENV     := build/venv
-PY_PKGS   = orbax-checkpoint jax jaxlib tensorstore blake3 moto[server] boto3 awscli
+PY_PKGS   = orbax-checkpoint jax jaxlib tensorstore blake3 'moto[server]' boto3 awscli
 venv:
 	@[ -e $(VENV)/.complete ] || { rm -rf $(VENV) && python3 -m venv $(VENV) \
 	    && $(VENV)/bin/pip install -q --disable-pip-version-check $(PY_PKGS) >$(VENV).log 2>&1 \
