@@ -11,6 +11,13 @@ need_moto() {
 	MOTO_SERVER=$venv/bin/moto_server
 }
 
+# need_boto3: skips the test, saying why, unless the venv has boto3; sets MTC_PY.
+need_boto3() {
+	local venv=${MTC_VENV:-$BATS_TEST_DIRNAME/../build/venv}
+	"$venv/bin/python" -c 'import boto3' 2>/dev/null || skip "boto3 is not installed: make venv (needs PyPI)"
+	MTC_PY=$venv/bin/python
+}
+
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # moto_start DIR: moto on loopback, its log in DIR/moto.log; sets MOTO_URL and
