@@ -170,6 +170,15 @@ start_moto() {
 	[ "$(stat_of issued)" -eq 1 ]
 }
 
+@test "threads asking at once share one fetch: the refresh is under a lock" {
+	creds_server --lifetime 3600
+	AWS_CONTAINER_CREDENTIALS_FULL_URI=$CREDS_URL/creds run "$CLIENT" creds 5 16
+	assert_success
+	[ "${#lines[@]}" -eq 80 ]
+	[ "$(echo "$output" | grep -c ' ASIATEST1 token1 ')" -eq 80 ]
+	[ "$(stat_of issued)" -eq 1 ]
+}
+
 @test "a failed refresh keeps credentials that have not expired yet, and is not retried at every request" {
 	creds_server --lifetime 240 --fail-after 1
 	export AWS_CONTAINER_CREDENTIALS_FULL_URI=$CREDS_URL/creds

@@ -3,14 +3,16 @@
  * the credential chain (s3_auth.c), the target (s3_endpoint.c) and the
  * signer (s3_sign.c) together against a real server. Without arguments it
  * has nothing to run on (TAP skip).
- *   s3_client creds [N]            asks for credentials N times (default 1), printing
- *                                  "source access-key session-token|- expires" each
+ *   s3_client creds [N [T]]        asks for credentials N times (default 1), printing
+ *                                  "source access-key session-token|- expires" each; on
+ *                                  T threads at once when T is given
  *   s3_client put BUCKET KEY TEXT  a signed PutObject (UNSIGNED-PAYLOAD when
  *                                  TEST_UNSIGNED is set), printing the status
  *   s3_client get BUCKET KEY       a signed GetObject, printing the body
  * The endpoint is $TEST_S3_ENDPOINT (else as the AWS CLI finds it); an answer
  * other than 2xx exits 1 with "HTTP <status>: <S3 error code>".
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,54 @@ static struct mtc_s3_auth *auth_or_die(void)
 		exit(1);
 	}
 	return a;
+}
+
+struct asker {
+	struct mtc_s3_auth *a;
+	int n, rc;
+};
+
+static void *ask(void *arg)
+{
+	struct asker *k = arg;
+	struct mtc_s3_creds c;
+	char err[1024];
+
+	for (int i = 0; i < k->n; i++) {
+		if (mtc_s3_auth_get(k->a, 0, &c, err, sizeof err) < 0) {
+			fprintf(stderr, "s3_client: %s\n", err);
+			k->rc = 1;
+			return NULL;
+		}
+		flockfile(stdout);
+		printf("%s %s %s %.0f\n", mtc_s3_auth_source(k->a), c.access_key,
+		       c.session_token ? c.session_token : "-", c.expires);
+		fflush(stdout);
+		funlockfile(stdout);
+		mtc_s3_creds_free(&c);
+	}
+	return NULL;
+}
+
+static int creds_threads(int n, int threads)
+{
+	struct mtc_s3_auth *a = auth_or_die();
+	struct asker k[64];
+	pthread_t t[64];
+	int rc = 0;
+
+	if (threads > 64)
+		threads = 64;
+	for (int i = 0; i < threads; i++) {
+		k[i] = (struct asker){ .a = a, .n = n };
+		pthread_create(&t[i], NULL, ask, &k[i]);
+	}
+	for (int i = 0; i < threads; i++) {
+		pthread_join(t[i], NULL);
+		rc |= k[i].rc;
+	}
+	mtc_s3_auth_free(a);
+	return rc;
 }
 
 static int creds_cmd(int n)
@@ -120,6 +170,8 @@ done:
 int main(int argc, char **argv)
 {
 	mtc_http_init();
+	if (argc > 3 && !strcmp(argv[1], "creds"))
+		return creds_threads(atoi(argv[2]), atoi(argv[3]));
 	if (argc > 1 && !strcmp(argv[1], "creds"))
 		return creds_cmd(argc > 2 ? atoi(argv[2]) : 1);
 	if (argc > 4 && !strcmp(argv[1], "put"))
