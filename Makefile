@@ -76,15 +76,18 @@ check: have-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) fuzz
 	@tests/run build/release build/asan
 
-# The real frameworks, for tests only (oracles and the Orbax stand-in): a venv
-# under the build dir. Where PyPI cannot be reached the tests that need it say
-# so and are skipped; the programs never need Python.
+# The real frameworks, for tests only (oracles and the Orbax stand-in), and moto (a real S3
+# and STS that checks signatures), boto3 and the AWS CLI: a venv under the build dir. Where
+# PyPI cannot be reached the tests that need it say so and are skipped; the programs never
+# need Python. .complete holds the list installed: a venv made before a package joined the
+# list gets it added. Globbing is off: moto[server] is a package, not a pattern.
 VENV     := build/venv
-PY_PKGS   = orbax-checkpoint jax jaxlib tensorstore blake3
+PY_PKGS   = orbax-checkpoint jax jaxlib tensorstore blake3 moto[server] boto3 awscli
 venv:
-	@[ -e $(VENV)/.complete ] || { rm -rf $(VENV) && python3 -m venv $(VENV) \
+	@set -f; grep -qxF "$(PY_PKGS)" $(VENV)/.complete 2>/dev/null || { rm -f $(VENV)/.complete \
+	    && { [ -x $(VENV)/bin/pip ] || { rm -rf $(VENV) && python3 -m venv $(VENV); }; } \
 	    && $(VENV)/bin/pip install -q --disable-pip-version-check $(PY_PKGS) >$(VENV).log 2>&1 \
-	    && touch $(VENV)/.complete \
+	    && echo "$(PY_PKGS)" >$(VENV)/.complete \
 	    || echo "# venv: cannot install $(PY_PKGS) (see $(VENV).log): tests of the real frameworks are skipped"; }
 
 # Google's own Node.js client for Cloud Storage, a second real client that checks the

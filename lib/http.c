@@ -98,6 +98,41 @@ int mtc_http_setup(CURL *h, const struct mtc_http_opts *o, struct curl_slist **h
 	return 0;
 }
 
+long mtc_http_fetch(const struct mtc_http_opts *o, const char *method, const char *body,
+		    struct curl_slist *headers, struct mtc_buf *answer, CURLcode *cc, char *err,
+		    size_t errlen)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = NULL;
+	char ebuf[CURL_ERROR_SIZE];
+	long status = 0;
+
+	*cc = CURLE_FAILED_INIT;
+	if (!c)
+		return mtc_fail(err, errlen, "cannot start a request"), 0;
+	if (mtc_http_setup(c, o, &h, ebuf, err, errlen) < 0) {
+		curl_easy_cleanup(c);
+		return 0;
+	}
+	for (struct curl_slist *l = headers; l; l = l->next)
+		h = curl_slist_append(h, l->data);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, mtc_http_to_buf);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, answer);
+	if (body)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	if (method)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	*cc = curl_easy_perform(c);
+	if (*cc != CURLE_OK)
+		mtc_fail(err, errlen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(*cc));
+	else
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return status;
+}
+
 size_t mtc_http_to_buf(char *p, size_t size, size_t n, void *buf)
 {
 	return mtc_buf_append(buf, p, size * n) < 0 ? 0 : size * n;

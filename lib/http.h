@@ -5,6 +5,8 @@
 
 #include <curl/curl.h>
 
+struct mtc_buf;
+
 /*
  * The one HTTP client layer (mtc(7) §9.6): every request the programs
  * make (GCS, its token endpoints, the peers, the coordinator) is set up here. One pool:
@@ -49,6 +51,16 @@ struct mtc_http_opts {
  */
 int mtc_http_setup(CURL *h, const struct mtc_http_opts *o, struct curl_slist **headers,
 		   char *errbuf, char *err, size_t errlen);
+
+/*
+ * One small exchange, its answer kept whole in answer (its cap bounds it):
+ * method (NULL: GET, or POST with a body), the body as a string (NULL: none),
+ * headers the caller's (still theirs to free). Returns the status, or 0 when
+ * none came, with curl's reason in err and its code in *cc.
+ */
+long mtc_http_fetch(const struct mtc_http_opts *o, const char *method, const char *body,
+		    struct curl_slist *headers, struct mtc_buf *answer, CURLcode *cc, char *err,
+		    size_t errlen);
 
 /* 0 when o may be sent as stated (the peers' TLS rule, tls.h), else -1 with err. */
 int mtc_http_check(const struct mtc_http_opts *o, char *err, size_t errlen);

@@ -193,30 +193,17 @@ struct body {
 static long http(const char *url, const char *post, const char *header, struct body *b,
 		 char *err, size_t errlen)
 {
-	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
-	char ebuf[CURL_ERROR_SIZE];
 	struct mtc_http_opts o = { .url = url, .idempotent = 1, .timeout_s = 30, .connect_s = 5 };
-	long status = 0;
+	long status;
 
 	mtc_buf_init(&b->buf, ANSWER_MAX);
-	mtc_http_setup(c, &o, &h, ebuf, err, errlen);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, mtc_http_to_buf);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b->buf);
 	if (header)
 		h = curl_slist_append(h, header);
-	if (post) {
+	if (post)
 		h = curl_slist_append(h, "Content-Type: application/x-www-form-urlencoded");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, post);
-	}
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	b->cc = curl_easy_perform(c);
-	if (b->cc != CURLE_OK)
-		mtc_fail(err, errlen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(b->cc));
-	else
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	status = mtc_http_fetch(&o, NULL, post, h, &b->buf, &b->cc, err, errlen);
 	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
 	return status;
 }
 
