@@ -325,7 +325,7 @@ sys.stdout.write(yaml.dump(config, default_flow_style=False, sort_keys=False))' 
 
 @test "offer exits 1 with the text of replicator.failed once its yaml is gone" {
 	(
-		for _ in $(seq 100); do [ -e "$D/replicator.yaml" ] && break; sleep 0.05; done
+		for _ in $(seq 600); do [ -e "$D/replicator.yaml" ] && break; sleep 0.05; done
 		echo "2026-01-01 00:00:00.000 0001:0001 init [ERR] x.y(0): a warning" > "$D/replicator.errors"
 		echo "2026-01-01 00:00:00.000 0001:0001 init [CRI] x.y(0): disk on fire" > "$D/replicator.failed"
 		rm "$D/replicator.yaml"

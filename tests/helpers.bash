@@ -60,7 +60,7 @@ serve_on() {
 	mtc-replicate serve --dir "$dir" --listen 127.0.0.1:0 "$@" >"$dir.out" 2>"$dir.err" &
 	PID=$!
 	PIDS+=("$PID")
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		grep -q listen "$dir.out" 2>/dev/null && break
 		sleep 0.05
 	done

@@ -138,11 +138,11 @@ s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.s
 
 @test "mtc-node: a daemon that dies is a line in replicator.errors and restarts in place" {
 	node_start
-	for _ in $(seq 100); do [ -s "$W/state/serve.pid" ] && curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -s "$W/state/serve.pid" ] && curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
 	local old
 	old=$(cat "$W/state/serve.pid")
 	kill -9 "$old"
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		[ "$(cat "$W/state/serve.pid")" != "$old" ] && curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
 		sleep 0.1
 	done
@@ -156,14 +156,14 @@ s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.s
 
 @test "mtc-node: killed with -9 or stopped with SIGTERM, nothing it started is left" {
 	node_start
-	for _ in $(seq 100); do [ -s "$W/state/serve.pid" ] && curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -s "$W/state/serve.pid" ] && curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
 	pgrep -f -- "mtc-handshake accept --dir $W/local" >/dev/null
 	kill -9 "$NPID"
 	wait "$NPID" || true
 	NPID=
 	nothing_left
 	node_start
-	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
+	for _ in $(seq 300); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
 	kill -TERM "$NPID"
 	ends_with "$NPID" 10 0
 	NPID=
@@ -217,7 +217,7 @@ refuses() {
 	mtc-handshake offer --dir "$W/local" --job-name job --node-rank 0 --nodes 2 --peer-ranks 1 \
 		--backup-interval-minutes 30 --timeout 20 >/dev/null 2>&1
 	# rank 0's restore waits in the coordinator's round for rank 1
-	for _ in $(seq 100); do pgrep -f -- "mtc-restore .*--dir $W/local" >/dev/null && break; sleep 0.1; done
+	for _ in $(seq 300); do pgrep -f -- "mtc-restore .*--dir $W/local" >/dev/null && break; sleep 0.1; done
 	pgrep -f -- "mtc-replicate serve .*--dir $W/local .*--coordinator" >/dev/null
 	sleep 0.5
 	kill -TERM "$NPID"

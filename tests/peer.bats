@@ -78,7 +78,7 @@ swappable_step() {
 flip_relay() {
 	python3 "$HOSTILE" flip "${1#http://}" "$2" "$3" "$4" >"$T/relay.port" &
 	PIDS+=($!)
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		[ -s "$T/relay.port" ] && break
 		sleep 0.05
 	done
@@ -410,7 +410,7 @@ put_body() { put_code "${1%/v1/objects/*}" "${1##*/}" "$2"; }
 	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 100000 1000000 10 &
 	STALL=$!
 	PIDS+=("$STALL")
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		[ "$(metric "$URL" mtc_peer_active_transfers)" = 1 ] && break
 		sleep 0.05
 	done
@@ -427,7 +427,7 @@ put_body() { put_code "${1%/v1/objects/*}" "${1##*/}" "$2"; }
 	H=$(printf 'd%.0s' $(seq 64))
 	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 50000 1000000 10 &
 	PIDS+=($!)
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		[ "$(metric "$URL" mtc_peer_active_transfers)" = 1 ] && break
 		sleep 0.05
 	done
@@ -457,7 +457,7 @@ print(head.split(b"\r\n")[0].decode(), flush=True)
 time.sleep(30)  # reads nothing more: the daemon's sends stall
 PY
 	PIDS+=($!)
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		grep -q 101 "$T/reader.out" && break
 		sleep 0.05
 	done
@@ -693,7 +693,7 @@ for p in sys.argv[1:]:
 	for kind in whole mislabeled shifted; do
 		python3 "$HOSTILE" ranges "$kind" "$T/f" >"$T/ranges.port" &
 		PIDS+=($!)
-		for _ in $(seq 100); do [ -s "$T/ranges.port" ] && break; sleep 0.05; done
+		for _ in $(seq 600); do [ -s "$T/ranges.port" ] && break; sleep 0.05; done
 		rm -f "$T/back/$H.data"
 		run mtc-replicate fetch --dir "$T/back" --from "http://127.0.0.1:$(cat "$T/ranges.port")" \
 			--hash "$H" --streams 4 --retries 0
@@ -764,7 +764,7 @@ for p in sys.argv[1:]:
 	mkdir "$T/old"
 	python3 "$HOSTILE" whole-only "$T/old" >"$T/old.port" &
 	PIDS+=($!)
-	for _ in $(seq 100); do [ -s "$T/old.port" ] && break; sleep 0.05; done
+	for _ in $(seq 600); do [ -s "$T/old.port" ] && break; sleep 0.05; done
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 21 \
 		--peer "http://127.0.0.1:$(cat "$T/old.port")" --streams 4
 	assert_success

@@ -34,7 +34,7 @@ teardown() {
 creds_server() {
 	python3 "$BATS_TEST_DIRNAME/s3_creds_server.py" "$@" >"$WORK/creds.port" 2>"$WORK/creds.err" &
 	CREDS_PID=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		[ -s "$WORK/creds.port" ] && break
 		sleep 0.05
 	done

@@ -213,7 +213,7 @@ handshakes() {
 	# the push gave up; its relays hold unsent bytes for a peer that takes none: they wait idle
 	idle "$push"
 	# at exit the relays get up to 2 s to end
-	for i in $(seq 100); do
+	for i in $(seq 300); do
 		kill -0 "$push" 2>/dev/null || break
 		sleep 0.1
 	done
