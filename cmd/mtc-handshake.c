@@ -4,6 +4,7 @@
  *   watch   return when a new replicator.yaml appears (the training job restarted)
  *   offer   the training side: write the yaml, wait for it to be accepted, read the status files
  *   check   validate a replicator.yaml and print the config it stands for
+ *   rank    this node's process id from the rank server, into jax-init-info.txt
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,9 +24,11 @@
 #include "http.h"
 #include "json_out.h"
 #include "log.h"
+#include "coord/coord_client.h"
 #include "xalloc.h"
+#include "mtc-handshake/rank.h"
 
-enum verb { ACCEPT, WATCH, OFFER, CHECK, NVERBS };
+enum verb { ACCEPT, WATCH, OFFER, CHECK, RANK, NVERBS };
 static const struct {
 	const char *name, *usage, *help; /* help: the name and usage errors point to */
 } verbs[NVERBS + 1] = {
@@ -34,7 +37,9 @@ static const struct {
 	[OFFER] = { "offer", "offer --dir DIR --job-name NAME --node-rank R --nodes N [OPTIONS]",
 		    "mtc-handshake offer" },
 	[CHECK] = { "check", "check [--json] FILE", "mtc-handshake check" },
-	[NVERBS] = { NULL, "accept|watch|offer|check [OPTIONS] [FILE]", "mtc-handshake" },
+	[RANK] = { "rank", "rank --dir DIR --coordinator-url URL --index I --host HOST [OPTIONS]",
+		   "mtc-handshake rank" },
+	[NVERBS] = { NULL, "accept|watch|offer|check|rank [OPTIONS] [FILE]", "mtc-handshake" },
 };
 
 static char *dir;
@@ -398,9 +403,25 @@ int main(int argc, const char **argv)
 		  "consume the marker as the framework does (orbax: <step>, nemo: step=<step>)", NULL },
 		POPT_TABLEEND
 	};
+	struct rank_opts ro = { .index = -1, .jax_port = 8482 };
+	char *r_coord = NULL, *r_host = NULL, *r_token = NULL;
+	struct poptOption rank_opts[] = {
+		{ "coordinator-url", '\0', POPT_ARG_STRING, &r_coord, 0,
+		  "the rank server: the coordinator (default $MTC_COORDINATOR)", "URL" },
+		{ "index", '\0', POPT_ARG_INT, &ro.index, 0, "this node's pod index, 0 <= I < nodes",
+		  "I" },
+		{ "host", '\0', POPT_ARG_STRING, &r_host, 0,
+		  "where JAX reaches this node, should it be process 0", "HOST" },
+		{ "jax-port", '\0', POPT_ARG_INT, &ro.jax_port, 0,
+		  "the JAX coordinator's port on process 0's host (default 8482)", "PORT" },
+		{ "peer-token-file", '\0', POPT_ARG_STRING, &r_token, 0,
+		  "the job's shared token for the coordinator", "FILE" },
+		POPT_TABLEEND
+	};
 	struct poptOption opts[] = {
 		{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, dir_opts, 0, "Options:", NULL },
 		{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, offer_opts, 0, "offer:", NULL },
+		{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, rank_opts, 0, "rank:", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	enum verb verb = NVERBS;
@@ -422,11 +443,17 @@ int main(int argc, const char **argv)
 	if (verb == NVERBS) {
 		rc = argc > 1 && argv[1][0] != '-'
 			     ? mtc_usage_error("unknown command '%s'", argv[1])
-			     : mtc_usage_error("a command is needed: accept, watch, offer or check");
+			     : mtc_usage_error("a command is needed: accept, watch, offer, check or rank");
 		goto out;
 	}
 	if (verb == OFFER && timeout_s < 0)
 		timeout_s = 300;
+	if (verb == RANK && timeout_s < 0)
+		timeout_s = 900;
+	if (verb != RANK && (r_coord || r_host || r_token || ro.index >= 0)) {
+		rc = mtc_usage_error("--coordinator-url, --index, --host and --peer-token-file belong to 'rank'");
+		goto out;
+	}
 	const char *arg = poptGetArg(ctx);
 	if (arg && verb != CHECK) {
 		rc = mtc_usage_error("unexpected argument '%s'", arg);
@@ -441,9 +468,25 @@ int main(int argc, const char **argv)
 	case WATCH: rc = do_watch(); break;
 	case OFFER: rc = do_offer(); break;
 	case CHECK: rc = do_check(arg); break;
+	case RANK:
+		ro.dir = dir;
+		ro.coordinator = mtc_coord_url(r_coord);
+		ro.host = r_host;
+		ro.token_file = r_token;
+		ro.timeout_s = timeout_s;
+		if (!ro.coordinator || !r_host || ro.index < 0)
+			rc = mtc_usage_error("rank needs --coordinator-url, --host and --index");
+		else if (ro.jax_port <= 0 || ro.jax_port > 65535)
+			rc = mtc_usage_error("--jax-port must be in [1, 65535]");
+		else if (!(rc = need_dir()))
+			rc = do_rank(&ro);
+		break;
 	default: break;
 	}
 out:
+	free(r_coord);
+	free(r_host);
+	free(r_token);
 	poptFreeContext(ctx);
 	return rc;
 }

@@ -422,7 +422,7 @@ static int do_gc(int argc, const char **argv)
 	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
 	json_t *would = json ? json_array() : NULL;
-	struct mtc_gc_opts g = { dir, &cfg, steps, nsteps, own_only, dry_run, grace };
+	struct mtc_gc_opts g = { dir, &cfg, steps, nsteps, own_only, 0, dry_run, grace };
 	struct mtc_gc_stats st;
 	if (mtc_gc_dry(&g, &st, print_would_delete, would) < 0)
 		rc = MTC_EXIT_FAILURE;

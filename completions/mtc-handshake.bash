@@ -6,7 +6,7 @@ _mtc_handshake()
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	verb=${COMP_WORDS[1]}
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W 'accept watch offer check --help --version' -- "$cur"))
+		COMPREPLY=($(compgen -W 'accept watch offer check rank --help --version' -- "$cur"))
 		return
 	fi
 	case $prev in
@@ -15,8 +15,10 @@ _mtc_handshake()
 	--framework) COMPREPLY=($(compgen -W 'orbax pytorch.distributed pytorch' -- "$cur")); return ;;
 	--log-format) COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
 	-t|--timeout|--restore-timeout|--job-name|--node-rank|--nodes|--peer-ranks|--peers-per-node|\
-	--assume-data-parallelism|--backup-interval-minutes|--backup-interval-steps|--workers-per-node)
+	--assume-data-parallelism|--backup-interval-minutes|--backup-interval-steps|--workers-per-node|\
+	--coordinator-url|--index|--host|--jax-port)
 		return ;;
+	--peer-token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	esac
 	local common='--verbose --quiet --log-format --help --usage --version'
 	case $verb in
@@ -25,6 +27,8 @@ _mtc_handshake()
 		--peer-ranks --peers-per-node --assume-data-parallelism --backup-interval-minutes
 		--backup-interval-steps --workers-per-node --style --replace-stale --wait-restore
 		--restore-timeout --rename --json $common" -- "$cur")) ;;
+	rank) COMPREPLY=($(compgen -W "--dir --timeout --coordinator-url --index --host --jax-port
+		--peer-token-file $common" -- "$cur")) ;;
 	check)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--json $common" -- "$cur"))

@@ -12,6 +12,7 @@ _mtc_node()
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
 	--listen|--coordinator-url|--peer-url-template|--round-timeout|--heartbeat-timeout|\
+	--nodes|--index|--host|--jax-port|--rank-timeout|\
 	--heartbeat|--sync-interval|--quiet-time|--fail-wait)
 		return ;;
 	esac
@@ -19,6 +20,7 @@ _mtc_node()
 		COMPREPLY=($(compgen -W '--dir --listen --coordinator-url --peer-url-template
 			--peers-file --backup --peer-token-file --gcs-token-file --tls-dir --state-dir --strict-ranks --insecure
 			--round-timeout --heartbeat-timeout --heartbeat --sync-interval --quiet-time --no-prehash
+			--nodes --index --host --jax-port --rank-timeout
 			--verbose --log-format --fail-wait --once --version --help' -- "$cur"))
 	fi
 }

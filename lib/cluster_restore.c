@@ -641,7 +641,8 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 		goto out;
 	}
 	if (s >= 0) {
-		struct mtc_gc_opts g = { o->dir, x->cfg, &s, 1, mtc_config_replicas(x->cfg) > 1, 0, 0 };
+		/* every node's .meta of the step stays, so that a second restore survives what this one did */
+		struct mtc_gc_opts g = { o->dir, x->cfg, &s, 1, 0, mtc_config_replicas(x->cfg) > 1, 0, 0 };
 		struct mtc_gc_stats st;
 		if (mtc_gc(&g, &st) < 0)
 			mtc_warn("local gc after the restore failed");

@@ -103,7 +103,9 @@ int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *
 		mtc_parse_ckpt_name(metas[i], &n);
 		if (keep_step(o, &n)) {
 			st->kept_meta++;
-			if (mtc_read_file(path, MTC_HASH_MAX, &hash, NULL) == 0 && mtc_is_hash(hash))
+			if (o->own_data && n.rank != o->cfg->node_rank)
+				;
+			else if (mtc_read_file(path, MTC_HASH_MAX, &hash, NULL) == 0 && mtc_is_hash(hash))
 				mtc_strset_add(&keep, hash);
 			else
 				mtc_warn("kept '%s' does not hold a digest", path);

@@ -9,6 +9,8 @@
  * Local garbage collection (mtc(7) §3.9): keep the .meta of the kept steps
  * (this job; with own_only, only this node's), and the .data they or any
  * .restore marker reference; delete every other .meta, then every other .data.
+ * With own_data, every node's .meta of a kept step stays but only this node's
+ * own .meta keep their .data (the first gc after a data-parallel restore).
  * Metas go before data, and data is renamed into the trash before it is
  * deleted, so a crash leaves no .meta naming a missing or partial .data.
  * A .data published (renamed into place) less than grace_s ago is kept
@@ -21,6 +23,7 @@ struct mtc_gc_opts {
 	const long long *keep_steps;
 	size_t n_keep;
 	int own_only;
+	int own_data;
 	int dry_run;
 	double grace_s;
 };

@@ -538,7 +538,7 @@ static void gc_to(struct loop *l, long long agreed)
 	long long *steps, *keep;
 	size_t nk = 0;
 	int n = steps_in_dir(l, 1, &steps, NULL, -1);
-	struct mtc_gc_opts g = { l->o->dir, l->o->cfg, NULL, 0, 0, 0, GC_GRACE_S };
+	struct mtc_gc_opts g = { l->o->dir, l->o->cfg, NULL, 0, 0, 0, 0, GC_GRACE_S };
 	struct mtc_gc_stats st;
 
 	if (n < 0 || agreed < 0) {

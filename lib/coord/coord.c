@@ -23,9 +23,12 @@
 #include "metrics.h"
 #include "naming.h"
 #include "peer/peer_auth.h"
+#include "rank_server.h"
 #include "xalloc.h"
 
 enum kind { K_RESTORE, K_DONE, K_SYNC, NKINDS };
+/* not rounds of reports by rank: NKINDS is the heartbeat; the rank server keys by pod index */
+#define K_RANKS (NKINDS + 1)
 static const char *kind_names[NKINDS] = { "restore", "restore-done", "sync" };
 
 struct slot {
@@ -47,9 +50,11 @@ struct round {
  */
 struct mtc_coord_wait {
 	LIST_ENTRY(mtc_coord_wait) link;
-	int kind, rank;
+	int kind, rank; /* K_RANKS: rank is the pod index */
 	double until;
 	int woken;
+	int superseded; /* another process reported for its rank: refused */
+	char session[64];
 	void (*wake)(void *); /* NULL: a thread waits on cv */
 	void *arg;
 };
@@ -66,6 +71,8 @@ struct mtc_coord {
 	double *last_seen; /* 0: never heard from */
 	unsigned char *refusal_logged; /* per rank: a report for it was refused (403) */
 	unsigned char *ignored_logged; /* per rank: a field only rank 0 may state was dropped */
+	char (*stale)[64];	       /* per rank: the session a newer process's report replaced */
+	struct mtc_rank_server *ranks;
 	char job[MTC_JOB_MAX + 1];     /* the job served: --job, else the first report's; "" until then */
 	struct mtc_json_keep keys[NKINDS + 1][16], config_keys[16], backup_keys[4], last_keys[3];
 	int stopping;
@@ -179,6 +186,8 @@ struct mtc_coord *mtc_coord_new(const struct mtc_coord_opts *o)
 	c->last_seen = xcalloc((size_t)o->nodes, sizeof(double));
 	c->refusal_logged = xcalloc((size_t)o->nodes, 1);
 	c->ignored_logged = xcalloc((size_t)o->nodes, 1);
+	c->stale = xcalloc((size_t)o->nodes, sizeof *c->stale);
+	c->ranks = mtc_rank_server_new(o->nodes, o->round_s);
 	snprintf(c->job, sizeof c->job, "%s", o->job ? o->job : "");
 	report_keys(c);
 	c->last_backup_time = c->last_backup_step = c->last_agreed = -1;
@@ -204,6 +213,8 @@ void mtc_coord_free(struct mtc_coord *c)
 	free(c->last_seen);
 	free(c->refusal_logged);
 	free(c->ignored_logged);
+	free(c->stale);
+	mtc_rank_server_free(c->ranks);
 	pthread_cond_destroy(&c->cv);
 	pthread_cond_destroy(&c->tick);
 	pthread_mutex_destroy(&c->mu);
@@ -536,6 +547,8 @@ static void *watch_main(void *arg)
 		double now = mtc_now(), next = now + 0.25;
 		for (int k = 0; k < NKINDS; k++)
 			check_round(c, (enum kind)k);
+		if (mtc_rank_server_check(c->ranks, now))
+			wake_kind(c, K_RANKS);
 		for (struct mtc_coord_wait *w = LIST_FIRST(&c->waits), *after; w; w = after) {
 			after = LIST_NEXT(w, link);
 			if (w->until <= now)
@@ -561,6 +574,8 @@ static int kind_of(const char *kind)
 	int k;
 	for (k = 0; k < NKINDS && strcmp(kind, kind_names[k]); k++)
 		;
+	if (!strcmp(kind, "ranks"))
+		return K_RANKS;
 	return k < NKINDS || !strcmp(kind, "heartbeat") ? k : -1;
 }
 
@@ -732,10 +747,44 @@ static void keep_own(struct mtc_coord *c, const char *kind, json_t *rep, int ran
 }
 
 /* Under mu: the answer to a report of kind k from rank whose wait is over. */
-static int answer_now(struct mtc_coord *c, int k, int rank, char **answer)
+/* The answer to a report whose rank a newer process has since reported for. */
+static char *superseded_answer(int rank)
+{
+	return failure("rank %d reported again from another process: this one's report is "
+		       "superseded (the newest report for a rank wins)", rank);
+}
+
+/*
+ * Under mu: a report of session for rank replaced the waiting one of old: that
+ * one is answered 409 at once, and so is any later report of old.
+ */
+static void supersede(struct mtc_coord *c, int k, int rank, const char *old)
+{
+	if (!old[0])
+		return;
+	if (k != K_RANKS) {
+		mtc_warn("rank %d reported from a new process; the older's report is refused", rank);
+		snprintf(c->stale[rank], sizeof c->stale[rank], "%s", old);
+	}
+	for (struct mtc_coord_wait *w = LIST_FIRST(&c->waits), *next; w; w = next) {
+		next = LIST_NEXT(w, link);
+		if (w->kind == k && w->rank == rank && !strcmp(w->session, old)) {
+			w->superseded = 1;
+			wake(c, w);
+		}
+	}
+}
+
+static int answer_now(struct mtc_coord *c, int k, int rank, const char *session, char **answer)
 {
 	struct round *rd = &c->rounds[k];
 
+	if (k == K_RANKS)
+		return mtc_rank_server_answer(c->ranks, rank, session, answer);
+	if (c->stale[rank][0] && !strcmp(c->stale[rank], session)) {
+		*answer = superseded_answer(rank);
+		return 409;
+	}
 	if (rd->s[rank].answer) {
 		*answer = collect(&rd->s[rank]);
 		return 200;
@@ -797,25 +846,80 @@ static int parse_report(struct mtc_coord *c, const struct mtc_peer_cred *who, co
 	return 0;
 }
 
+/* Under mu: a report's wait for its round, until it is woken or wait seconds pass. */
+static struct mtc_coord_wait *add_wait(struct mtc_coord *c, int k, int rank, const char *session,
+				       double wait, void (*wake_fn)(void *), void *arg)
+{
+	struct mtc_coord_wait *w = xcalloc(1, sizeof *w);
+	w->kind = k;
+	w->rank = rank;
+	snprintf(w->session, sizeof w->session, "%s", session);
+	w->until = mtc_now() + wait;
+	w->wake = wake_fn;
+	w->arg = arg;
+	LIST_INSERT_HEAD(&c->waits, w, link);
+	return w;
+}
+
+/*
+ * A report to the rank server (rank_server.h): any credential of the job may
+ * make it, since a node has no rank yet; a rank credential of another job may not.
+ */
+static int start_ranks(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *body,
+		       size_t len, char **answer, void (*wake_fn)(void *), void *arg,
+		       void **wait_out)
+{
+	char session[64], old[64], why[640];
+	int index, code;
+
+	pthread_mutex_lock(&c->mu);
+	if (c->stopping) {
+		pthread_mutex_unlock(&c->mu);
+		*answer = failure("the coordinator is shutting down");
+		return 503;
+	}
+	if (who && who->kind == MTC_CRED_RANK && (code = other_job(c, who, NULL, why, sizeof why))) {
+		pthread_mutex_unlock(&c->mu);
+		*answer = failure("refused a 'ranks' report: %s", why);
+		return code;
+	}
+	code = mtc_rank_server_report(c->ranks, body, len, &index, session, old, answer);
+	if (code == 200 || (code == 0 && old[0]))
+		supersede(c, K_RANKS, index, old);
+	if (code == 200)
+		wake_kind(c, K_RANKS);
+	if (code == 0)
+		*wait_out = add_wait(c, K_RANKS, index, session, c->o.poll_s, wake_fn, arg);
+	pthread_mutex_unlock(&c->mu);
+	return code;
+}
+
 static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *kind,
 		 const char *body, size_t len, char **answer, void (*wake_fn)(void *), void *arg,
 		 void **wait_out)
 {
 	json_t *rep, *v;
 	const char *session = "", *key;
-	struct mtc_coord_wait *w;
 	struct slot *s;
 	struct round *rd;
 	double wait;
 	int k, rank, code;
 
 	*wait_out = NULL;
+	if (kind_of(kind) == K_RANKS)
+		return start_ranks(c, who, body, len, answer, wake_fn, arg, wait_out);
 	if ((code = parse_report(c, who, kind, body, len, answer, &rep, &k, &rank, &wait)))
 		return code;
 	if (json_is_string(v = json_object_get(rep, "session")))
 		session = json_string_value(v);
 	pthread_mutex_lock(&c->mu);
 	c->last_seen[rank] = mtc_now();
+	if (k < NKINDS && c->stale[rank][0] && !strcmp(c->stale[rank], session)) {
+		pthread_mutex_unlock(&c->mu);
+		json_decref(rep);
+		*answer = superseded_answer(rank);
+		return 409;
+	}
 	if (c->stopping || k == NKINDS) {
 		pthread_mutex_unlock(&c->mu);
 		json_decref(rep);
@@ -835,7 +939,9 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 	s->answer = NULL;
 	if (!s->report)
 		rd->n_reported++;
-	else
+	else if (strcmp(s->session, session))
+		supersede(c, k, rank, s->session);
+	if (s->report)
 		json_decref(s->report);
 	s->report = rep;
 	/*
@@ -853,18 +959,11 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 	if (rd->n_reported == c->o.nodes)
 		complete(c, (enum kind)k);
 	if (s->answer || wait <= 0) {
-		code = answer_now(c, k, rank, answer);
+		code = answer_now(c, k, rank, session, answer);
 		pthread_mutex_unlock(&c->mu);
 		return code;
 	}
-	w = xcalloc(1, sizeof *w);
-	w->kind = k;
-	w->rank = rank;
-	w->until = mtc_now() + wait;
-	w->wake = wake_fn;
-	w->arg = arg;
-	LIST_INSERT_HEAD(&c->waits, w, link);
-	*wait_out = w;
+	*wait_out = add_wait(c, k, rank, session, wait, wake_fn, arg);
 	pthread_mutex_unlock(&c->mu);
 	return 0;
 }
@@ -889,7 +988,12 @@ int mtc_coord_collect(void *coord, void *wait, char **answer)
 	pthread_mutex_lock(&c->mu);
 	if (!w->woken)
 		LIST_REMOVE(w, link);
-	code = answer_now(c, w->kind, w->rank, answer);
+	if (w->superseded) {
+		*answer = w->kind == K_RANKS ? NULL : superseded_answer(w->rank);
+		code = w->kind == K_RANKS ? mtc_rank_server_answer(c->ranks, w->rank, w->session, answer) : 409;
+	} else {
+		code = answer_now(c, w->kind, w->rank, w->session, answer);
+	}
 	pthread_mutex_unlock(&c->mu);
 	free(w);
 	return code;
@@ -926,10 +1030,10 @@ static char *status_json(struct mtc_coord *c)
 	for (int r = 0; r < c->o.nodes; r++)
 		json_array_append_new(seen, c->last_seen[r] > 0 ? json_real(now - c->last_seen[r])
 								 : json_null());
-	o = json_pack("{s:i, s:o, s:{s:i, s:i, s:i}}", "nodes", c->o.nodes, "seconds-since-seen",
+	o = json_pack("{s:i, s:o, s:{s:i, s:i, s:i, s:i}}", "nodes", c->o.nodes, "seconds-since-seen",
 		      seen, "reported", "restore", c->rounds[K_RESTORE].n_reported,
 		      "restore-done", c->rounds[K_DONE].n_reported, "sync",
-		      c->rounds[K_SYNC].n_reported);
+		      c->rounds[K_SYNC].n_reported, "ranks", mtc_rank_server_reported(c->ranks));
 	if (c->last_backup_time >= 0)
 		json_object_set_new(o, "last-backup",
 				    json_pack("{s:s, s:I}", "name", c->last_backup_name, "step",

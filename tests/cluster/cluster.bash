@@ -22,6 +22,8 @@
 # CL_RANKS limits trainers to some ranks; CL_DP=D gives each trainer its column-mate
 # as peer; CL_NODE_OF[RANK] puts a rank's trainer on another node's dir (a pod
 # rescheduled); MTC_CLUSTER_NODES / MTC_LONG set N.
+# CL_RANKSERVER=1 runs the rank server (mtc-node --nodes): pod index r then runs on the
+# RAM of node CL_HOST_OF[r] (default r) and its trainer takes its rank from jax-init-info.txt.
 
 CL_JOB=${CL_JOB:-job}
 
@@ -68,7 +70,8 @@ cluster_start() {
 	[ ${#ranks[@]} -gt 0 ] || ranks=($(seq 0 $((CL_N - 1))))
 	for r in "${ranks[@]}"; do
 		${CL_NETNS[$r]:+ip netns exec "${CL_NETNS[$r]}"} \
-			env ${CL_ENV[$r]:-} "$MTC_TESTS/../contrib/mtc-node" --dir "$CL_ROOT/node$r" \
+			env ${CL_ENV[$r]:-} "$MTC_TESTS/../contrib/mtc-node" --dir "$CL_ROOT/node${CL_HOST_OF[$r]:-$r}" \
+			${CL_RANKSERVER:+--nodes "$CL_N" --index "$r" --host 127.0.0.1 --jax-port "${CL_JAX_PORT:-8482}" --rank-timeout "${CL_ROUND_TIMEOUT:-60}"} \
 			--listen "${CL_LISTEN[$r]:-127.0.0.1:${CL_PORTS[$r]}}" --coordinator-url "$CL_COORD" \
 			${CL_TOKEN:+--peer-token-file "$CL_TOKEN"} ${CL_TLS:+--tls-dir "$CL_TLS"} \
 			--peers-file "$CL_ROOT/peers" --backup "$CL_BACKUP" --state-dir "$CL_ROOT/state$r" \
@@ -156,7 +159,8 @@ trainers() {
 		[ "$peer" -lt "$CL_N" ] || peer=
 		# CL_DP=D: the peer is the next replica of the same column, as data-parallel peers are
 		[ -n "${CL_DP:-}" ] && peer=$(((r + CL_N / CL_DP) % CL_N))
-		mtc-trainer --dir "$CL_ROOT/node${CL_NODE_OF[$r]:-$r}" --style "$style" --job "$CL_JOB" --rank "$r" \
+		mtc-trainer --dir "$CL_ROOT/node${CL_NODE_OF[$r]:-${CL_HOST_OF[$r]:-$r}}" --style "$style" --job "$CL_JOB" --rank "$r" \
+			${CL_RANKSERVER:+--mtc-process-ids} \
 			--nodes "$CL_N" --peer-ranks "$peer" --tick 0.1 --restore-timeout 900 \
 			--shard-bytes 65536 --save-every 0.3 "$@" >"$CL_ROOT/trainer$r.out" \
 			2>"$CL_ROOT/trainer$r.err" &
