@@ -40,7 +40,7 @@ UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 LIBMTC   := $(B)/lib/libmtc.a
 
 .SECONDEXPANSION:
-.PHONY: all have-deps check check-long asan fuzz bench demo deps install clean venv node-client
+.PHONY: all have-deps check check-long asan fuzz bench demo deps install clean venv node-client schemas
 all: $(PROGS) $(UNITS)
 	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
 
@@ -71,7 +71,7 @@ have-deps:
 	    && command -v clang >/dev/null && command -v jq >/dev/null && command -v inotifywait >/dev/null || $(MAKE) --no-print-directory deps
 
 check: have-deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all venv node-client
+	@$(MAKE) --no-print-directory -j$(JOBS) all venv node-client schemas
 	@$(MAKE) --no-print-directory -j$(JOBS) SANITIZE=1 all
 	@$(MAKE) --no-print-directory -j$(JOBS) fuzz
 	@tests/run build/release build/asan
@@ -86,6 +86,20 @@ venv:
 	    && $(VENV)/bin/pip install -q --disable-pip-version-check $(PY_PKGS) >$(VENV).log 2>&1 \
 	    && touch $(VENV)/.complete \
 	    || echo "# venv: cannot install $(PY_PKGS) (see $(VENV).log): tests of the real frameworks are skipped"; }
+
+# The API schemas tests/deploy.bats checks the JobSet against, as PyPI ships them: models
+# generated from the OpenAPI specs, read from the wheels (never installed or imported).
+# Kubernetes 1.29 (the JobSet's minimum) and 1.27 (the pre-1.29 form's) in the official
+# client's releases 29 and 27; JobSet v1alpha2 in Kubeflow Trainer's API models (no
+# package ships JobSet's CRD). Where PyPI cannot be reached those checks are skipped.
+SCHEMA_DIR := build/schemas
+SCHEMA_PKGS = kubernetes==29.0.0 kubernetes==27.2.0 kubeflow-trainer-api==2.3.0
+schemas:
+	@grep -qxF '$(SCHEMA_PKGS)' $(SCHEMA_DIR)/.complete 2>/dev/null || { rm -rf $(SCHEMA_DIR) && mkdir -p $(SCHEMA_DIR) \
+	    && for p in $(SCHEMA_PKGS); do python3 -m pip download -q --no-deps --disable-pip-version-check \
+	        -d $(SCHEMA_DIR) $$p || exit 1; done >$(SCHEMA_DIR).log 2>&1 \
+	    && echo '$(SCHEMA_PKGS)' >$(SCHEMA_DIR)/.complete \
+	    || echo "# schemas: cannot download $(SCHEMA_PKGS) (see $(SCHEMA_DIR).log): the JobSet's schema checks are skipped"; }
 
 # Google's own Node.js client for Cloud Storage, a second real client that checks the
 # fake GCS server (tests/fakegcs.bats): from the npm registry into the build dir, the

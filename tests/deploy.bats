@@ -43,7 +43,7 @@ unit() {
 	python3 - "$BATS_TEST_DIRNAME/../contrib/systemd" <<'PY'
 import os, re, shlex, sys
 d = sys.argv[1]
-env = {"RUNTIME_DIRECTORY": "/run/mtc"}
+env = {"RUNTIME_DIRECTORY": "/run/mtc", "CREDENTIALS_DIRECTORY": "/run/credentials/mtc-node.service"}
 for line in open(os.path.join(d, "mtc-node.env")):
     line = line.strip()
     if line and not line.startswith("#"):
@@ -158,7 +158,7 @@ probe() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:
 		case $pkg in libc6 | libgcc-s1 | "") continue ;; esac
 		echo "$final" | grep -qw -- "$pkg" || fail "'$lib' ($pkg) is not installed by the Containerfile"
 	done
-	echo "$final" | grep -q '^USER mtc'
+	echo "$final" | grep -q '^USER 10001:10001$' # numeric: Kubernetes checks runAsNonRoot against it
 	grep -q 'make deps && make' "$MTC_TESTS/../contrib/Containerfile"
 }
 
