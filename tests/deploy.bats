@@ -311,7 +311,7 @@ kube_pod() {
 	CL_NODE_OF[$r]=$node
 }
 
-@test "the JobSet's pods as kubelet runs them: the image's user, a root-owned hostPath dir, root's Secret files; mtc and the trainer reach the steady state" {
+@test "the JobSet's pods as kubelet runs them: the image's user, a root-owned hostPath dir, root's Secret files; mtc and the trainer reach the steady state; promtool passes both /metrics" {
 	# what runs as the shipped image's user: the programs, where that user may read them
 	chmod 0755 "$CL_ROOT"
 	mkdir -p "$CL_ROOT/image/bin"
@@ -330,6 +330,14 @@ kube_pod() {
 		[ "$(stat -c %u "$CL_ROOT/node$r")" = "$uid" ]
 		[ -z "$(find "$CL_ROOT/node$r" ! -uid "$uid")" ] || fail "node $r: files not the pod user's: $(find "$CL_ROOT/node$r" ! -uid "$uid")"
 		! grep -i 'permission denied' "$CL_ROOT/node$r.log"
+	done
+	# what Prometheus scrapes, checked by its own linter: rank 0's daemon is also the coordinator
+	command -v promtool >/dev/null || skip "no promtool (Debian's prometheus) to check /metrics with"
+	for r in 0 1; do
+		curl -sf --max-time 5 "http://127.0.0.1:${CL_PORTS[$r]}/metrics" >"$CL_ROOT/metrics$r"
+		[ "$r" = 1 ] || grep -q '^mtc_coord_' "$CL_ROOT/metrics$r"
+		run promtool check metrics <"$CL_ROOT/metrics$r"
+		assert_success
 	done
 }
 
