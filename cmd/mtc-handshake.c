@@ -47,20 +47,12 @@ static int print_config(const struct mtc_config *cfg)
 	return mtc_json_print(mtc_config_to_json(cfg)) == 0 ? MTC_EXIT_OK : MTC_EXIT_FAILURE;
 }
 
+/* Every verb with --dir waits or writes there: the dir is created when missing. */
 static int need_dir(void)
 {
-	struct stat st;
 	if (!dir)
 		return mtc_usage_error("--dir is required");
-	if (stat(dir, &st) < 0) {
-		mtc_error("cannot use '%s':", dir);
-		return MTC_EXIT_FAILURE;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		mtc_error("cannot use '%s': not a directory", dir);
-		return MTC_EXIT_FAILURE;
-	}
-	return MTC_EXIT_OK;
+	return mtc_cli_local_dir(dir);
 }
 
 static int timed_out(const char *what)
@@ -133,7 +125,7 @@ static int do_accept(void)
 			mtc_error("cannot delete '%s':", path);
 		mtc_fsync_dir(dir);
 		free(path);
-		return MTC_EXIT_FAILURE;
+		return MTC_EXIT_USAGE;
 	}
 	char *context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
 	mtc_log_status_dir(dir, context);

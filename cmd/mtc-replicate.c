@@ -200,7 +200,7 @@ static int load_config(const char *path, struct mtc_config *cfg)
 		return mtc_usage_error("--config is required");
 	if (mtc_config_load(path, cfg, err, sizeof err) < 0) {
 		mtc_error("invalid config '%s': %s", path, err);
-		return MTC_EXIT_FAILURE;
+		return MTC_EXIT_USAGE;
 	}
 	return MTC_EXIT_OK;
 }
@@ -576,12 +576,15 @@ static int do_run(int argc, const char **argv)
 		rc = mtc_usage_error("--peer-url-template and --peers-file exclude each other");
 		goto out;
 	}
+	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
+		goto out;
 	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
 	context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
 	mtc_log_status_dir(dir, context);
 	free(context);
-	rc = MTC_EXIT_FAILURE;
+	/* what it is given cannot work (a token, the peers): a restart does not change that */
+	rc = MTC_EXIT_USAGE;
 	if (mtc_peer_token_path(token_file) &&
 	    !(token = mtc_read_token_file(mtc_peer_token_path(token_file), err, sizeof err)))
 		mtc_error("%s", err);

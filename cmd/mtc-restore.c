@@ -511,9 +511,11 @@ static int restore_cluster(void)
 	json_t *summary = NULL;
 	int rc;
 
+	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
+		return rc;
 	if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {
 		mtc_error("invalid config '%s': %s", config_file, err);
-		return MTC_EXIT_FAILURE;
+		return MTC_EXIT_USAGE;
 	}
 	context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
 	mtc_log_status_dir(dir, context);
@@ -522,7 +524,7 @@ static int restore_cluster(void)
 	if (ptf && !(token = mtc_read_token_file(ptf, err, sizeof err))) {
 		mtc_critical("%s", err);
 		mtc_config_free(&cfg);
-		return MTC_EXIT_FAILURE;
+		return MTC_EXIT_USAGE;
 	}
 	o.dir = dir;
 	o.cfg = &cfg;

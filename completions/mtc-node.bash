@@ -12,14 +12,14 @@ _mtc_node()
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
 	--listen|--coordinator-url|--peer-url-template|--round-timeout|--heartbeat-timeout|\
-	--heartbeat|--sync-interval|--quiet-time)
+	--heartbeat|--sync-interval|--quiet-time|--fail-wait)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--dir --listen --coordinator-url --peer-url-template
 			--peers-file --backup --peer-token-file --gcs-token-file --tls-dir --state-dir --strict-ranks --insecure
 			--round-timeout --heartbeat-timeout --heartbeat --sync-interval --quiet-time --no-prehash
-			--verbose --log-format --once --version --help' -- "$cur"))
+			--verbose --log-format --fail-wait --once --version --help' -- "$cur"))
 	fi
 }
 complete -F _mtc_node mtc-node

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "exitcode.h"
+#include "local_dir.h"
+#include "parent_watch.h"
 #include "log.h"
 #include "store/store.h"
 
@@ -40,12 +42,14 @@ poptContext mtc_cli_context(const char *name, int argc, const char **argv,
 
 int mtc_usage_error(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
-	fprintf(stderr, "%s: ", mtc_prog());
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see '%s --help')\n", help_name ? help_name : mtc_prog());
+	fprintf(stderr, "%s: %s (see '%s --help')\n", mtc_prog(), msg,
+		help_name ? help_name : mtc_prog());
+	mtc_log_keep_error(msg);
 	return MTC_EXIT_USAGE;
 }
 
@@ -54,6 +58,24 @@ static int stop(int *code, int c)
 {
 	*code = c;
 	return -1;
+}
+
+/* $MTC_PARENT_PID: the program ends with that process (parent_watch.h). */
+static int watch_parent(int *code)
+{
+	const char *v = getenv("MTC_PARENT_PID");
+	long long pid;
+	char err[256];
+
+	if (!v || !*v)
+		return 0;
+	if (mtc_parse_uint(v, &pid) < 0 || pid == 0)
+		return stop(code, mtc_usage_error("MTC_PARENT_PID is a process id, not '%s'", v));
+	if (mtc_parent_watch((long)pid, err, sizeof err) < 0) {
+		mtc_error("%s", err);
+		return stop(code, MTC_EXIT_FAILURE);
+	}
+	return 0;
 }
 
 int mtc_cli_parse(poptContext ctx, int *code)
@@ -95,7 +117,7 @@ int mtc_cli_parse(poptContext ctx, int *code)
 		return stop(code, mtc_usage_error("%s: '%s'", poptStrerror(rc),
 						  poptBadOption(ctx, POPT_BADOPTION_NOALIAS)));
 	mtc_log_set_level(level > MTC_LOG_DEBUG ? MTC_LOG_DEBUG : level);
-	return 0;
+	return watch_parent(code);
 }
 
 int mtc_parse_uint(const char *s, long long *out)
@@ -122,4 +144,19 @@ int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold)
 	if (slices < 0 || slices > MTC_STORE_SLICES_MAX)
 		return mtc_usage_error("--slices takes 1 to %d", MTC_STORE_SLICES_MAX);
 	return 0;
+}
+
+int mtc_cli_local_dir(const char *dir)
+{
+	char err[512];
+	int created;
+
+	if (mtc_local_dir_prepare(dir, &created, err, sizeof err) < 0) {
+		mtc_error("%s", err);
+		return MTC_EXIT_USAGE;
+	}
+	if (created)
+		mtc_warn("created the local dir '%s' (mode %04o): it was missing, so nothing from "
+			 "before is in it", dir, MTC_LOCAL_DIR_MODE);
+	return MTC_EXIT_OK;
 }

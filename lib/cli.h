@@ -29,6 +29,13 @@ int mtc_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold);
 
+/*
+ * --dir of a program that writes the local dir: created when missing
+ * (local_dir.h), which a warning says once. MTC_EXIT_OK, or MTC_EXIT_USAGE
+ * after the one-line error naming the path and the reason.
+ */
+int mtc_cli_local_dir(const char *dir);
+
 /* Parses a non-negative decimal integer that fits in a long long; -1 if it is not one. */
 int mtc_parse_uint(const char *s, long long *out);
 

@@ -91,6 +91,27 @@ static void write_status(int l, const char *msg)
 		append_line("replicator.failed", line, (size_t)n);
 }
 
+void mtc_log_keep_error(const char *msg)
+{
+	const char *path = getenv("MTC_ERROR_FILE");
+	char line[4200];
+	int fd, n;
+
+	if (!path || !*path)
+		return;
+	n = snprintf(line, sizeof line, "%s: %s\n", prog, msg);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof line)
+		n = sizeof line - 1;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, line, (size_t)n) < 0)
+		fprintf(stderr, "%s: cannot write '%s': %s\n", prog, path, strerror(errno));
+	close(fd);
+}
+
 /*
  * A log line is one record: control characters in it (a value from a config
  * or a peer may hold a newline) are written as \n, \t, \r or \xHH, so no
@@ -128,6 +149,8 @@ void mtc_vlog(int l, const char *fmt, va_list ap)
 	escape_controls(msg, sizeof msg, raw);
 	if (l <= MTC_LOG_ERROR && status_dir[0])
 		write_status(l, msg);
+	if (l <= MTC_LOG_ERROR)
+		mtc_log_keep_error(msg);
 	if (l > level)
 		return;
 	if (progress_drawn) {

@@ -23,6 +23,13 @@ void mtc_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mtc_vlog(int level, const char *fmt, va_list ap);
 
+/*
+ * $MTC_ERROR_FILE: every error line ("prog: msg") also replaces that file's
+ * content, so whoever ran the program (mtc-node) can tell why it ended.
+ * mtc_log_keep_error does it for a line printed another way (a usage error).
+ */
+void mtc_log_keep_error(const char *msg);
+
 /* Writes a one-line reason into err for a caller to report; returns -1. */
 int mtc_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

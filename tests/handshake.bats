@@ -18,14 +18,14 @@ orbax_yaml() { # rank nodes peers — the bytes Orbax writes, no final newline
 
 accept() { run --separate-stderr mtc-handshake accept --dir "$D" --timeout 10 "$@"; }
 
-# A config that must be refused: exit 1, a one-line error, replicator.failed with the reason, yaml gone.
+# A config that must be refused: exit 2 (a restart cannot fix it), a one-line error, replicator.failed with the reason, yaml gone.
 invalid_config() {
 	local why=$1
 	rm -f "$D"/replicator.*
 	cat > "$D/replicator.yaml"
 	touch -d '-2 seconds' "$D/replicator.yaml" # found at start, already settled
 	accept
-	assert_failure 1
+	assert_failure 2
 	assert_equal "${#stderr_lines[@]}" 1
 	assert_output ""
 	[[ "$stderr" == *"$why"* ]] || fail "stderr '$stderr' lacks '$why'"
@@ -125,7 +125,7 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 @test "expands \$VAR and \${VAR} from the environment, then reads integers" {
 	printf 'job-name: ${JOB}-x\nframework: $FW\nnode-rank: $RANK\nnodes: ${N}\npeer-ranks: [$PEER]\nbackup-interval-minutes: $UNSET_MTC_VAR\n' > "$D/replicator.yaml"
 	JOB=llama FW=orbax RANK=2 N=4 PEER=3 accept
-	assert_failure 1
+	assert_failure 2
 	[[ "$stderr" == *"'backup-interval-minutes' must be an integer, not '\$UNSET_MTC_VAR'"* ]]
 	printf 'job-name: ${JOB}-x\nframework: $FW\nnode-rank: $RANK\nnodes: ${N}\npeer-ranks: [$PEER]\nbackup-interval-minutes: 5\n' > "$D/replicator.yaml"
 	JOB=llama FW=orbax RANK=2 N=4 PEER=3 accept
@@ -182,7 +182,7 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 		fifo) mkfifo "$D/replicator.yaml" ;;
 		esac
 		accept
-		assert_failure 1
+		assert_failure 2
 		[[ "$stderr" == *"not a regular file"* ]]
 		grep -q "not a regular file" "$D/replicator.failed"
 		assert_not_exist "$D/replicator.yaml"
@@ -226,10 +226,15 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 	assert_output --partial "timed out after 0.5 s waiting for '$D/replicator.yaml'"
 }
 
-@test "accept refuses a missing directory" {
-	run mtc-handshake accept --dir "$D/nope" --timeout 1
-	assert_failure 1
-	assert_output "mtc-handshake: cannot use '$D/nope': No such file or directory"
+@test "accept creates a missing directory and refuses one it cannot use, in one line" {
+	run mtc-handshake accept --dir "$D/nope/local" --timeout 0.2
+	assert_failure 3
+	assert_line "mtc-handshake: warning: created the local dir '$D/nope/local' (mode 2770): it was missing, so nothing from before is in it"
+	[ "$(stat -c %a "$D/nope/local")" = 2770 ]
+	touch "$D/file"
+	run mtc-handshake accept --dir "$D/file/local" --timeout 1
+	assert_failure 2
+	assert_output "mtc-handshake: cannot use '$D/file/local': Not a directory"
 }
 
 @test "watch returns when a new replicator.yaml appears by rename or in place" {
@@ -391,7 +396,7 @@ sys.stdout.write(yaml.dump(config, default_flow_style=False, sort_keys=False))' 
 	mtc-trainer --dir "$D" --style nemo --rank 5 --nodes 2 --peer-ranks 1 --tick 0.05 > "$BATS_TEST_TMPDIR/out" 2>&1 &
 	BG=$!
 	run mtc-handshake accept --dir "$D" --timeout 10
-	assert_failure 1
+	assert_failure 2
 	local rc=0
 	wait $BG || rc=$?
 	BG=

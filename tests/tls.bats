@@ -88,17 +88,17 @@ handshakes() {
 	mkdir "$T/p" "$T/bad"
 	cp "$T/pki/node/tls.crt" "$T/pki/node/ca.crt" "$T/bad/"
 	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --tls-dir "$T/bad"
-	assert_failure 1
+	assert_failure 2
 	assert_output --partial "has tls.crt but not tls.key"
 	cp "$T/pki/rogue/tls.key" "$T/bad/"
 	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --tls-dir "$T/bad"
-	assert_failure 1
+	assert_failure 2
 	assert_output --partial "is not the key of"
 	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --tls-dir "$T/pki/client-ca"
-	assert_failure 1
+	assert_failure 2
 	assert_output --partial "has no tls.crt and tls.key"
 	run mtc-replicate serve --dir "$T/p" --listen 127.0.0.1:0 --tls-dir "$T/missing"
-	assert_failure 1
+	assert_failure 2
 	assert_output --partial "is not a directory"
 	[ "${#lines[@]}" -eq 1 ]
 	# a client's dir needs ca.crt

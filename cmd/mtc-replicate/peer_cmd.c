@@ -127,6 +127,8 @@ int mtc_replicate_serve(int argc, const char **argv)
 		rc = mtc_usage_error("--dir is required");
 		goto out;
 	}
+	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
+		goto out;
 	o.dir = dir;
 	if (listen)
 		o.listen = listen;
@@ -192,9 +194,10 @@ int mtc_replicate_serve(int argc, const char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (!(s = mtc_peer_server_start(&o, err, sizeof err))) {
+		/* its dir, address, token or TLS files: starting it again unchanged fails the same */
 		mtc_error("cannot serve '%s': %s", dir, err);
 		mtc_coord_free(coord);
-		rc = MTC_EXIT_FAILURE;
+		rc = MTC_EXIT_USAGE;
 		goto out;
 	}
 	result = json_pack("{s:s, s:s, s:s, s:b}", "listen", mtc_peer_server_address(s), "scheme",
@@ -254,7 +257,7 @@ static int client_setup(struct mtc_peer_client *pc, const struct client_args *a,
 	if (token_file) {
 		if (!(*token = mtc_read_token_file(token_file, err, sizeof err))) {
 			mtc_error("%s", err);
-			return MTC_EXIT_FAILURE;
+			return MTC_EXIT_USAGE;
 		}
 		pc->token = *token;
 	}
@@ -418,6 +421,8 @@ int mtc_replicate_fetch(int argc, const char **argv)
 			goto out;
 		}
 	}
+	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
+		goto out;
 	rc = client_setup(&pc, &ca, &token);
 	if (rc != MTC_EXIT_OK)
 		goto out;
