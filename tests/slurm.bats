@@ -145,7 +145,7 @@ job_ended() { case $(job_state "$1") in COMPLETED | FAILED | CANCELLED | TIMEOUT
 	! grep -E 'error|Killed|CANCELLED|forcing' "$out"
 }
 
-@test "a real Slurm job without its token fails within seconds, the reason in the trainer's output" {
+@test "a real Slurm job without its token fails within seconds, the reason in its output and in replicator.failed" {
 	[ ! -e "$CL_ROOT/shm" ]
 	start=$SECONDS
 	id=$(real_sbatch 3 "$CL_ROOT/no-such-token")
@@ -153,7 +153,10 @@ job_ended() { case $(job_state "$1") in COMPLETED | FAILED | CANCELLED | TIMEOUT
 	out=$CL_ROOT/job-$id.out
 	[ "$(job_state "$id")" = FAILED ] || fail "job $id: $(job_state "$id"): $(cat "$out")"
 	[ $((SECONDS - start)) -lt 30 ] || fail "the job took $((SECONDS - start)) s to fail"
-	grep 'mtc-trainer:.*replicator failed with error.*no-such-token' "$out"
+	# the reason, one line, in the job's output and where the framework reads it
+	grep "^mtc-node: .*cannot read token file '$CL_ROOT/no-such-token'" "$out"
+	grep -q "^mtc.sbatch: mtc-node failed (exit 1): stopping the training step" "$out"
+	grep -q "no-such-token" "$CL_ROOT/shm/mtc/train/replicator.failed"
 }
 
 # srun: every task in its node's namespace, SLURM_NODEID set, TERM passed on;
