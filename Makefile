@@ -145,9 +145,16 @@ demo: have-deps
 
 # Node.js and npm (for Google's Node.js client in the tests) only where there are none:
 # Debian's npm conflicts with a nodejs from elsewhere (NodeSource bundles its own npm).
+# What tests/deploy.bats and tests/slurm.bats run the shipped files with: a real Slurm
+# (slurm.bats starts its daemons itself), systemd-analyze, sysusers and tmpfiles, and
+# promtool (Debian's prometheus, about 100 MB installed). Where they cannot be installed
+# those tests say so and are skipped.
+DEPLOY_DEBS = slurmctld slurmd slurm-client munge systemd prometheus
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBS)
+	@DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEPLOY_DEBS) \
+	    || echo "# deps: cannot install $(DEPLOY_DEBS): the tests of the deployment files that need them are skipped"
 	@command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends nodejs npm || echo "# deps: no nodejs/npm: tests with Google's Node.js client are skipped"
 
