@@ -40,7 +40,7 @@ UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 LIBMTC   := $(B)/lib/libmtc.a
 
 .SECONDEXPANSION:
-.PHONY: all have-deps check check-long asan fuzz bench demo deps install clean venv node-client
+.PHONY: all have-deps check check-long asan fuzz bench demo deps install clean venv node-client schemas
 all: $(PROGS) $(UNITS)
 	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
 
@@ -71,7 +71,7 @@ have-deps:
 	    && command -v clang >/dev/null && command -v jq >/dev/null && command -v inotifywait >/dev/null || $(MAKE) --no-print-directory deps
 
 check: have-deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all venv node-client
+	@$(MAKE) --no-print-directory -j$(JOBS) all venv node-client schemas
 	@$(MAKE) --no-print-directory -j$(JOBS) SANITIZE=1 all
 	@$(MAKE) --no-print-directory -j$(JOBS) fuzz
 	@tests/run build/release build/asan
@@ -89,6 +89,20 @@ venv:
 	    && $(VENV)/bin/pip install -q --disable-pip-version-check $(PY_PKGS) >$(VENV).log 2>&1 \
 	    && echo "$(PY_PKGS)" >$(VENV)/.complete \
 	    || echo "# venv: cannot install $(PY_PKGS) (see $(VENV).log): tests of the real frameworks are skipped"; }
+
+# The API schemas tests/deploy.bats checks the JobSet against, as PyPI ships them: models
+# generated from the OpenAPI specs, read from the wheels (never installed or imported).
+# Kubernetes 1.29 (the JobSet's minimum) and 1.27 (the pre-1.29 form's) in the official
+# client's releases 29 and 27; JobSet v1alpha2 in Kubeflow Trainer's API models (no
+# package ships JobSet's CRD). Where PyPI cannot be reached those checks are skipped.
+SCHEMA_DIR := build/schemas
+SCHEMA_PKGS = kubernetes==29.0.0 kubernetes==27.2.0 kubeflow-trainer-api==2.3.0
+schemas:
+	@grep -qxF '$(SCHEMA_PKGS)' $(SCHEMA_DIR)/.complete 2>/dev/null || { rm -rf $(SCHEMA_DIR) && mkdir -p $(SCHEMA_DIR) \
+	    && for p in $(SCHEMA_PKGS); do python3 -m pip download -q --no-deps --disable-pip-version-check \
+	        -d $(SCHEMA_DIR) $$p || exit 1; done >$(SCHEMA_DIR).log 2>&1 \
+	    && echo '$(SCHEMA_PKGS)' >$(SCHEMA_DIR)/.complete \
+	    || echo "# schemas: cannot download $(SCHEMA_PKGS) (see $(SCHEMA_DIR).log): the JobSet's schema checks are skipped"; }
 
 # Google's own Node.js client for Cloud Storage, a second real client that checks the
 # fake GCS server (tests/fakegcs.bats): from the npm registry into the build dir, the
@@ -134,9 +148,16 @@ demo: have-deps
 
 # Node.js and npm (for Google's Node.js client in the tests) only where there are none:
 # Debian's npm conflicts with a nodejs from elsewhere (NodeSource bundles its own npm).
+# What tests/deploy.bats and tests/slurm.bats run the shipped files with: a real Slurm
+# (slurm.bats starts its daemons itself), systemd-analyze, sysusers and tmpfiles, and
+# promtool (Debian's prometheus, about 100 MB installed). Where they cannot be installed
+# those tests say so and are skipped.
+DEPLOY_DEBS = slurmctld slurmd slurm-client munge systemd prometheus
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBS)
+	@DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEPLOY_DEBS) \
+	    || echo "# deps: cannot install $(DEPLOY_DEBS): the tests of the deployment files that need them are skipped"
 	@command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends nodejs npm || echo "# deps: no nodejs/npm: tests with Google's Node.js client are skipped"
 
