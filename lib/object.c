@@ -74,9 +74,7 @@ static void keep_manifest(const char *dir, const char *name, const struct mtc_ob
 	if (m->file) {
 		rc = rename(m->file, path) < 0 ? -1 : mtc_fsync_dir(dir);
 	} else {
-		char *tmp = xasprintf("%s/.mtc-upload-%s.manifest.%ld", dir, name, (long)gettid());
-		rc = mtc_write_atomic_via(tmp, path, m->text, m->len);
-		free(tmp);
+		rc = mtc_write_atomic(path, m->text, m->len);
 	}
 	if (rc < 0)
 		mtc_warn("cannot keep '%s' (it is recomputed when asked for):", path);

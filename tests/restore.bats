@@ -209,7 +209,7 @@ gs_backup_of_step() {
 # --- resuming after a kill, and the progress line
 
 B=2025-06-30_14-30
-staging_of() { echo "$1/.mtc-restore-$B-n0"; }
+staging_of() { echo "$1/.mtc-restore-$B-n0.tmp"; }
 
 # wide_step DIR STEP N BYTES: a step of N files of BYTES each, hashed, with its .meta; prints the hash.
 wide_step() {

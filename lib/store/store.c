@@ -290,6 +290,15 @@ int mtc_store_delete_prefix(struct mtc_store *s, const char *prefix)
 	return s->ops->delete_prefix(s, prefix);
 }
 
+long mtc_store_leftovers(struct mtc_store *s, const char *prefix, int remove,
+			 mtc_store_leftover_fn *fn, void *arg)
+{
+	if (!prefix || !*prefix)
+		return bad_key(s, prefix);
+	CHECK_KEY(s, prefix);
+	return s->ops->leftovers ? s->ops->leftovers(s, prefix, remove, fn, arg) : 0;
+}
+
 void mtc_store_list_add_object(struct mtc_store_list *l, const char *name, long long size,
 			       long long generation)
 {
