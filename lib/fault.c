@@ -1,6 +1,7 @@
 #include "fault.h"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,16 +9,21 @@
 
 #include "fsutil.h"
 
-void mtc_fault_stall(const char *point)
+void mtc_fault_stall(const char *point, const char *subject)
 {
-	const char *f = getenv("MTC_FAULT_STALL");
+	const char *f = getenv("MTC_FAULT_STALL"), *file = f ? strchr(f, ':') : NULL;
 	size_t n = strlen(point);
-	char pid[32];
-	int fd;
+	char pid[32], *glob;
+	int fd, match;
 
-	if (!f || strncmp(f, point, n) || f[n] != ':' || !f[n + 1])
+	if (!file || strncmp(f, point, n) || (f[n] != ':' && f[n] != '=') || !file[1])
 		return;
-	fd = open(f + n + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	glob = f[n] == '=' ? strndup(f + n + 1, (size_t)(file - f - (long)n - 1)) : NULL;
+	match = !glob || (subject && fnmatch(glob, subject, 0) == 0);
+	free(glob);
+	if (!match)
+		return;
+	fd = open(file + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
 	snprintf(pid, sizeof pid, "%d\n", (int)getpid());

@@ -95,7 +95,7 @@ int mtc_write_atomic(const char *path, const void *buf, size_t len)
 	if (rc < 0)
 		return -1;
 	if (mtc_write_all(t.fd, buf, len) < 0 || fsync(t.fd) < 0 ||
-	    (mtc_fault_stall("write-atomic"), rename(t.path, path) < 0)) {
+	    (mtc_fault_stall("write-atomic", path), rename(t.path, path) < 0)) {
 		mtc_tmp_discard(&t);
 		return -1;
 	}

@@ -258,3 +258,65 @@ open(sys.argv[1] + "/1/commit_success.txt", "w").close()' "$WORK/local"
 	[[ "$stderr" == *"info: uploading 3 objects (300002 bytes) to '$WORK/bk/job/2025-06-30_14-30/'"* ]]
 	[[ "$stderr" == *"info: uploading 1 .meta file last"* ]]
 }
+
+# wait_for CMD...: up to 10 s for CMD to succeed.
+wait_for() {
+	local i
+	for ((i = 0; i < 200; i++)); do "$@" && return 0; sleep 0.05; done
+	return 1
+}
+
+# stalled_backup STEP LOCATION NAME: mtc-backup held where the temporary of 'weights' is
+# written whole (MTC_FAULT_STALL), in the background: BG_PID is its pid.
+stalled_backup() {
+	rm -f "$WORK/stalled"
+	MTC_FAULT_STALL="dir-put=*/weights:$WORK/stalled" mtc-backup --dir "$WORK/local" \
+		--config "$WORK/cfg" --step "$1" --to "$2" --name "$3" >/dev/null 2>&1 &
+	BG_PID=$!
+	wait_for grep -qs "^[0-9]*$" "$WORK/stalled"
+}
+
+temporaries() { find "$1" -name '.mtc-*.tmp' | sort; }
+
+@test "kill -9 mid-upload to a directory: the re-run removes the temporary, --verify reports it, prune --delete removes it, a live writer's stays" {
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/local" job 100 0 a 4194304)
+	b="$WORK/bk/job/2025-06-30_14-30"
+	stalled_backup 100 "$WORK/bk" 2025-06-30_14-30
+	kill -9 "$BG_PID"
+	wait "$BG_PID" || true
+	left=$(temporaries "$b")
+	[[ "$left" == "$b/$h.data/.mtc-"*".weights.tmp" ]]
+	[ "$(stat -c %s "$left")" -eq 4194304 ]
+	cp -a "$left" "$WORK/aside"
+	run mtc-backup -v --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_success
+	assert_output --partial "removed '$left' (4194304 bytes): a dead writer's temporary"
+	run temporaries "$WORK/bk"
+	assert_output ""
+
+	# the dead writer's temporary in the whole backup: reported, not intact
+	cp -a "$WORK/aside" "$left"
+	run --separate-stderr mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --verify
+	assert_success
+	echo "$output" | fakegcs_json 'd["state"] == "leftovers" and d["leftovers"] == 1 and d["leftover-bytes"] == 4194304' | grep -qx true
+	[[ "$stderr" == *"holds 1 temporary of dead writers (4194304 bytes), first '$left'"* ]]
+
+	# prune --delete removes it; a live writer's temporary (a backup held mid-upload) stays
+	stalled_backup 100 "$WORK/bk" 2025-07-01_00-00
+	live=$(temporaries "$WORK/bk/job/2025-07-01_00-00")
+	[ -n "$live" ]
+	run mtc-prune "$WORK/bk" --job job --daily 2 --delete
+	assert_success
+	assert_file_not_exists "$left"
+	assert_file_exists "$live"
+	run mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --verify
+	assert_success
+	echo "$output" | fakegcs_json 'd["state"] == "intact" and d["leftovers"] == 0' | grep -qx true
+	kill -9 "$BG_PID"
+	wait "$BG_PID" || true
+	run mtc-prune "$WORK/bk" --job job --daily 2 --delete
+	assert_success
+	run temporaries "$WORK/bk"
+	assert_output ""
+}

@@ -181,7 +181,7 @@ static int put_with(struct mtc_store *s, const char *key, int flags,
 	}
 	if (fill(s, t.fd, arg, size) < 0 || fsync(t.fd) < 0)
 		goto fail_write;
-	mtc_fault_stall("dir-put");
+	mtc_fault_stall("dir-put", key);
 	/* the lock is held until the temporary has its name */
 	if (publish(t.path, path, flags & MTC_STORE_REPLACE) < 0) {
 		e = errno;
@@ -343,7 +343,7 @@ static int get_to_path(struct mtc_store *s, const char *key, const char *path,
 		fail(s, "cannot write", t.path);
 		goto fail;
 	}
-	mtc_fault_stall("dir-get");
+	mtc_fault_stall("dir-get", key);
 	if (rename(t.path, path) < 0 || mtc_fsync_parent(path) < 0) {
 		fail(s, "cannot rename into", path);
 		goto fail;
@@ -619,7 +619,10 @@ static long dir_leftovers(struct mtc_store *s, const char *prefix, int remove,
 			  mtc_store_leftover_fn *fn, void *arg)
 {
 	char *path = path_of(s, prefix);
-	long n = mtc_tmp_sweep(path, MAX_DEPTH, remove, fn, arg);
+	long n;
+
+	path[strlen(path) - 1] = path[strlen(path) - 1] == '/' ? '\0' : path[strlen(path) - 1];
+	n = mtc_tmp_sweep(path, MAX_DEPTH, remove, fn, arg);
 
 	if (n < 0)
 		fail(s, "cannot look for leftovers in", prefix);
