@@ -533,3 +533,26 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 	run mtc-lkg --backups "$WORK/bk" --job job -v
 	assert_output --partial "checking backup 2025-06-30_14-30"
 }
+
+@test "kill -9 of a restore mid-download, and while it writes a .meta: the re-run completes and leaves no temporary" {
+	config "$WORK/cfg0" job 0 1
+	h=$(wide_step "$WORK/n0" 7 6 262144)
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 7 --to "$WORK/bk" --name "$B" >/dev/null
+	for point in 'dir-get=*/f3' 'write-atomic=*.meta'; do
+		rm -rf "$WORK/out" "$WORK/stalled"
+		MTC_FAULT_STALL="$point:$WORK/stalled" mtc-restore --from "$WORK/bk" --job job --name "$B" \
+			--rank 0 --layout hash --out "$WORK/out" >/dev/null 2>&1 &
+		BG_PID=$!
+		wait_for grep -qs '^[0-9]*$' "$WORK/stalled"
+		run find "$WORK/out" -name '.mtc-*.tmp'
+		[ -n "$output" ]
+		kill -9 "$BG_PID"
+		wait "$BG_PID" || true
+		run mtc-restore --from "$WORK/bk" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
+		assert_success
+		diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+		assert_equal "$(cat "$WORK/out/job-s7-n0-w0.meta")" "$h"
+		run find "$WORK/out" -name '.mtc-*' -o -name '*.tmp'
+		assert_output ""
+	done
+}
