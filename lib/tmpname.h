@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 
 /*
- * Temporaries (mtc(7) §9.8), the one place they are named and judged. A file
+ * Temporaries (mtc(7) §9.5), the one place they are named and judged. A file
  * or directory a program writes before it is whole is named
  *     .mtc-<host>-<pid>-<seq>.<label>.tmp
  * (host: 8 hex digits of this kernel's boot id; label: what it becomes, cut
