@@ -213,14 +213,17 @@ static int open_staging(const char *name, int rank, struct mtc_tmp *t)
 	const char *tmp = getenv("TMPDIR");
 	const char *where = out_dir ? out_dir : tmp && *tmp ? tmp : "/tmp";
 	char *label = xasprintf("restore-%s-n%d", name, rank);
-	int rc = out_dir ? mtc_tmp_claim(where, label, t) : mtc_tmp_create(where, "restore", 1, t);
+	int rc = out_dir ? mtc_tmp_claim(where, label, t) : mtc_tmp_private_dir("restore", t);
 
 	if (rc < 0 && errno == EBUSY)
 		mtc_error("cannot use '%s/.mtc-%s.tmp': another mtc-restore is using it", where, label);
 	else if (rc < 0)
 		mtc_error("cannot create a staging dir in '%s':", where);
-	else
+	if (rc == 0 && out_dir) {
 		mtc_tmp_sweep(where, 1, 1, removed_leftover, NULL);
+		/* what a killed run was writing inside the staging it continues */
+		mtc_tmp_sweep(t->path, 64, 1, removed_leftover, NULL);
+	}
 	free(label);
 	return rc;
 }

@@ -27,6 +27,7 @@
 #include "commit.h"
 #include "clock.h"
 #include "digest_cache.h"
+#include "fault.h"
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
@@ -38,14 +39,6 @@
 #include "xalloc.h"
 
 #define COMMIT_SUCCESS "commit_success.txt"
-
-/* Tests kill the process at a named point: MTC_TEST_CRASH_AT=<point>. */
-static void crash_point(const char *name)
-{
-	const char *at = getenv("MTC_TEST_CRASH_AT");
-	if (at && !strcmp(at, name))
-		raise(SIGKILL);
-}
 
 int mtc_trash(const char *dir, const char *name)
 {
@@ -60,7 +53,7 @@ int mtc_trash(const char *dir, const char *name)
 		rc = errno == ENOENT ? 0 : -1;
 	else if (rc == 0) {
 		mtc_fsync_dir(dir);
-		crash_point("trash");
+		mtc_fault_kill("trash", dir);
 		rc = mtc_remove_tree(to);
 	}
 	int e = errno;
@@ -191,12 +184,12 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 	if (name_save(o, save, &r, &m) < 0)
 		goto out;
 	data = xasprintf("%s/%s.data", o->dir, r.hash);
-	crash_point("hashed");
+	mtc_fault_kill("commit-hashed", save);
 	if (write_synced(tmp, r.hash) < 0) {
 		mtc_error("cannot write '%s':", tmp);
 		goto out;
 	}
-	crash_point("tmp-written");
+	mtc_fault_kill("commit-tmp-written", save);
 	r.redundant = exists(data);
 	if (r.redundant) {
 		mtc_warn("step %lld has the same digest %s as a previous step; deleting the new copy",
@@ -205,7 +198,7 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
 			goto out;
 		}
-		crash_point("meta-renamed");
+		mtc_fault_kill("commit-meta-renamed", save);
 		char *base = strrchr(save, '/') + 1;
 		if (mtc_trash(o->dir, base) < 0) {
 			mtc_error("cannot delete '%s':", save);
@@ -228,12 +221,12 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			mtc_error("cannot rename '%s' to '%s':", save, data);
 			goto out;
 		}
-		crash_point("data-renamed");
+		mtc_fault_kill("commit-data-renamed", save);
 		if (rename(tmp, meta) < 0 || mtc_fsync_dir(o->dir) < 0) {
 			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
 			goto out;
 		}
-		crash_point("meta-renamed");
+		mtc_fault_kill("commit-meta-renamed", save);
 	}
 	r.seconds = mtc_now() - t0;
 	mtc_info("committed step %lld worker %d: %s (%lld bytes, %.3f s, %lld of them hashed "

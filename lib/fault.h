@@ -2,13 +2,18 @@
 #define MTC_FAULT_H
 
 /*
- * Fault injection for the tests: with MTC_FAULT_STALL=POINT[=GLOB]:FILE the
- * process that reaches POINT (with a subject GLOB matches, by fnmatch)
- * writes its pid to FILE and hangs there (up to an hour),
- * to be killed at a known place. Once: a process that reaches POINT while
- * FILE exists goes on. (FILE is not written whole at once: wait for its
- * newline.)
+ * Fault injection for the tests, the one mechanism: a point of the code is
+ * named, and the environment arms it as POINT[=GLOB][:FILE] (several
+ * separated by ','):
+ *     MTC_FAULT_STALL  the process hangs there (up to an hour), to be killed
+ *                      at a known place;
+ *     MTC_FAULT_KILL   the process kills itself there with SIGKILL.
+ * With GLOB, only when the point's subject (a key, a path) matches it
+ * (fnmatch). With FILE, once: the process creates FILE and writes its pid
+ * there ("<pid>\n", in one write); a process that reaches POINT while FILE
+ * exists goes on. Without FILE, every time.
  */
 void mtc_fault_stall(const char *point, const char *subject);
+void mtc_fault_kill(const char *point, const char *subject);
 
 #endif

@@ -85,14 +85,9 @@ int mtc_pread_all(int fd, void *buf, size_t len, long long off)
 
 int mtc_write_atomic(const char *path, const void *buf, size_t len)
 {
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? xasprintf("%.*s", slash == path ? 1 : (int)(slash - path), path)
-			  : xstrdup(".");
 	struct mtc_tmp t;
-	int rc = mtc_tmp_create(dir, slash ? slash + 1 : path, 0, &t);
 
-	free(dir);
-	if (rc < 0)
+	if (mtc_tmp_beside(path, &t) < 0)
 		return -1;
 	if (mtc_write_all(t.fd, buf, len) < 0 || fsync(t.fd) < 0 ||
 	    (mtc_fault_stall("write-atomic", path), rename(t.path, path) < 0)) {

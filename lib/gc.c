@@ -62,7 +62,7 @@ static int young(const struct mtc_gc_opts *o, const char *name)
 /*
  * A manifest a peer sent ahead of its data is of no more use once the data
  * is here (committed locally, or arrived): removed then, and when no kept
- * step names it and it is older than MTC_TMP_STALE_S (its data never came).
+ * step names it and it is older than mtc_tmp_stale_s() (its data never came).
  */
 static void drop_pending(const struct mtc_gc_opts *o, const struct mtc_strset *keep,
 			 const char *name, mtc_gc_cb *would_delete, void *arg)
@@ -73,7 +73,7 @@ static void drop_pending(const struct mtc_gc_opts *o, const struct mtc_strset *k
 
 	if (mtc_is_hash(hash) && lstat(path, &sb) == 0 &&
 	    (access(data, F_OK) == 0 ||
-	     (!mtc_strset_has(keep, hash) && time(NULL) - sb.st_mtime >= MTC_TMP_STALE_S))) {
+	     (!mtc_strset_has(keep, hash) && time(NULL) - sb.st_mtime >= mtc_tmp_stale_s()))) {
 		if (o->dry_run) {
 			if (would_delete)
 				would_delete(path, arg);

@@ -28,6 +28,15 @@ static char host[HOST_LEN + 1];
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 static atomic_uint seq;
 
+long long mtc_tmp_stale_s(void)
+{
+	const char *env = getenv("MTC_TMP_STALE_S");
+	char *end;
+	long long v = env && *env ? strtoll(env, &end, 10) : -1;
+
+	return env && *env && !*end && v >= 0 ? v : MTC_TMP_STALE_S;
+}
+
 static int is_hex(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -138,6 +147,28 @@ int mtc_tmp_create(const char *dir, const char *label, int is_dir, struct mtc_tm
 	}
 	errno = EAGAIN;
 	return -1;
+}
+
+int mtc_tmp_beside(const char *path, struct mtc_tmp *t)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? xasprintf("%.*s", slash == path ? 1 : (int)(slash - path), path)
+			  : xstrdup(".");
+	int rc = mtc_tmp_create(dir, slash ? slash + 1 : path, 0, t);
+	int e = errno;
+
+	free(dir);
+	errno = e;
+	return rc;
+}
+
+int mtc_tmp_private_dir(const char *label, struct mtc_tmp *t)
+{
+	const char *env = getenv("TMPDIR");
+	const char *dir = env && *env ? env : "/tmp";
+
+	mtc_tmp_sweep(dir, 1, 1, NULL, NULL);
+	return mtc_tmp_create(dir, label, 1, t);
 }
 
 int mtc_tmp_claim(const char *dir, const char *label, struct mtc_tmp *t)
@@ -252,7 +283,7 @@ static int writer_gone(const char *path, const char *name, const struct stat *st
 		mtc_walk(&w);
 	if (locked && made_here(name))
 		return 1;
-	if (time(NULL) - age->newest >= MTC_TMP_STALE_S)
+	if (time(NULL) - age->newest >= mtc_tmp_stale_s())
 		return 1;
 	close(*fd);
 	*fd = -1;

@@ -14,10 +14,14 @@
  * away or removed. Any name that starts ".mtc-" and ends ".tmp" is a
  * temporary. Its writer is gone, and a sweeper removes it, when no one holds
  * its lock and, unless its name carries this kernel's boot id, it is also
- * untouched for MTC_TMP_STALE_S: a lock taken on another host may not be
- * seen here.
+ * untouched for mtc_tmp_stale_s(): a lock taken on another host may not be
+ * seen here. Where no lock can be held (an object store), that age alone
+ * tells a dead writer's temporary.
  */
 #define MTC_TMP_STALE_S (24 * 60 * 60)
+
+/* MTC_TMP_STALE_S, or the seconds MTC_TMP_STALE_S in the environment says (for the tests). */
+long long mtc_tmp_stale_s(void);
 
 struct mtc_tmp {
 	char *path;
@@ -31,6 +35,14 @@ int mtc_tmp_create(const char *dir, const char *label, int is_dir, struct mtc_tm
  * a killed run left is continued. -1 with EBUSY when a live writer holds it.
  */
 int mtc_tmp_claim(const char *dir, const char *label, struct mtc_tmp *t);
+/* A new temporary file beside path (in its directory, labelled by its last component). */
+int mtc_tmp_beside(const char *path, struct mtc_tmp *t);
+/*
+ * A new private temporary directory under $TMPDIR (else /tmp), once what
+ * dead writers left there is removed: a run killed with it is swept by the
+ * next.
+ */
+int mtc_tmp_private_dir(const char *label, struct mtc_tmp *t);
 /* Drops the lock and frees t: call it after the temporary was renamed away. */
 void mtc_tmp_release(struct mtc_tmp *t);
 /* Removes the temporary, then releases it; keeps errno. */

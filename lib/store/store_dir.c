@@ -48,19 +48,6 @@ static int fail(struct mtc_store *s, const char *what, const char *subject)
 	return -1;
 }
 
-/* A temporary beside path, locked: 0, or -1 with errno. */
-static int tmp_beside(const char *path, struct mtc_tmp *t)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? xasprintf("%.*s", (int)(slash - path), path) : xstrdup(".");
-	int rc = mtc_tmp_create(*dir ? dir : "/", slash ? slash + 1 : path, 0, t);
-	int e = errno;
-
-	free(dir);
-	errno = e;
-	return rc;
-}
-
 /* mkdir -p of path's parent (or of path itself when dir), fsyncing each new entry's parent. */
 static int make_dirs(char *path, int include_last)
 {
@@ -174,7 +161,7 @@ static int put_with(struct mtc_store *s, const char *key, int flags,
 	}
 	if (make_dirs(path, 0) < 0)
 		goto fail_dirs;
-	if (tmp_beside(path, &t) < 0) {
+	if (mtc_tmp_beside(path, &t) < 0) {
 		fail(s, "cannot create a temporary for", key);
 		free(path);
 		return -1;
@@ -318,7 +305,7 @@ static int get_to_path(struct mtc_store *s, const char *key, const char *path,
 	if (partial) {
 		t.path = xstrdup(partial);
 		t.fd = open(partial, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	} else if (tmp_beside(path, &t) < 0) {
+	} else if (mtc_tmp_beside(path, &t) < 0) {
 		t.fd = -1;
 	}
 	if (t.fd < 0) {

@@ -29,11 +29,13 @@
 #include "buf.h"
 #include "clock.h"
 #include "crc32c.h"
+#include "fault.h"
 #include "fsutil.h"
 #include "gcs_auth.h"
 #include "http.h"
 #include "log.h"
 #include "store_impl.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
 #define SIMPLE_MAX (8LL << 20)
@@ -1334,13 +1336,13 @@ static void spawn_slices(struct op *p)
 	save_slices(p);
 }
 
-/* The sidecar: tmp + rename (a kill leaves the old or the new one); a range is re-checked on resume. */
+/* The sidecar: a temporary + rename (a kill leaves the old or the new one); a range is re-checked on resume. */
 static void save_slices(struct op *p)
 {
 	json_t *j, *a;
-	char *text, *tmp;
+	struct mtc_tmp t;
+	char *text;
 	char b64[9];
-	int fd;
 
 	if (!p->sidecar)
 		return;
@@ -1358,15 +1360,13 @@ static void save_slices(struct op *p)
 	}
 	text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
-	tmp = xasprintf("%s.tmp", p->sidecar);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0 || mtc_write_all(fd, text, strlen(text)) < 0 || close(fd) < 0 ||
-	    rename(tmp, p->sidecar) < 0) {
+	if (mtc_tmp_beside(p->sidecar, &t) < 0 || mtc_write_all(t.fd, text, strlen(text)) < 0 ||
+	    rename(t.path, p->sidecar) < 0) {
 		mtc_debug("cannot record the slices of '%s' in '%s': %s", p->name, p->sidecar,
 			  strerror(errno));
-		unlink(tmp);
+		mtc_tmp_discard(&t);
 	}
-	free(tmp);
+	mtc_tmp_release(&t);
 	free(text);
 }
 
@@ -1433,16 +1433,19 @@ static enum verdict dl_verify(struct op *op, uint32_t got)
 		op->err = EIO;
 		return V_FAIL;
 	}
-	if (fsync(op->fd) < 0 || close(op->fd) < 0) {
+	if (fsync(op->fd) < 0) {
 		e = errno;
-		op->fd = -1;
 		return op_fail(op, e, "cannot write '%s': %s", op->tmp, strerror(e));
 	}
-	op->fd = -1;
+	/* the temporary's lock (tmpname.h) is held until it has its name */
 	if (rename(op->tmp, op->path) < 0 || mtc_fsync_parent(op->path) < 0) {
 		e = errno;
 		return op_fail(op, e, "cannot rename into '%s': %s", op->path, strerror(e));
 	}
+	e = close(op->fd) < 0 ? errno : 0;
+	op->fd = -1;
+	if (e)
+		return op_fail(op, e, "cannot write '%s': %s", op->path, strerror(e));
 	if (op->sidecar)
 		unlink(op->sidecar);
 	return V_DONE;
@@ -1569,14 +1572,14 @@ static void dl_complete(struct op *op)
 		}
 		return;
 	}
-	if (op->fd >= 0) {
-		close(op->fd);
-		op->fd = -1;
-	}
 	if (op->err && op->tmp && (!op->resume || op->err == EIO)) {
 		unlink(op->tmp);
 		if (op->sidecar)
 			unlink(op->sidecar);
+	}
+	if (op->fd >= 0) {
+		close(op->fd);
+		op->fd = -1;
 	}
 	if (op->x) {
 		op->x->err = op->err;
@@ -1585,18 +1588,6 @@ static void dl_complete(struct op *op)
 }
 
 static const struct op_type download_type = { dl_prepare, dl_finish, dl_complete };
-
-static char *tmp_next_to(const char *path)
-{
-	static unsigned seq;
-	const char *slash = strrchr(path, '/');
-	unsigned n = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
-
-	if (!slash)
-		return xasprintf(".mtc-%ld-g%u.%s.tmp", (long)getpid(), n, path);
-	return xasprintf("%.*s/.mtc-%ld-g%u.%s.tmp", (int)(slash - path), path, (long)getpid(), n,
-			 slash + 1);
-}
 
 /*
  * Continues a sliced partial from its sidecar: same generation, ranges inside
@@ -1728,14 +1719,16 @@ static int gcs_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
 			x[i].err = errno;
 			op_fail(op, errno, "cannot continue '%s': %s", op->tmp, strerror(errno));
 		} else {
-			op->tmp = tmp_next_to(x[i].path);
-			op->fd = open(op->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-			if (op->fd >= 0) {
+			struct mtc_tmp t;
+			if (mtc_tmp_beside(x[i].path, &t) == 0) {
+				op->tmp = t.path;
+				op->fd = t.fd;
 				todo[m++] = op;
 				continue;
 			}
 			x[i].err = errno;
-			op_fail(op, errno, "cannot create '%s': %s", op->tmp, strerror(errno));
+			op_fail(op, errno, "cannot create a temporary for '%s': %s", x[i].path,
+				strerror(errno));
 		}
 		if (!bad++) {
 			first = x[i].err;
