@@ -305,7 +305,7 @@ void mtc_store_list_add_object(struct mtc_store_list *l, const char *name, long 
 	if ((l->n_objects & (l->n_objects - 1)) == 0)
 		l->objects = xrealloc(l->objects, (l->n_objects ? 2 * l->n_objects : 1) *
 							  sizeof *l->objects);
-	l->objects[l->n_objects++] = (struct mtc_store_object){ xstrdup(name), size, generation };
+	l->objects[l->n_objects++] = (struct mtc_store_object){ xstrdup(name), size, generation, 0 };
 }
 
 void mtc_store_list_add_prefix(struct mtc_store_list *l, const char *prefix)

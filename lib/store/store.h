@@ -45,6 +45,7 @@ struct mtc_store_object {
 	char *name;		/* relative to the listed prefix's location root: the full key */
 	long long size;
 	long long generation;	/* gs:// generation; 0 on a directory */
+	long long updated;	/* gs://: its last write, seconds since the epoch; 0 on a directory */
 };
 
 struct mtc_store_list {

@@ -21,6 +21,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -134,6 +135,7 @@ struct op {
 	struct mtc_store_list *list;
 	char *page_token;
 	const char *lprefix, *ldelim;
+	int ltemps; /* list: composite uploads' parts too */
 	/* a sliced download: the parent's ranges; a slice's own range is slot */
 	struct slice *sl;
 	size_t n_sl, slot;
@@ -766,6 +768,7 @@ static int up_prepare(struct op *op, struct req *r)
 		op->err = op->failed_with;
 		return 1;
 	case U_COMPOSE: {
+		mtc_fault_stall("gcs-compose", op->name);
 		char *b = enc(g->bucket), *n = enc(op->name);
 		r->url = xasprintf("%s/storage/v1/b/%s/o/%s/compose%s", g->base, b, n,
 				   create_only ? "?ifGenerationMatch=0" : "");
@@ -1007,9 +1010,17 @@ static void notify_parent(struct op *op)
 	}
 }
 
+#define PARTS ".mtc-parts/"
+
 static char *part_name(const struct op *p, size_t i)
 {
-	return xasprintf("%s.mtc-parts/%02zu", p->name, i);
+	return xasprintf("%s" PARTS "%02zu", p->name, i);
+}
+
+/* 1 when name is, or is under, a composite upload's parts: a temporary (tmpname.h). */
+static int is_part(const char *name)
+{
+	return strstr(name, PARTS) != NULL;
 }
 
 static const struct op_type upload_type;
@@ -1910,6 +1921,20 @@ static int gcs_delete(struct mtc_store *s, const char *key)
 
 /* -------------------------------------------------------------------- list */
 
+/* An RFC 3339 time in UTC ("2025-06-30T14:30:00.123Z") as seconds since the epoch; 0 if not one. */
+static long long rfc3339(const char *text)
+{
+	struct tm tm = { 0 };
+	int n = 0;
+
+	if (!text || sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+			    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 || !n)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (long long)timegm(&tm);
+}
+
 static int list_prepare(struct op *op, struct req *r)
 {
 	struct gcs *g = op->g;
@@ -1918,7 +1943,7 @@ static int list_prepare(struct op *op, struct req *r)
 	char *t = op->page_token ? enc(op->page_token) : NULL;
 
 	r->url = xasprintf("%s/storage/v1/b/%s/o?prefix=%s%s%s%s%s&maxResults=1000"
-			   "&fields=items(name,size,generation),prefixes,nextPageToken",
+			   "&fields=items(name,size,generation,updated),prefixes,nextPageToken",
 			   g->base, b, p, d ? "&delimiter=" : "", d ? d : "", t ? "&pageToken=" : "",
 			   t ? t : "");
 	free(b);
@@ -1949,14 +1974,19 @@ static enum verdict list_finish(struct op *op, struct req *r)
 		const char *name = json_string_value(json_object_get(v, "name"));
 		const char *size = json_string_value(json_object_get(v, "size"));
 		const char *gen = json_string_value(json_object_get(v, "generation"));
-		if (name && !strncmp(name, op->g->prefix, plen) && name[plen])
+		if (name && !strncmp(name, op->g->prefix, plen) && name[plen] &&
+		    (op->ltemps || !is_part(name + plen))) {
 			mtc_store_list_add_object(op->list, name + plen, size ? atoll(size) : 0,
 						  gen ? atoll(gen) : 0);
+			op->list->objects[op->list->n_objects - 1].updated =
+				rfc3339(json_string_value(json_object_get(v, "updated")));
+		}
 	}
 	json_array_foreach(json_object_get(j, "prefixes"), i, v)
 	{
 		const char *name = json_string_value(v);
-		if (name && !strncmp(name, op->g->prefix, plen))
+		if (name && !strncmp(name, op->g->prefix, plen) &&
+		    (op->ltemps || !is_part(name + plen)))
 			mtc_store_list_add_prefix(op->list, name + plen);
 	}
 	tok = json_string_value(json_object_get(j, "nextPageToken"));
@@ -1968,12 +1998,14 @@ static enum verdict list_finish(struct op *op, struct req *r)
 
 static const struct op_type list_type = { list_prepare, list_finish, NULL };
 
-static int gcs_list(struct mtc_store *s, const char *prefix, const char *delim,
+/* temps: composite uploads' parts too, which listings skip. */
+static int list_all(struct mtc_store *s, const char *prefix, const char *delim, int temps,
 		    struct mtc_store_list *out)
 {
 	struct op *op = op_new(s, &list_type);
 	int rc;
 
+	op->ltemps = temps;
 	op->lprefix = prefix;
 	op->ldelim = delim;
 	op->list = out;
@@ -1983,6 +2015,12 @@ static int gcs_list(struct mtc_store *s, const char *prefix, const char *delim,
 	if (rc == 0)
 		mtc_store_list_sort(out);
 	return rc;
+}
+
+static int gcs_list(struct mtc_store *s, const char *prefix, const char *delim,
+		    struct mtc_store_list *out)
+{
+	return list_all(s, prefix, delim, 0, out);
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -2000,7 +2038,7 @@ static int gcs_delete_prefix(struct mtc_store *s, const char *prefix)
 	int rc;
 
 	memset(&l, 0, sizeof l);
-	if (gcs_list(s, prefix, NULL, &l) < 0) {
+	if (list_all(s, prefix, NULL, 1, &l) < 0) {
 		mtc_store_list_free(&l);
 		return -1;
 	}
@@ -2021,6 +2059,48 @@ static int gcs_delete_prefix(struct mtc_store *s, const char *prefix)
 	free(ops);
 	mtc_store_list_free(&l);
 	return rc;
+}
+
+/*
+ * A killed composite upload's parts, the only temporaries this backend
+ * leaves: no lock tells that their writer is gone, so their age does
+ * (mtc_tmp_stale_s(), against the time the store gives them). A part
+ * reused by the next upload of its object is rewritten, so young again.
+ */
+static long gcs_leftovers(struct mtc_store *s, const char *prefix, int remove,
+			  mtc_store_leftover_fn *fn, void *arg)
+{
+	struct mtc_store_list l;
+	struct op **ops;
+	long long now = (long long)time(NULL), stale = mtc_tmp_stale_s();
+	size_t n = 0;
+	int rc = 0;
+
+	memset(&l, 0, sizeof l);
+	if (list_all(s, prefix, NULL, 1, &l) < 0) {
+		mtc_store_list_free(&l);
+		return -1;
+	}
+	ops = xcalloc(l.n_objects + 1, sizeof *ops);
+	for (size_t i = 0; i < l.n_objects; i++) {
+		const struct mtc_store_object *o = &l.objects[i];
+		if (!is_part(o->name) || !o->updated || now - o->updated < stale)
+			continue;
+		if (fn) {
+			char *where = xasprintf("%s/%s", mtc_store_url(s), o->name);
+			fn(where, o->size, arg);
+			free(where);
+		}
+		ops[n] = small_op(s, K_DELETE, o->name);
+		ops[n++]->flags = GONE_IS_DONE;
+	}
+	if (remove)
+		rc = engine_run(s, ops, n);
+	for (size_t i = 0; i < n; i++)
+		op_free(ops[i]);
+	free(ops);
+	mtc_store_list_free(&l);
+	return rc < 0 ? -1 : (long)n;
 }
 
 /* -------------------------------------------------------------------- open */
@@ -2056,6 +2136,7 @@ static const struct mtc_store_ops gcs_ops = {
 	.stat = gcs_stat,
 	.del = gcs_delete,
 	.delete_prefix = gcs_delete_prefix,
+	.leftovers = gcs_leftovers,
 	.close = gcs_close,
 };
 
