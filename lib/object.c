@@ -10,6 +10,7 @@
 #include "data_name.h"
 #include "fsutil.h"
 #include "log.h"
+#include "naming.h"
 #include "xalloc.h"
 
 int mtc_object_check(const char *path, const char *name, const struct mtc_manifest *expected,
@@ -89,6 +90,13 @@ int mtc_object_publish(const char *path, const char *dir, const char *name,
 
 	if (rc == 0 && m && (m->file || m->text))
 		keep_manifest(dir, name, m);
+	if (rc >= 0) {
+		/* the data is here: a manifest a peer sent ahead of it is of no more use */
+		char *pending = xasprintf("%s/" MTC_PENDING_MANIFEST "%s", dir, name);
+		if (unlink(pending) == 0)
+			mtc_fsync_dir(dir);
+		free(pending);
+	}
 	free(final);
 	return rc;
 }
