@@ -162,13 +162,24 @@ int mtc_tmp_beside(const char *path, struct mtc_tmp *t)
 	return rc;
 }
 
-int mtc_tmp_private_dir(const char *label, struct mtc_tmp *t)
+static pthread_once_t tmpdir_once = PTHREAD_ONCE_INIT;
+
+static const char *tmpdir(void)
 {
 	const char *env = getenv("TMPDIR");
-	const char *dir = env && *env ? env : "/tmp";
+	return env && *env ? env : "/tmp";
+}
 
-	mtc_tmp_sweep(dir, 1, 1, NULL, NULL);
-	return mtc_tmp_create(dir, label, 1, t);
+/* Once a process: a program that reads many backups would read $TMPDIR as often. */
+static void sweep_tmpdir(void)
+{
+	mtc_tmp_sweep(tmpdir(), 1, 1, NULL, NULL);
+}
+
+int mtc_tmp_private_dir(const char *label, struct mtc_tmp *t)
+{
+	pthread_once(&tmpdir_once, sweep_tmpdir);
+	return mtc_tmp_create(tmpdir(), label, 1, t);
 }
 
 int mtc_tmp_claim(const char *dir, const char *label, struct mtc_tmp *t)

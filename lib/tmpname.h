@@ -38,9 +38,9 @@ int mtc_tmp_claim(const char *dir, const char *label, struct mtc_tmp *t);
 /* A new temporary file beside path (in its directory, labelled by its last component). */
 int mtc_tmp_beside(const char *path, struct mtc_tmp *t);
 /*
- * A new private temporary directory under $TMPDIR (else /tmp), once what
- * dead writers left there is removed: a run killed with it is swept by the
- * next.
+ * A new private temporary directory under $TMPDIR (else /tmp); the first
+ * call of a process removes what dead writers left there, so a run killed
+ * with one is swept by the next.
  */
 int mtc_tmp_private_dir(const char *label, struct mtc_tmp *t);
 /* Drops the lock and frees t: call it after the temporary was renamed away. */

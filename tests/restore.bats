@@ -556,3 +556,24 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 		assert_output ""
 	done
 }
+
+@test "kill -9 of a restore staging under \$TMPDIR: the next run that makes one removes it" {
+	config "$WORK/cfg0" job 0 1
+	h=$(wide_step "$WORK/n0" 7 6 262144)
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 7 --to "$WORK/bk" --name "$B" >/dev/null
+	export TMPDIR=$WORK/tmp
+	mkdir "$TMPDIR"
+	MTC_FAULT_STALL="dir-get=*/f3:$WORK/stalled" mtc-restore --from "$WORK/bk" --job job --name "$B" \
+		--rank 0 --archive "$WORK/a.tar" >/dev/null 2>&1 &
+	BG_PID=$!
+	wait_for grep -qs '^[0-9]*$' "$WORK/stalled"
+	run find "$TMPDIR" -maxdepth 1 -name '.mtc-*.restore.tmp'
+	[ -n "$output" ]
+	kill -9 "$BG_PID"
+	wait "$BG_PID" || true
+	BG_PID=
+	run mtc-restore --from "$WORK/bk" --job job --name "$B" --rank 0 --archive "$WORK/a.tar"
+	assert_success
+	run ls -A "$TMPDIR"
+	assert_output ""
+}
