@@ -249,9 +249,7 @@ static int write_offer(const struct mtc_config *cfg, enum mtc_yaml_style style)
 	int rc = 0;
 
 	if (style == MTC_STYLE_ORBAX) {
-		char *tmp = xasprintf("%s.tmp", path);
-		rc = mtc_write_atomic_via(tmp, path, yaml, strlen(yaml));
-		free(tmp);
+		rc = mtc_write_atomic(path, yaml, strlen(yaml));
 	} else {
 		FILE *f = fopen(path, "w");
 		if (!f || fputs(yaml, f) < 0)

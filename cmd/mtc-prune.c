@@ -455,12 +455,26 @@ static int report_summary(const struct totals *t, const struct rules *r)
 	return mtc_json_print(o);
 }
 
+static void removed_leftover(const char *where, long long bytes, void *arg)
+{
+	mtc_info("removed '%s' (%lld bytes): a dead writer's temporary", where, bytes);
+}
+
+/* Deletes the backups not kept, and what dead writers left in those kept. */
 static void delete_rest(struct mtc_store *s, struct run *run, int *rc)
 {
 	for (size_t i = 0; i < run->n; i++) {
 		struct backup *b = backup_of(run, run->items[i].name);
-		if (mtc_retention_kept(&run->items[i]))
+		if (mtc_retention_kept(&run->items[i])) {
+			char *prefix = xasprintf("%s/", b->name);
+			if (mtc_store_leftovers(s, prefix, 1, removed_leftover, NULL) < 0) {
+				mtc_error("cannot remove leftovers in '%s': %s", b->name,
+					  mtc_store_error(s));
+				*rc = MTC_EXIT_FAILURE;
+			}
+			free(prefix);
 			continue;
+		}
 		if (mtc_backup_delete(s, b->name) < 0) {
 			mtc_error("cannot delete backup '%s': %s", b->name, mtc_store_error(s));
 			*rc = MTC_EXIT_FAILURE;

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +52,7 @@
 #include "step_archive.h"
 #include "store/store.h"
 #include "store/store_tree.h"
+#include "tmpname.h"
 #include "token_file.h"
 #include "xalloc.h"
 
@@ -288,40 +288,35 @@ static int check_target(const struct mtc_backup_info *info, const struct mtc_ste
 	return rc;
 }
 
-/*
- * DIR/.mtc-restore-<name>-n<rank>: the same for every run of this restore, so
- * a run continues what a killed one fetched; locked against a second run.
- */
-static char *open_staging(const char *name, int rank, int *lock_fd)
+static void removed_leftover(const char *where, long long bytes, void *arg)
 {
-	char *staging;
+	mtc_info("removed '%s' (%lld bytes): a dead writer's temporary", where, bytes);
+}
 
-	*lock_fd = -1;
-	if (!out_dir) {
-		const char *tmp = getenv("TMPDIR");
-		staging = xasprintf("%s/mtc-restore-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if (mkdtemp(staging))
-			return staging;
-		mtc_error("cannot create '%s':", staging);
-		free(staging);
-		return NULL;
+/*
+ * DIR/.mtc-restore-<name>-n<rank>.tmp: the same for every run of this
+ * restore, so a run continues what a killed one fetched; locked against a
+ * second run (lib/tmpname.h). Without DIR, a new one under $TMPDIR. What
+ * dead writers left beside it goes.
+ */
+static int open_staging(const char *name, int rank, struct mtc_tmp *t)
+{
+	const char *tmp = getenv("TMPDIR");
+	const char *where = out_dir ? out_dir : tmp && *tmp ? tmp : "/tmp";
+	char *label = xasprintf("restore-%s-n%d", name, rank);
+	int rc = out_dir ? mtc_tmp_claim(where, label, t) : mtc_tmp_private_dir("restore", t);
+
+	if (rc < 0 && errno == EBUSY)
+		mtc_error("cannot use '%s/.mtc-%s.tmp': another mtc-restore is using it", where, label);
+	else if (rc < 0)
+		mtc_error("cannot create a staging dir in '%s':", where);
+	if (rc == 0 && out_dir) {
+		mtc_tmp_sweep(where, 1, 1, removed_leftover, NULL);
+		/* what a killed run was writing inside the staging it continues */
+		mtc_tmp_sweep(t->path, 64, 1, removed_leftover, NULL);
 	}
-	staging = xasprintf("%s/.mtc-restore-%s-n%d", out_dir, name, rank);
-	if (mtc_mkdir_p(staging, 0700) < 0 ||
-	    (*lock_fd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		mtc_error("cannot create '%s':", staging);
-		free(staging);
-		return NULL;
-	}
-	if (flock(*lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		mtc_error("cannot use '%s': %s", staging,
-			  errno == EWOULDBLOCK ? "another mtc-restore is using it" : strerror(errno));
-		close(*lock_fd);
-		*lock_fd = -1;
-		free(staging);
-		return NULL;
-	}
-	return staging;
+	free(label);
+	return rc;
 }
 
 /* Rank R's part of backup name (info: its metas) into --out or --archive. */
@@ -332,9 +327,10 @@ static int restore_from(struct mtc_store *s, const struct mtc_backup_info *info,
 	size_t n = 0;
 	char *staging = NULL, *url = xasprintf("%s/%s", mtc_store_url(s), info->name), err[1024],
 	     *done = NULL;
+	struct mtc_tmp t = { NULL, -1 };
 	int *slot = NULL;
 	double start = mtc_now();
-	int rc, lock_fd = -1;
+	int rc;
 	size_t todo = 0;
 	struct stat st;
 
@@ -357,14 +353,14 @@ static int restore_from(struct mtc_store *s, const struct mtc_backup_info *info,
 		goto out;
 	}
 	if (!todo) { /* all in place: only a killed run's staging, when there is one, to remove */
-		char *left = xasprintf("%s/.mtc-restore-%s-n%d", out_dir, info->name, rank);
-		if (lstat(left, &st) == 0)
-			staging = open_staging(info->name, rank, &lock_fd);
+		char *left = xasprintf("%s/.mtc-restore-%s-n%d.tmp", out_dir, info->name, rank);
+		if (lstat(left, &st) == 0 && open_staging(info->name, rank, &t) == 0)
+			staging = t.path;
 		free(left);
-	} else if (!(staging = open_staging(info->name, rank, &lock_fd))) {
+	} else if (open_staging(info->name, rank, &t) < 0) {
 		rc = MTC_EXIT_FAILURE;
 		goto out;
-	} else if ((rc = fetch_all(url, w, n, slot, staging, &got)) != MTC_EXIT_OK) {
+	} else if ((rc = fetch_all(url, w, n, slot, staging = t.path, &got)) != MTC_EXIT_OK) {
 		goto out;
 	}
 	if (todo)
@@ -402,9 +398,7 @@ out:
 	} else if (staging) {
 		mtc_remove_tree(staging);
 	}
-	free(staging);
-	if (lock_fd >= 0)
-		close(lock_fd);
+	mtc_tmp_release(&t);
 	parts_free(w, n);
 	mtc_object_fetched_free(&got);
 	free(url);
@@ -482,17 +476,41 @@ static int state_exit(enum mtc_backup_state st)
 	return st == MTC_BACKUP_EMPTY ? MTC_EXIT_NOTFOUND : MTC_EXIT_INTEGRITY;
 }
 
-/* --verify: every byte of the backup against its manifests and names; nothing is written. */
+struct leftovers {
+	long long n, bytes;
+	char first[256];
+};
+
+static void count_leftover(const char *where, long long bytes, void *arg)
+{
+	struct leftovers *l = arg;
+	if (!l->n++)
+		snprintf(l->first, sizeof l->first, "%s", where);
+	l->bytes += bytes;
+}
+
+/*
+ * --verify: every byte of the backup against its manifests and names, and
+ * what dead writers left in it; nothing is written.
+ */
 static int verify_backup(struct mtc_store *s, const char *name)
 {
 	struct mtc_store_options opt = store_options();
 	struct mtc_backup_info info;
 	struct mtc_verify_stats st = { 0 };
 	struct mtc_progress *bar;
+	struct leftovers left = { 0 };
 	double start = mtc_now();
-	char why[512] = "";
+	char why[1024] = "", *prefix = xasprintf("%s/", name);
 	int v, rc;
+	long found = mtc_store_leftovers(s, prefix, 0, count_leftover, &left);
 
+	free(prefix);
+	if (found < 0) {
+		mtc_error("cannot look for leftovers in '%s/%s': %s", mtc_store_url(s), name,
+			  mtc_store_error(s));
+		return MTC_EXIT_FAILURE;
+	}
 	if (judge(s, name, &info) < 0)
 		return MTC_EXIT_FAILURE;
 	if (info.state != MTC_BACKUP_VALID) {
@@ -509,13 +527,23 @@ static int verify_backup(struct mtc_store *s, const char *name)
 		mtc_error("cannot verify backup '%s/%s': %s", mtc_store_url(s), name, why);
 	else if (v)
 		mtc_error("backup '%s/%s' is not intact: %s", mtc_store_url(s), name, why);
+	if (v == 0 && left.n)
+		snprintf(why, sizeof why,
+			 "%lld temporar%s of dead writers (%lld bytes), first '%s': mtc-prune --delete "
+			 "or the next mtc-backup to it removes them",
+			 left.n, left.n == 1 ? "y" : "ies", left.bytes, left.first);
+	if (v == 0 && left.n)
+		mtc_warn("backup '%s/%s' holds %s", mtc_store_url(s), name, why);
 	if (v >= 0)
-		mtc_json_print(json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:o}", "location",
-					 mtc_store_url(s), "name", name, "step",
-					 (json_int_t)info.step, "state", v ? "damaged" : "intact",
-					 "reason", why, "objects", (json_int_t)st.objects, "files",
+		mtc_json_print(json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}",
+					 "location", mtc_store_url(s), "name", name, "step",
+					 (json_int_t)info.step, "state",
+					 v ? "damaged" : left.n ? "leftovers" : "intact", "reason",
+					 why, "objects", (json_int_t)st.objects, "files",
 					 (json_int_t)st.files, "bytes", (json_int_t)st.bytes,
-					 "seconds", mtc_json_seconds(mtc_now() - start)));
+					 "leftovers", (json_int_t)left.n, "leftover-bytes",
+					 (json_int_t)left.bytes, "seconds",
+					 mtc_json_seconds(mtc_now() - start)));
 	mtc_backup_info_free(&info);
 	return rc;
 }

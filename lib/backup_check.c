@@ -15,6 +15,7 @@
 #include "store/store_tree.h"
 #include "strset.h"
 #include "threads.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
 #define READ_PIECE (8 << 20)
@@ -221,17 +222,17 @@ static int verify_staged(struct mtc_store *s, const char *name, const char *hash
 			 const struct mtc_manifest *m, int threads, char *err, size_t errlen)
 {
 	const char *tmp = getenv("TMPDIR");
-	char *dir = xasprintf("%s/mtc-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	char *path = NULL, *key = NULL;
+	char *path = NULL, *key = NULL, *dir;
 	struct mtc_tree t = { 0 };
+	struct mtc_tmp d;
 	int rc = -1;
 
-	if (!mkdtemp(dir)) {
+	if (mtc_tmp_private_dir("verify", &d) < 0) {
 		snprintf(err, errlen, "cannot create a directory under %s: %s",
 			 tmp && *tmp ? tmp : "/tmp", strerror(errno));
-		free(dir);
 		return -1;
 	}
+	dir = d.path;
 	path = xasprintf("%s/%s.data", dir, hash);
 	if (mtc_is_dir_hash(hash)) {
 		key = xasprintf("%s/%s.data/", name, hash);
@@ -247,10 +248,9 @@ static int verify_staged(struct mtc_store *s, const char *name, const char *hash
 	else if (rc)
 		rc = 1;
 	mtc_tree_free(&t);
-	mtc_remove_tree(dir);
+	mtc_tmp_discard(&d);
 	free(key);
 	free(path);
-	free(dir);
 	return rc;
 }
 

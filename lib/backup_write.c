@@ -292,6 +292,11 @@ static int wait_whole(struct mtc_store *s, const char *prefix, const char *hash,
 	}
 }
 
+static void removed_leftover(const char *where, long long bytes, void *arg)
+{
+	mtc_info("removed '%s' (%lld bytes): a dead writer's temporary", where, bytes);
+}
+
 int mtc_backup_write(const struct mtc_backup_write *o, long long step, struct mtc_backup_written *out)
 {
 	const struct mtc_config *cfg = o->cfg;
@@ -320,6 +325,9 @@ int mtc_backup_write(const struct mtc_backup_write *o, long long step, struct mt
 	prefix = xasprintf("%s/%s/", cfg->job_name, name);
 	if ((rc = bound_to_other_step(s, prefix, step)) != MTC_EXIT_OK)
 		goto out;
+	if (mtc_store_leftovers(s, prefix, 1, removed_leftover, NULL) < 0)
+		mtc_warn("cannot remove leftovers in '%s/%s': %s", mtc_store_url(s), prefix,
+			 mtc_store_error(s));
 	mtc_info("hashing the data of step %lld (%d worker%s) against its name%s", step, nw,
 		 nw == 1 ? "" : "s", o->no_verify ? ": skipped (--no-verify)" : "");
 	rc = MTC_EXIT_FAILURE;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fsutil.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
 #define META_MAX 256
@@ -184,21 +185,20 @@ static int read_metas_directly(struct mtc_store *s, char **keys, struct mtc_back
 
 /*
  * The hash of every .meta (keys[i] NULL: too big to be one); on gs:// fetched
- * in parallel through a private temporary directory, on a directory read in
+ * in parallel through a private temporary directory (tmpname.h), on a directory read in
  * place. A .meta that is gone or holds no hash reads as "".
  */
 static int read_metas(struct mtc_store *s, char **keys, struct mtc_backup_meta *m, size_t n)
 {
-	const char *tmp = getenv("TMPDIR");
-	char *dir = xasprintf("%s/mtc-meta-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	struct mtc_tmp t;
 	struct mtc_store_xfer *x;
 	size_t *of, k = 0;
 	int failed = 0;
+	char *dir;
 
-	if (n < 2 || !mtc_store_is_remote(s) || !mkdtemp(dir)) {
-		free(dir);
+	if (n < 2 || !mtc_store_is_remote(s) || mtc_tmp_private_dir("meta", &t) < 0)
 		return read_metas_directly(s, keys, m, n);
-	}
+	dir = t.path;
 	x = xcalloc(n, sizeof *x);
 	of = xcalloc(n, sizeof *of);
 	for (size_t i = 0; i < n; i++)
@@ -228,8 +228,7 @@ static int read_metas(struct mtc_store *s, char **keys, struct mtc_backup_meta *
 		free((char *)x[j].path);
 	free(x);
 	free(of);
-	mtc_remove_tree(dir);
-	free(dir);
+	mtc_tmp_discard(&t);
 	errno = failed;
 	return failed ? -1 : 0;
 }

@@ -21,6 +21,7 @@
 #include "coord/coord_client.h"
 #include "digest.h"
 #include "exitcode.h"
+#include "fault.h"
 #include "fsutil.h"
 #include "json_out.h"
 #include "gc.h"
@@ -37,6 +38,7 @@
 #include "peer/peer_client.h"
 #include "store/store.h"
 #include "store/store_tree.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
 #define MAX_BACKUPS_REPORTED 8
@@ -183,22 +185,6 @@ static int write_prerestore(struct ctx *x, json_t *view)
 	return rc;
 }
 
-/*
- * Fault injection for the cluster tests: with MTC_FAULT_STALL_AFTER_PLAN=FILE
- * the node writes its pid to FILE and hangs here, to be killed mid-restore.
- */
-static void stall_for_tests(void)
-{
-	const char *f = getenv("MTC_FAULT_STALL_AFTER_PLAN");
-	char pid[32];
-	if (!f || !*f)
-		return;
-	snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-	mtc_write_atomic(f, pid, strlen(pid));
-	for (int i = 0; i < 3600; i++)
-		sleep(1);
-}
-
 static int has_local(const char *dir, const char *hash)
 {
 	char *p = xasprintf("%s/%s.data", dir, hash);
@@ -215,17 +201,17 @@ static int has_local(const char *dir, const char *hash)
 static int fetch_from_backup(struct ctx *x, struct mtc_store *store, const char *name,
 			     const char *hash, char *err, size_t errlen)
 {
-	char *staging = xasprintf("%s/.mtc-restore-XXXXXX", x->o->dir), *prefix = NULL,
-	     *path = NULL, *hashes[] = { (char *)hash };
+	char *staging, *prefix = NULL, *path = NULL, *hashes[] = { (char *)hash };
 	struct mtc_object_fetched got = { 0 };
+	struct mtc_tmp t;
 	int rc;
 
-	if (!mkdtemp(staging)) {
+	if (mtc_tmp_create(x->o->dir, "restore", 1, &t) < 0) {
 		snprintf(err, errlen, "cannot create a staging dir in '%s': %s", x->o->dir,
 			 strerror(errno));
-		free(staging);
 		return MTC_EXIT_FAILURE;
 	}
+	staging = t.path;
 	prefix = xasprintf("%s/", name);
 	rc = mtc_object_fetch(store, prefix, hashes, 1, staging, x->o->threads, 0, &got, err,
 			      errlen);
@@ -240,9 +226,8 @@ static int fetch_from_backup(struct ctx *x, struct mtc_store *store, const char 
 			pthread_mutex_unlock(&x->mu);
 		}
 	}
-	mtc_remove_tree(staging);
+	mtc_tmp_discard(&t);
 	mtc_object_fetched_free(&got);
-	free(staging);
 	free(prefix);
 	free(path);
 	return rc;
@@ -495,6 +480,7 @@ static int write_markers(struct ctx *x, long long step, json_t *metas)
 		json_t *m;
 		size_t i;
 		char *name, *path, *tmp, *target;
+		struct mtc_tmp t;
 		int rc;
 
 		json_array_foreach(metas, i, m) if (json_integer_value(json_object_get(m, "worker")) == w)
@@ -505,12 +491,14 @@ static int write_markers(struct ctx *x, long long step, json_t *metas)
 		if (step < 0 || !hash) {
 			rc = mtc_write_atomic(path, "", 0);
 		} else {
-			tmp = xasprintf("%s/.mtc-marker-%d", x->o->dir, w);
+			/* a symlink holds no lock: it is made in a locked temporary directory */
+			rc = mtc_tmp_create(x->o->dir, name, 1, &t);
+			tmp = rc == 0 ? xasprintf("%s/marker", t.path) : NULL;
 			target = xasprintf("%s.data", hash);
-			unlink(tmp);
-			rc = symlink(target, tmp) < 0 || rename(tmp, path) < 0 ? -1 : 0;
-			if (rc < 0)
-				unlink(tmp);
+			if (rc == 0)
+				rc = symlink(target, tmp) < 0 || rename(tmp, path) < 0 ? -1 : 0;
+			if (t.path)
+				mtc_tmp_discard(&t);
 			free(tmp);
 			free(target);
 		}
@@ -611,7 +599,7 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 			 json_string_value(json_object_get(view, "backup")) ?: "");
 	if (write_prerestore(x, view) < 0)
 		goto out;
-	stall_for_tests();
+	mtc_fault_stall("after-plan", NULL);
 	if (s >= 0) {
 		own_rc = fetch_all(x, view, err, sizeof err);
 		if (!own_rc && write_metas(x, s, json_object_get(view, "metas"), err, sizeof err) < 0)

@@ -27,6 +27,7 @@
 #include "commit.h"
 #include "clock.h"
 #include "digest_cache.h"
+#include "fault.h"
 #include "figures.h"
 #include "fsutil.h"
 #include "log.h"
@@ -39,25 +40,6 @@
 #include "xalloc.h"
 
 #define COMMIT_SUCCESS "commit_success.txt"
-
-/* Tests kill the process at a named point: MTC_TEST_CRASH_AT=<point>. */
-static void crash_point(const char *name)
-{
-	const char *at = getenv("MTC_TEST_CRASH_AT");
-	if (at && !strcmp(at, name))
-		raise(SIGKILL);
-}
-
-/*
- * And stop it there (SIGSTOP) with MTC_TEST_PAUSE_AT=<point>, so that a test
- * can write to a step at a known moment, then let it go on (SIGCONT).
- */
-static void pause_point(const char *name)
-{
-	const char *at = getenv("MTC_TEST_PAUSE_AT");
-	if (at && !strcmp(at, name))
-		raise(SIGSTOP);
-}
 
 int mtc_trash(const char *dir, const char *name)
 {
@@ -72,7 +54,7 @@ int mtc_trash(const char *dir, const char *name)
 		rc = errno == ENOENT ? 0 : -1;
 	else if (rc == 0) {
 		mtc_fsync_dir(dir);
-		crash_point("trash");
+		mtc_fault_kill("trash", dir);
 		rc = mtc_remove_tree(to);
 	}
 	int e = errno;
@@ -180,7 +162,7 @@ static int name_save(const struct mtc_commit_opts *o, const char *save,
 		mtc_error("cannot read '%s':", save);
 		return -1;
 	}
-	pause_point("hashing");
+	mtc_fault_pause("commit-hashing", save);
 	if (o->cache)
 		mtc_digest_cache_hold(o->cache);
 	rc = mtc_digest_path_cached(save, o->threads, o->cache, r->hash, m, &r->known);
@@ -269,12 +251,12 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			continue;
 		free(data);
 		data = xasprintf("%s/%s.data", o->dir, r.hash);
-		crash_point("hashed");
+		mtc_fault_kill("commit-hashed", save);
 		if (write_synced(tmp, r.hash) < 0) {
 			mtc_error("cannot write '%s':", tmp);
 			goto out;
 		}
-		crash_point("tmp-written");
+		mtc_fault_kill("commit-tmp-written", save);
 		r.redundant = exists(data);
 		if (r.redundant)
 			break;
@@ -294,8 +276,8 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			mtc_error("cannot rename '%s' to '%s':", save, data);
 			goto out;
 		}
-		crash_point("data-renamed");
-		pause_point("data-renamed");
+		mtc_fault_kill("commit-data-renamed", save);
+		mtc_fault_pause("commit-data-renamed", save);
 		if ((changed = take_back_if_changed(o, save, data, r.hash, &after)) < 0)
 			goto out;
 		if (changed)
@@ -314,7 +296,7 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
 			goto out;
 		}
-		crash_point("meta-renamed");
+		mtc_fault_kill("commit-meta-renamed", save);
 		char *base = strrchr(save, '/') + 1;
 		if (mtc_trash(o->dir, base) < 0) {
 			mtc_error("cannot delete '%s':", save);
@@ -325,7 +307,7 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			mtc_error("cannot rename '%s' to '%s':", tmp, meta);
 			goto out;
 		}
-		crash_point("meta-renamed");
+		mtc_fault_kill("commit-meta-renamed", save);
 	}
 	r.seconds = mtc_now() - t0;
 	mtc_info("committed step %lld worker %d: %s (%lld bytes, %.3f s, %lld of them hashed "

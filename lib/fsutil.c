@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fault.h"
+#include "tmpname.h"
 #include "walk.h"
 #include "xalloc.h"
 
@@ -81,40 +83,19 @@ int mtc_pread_all(int fd, void *buf, size_t len, long long off)
 	return 0;
 }
 
-int mtc_write_atomic_via(const char *tmp, const char *path, const void *buf, size_t len)
-{
-	int fd, e;
-
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -1;
-	if (mtc_write_all(fd, buf, len) < 0 || fsync(fd) < 0)
-		goto fail;
-	if (close(fd) < 0) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0)
-		goto fail;
-	return mtc_fsync_parent(path);
-fail:
-	e = errno;
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	errno = e;
-	return -1;
-}
-
 int mtc_write_atomic(const char *path, const void *buf, size_t len)
 {
-	char *tmp = xasprintf("%s.tmp", path);
-	int rc = mtc_write_atomic_via(tmp, path, buf, len);
-	int e = errno;
-	free(tmp);
-	errno = e;
-	return rc;
+	struct mtc_tmp t;
+
+	if (mtc_tmp_beside(path, &t) < 0)
+		return -1;
+	if (mtc_write_all(t.fd, buf, len) < 0 || fsync(t.fd) < 0 ||
+	    (mtc_fault_stall("write-atomic", path), rename(t.path, path) < 0)) {
+		mtc_tmp_discard(&t);
+		return -1;
+	}
+	mtc_tmp_release(&t);
+	return mtc_fsync_parent(path);
 }
 
 int mtc_read_fd(int fd, size_t max, char **out, size_t *outlen)

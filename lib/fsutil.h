@@ -5,12 +5,11 @@
 #include <sys/stat.h>
 
 /*
- * Crash safety: a write that must survive goes to a temporary name, is
- * fsynced, renamed over its final name, and the directory is fsynced. On
- * failure the temporary is removed and errno is kept.
+ * Crash safety: a write that must survive goes to a temporary (tmpname.h)
+ * beside it, is fsynced, renamed over its final name, and the directory is
+ * fsynced. On failure the temporary is removed and errno is kept.
  */
 int mtc_write_atomic(const char *path, const void *buf, size_t len);
-int mtc_write_atomic_via(const char *tmp, const char *path, const void *buf, size_t len);
 int mtc_fsync_dir(const char *dir);
 int mtc_fsync_parent(const char *path);
 

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "naming.h"
 #include "strset.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
 static int keep_step(const struct mtc_gc_opts *o, const struct mtc_ckpt_name *n)
@@ -58,6 +59,49 @@ static int young(const struct mtc_gc_opts *o, const char *name)
 	return rc;
 }
 
+/*
+ * A manifest a peer sent ahead of its data is of no more use once the data
+ * is here (committed locally, or arrived): removed then, and when no kept
+ * step names it and it is older than mtc_tmp_stale_s() (its data never came).
+ */
+static void drop_pending(const struct mtc_gc_opts *o, const struct mtc_strset *keep,
+			 const char *name, mtc_gc_cb *would_delete, void *arg)
+{
+	const char *hash = name + strlen(MTC_PENDING_MANIFEST);
+	char *path = xasprintf("%s/%s", o->dir, name), *data = xasprintf("%s/%s.data", o->dir, hash);
+	struct stat sb;
+
+	if (mtc_is_hash(hash) && lstat(path, &sb) == 0 &&
+	    (access(data, F_OK) == 0 ||
+	     (!mtc_strset_has(keep, hash) && time(NULL) - sb.st_mtime >= mtc_tmp_stale_s()))) {
+		if (o->dry_run) {
+			if (would_delete)
+				would_delete(path, arg);
+		} else if (unlink(path) < 0 && errno != ENOENT) {
+			mtc_warn("cannot delete '%s':", path);
+		} else {
+			mtc_info("deleted '%s': its data is here or will not come", path);
+		}
+	}
+	free(data);
+	free(path);
+}
+
+struct swept {
+	const struct mtc_gc_opts *o;
+	mtc_gc_cb *would_delete;
+	void *arg;
+};
+
+static void swept_one(const char *path, long long bytes, void *arg)
+{
+	struct swept *w = arg;
+	if (w->o->dry_run && w->would_delete)
+		w->would_delete(path, w->arg);
+	else if (!w->o->dry_run)
+		mtc_info("removed '%s' (%lld bytes): a dead writer's temporary", path, bytes);
+}
+
 int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 {
 	return mtc_gc_dry(o, st, NULL, NULL);
@@ -67,8 +111,9 @@ int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *
 	       void *arg)
 {
 	struct mtc_strset keep = { 0 };
-	char **metas = NULL, **datas = NULL, **manifests = NULL;
-	size_t nmetas = 0, ndatas = 0, nmanifests = 0;
+	char **metas = NULL, **datas = NULL, **manifests = NULL, **pendings = NULL;
+	size_t nmetas = 0, ndatas = 0, nmanifests = 0, npendings = 0;
+	struct swept sw = { o, would_delete, arg };
 	int rc = 0;
 	memset(st, 0, sizeof *st);
 
@@ -93,6 +138,9 @@ int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *
 		} else if (mtc_parse_manifest_name(e->d_name, hash) == 0) {
 			manifests = xrealloc(manifests, (nmanifests + 1) * sizeof *manifests);
 			manifests[nmanifests++] = xstrdup(e->d_name);
+		} else if (!strncmp(e->d_name, MTC_PENDING_MANIFEST, strlen(MTC_PENDING_MANIFEST))) {
+			pendings = xrealloc(pendings, (npendings + 1) * sizeof *pendings);
+			pendings[npendings++] = xstrdup(e->d_name);
 		}
 	}
 	closedir(d);
@@ -167,6 +215,14 @@ int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *
 		free(manifests[i]);
 	}
 	free(manifests);
+	for (size_t i = 0; i < npendings; i++) {
+		if (rc == 0)
+			drop_pending(o, &keep, pendings[i], would_delete, arg);
+		free(pendings[i]);
+	}
+	free(pendings);
+	if (mtc_tmp_sweep(o->dir, 1, !o->dry_run, swept_one, &sw) < 0)
+		mtc_warn("cannot look for leftovers in '%s':", o->dir);
 	for (size_t i = 0; i < nmetas; i++)
 		free(metas[i]);
 	for (size_t i = 0; i < ndatas; i++)

@@ -15,7 +15,9 @@
  * deleted, so a crash leaves no .meta naming a missing or partial .data.
  * A .data published (renamed into place) less than grace_s ago is kept
  * whatever names it: a peer sends a .meta just after its data, and
- * deleting the data in between would refuse that .meta.
+ * deleting the data in between would refuse that .meta. A manifest a peer
+ * sent ahead of its data goes once the data is here, and dead writers'
+ * temporaries (tmpname.h) go too.
  */
 struct mtc_gc_opts {
 	const char *dir;

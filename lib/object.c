@@ -10,6 +10,7 @@
 #include "data_name.h"
 #include "fsutil.h"
 #include "log.h"
+#include "naming.h"
 #include "xalloc.h"
 
 int mtc_object_check(const char *path, const char *name, const struct mtc_manifest *expected,
@@ -74,9 +75,7 @@ static void keep_manifest(const char *dir, const char *name, const struct mtc_ob
 	if (m->file) {
 		rc = rename(m->file, path) < 0 ? -1 : mtc_fsync_dir(dir);
 	} else {
-		char *tmp = xasprintf("%s/.mtc-upload-%s.manifest.%ld", dir, name, (long)gettid());
-		rc = mtc_write_atomic_via(tmp, path, m->text, m->len);
-		free(tmp);
+		rc = mtc_write_atomic(path, m->text, m->len);
 	}
 	if (rc < 0)
 		mtc_warn("cannot keep '%s' (it is recomputed when asked for):", path);
@@ -91,6 +90,13 @@ int mtc_object_publish(const char *path, const char *dir, const char *name,
 
 	if (rc == 0 && m && (m->file || m->text))
 		keep_manifest(dir, name, m);
+	if (rc >= 0) {
+		/* the data is here: a manifest a peer sent ahead of it is of no more use */
+		char *pending = xasprintf("%s/" MTC_PENDING_MANIFEST "%s", dir, name);
+		if (unlink(pending) == 0)
+			mtc_fsync_dir(dir);
+		free(pending);
+	}
 	free(final);
 	return rc;
 }

@@ -25,6 +25,7 @@
 #include "coord/coord_client.h"
 #include "dirwatch.h"
 #include "exitcode.h"
+#include "fault.h"
 #include "fsutil.h"
 #include "gc.h"
 #include "inventory.h"
@@ -87,47 +88,6 @@ struct loop {
 		double appeared, committed; /* UTC seconds; committed 0: not yet */
 	} safe[SAFETY_STEPS]; /* the newest committed steps, by step */
 };
-
-/*
- * Fault injection for the cluster tests: MTC_FAULT_KILL=PHASE:FILE[,PHASE:FILE...]
- * makes the loop kill itself with SIGKILL after PHASE (commit, push, sync,
- * backup) once: FILE is created first and the fault is off while it exists.
- * PHASE commit-POINT arms the commit's own crash point (MTC_TEST_CRASH_AT:
- * hashed, tmp-written, data-renamed, meta-renamed) for this run only.
- */
-static int fault_armed(const char *phase, int prefix)
-{
-	const char *f = getenv("MTC_FAULT_KILL");
-	size_t n = strlen(phase);
-
-	while (f && *f) {
-		const char *colon = strchr(f, ':'), *end;
-		if (!colon)
-			return 0;
-		end = strchrnul(colon, ',');
-		if (!strncmp(f, phase, n) && (prefix || (size_t)(colon - f) == n)) {
-			char *file = xasprintf("%.*s", (int)(end - colon - 1), colon + 1),
-			     *what = xasprintf("%.*s", (int)(colon - f), f);
-			int armed = access(file, F_OK) < 0 && mtc_write_atomic(file, what, strlen(what)) == 0;
-			if (armed && prefix)
-				setenv("MTC_TEST_CRASH_AT", what + n, 1);
-			free(file);
-			free(what);
-			if (armed)
-				return 1;
-		}
-		f = *end ? end + 1 : end;
-	}
-	return 0;
-}
-
-static void fault_point(const char *phase)
-{
-	if (!fault_armed(phase, 0))
-		return;
-	mtc_info("fault injection: killed after %s", phase);
-	raise(SIGKILL);
-}
 
 /* The newest valid backup becomes the last one, so a restart does not repeat it at once. */
 /*
@@ -396,7 +356,7 @@ static void push_done(struct loop *l)
 			 json_real_value(json_object_get(sum, "seconds")));
 		l->pushed = l->replicated = step;
 		safety_reached(l, step, MTC_SAFE_PEERS, l->push.ended);
-		fault_point("push");
+		mtc_fault_kill("push", NULL);
 	} else {
 		json_array_foreach(json_object_get(sum, "peers"), i, p)
 			if (!json_is_true(json_object_get(p, "ok")))
@@ -527,7 +487,7 @@ static void start_backup(struct loop *l, const char *name, long long step)
 		_exit(127);
 	}
 	mtc_info("backup '%s' of step %lld started (pid %d)", name, step, (int)p);
-	fault_point("backup");
+	mtc_fault_kill("backup", NULL);
 	l->child = p;
 	snprintf(l->child_name, sizeof l->child_name, "%s", name);
 	l->child_step = step;
@@ -718,7 +678,7 @@ static int sync_once(struct loop *l)
 			 ? json_integer_value(json_object_get(a, "agreed-step"))
 			 : -1;
 	if (agreed >= 0)
-		fault_point("sync");
+		mtc_fault_kill("sync", NULL);
 	gc_to(l, agreed);
 	if ((b = json_object_get(a, "backup")) && json_is_string(json_object_get(b, "name")))
 		start_backup(l, json_string_value(json_object_get(b, "name")),
@@ -754,7 +714,6 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	char *token = mtc_peer_token_for(o->token, o->cfg->job_name, o->cfg->node_rank);
 
 	signal(SIGPIPE, SIG_IGN);
-	fault_armed("commit-", 1); /* before any thread: it may setenv */
 	mtc_peer_client_defaults(&l.pc);
 	l.pc.token = token;
 	l.pc.cancel = o->stop;
@@ -787,7 +746,7 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 		if (mtc_commit_scan(&co) < 0)
 			mtc_error("cannot commit the new steps in '%s'", o->dir);
 		else if (l.committed >= 0)
-			fault_point("commit");
+			mtc_fault_kill("commit", NULL);
 		push_new(&l);
 		unpin_after_new_step(&l);
 		reap_backup(&l, 0);

@@ -258,3 +258,139 @@ open(sys.argv[1] + "/1/commit_success.txt", "w").close()' "$WORK/local"
 	[[ "$stderr" == *"info: uploading 3 objects (300002 bytes) to '$WORK/bk/job/2025-06-30_14-30/'"* ]]
 	[[ "$stderr" == *"info: uploading 1 .meta file last"* ]]
 }
+
+# wait_for CMD...: up to 10 s for CMD to succeed.
+wait_for() {
+	local i
+	for ((i = 0; i < 200; i++)); do "$@" && return 0; sleep 0.05; done
+	return 1
+}
+
+# stalled_backup STEP LOCATION NAME: mtc-backup held where the temporary of 'weights' is
+# written whole (MTC_FAULT_STALL), in the background: BG_PID is its pid.
+stalled_backup() {
+	rm -f "$WORK/stalled"
+	MTC_FAULT_STALL="dir-put=*/weights:$WORK/stalled" mtc-backup --dir "$WORK/local" \
+		--config "$WORK/cfg" --step "$1" --to "$2" --name "$3" >/dev/null 2>&1 &
+	BG_PID=$!
+	wait_for grep -qs "^[0-9]*$" "$WORK/stalled"
+}
+
+temporaries() { find "$1" -name '.mtc-*.tmp' | sort; }
+
+@test "kill -9 mid-upload to a directory: the re-run removes the temporary, --verify reports it, prune --delete removes it, a live writer's stays" {
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/local" job 100 0 a 4194304)
+	b="$WORK/bk/job/2025-06-30_14-30"
+	stalled_backup 100 "$WORK/bk" 2025-06-30_14-30
+	kill -9 "$BG_PID"
+	wait "$BG_PID" || true
+	left=$(temporaries "$b")
+	[[ "$left" == "$b/$h.data/.mtc-"*".weights.tmp" ]]
+	[ "$(stat -c %s "$left")" -eq 4194304 ]
+	cp -a "$left" "$WORK/aside"
+	run mtc-backup -v --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_success
+	assert_output --partial "removed '$left' (4194304 bytes): a dead writer's temporary"
+	run temporaries "$WORK/bk"
+	assert_output ""
+
+	# the dead writer's temporary in the whole backup: reported, not intact
+	cp -a "$WORK/aside" "$left"
+	run --separate-stderr mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --verify
+	assert_success
+	echo "$output" | fakegcs_json 'd["state"] == "leftovers" and d["leftovers"] == 1 and d["leftover-bytes"] == 4194304' | grep -qx true
+	[[ "$stderr" == *"holds 1 temporary of dead writers (4194304 bytes), first '$left'"* ]]
+
+	# prune --delete removes it; a live writer's temporary (a backup held mid-upload) stays
+	stalled_backup 100 "$WORK/bk" 2025-07-01_00-00
+	live=$(temporaries "$WORK/bk/job/2025-07-01_00-00")
+	[ -n "$live" ]
+	run mtc-prune "$WORK/bk" --job job --daily 2 --delete
+	assert_success
+	assert_file_not_exists "$left"
+	assert_file_exists "$live"
+	run mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --verify
+	assert_success
+	echo "$output" | fakegcs_json 'd["state"] == "intact" and d["leftovers"] == 0' | grep -qx true
+	kill -9 "$BG_PID"
+	wait "$BG_PID" || true
+	run mtc-prune "$WORK/bk" --job job --daily 2 --delete
+	assert_success
+	run temporaries "$WORK/bk"
+	assert_output ""
+}
+
+# gcs_parts PREFIX: the composite uploads' parts under gs://bkt/PREFIX, "name size" a line.
+gcs_parts() {
+	curl -fsS --max-time 10 "$FAKEGCS_URL/storage/v1/b/bkt/o?prefix=$1" | fakegcs_json \
+		'"\n".join(o["name"] + " " + o["size"] for o in d.get("items", []) if ".mtc-parts/" in o["name"])'
+}
+
+# stalled_gs_backup NAME: mtc-backup to gs://bkt held before it composes 'weights' from its
+# parts (MTC_FAULT_STALL), in the background: BG_PID is its pid.
+stalled_gs_backup() {
+	rm -f "$WORK/stalled"
+	MTC_FAULT_STALL="gcs-compose=*/weights:$WORK/stalled" mtc-backup --dir "$WORK/local" \
+		--config "$WORK/cfg" --step 100 --to gs://bkt --name "$1" --slice-threshold 1M \
+		--slices 4 >/dev/null 2>&1 &
+	BG_PID=$!
+	wait_for grep -qs "^[0-9]*$" "$WORK/stalled"
+}
+
+@test "gs://: kill -9 mid-upload leaves parts that the re-run, --verify and prune --delete handle by their age" {
+	fakegcs_start
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/local" job 100 0 a 4194304)
+	b=job/2025-06-30_14-30
+	stalled_gs_backup 2025-06-30_14-30
+	kill -9 "$BG_PID"
+	wait "$BG_PID" || true
+	run gcs_parts "$b/"
+	assert_equal "${#lines[@]}" 4
+	assert_line "$b/$h.data/weights.mtc-parts/00 1048576"
+	parts=("${lines[@]}")
+
+	# the parts are a day old (MTC_TMP_STALE_S): the re-run removes them before it uploads
+	MTC_TMP_STALE_S=0 run mtc-backup -v --dir "$WORK/local" --config "$WORK/cfg" --step 100 \
+		--to gs://bkt --name 2025-06-30_14-30 --slice-threshold 1M --slices 4
+	assert_success
+	assert_output --partial "removed 'gs://bkt/$b/$h.data/weights.mtc-parts/03' (1048576 bytes): a dead writer's temporary"
+	run gcs_parts job/
+	assert_output ""
+
+	# the parts of a dead writer in the whole backup: reported, not intact; listings skip them
+	head -c 1048576 /dev/urandom >"$WORK/part"
+	for p in "${parts[@]}"; do
+		curl -fsS --max-time 10 -o /dev/null --data-binary @"$WORK/part" \
+			"$FAKEGCS_URL/upload/storage/v1/b/bkt/o?uploadType=media&name=${p%% *}"
+	done
+	MTC_TMP_STALE_S=0 run --separate-stderr mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --verify
+	assert_success
+	echo "$output" | fakegcs_json 'd["state"] == "leftovers" and d["leftovers"] == 4 and d["leftover-bytes"] == 4194304' | grep -qx true
+	[[ "$stderr" == *"holds 4 temporaries of dead writers (4194304 bytes), first 'gs://bkt/$b/$h.data/weights.mtc-parts/00'"* ]]
+	# younger than the bound: they may be a live writer's
+	run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --verify
+	assert_success
+	echo "$output" | fakegcs_json 'd["state"] == "intact" and d["leftovers"] == 0' | grep -qx true
+	run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --rank 0 --layout hash --out "$WORK/out"
+	assert_success
+	diff -r "$WORK/local/$h.data" "$WORK/out/$h.data"
+
+	# prune --delete: a live writer's parts (a backup held before it composes) and young ones stay
+	stalled_gs_backup 2025-07-01_00-00
+	run gcs_parts job/2025-07-01_00-00/
+	assert_equal "${#lines[@]}" 4
+	run mtc-prune gs://bkt --job job --daily 2 --delete
+	assert_success
+	[ "$(gcs_parts job/ | wc -l)" -eq 8 ]
+	kill -9 "$BG_PID"
+	wait "$BG_PID" || true
+	MTC_TMP_STALE_S=0 run mtc-prune gs://bkt --job job --daily 2 --delete
+	assert_success
+	run gcs_parts job/
+	assert_output ""
+	MTC_TMP_STALE_S=0 run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --verify
+	assert_success
+	echo "$output" | fakegcs_json 'd["state"] == "intact"' | grep -qx true
+}

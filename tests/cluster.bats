@@ -140,7 +140,7 @@ no_markers() {
 @test "cluster: a node killed during the restore makes the others fail clearly" {
 	first_run orbax
 	nodes_kill
-	CL_ENV[3]="MTC_FAULT_STALL_AFTER_PLAN=$CL_ROOT/stalled.pid"
+	CL_ENV[3]="MTC_FAULT_STALL=after-plan:$CL_ROOT/stalled.pid"
 	cluster_start
 	for ((r = 0; r < N; r++)); do
 		mtc-trainer --dir "$CL_ROOT/node$r" --style nemo --job "$CL_JOB" --rank "$r" --nodes "$N" \

@@ -245,7 +245,7 @@ stop_at_meta() {
 	for point in hashed tmp-written data-renamed meta-renamed; do
 		rm -rf "$L" && mkdir "$L"
 		make_step "$L/100" $point
-		MTC_TEST_CRASH_AT=$point run commit
+		MTC_FAULT_KILL=commit-$point run commit
 		[ "$status" -eq 137 ] || { echo "no crash at $point: $status"; false; }
 		assert_consistent
 		run commit
@@ -260,7 +260,7 @@ stop_at_meta() {
 	make_step "$L/100" same
 	commit >/dev/null
 	cp -a "$L"/*.data "$L/200"
-	MTC_TEST_CRASH_AT=trash run commit
+	MTC_FAULT_KILL=trash run commit
 	[ "$status" -eq 137 ]
 	assert_consistent
 	[ ! -e "$L/job-s200-n0-w0.save" ]
@@ -386,7 +386,7 @@ stop_at_meta() {
 @test "kill -9 during gc: the re-run finishes and no .meta names missing data" {
 	for s in 1 2; do make_step "$L/$s" k$s; done
 	commit > /dev/null
-	MTC_TEST_CRASH_AT=trash run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 2
+	MTC_FAULT_KILL=trash run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 2
 	[ "$status" -eq 137 ]
 	assert_consistent
 	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 2
@@ -423,13 +423,13 @@ stop_at_meta() {
 	assert_output --partial "mtc-replicate: invalid config '$T/bad.json'"
 }
 
-# Runs commit with MTC_TEST_PAUSE_AT=$1: each time it stops there, one more
+# Runs commit with MTC_FAULT_PAUSE=commit-$1: each time it stops there, one more
 # line is appended to the file open as fd 7 (a writer that still appends),
 # then it goes on. Sets status, output and paused.
 commit_while_appending() {
 	local pid state i
 	paused=0
-	MTC_TEST_PAUSE_AT=$1 mtc-replicate commit --dir "$L" --config "$T/cfg.json" \
+	MTC_FAULT_PAUSE=commit-$1 mtc-replicate commit --dir "$L" --config "$T/cfg.json" \
 		--quiet-time 0 --json > "$T/out" 2> "$T/err" &
 	pid=$!
 	for ((i = 0; i < 1000; i++)); do

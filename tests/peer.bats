@@ -804,12 +804,12 @@ for p in sys.argv[1:]:
 	put_code "$URL" "$HASH.manifest" "$T/m.json"
 	ID=$(curl -sf -X POST "$URL/v1/uploads/$HASH.data" | sed -n 's/.*"session":"\([0-9a-f]*\)".*/\1/p')
 	[ -n "$ID" ]
-	[ "$(ls -d "$T/p"/.mtc-upload-?????? | wc -l)" = 1 ]
+	[ "$(ls -d "$T/p"/.mtc-*.upload.tmp | wc -l)" = 1 ]
 	sleep 1.5
 	curl -s -X POST "$URL/v1/uploads/$(printf 'f%.0s' $(seq 64)).data" >/dev/null # any session call reaps
 	run curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$ID/commit"
 	assert_output 404
-	[ "$(ls -d "$T/p"/.mtc-upload-?????? 2>/dev/null | wc -l)" = 0 ]
+	[ "$(ls -d "$T/p"/.mtc-*.upload.tmp 2>/dev/null | wc -l)" = 0 ]
 	grep -q "abandoned: no activity" "$T/p.err"
 }
 
@@ -990,7 +990,7 @@ vmhwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 	run curl -s -D "$T/h" -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$HASH.data"
 	assert_output 503
 	grep -qi '^Retry-After: 1' "$T/h"
-	[ "$(find "$T/p" -maxdepth 1 -type d -name '.mtc-upload-*' | wc -l)" -eq 32 ]
+	[ "$(find "$T/p" -maxdepth 1 -type d -name '.mtc-*.upload.tmp' | wc -l)" -eq 32 ]
 }
 
 @test "a body that trickles in is cut once slower than --min-rate, and its staging goes" {
@@ -1019,7 +1019,7 @@ PY
 	assert_output --regexp "closed after [2-5] s"
 	grep -q "slower than 100000 bytes/s: connection closed" "$T/p.err"
 	sleep 0.5
-	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-upload-*' | wc -l)" -eq 0 ]
+	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-*' | wc -l)" -eq 0 ]
 }
 
 @test "hostile probe set against one daemon: the right answers, /healthz throughout, peak memory under 64 MiB" {
@@ -1090,7 +1090,7 @@ PY
 		"$URL/v1/objects/$(printf 'a%.0s' $(seq 64)).data"
 	assert_output 413
 	grep -q "over the limit of .*free space" "$T/body"
-	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-upload-*' | wc -l)" -eq 0 ]
+	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-*' | wc -l)" -eq 0 ]
 }
 
 @test "meta names: invalid UTF-8 and the daemon's own dot names are refused (400); every stored meta is in the inventory" {

@@ -210,7 +210,7 @@ gs_backup_of_step() {
 # --- resuming after a kill, and the progress line
 
 B=2025-06-30_14-30
-staging_of() { echo "$1/.mtc-restore-$B-n0"; }
+staging_of() { echo "$1/.mtc-restore-$B-n0.tmp"; }
 
 # wide_step DIR STEP N BYTES: a step of N files of BYTES each, hashed, with its .meta; prints the hash.
 wide_step() {
@@ -625,4 +625,48 @@ sent_since() {
 	run ls -A "$SMALL/local"
 	refute_output --partial ".mtc-restore"
 	refute_output --partial ".data"
+}
+
+@test "kill -9 of a restore mid-download, and while it writes a .meta: the re-run completes and leaves no temporary" {
+	config "$WORK/cfg0" job 0 1
+	h=$(wide_step "$WORK/n0" 7 6 262144)
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 7 --to "$WORK/bk" --name "$B" >/dev/null
+	for point in 'dir-get=*/f3' 'write-atomic=*.meta'; do
+		rm -rf "$WORK/out" "$WORK/stalled"
+		MTC_FAULT_STALL="$point:$WORK/stalled" mtc-restore --from "$WORK/bk" --job job --name "$B" \
+			--rank 0 --layout hash --out "$WORK/out" >/dev/null 2>&1 &
+		BG_PID=$!
+		wait_for grep -qs '^[0-9]*$' "$WORK/stalled"
+		run find "$WORK/out" -name '.mtc-*.tmp'
+		[ -n "$output" ]
+		kill -9 "$BG_PID"
+		wait "$BG_PID" || true
+		run mtc-restore --from "$WORK/bk" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
+		assert_success
+		diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+		assert_equal "$(cat "$WORK/out/job-s7-n0-w0.meta")" "$h"
+		run find "$WORK/out" -name '.mtc-*' -o -name '*.tmp'
+		assert_output ""
+	done
+}
+
+@test "kill -9 of a restore staging under \$TMPDIR: the next run that makes one removes it" {
+	config "$WORK/cfg0" job 0 1
+	h=$(wide_step "$WORK/n0" 7 6 262144)
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 7 --to "$WORK/bk" --name "$B" >/dev/null
+	export TMPDIR=$WORK/tmp
+	mkdir "$TMPDIR"
+	MTC_FAULT_STALL="dir-get=*/f3:$WORK/stalled" mtc-restore --from "$WORK/bk" --job job --name "$B" \
+		--rank 0 --archive "$WORK/a.tar" >/dev/null 2>&1 &
+	BG_PID=$!
+	wait_for grep -qs '^[0-9]*$' "$WORK/stalled"
+	run find "$TMPDIR" -maxdepth 1 -name '.mtc-*.restore.tmp'
+	[ -n "$output" ]
+	kill -9 "$BG_PID"
+	wait "$BG_PID" || true
+	BG_PID=
+	run mtc-restore --from "$WORK/bk" --job job --name "$B" --rank 0 --archive "$WORK/a.tar"
+	assert_success
+	run ls -A "$TMPDIR"
+	assert_output ""
 }

@@ -27,12 +27,12 @@
 #include "peer_manifest.h"
 #include "peer_ring.h"
 #include "tls.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
 #define RETRY (-100)
 #define NEEDS_MANIFEST (-101)
 #define WHOLE_ONLY (-102) /* the peer takes a one-file object only whole */
-#define STAGING_PREFIX ".mtc-upload-"
 #define RING_BATCH (1 << 20)
 #define RETRY_BASE_S 0.2
 #define RETRY_CAP_S 6.4
@@ -1062,7 +1062,7 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 		    const char *name, const char *hash, long long *received, char *err,
 		    size_t errlen)
 {
-	char *staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", dir);
+	struct mtc_tmp staging;
 	char *obj, *text = NULL;
 	struct call c = { .method = "GET", .url = object_url(base, name), .limits = &pc->limits };
 	struct mtc_manifest m;
@@ -1073,7 +1073,6 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 	if (mtc_is_dir_hash(hash)) {
 		rc = get_manifest(pc, base, hash, &m, &text, err, errlen);
 		if (rc) {
-			free(staging);
 			free(c.url);
 			return rc;
 		}
@@ -1084,15 +1083,14 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 	} else {
 		plan_ranges(pc, &c);
 	}
-	if (!mkdtemp(staging)) {
+	if (mtc_tmp_create(dir, "fetch", 1, &staging) < 0) {
 		snprintf(err, errlen, "cannot stage in '%s': %s", dir, strerror(errno));
-		free(staging);
 		free(c.url);
 		mtc_manifest_free(&m);
 		free(text);
 		return MTC_EXIT_FAILURE;
 	}
-	obj = xasprintf("%s/obj", staging);
+	obj = xasprintf("%s/obj", staging.path);
 	p.obj = obj;
 	c.down_path = obj;
 	c.down_tree = mtc_is_dir_hash(hash);
@@ -1101,8 +1099,7 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 		rc = MTC_EXIT_FAILURE;
 	if (received)
 		*received = rc == 0 ? c.bytes : 0;
-	mtc_remove_tree(staging);
-	free(staging);
+	mtc_tmp_discard(&staging);
 	free(obj);
 	free_call(&c);
 	mtc_manifest_free(&m);

@@ -135,10 +135,8 @@ int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manife
 		rc = 1;
 	} else {
 		char *t = mtc_manifest_text(m);
-		char *tmp = xasprintf("%s/.mtc-upload-%s.manifest.%ld", dir, hash, (long)gettid());
-		if (mtc_write_atomic_via(tmp, path, t, strlen(t)) < 0)
+		if (mtc_write_atomic(path, t, strlen(t)) < 0)
 			errno = 0; /* keeping it is only a saving */
-		free(tmp);
 		if (text)
 			*text = t;
 		else

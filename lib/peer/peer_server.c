@@ -49,12 +49,11 @@
 #include "sorter.h"
 #include "tls_front.h"
 #include "tls_relay.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
-#define STAGING_PREFIX ".mtc-upload-"
 #define OBJECTS "/v1/objects/"
 #define UPLOADS "/v1/uploads/"
-#define PENDING_MANIFEST STAGING_PREFIX "manifest-"
 #define MAX_PIECES 64
 #define META_BODY_MAX 128
 #define EXTRACT_WHY 512
@@ -136,7 +135,8 @@ struct session {
 	struct session *next;
 	char id[33]; /* "" when not listed */
 	char hash[MTC_HASH_MAX + 1];
-	char *staging, *obj;
+	struct mtc_tmp staging; /* set when path is */
+	char *obj;
 	struct expected *exp; /* shared by the open sessions of one tree */
 	long long file_size;  /* an object that is one file: its size, its pieces its ranges */
 	struct mtc_wire_list got;
@@ -164,7 +164,8 @@ struct req {
 	enum req_kind kind;
 	char name[MTC_JOB_MAX + 64];
 	char hash[MTC_HASH_MAX + 1];
-	char *staging, *obj;
+	struct mtc_tmp staging; /* set when path is */
+	char *obj;
 	int fd; /* the file being written */
 	struct mtc_ring ring; /* body chunks to the extractor */
 	pthread_t extractor;
@@ -267,13 +268,21 @@ static void end_extraction(struct req *r)
 	r->extracting = 0;
 }
 
+/* An upload's staging dir, removed with what it holds, and its lock dropped. */
+static void drop_staging(struct mtc_tmp *t)
+{
+	if (!t->path)
+		return;
+	if (mtc_remove_tree(t->path) < 0)
+		mtc_warn("cannot remove '%s':", t->path);
+	mtc_tmp_release(t);
+}
+
 static void session_free(struct mtc_peer_server *s, struct session *x)
 {
 	if (!x)
 		return;
-	if (x->staging && mtc_remove_tree(x->staging) < 0)
-		mtc_warn("cannot remove '%s':", x->staging);
-	free(x->staging);
+	drop_staging(&x->staging);
 	free(x->obj);
 	if (x->exp && atomic_fetch_sub(&x->exp->refs, 1) == 1) {
 		pthread_mutex_lock(&s->manifest_mu);
@@ -316,12 +325,7 @@ static void remove_staging(struct req *r)
 	end_extraction(r);
 	if (r->kind == REQ_PUT_RANGE)
 		mtc_wire_hash_end(&r->range_hash);
-	if (r->staging) {
-		if (mtc_remove_tree(r->staging) < 0)
-			mtc_warn("cannot remove '%s':", r->staging);
-		free(r->staging);
-		r->staging = NULL;
-	}
+	drop_staging(&r->staging);
 	free(r->obj);
 	r->obj = NULL;
 	if (r->sess && r->piece)
@@ -446,7 +450,7 @@ static int load_manifest(struct mtc_peer_server *s, const char *hash, struct mtc
 			 char *err, size_t errlen)
 {
 	struct mtc_wire_limits lim = server_limits(s);
-	char *paths[2] = { xasprintf("%s/" PENDING_MANIFEST "%s", s->dir, hash),
+	char *paths[2] = { xasprintf("%s/" MTC_PENDING_MANIFEST "%s", s->dir, hash),
 			   xasprintf("%s/%s.manifest", s->dir, hash) };
 	int rc = -1;
 
@@ -532,13 +536,9 @@ static struct session *session_new(struct mtc_peer_server *s, const char *hash, 
 		free(x);
 		return NULL;
 	}
-	x->staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", s->dir);
-	if (!mkdtemp(x->staging)) {
-		free(x->staging);
-		x->staging = NULL;
+	if (mtc_tmp_create(s->dir, "upload", 1, &x->staging) < 0)
 		goto fail;
-	}
-	x->obj = xasprintf("%s/obj", x->staging);
+	x->obj = xasprintf("%s/obj", x->staging.path);
 	if (file_size ? stage_file(x->obj, file_size) < 0 : mkdir(x->obj, 0755) < 0)
 		goto fail;
 	x->t0 = x->last = mtc_now();
@@ -617,7 +617,7 @@ static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char 
 		return HTTP_UNPROCESSABLE;
 	}
 	/* the manifest text checked when it came (made durable then) is kept as it is */
-	pending = xasprintf("%s/" PENDING_MANIFEST "%s", s->dir, x->hash);
+	pending = xasprintf("%s/" MTC_PENDING_MANIFEST "%s", s->dir, x->hash);
 	code = publish_staged(s, x, &(struct mtc_object_manifest){ .file = pending }, err, errlen);
 	free(pending);
 	return code;
@@ -1188,14 +1188,10 @@ static enum MHD_Result begin_put(struct req *r, struct MHD_Connection *c, enum r
 			return respond(r, c, code, TEXT, "'%s': %s\n", r->name, why);
 		return start_piece(r, c);
 	}
-	r->staging = xasprintf("%s/" STAGING_PREFIX "XXXXXX", s->dir);
-	if (!mkdtemp(r->staging)) {
-		free(r->staging);
-		r->staging = NULL;
+	if (mtc_tmp_create(s->dir, "upload", 1, &r->staging) < 0)
 		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot stage '%s': %s\n",
 			       r->name, strerror(errno));
-	}
-	r->obj = xasprintf("%s/obj", r->staging);
+	r->obj = xasprintf("%s/obj", r->staging.path);
 	r->kind = kind;
 	if (is_data) {
 		r->transfer = 1;
@@ -1283,7 +1279,7 @@ static enum MHD_Result receive(struct req *r, const char *data, size_t len)
 static enum MHD_Result finish_meta(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
-	char *data, *path, *tmp, old[MTC_HASH_MAX + 1];
+	char *data, *path, old[MTC_HASH_MAX + 1];
 	int rc;
 
 	r->meta[r->meta_len] = '\0';
@@ -1303,9 +1299,7 @@ static enum MHD_Result finish_meta(struct req *r, struct MHD_Connection *c)
 		free(path);
 		return respond(r, c, MHD_HTTP_OK, TEXT, "'%s' is already present\n", r->name);
 	}
-	tmp = xasprintf("%s/" STAGING_PREFIX "%s.%ld", s->dir, r->name, (long)gettid());
-	rc = mtc_write_atomic_via(tmp, path, r->meta, r->meta_len);
-	free(tmp);
+	rc = mtc_write_atomic(path, r->meta, r->meta_len);
 	free(path);
 	if (rc < 0)
 		return respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot write '%s': %s\n",
@@ -1350,7 +1344,7 @@ static enum MHD_Result finish_manifest(struct req *r, struct MHD_Connection *c)
 	free(path);
 	if (rc == 0)
 		return respond(r, c, MHD_HTTP_OK, TEXT, "'%s.data' is already present\n", r->hash);
-	path = xasprintf("%s/" PENDING_MANIFEST "%s", s->dir, r->hash);
+	path = xasprintf("%s/" MTC_PENDING_MANIFEST "%s", s->dir, r->hash);
 	rc = rename(r->obj, path);
 	free(path);
 	if (rc < 0 || mtc_fsync_dir(s->dir) < 0)
@@ -2129,7 +2123,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	conn_answered(cls, c);
 	if (!r)
 		return;
-	if (r->staging && why != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+	if (r->staging.path && why != MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		mtc_warn("'%s': upload abandoned after %lld bytes (%s)", r->name, r->bytes,
 			 why == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED	 ? "timeout"
 			 : why == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown"
@@ -2216,6 +2210,12 @@ static int is_loopback(const struct sockaddr_storage *ss)
 	return 0;
 }
 
+static void log_leftover(const char *path, long long bytes, void *arg)
+{
+	mtc_info("removing leftover '%s' (%lld bytes)", path, bytes);
+}
+
+/* What a stopped daemon was receiving: pending manifests, and dead writers' temporaries. */
 static void remove_leftovers(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -2224,13 +2224,14 @@ static void remove_leftovers(const char *dir)
 	if (!d)
 		return;
 	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, STAGING_PREFIX, strlen(STAGING_PREFIX))) {
+		if (!strncmp(e->d_name, MTC_PENDING_MANIFEST, strlen(MTC_PENDING_MANIFEST))) {
 			char *p = xasprintf("%s/%s", dir, e->d_name);
 			mtc_info("removing leftover upload '%s'", p);
-			mtc_remove_tree(p);
+			unlink(p);
 			free(p);
 		}
 	closedir(d);
+	mtc_tmp_sweep(dir, 1, 1, log_leftover, NULL);
 }
 
 /* With TLS, the front hands over each client's plain end of its relay: MHD serves it as a connection. */

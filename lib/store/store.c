@@ -290,13 +290,22 @@ int mtc_store_delete_prefix(struct mtc_store *s, const char *prefix)
 	return s->ops->delete_prefix(s, prefix);
 }
 
+long mtc_store_leftovers(struct mtc_store *s, const char *prefix, int remove,
+			 mtc_store_leftover_fn *fn, void *arg)
+{
+	if (!prefix || !*prefix)
+		return bad_key(s, prefix);
+	CHECK_KEY(s, prefix);
+	return s->ops->leftovers ? s->ops->leftovers(s, prefix, remove, fn, arg) : 0;
+}
+
 void mtc_store_list_add_object(struct mtc_store_list *l, const char *name, long long size,
 			       long long generation)
 {
 	if ((l->n_objects & (l->n_objects - 1)) == 0)
 		l->objects = xrealloc(l->objects, (l->n_objects ? 2 * l->n_objects : 1) *
 							  sizeof *l->objects);
-	l->objects[l->n_objects++] = (struct mtc_store_object){ xstrdup(name), size, generation };
+	l->objects[l->n_objects++] = (struct mtc_store_object){ xstrdup(name), size, generation, 0 };
 }
 
 void mtc_store_list_add_prefix(struct mtc_store_list *l, const char *prefix)

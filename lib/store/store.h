@@ -45,6 +45,7 @@ struct mtc_store_object {
 	char *name;		/* relative to the listed prefix's location root: the full key */
 	long long size;
 	long long generation;	/* gs:// generation; 0 on a directory */
+	long long updated;	/* gs://: its last write, seconds since the epoch; 0 on a directory */
 };
 
 struct mtc_store_list {
@@ -126,6 +127,16 @@ int mtc_store_stat(struct mtc_store *s, const char *key, struct mtc_store_object
 int mtc_store_delete(struct mtc_store *s, const char *key);
 /* Deletes every object under prefix (which should end in '/'), in parallel; none is not an error. */
 int mtc_store_delete_prefix(struct mtc_store *s, const char *prefix);
+
+/*
+ * The temporaries under prefix (which ends in '/') whose writers are gone
+ * (tmpname.h): each passed to fn (where it is, its bytes), removed when
+ * remove. How many, or -1 (mtc_store_error). A store that leaves no
+ * temporaries of its own under a prefix has none.
+ */
+typedef void mtc_store_leftover_fn(const char *where, long long bytes, void *arg);
+long mtc_store_leftovers(struct mtc_store *s, const char *prefix, int remove,
+			 mtc_store_leftover_fn *fn, void *arg);
 
 /* "123", "64K", "64M", "1G", "1T" (powers of 1024; "KiB" and "MiB" too) → bytes; -1 if not one. */
 int mtc_store_parse_size(const char *text, long long *out);

@@ -1,9 +1,10 @@
 /*
  * The directory backend: a local disk, NFS or a Cloud Storage FUSE mount.
  * Invariant: an object is visible under its name only when whole and
- * durable. Data goes to a hidden temporary (".mtc-<pid>-<n>.<name>.tmp", the
- * name cut to 64 bytes) in the same directory, is fsynced, renamed into
- * place (without replacing, unless asked) and the directory is fsynced. Listings skip temporaries.
+ * durable. Data goes to a temporary (tmpname.h) in the same directory, locked
+ * by its writer, is fsynced, renamed into place (without replacing, unless
+ * asked) and the directory is fsynced. Listings skip temporaries; a dead
+ * writer's are swept (dir_leftovers).
  * Deleting a prefix removes .meta objects first, so a crash halfway leaves a
  * backup that reads as incomplete.
  */
@@ -18,8 +19,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "fsutil.h"
 #include "store_impl.h"
+#include "tmpname.h"
 #include "walk.h"
 #include "xalloc.h"
 
@@ -29,8 +32,6 @@
 struct dir_store {
 	char *root;
 };
-
-static atomic_uint tmp_seq;
 
 static const char *root_of(struct mtc_store *s) { return ((struct dir_store *)s->impl)->root; }
 
@@ -45,23 +46,6 @@ static int fail(struct mtc_store *s, const char *what, const char *subject)
 	mtc_store_set_error(s, "%s '%s': %s", what, subject, strerror(e));
 	errno = e;
 	return -1;
-}
-
-static int is_temporary(const char *name)
-{
-	size_t n = strlen(name);
-	return !strncmp(name, ".mtc-", 5) && n > 4 && !strcmp(name + n - 4, ".tmp");
-}
-
-/* Names the object's first TMP_NAME_KEEP bytes: a 255-byte name still has a temporary. */
-#define TMP_NAME_KEEP 64
-
-static char *tmp_path_for(const char *path)
-{
-	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
-	return xasprintf("%.*s%s.mtc-%ld-%u.%.*s.tmp", slash ? (int)(slash - path) : 0, path,
-			 slash ? "/" : "", (long)getpid(), atomic_fetch_add(&tmp_seq, 1),
-			 TMP_NAME_KEEP, name);
 }
 
 /* mkdir -p of path's parent (or of path itself when dir), fsyncing each new entry's parent. */
@@ -157,8 +141,9 @@ static int put_with(struct mtc_store *s, const char *key, int flags,
 		    int (*fill)(struct mtc_store *s, int fd, const void *arg, long long *n),
 		    const void *arg, long long *size)
 {
-	char *path = path_of(s, key), *tmp = NULL;
-	int fd = -1, e;
+	char *path = path_of(s, key);
+	struct mtc_tmp t = { NULL, -1 };
+	int e;
 	size_t klen = strlen(key);
 	struct stat st;
 
@@ -176,25 +161,29 @@ static int put_with(struct mtc_store *s, const char *key, int flags,
 	}
 	if (make_dirs(path, 0) < 0)
 		goto fail_dirs;
-	tmp = tmp_path_for(path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		goto fail_write;
-	if (fill(s, fd, arg, size) < 0 || fsync(fd) < 0)
-		goto fail_write;
-	if (close(fd) < 0) {
-		fd = -1;
-		goto fail_write;
+	if (mtc_tmp_beside(path, &t) < 0) {
+		fail(s, "cannot create a temporary for", key);
+		free(path);
+		return -1;
 	}
-	fd = -1;
-	if (publish(tmp, path, flags & MTC_STORE_REPLACE) < 0) {
+	if (fill(s, t.fd, arg, size) < 0 || fsync(t.fd) < 0)
+		goto fail_write;
+	mtc_fault_stall("dir-put", key);
+	/* the lock is held until the temporary has its name */
+	if (publish(t.path, path, flags & MTC_STORE_REPLACE) < 0) {
 		e = errno;
-		unlink(tmp);
+		mtc_tmp_discard(&t);
 		errno = e;
 		fail(s, e == EEXIST ? "object exists" : "cannot publish", key);
 		goto out;
 	}
-	free(tmp);
+	if (close(t.fd) < 0) {
+		t.fd = -1;
+		fail(s, "cannot write", key);
+		goto out;
+	}
+	t.fd = -1;
+	mtc_tmp_release(&t);
 	free(path);
 	return 0;
 fail_dirs:
@@ -202,13 +191,11 @@ fail_dirs:
 	free(path);
 	return -1;
 fail_write:
-	fail(s, "cannot write", tmp);
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
+	fail(s, "cannot write", t.path);
+	mtc_tmp_discard(&t);
 out:
 	e = errno;
-	free(tmp);
+	mtc_tmp_release(&t);
 	free(path);
 	errno = e;
 	return -1;
@@ -306,29 +293,30 @@ static int get_to_path(struct mtc_store *s, const char *key, const char *path,
 		       const char *partial, long long *size)
 {
 	struct stat st;
-	char *tmp;
+	struct mtc_tmp t = { NULL, -1 };
 	long long have = 0;
-	int in, out, e;
+	int in, e;
 
 	if (key[strlen(key) - 1] == '/')
 		return mtc_mkdir_p(path, 0755) < 0 ? fail(s, "cannot create", path) : 0;
 	in = open_object(s, key, &st);
 	if (in < 0)
 		return -1;
-	if (partial)
-		tmp = xstrdup(partial);
-	else
-		tmp = tmp_path_for(path);
-	out = open(tmp, O_WRONLY | O_CREAT | (partial ? 0 : O_TRUNC) | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (out < 0) {
-		fail(s, "cannot create", tmp);
+	if (partial) {
+		t.path = xstrdup(partial);
+		t.fd = open(partial, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	} else if (mtc_tmp_beside(path, &t) < 0) {
+		t.fd = -1;
+	}
+	if (t.fd < 0) {
+		fail(s, "cannot create a temporary for", path);
 		goto fail;
 	}
-	if (partial && (have = continue_partial(in, out, st.st_size)) < 0) {
-		fail(s, "cannot continue", tmp);
+	if (partial && (have = continue_partial(in, t.fd, st.st_size)) < 0) {
+		fail(s, "cannot continue", t.path);
 		goto fail;
 	}
-	if (copy_fd(s, in, out, size) < 0) {
+	if (copy_fd(s, in, t.fd, size) < 0) {
 		fail(s, "cannot copy", key);
 		goto fail;
 	}
@@ -338,27 +326,24 @@ static int get_to_path(struct mtc_store *s, const char *key, const char *path,
 		mtc_store_set_error(s, "object '%s' changed while it was read", key);
 		goto fail;
 	}
-	if (fsync(out) < 0 || close(out) < 0) {
-		out = -1;
-		fail(s, "cannot write", tmp);
+	if (fsync(t.fd) < 0) {
+		fail(s, "cannot write", t.path);
 		goto fail;
 	}
-	out = -1;
-	if (rename(tmp, path) < 0 || mtc_fsync_parent(path) < 0) {
+	mtc_fault_stall("dir-get", key);
+	if (rename(t.path, path) < 0 || mtc_fsync_parent(path) < 0) {
 		fail(s, "cannot rename into", path);
 		goto fail;
 	}
 	close(in);
-	free(tmp);
+	mtc_tmp_release(&t);
 	return 0;
 fail:
 	e = errno;
-	if (out >= 0)
-		close(out);
-	if (!partial || e == EIO)
-		unlink(tmp);
+	if (t.path && (!partial || e == EIO))
+		unlink(t.path);
+	mtc_tmp_release(&t);
 	close(in);
-	free(tmp);
 	errno = e;
 	return -1;
 }
@@ -488,7 +473,7 @@ static int list_entry(const struct mtc_walk_entry *e, void *arg)
 		free(key);
 		return 0;
 	}
-	if (is_temporary(e->name) || e->error)
+	if (mtc_tmp_is_name(e->name) || e->error)
 		return 1;
 	key = key_of(g, e, dir);
 	if (dir) {
@@ -617,6 +602,21 @@ static int dir_delete_prefix(struct mtc_store *s, const char *prefix)
 	return rc;
 }
 
+static long dir_leftovers(struct mtc_store *s, const char *prefix, int remove,
+			  mtc_store_leftover_fn *fn, void *arg)
+{
+	char *path = path_of(s, prefix);
+	long n;
+
+	path[strlen(path) - 1] = path[strlen(path) - 1] == '/' ? '\0' : path[strlen(path) - 1];
+	n = mtc_tmp_sweep(path, MAX_DEPTH, remove, fn, arg);
+
+	if (n < 0)
+		fail(s, "cannot look for leftovers in", prefix);
+	free(path);
+	return n;
+}
+
 static void dir_close(struct mtc_store *s)
 {
 	struct dir_store *d = s->impl;
@@ -637,6 +637,7 @@ static const struct mtc_store_ops dir_ops = {
 	.stat = dir_stat,
 	.del = dir_delete,
 	.delete_prefix = dir_delete_prefix,
+	.leftovers = dir_leftovers,
 	.close = dir_close,
 };
 

@@ -21,6 +21,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -29,11 +30,13 @@
 #include "buf.h"
 #include "clock.h"
 #include "crc32c.h"
+#include "fault.h"
 #include "fsutil.h"
 #include "gcs_auth.h"
 #include "http.h"
 #include "log.h"
 #include "store_impl.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
 #define SIMPLE_MAX (8LL << 20)
@@ -132,6 +135,7 @@ struct op {
 	struct mtc_store_list *list;
 	char *page_token;
 	const char *lprefix, *ldelim;
+	int ltemps; /* list: composite uploads' parts too */
 	/* a sliced download: the parent's ranges; a slice's own range is slot */
 	struct slice *sl;
 	size_t n_sl, slot;
@@ -764,6 +768,7 @@ static int up_prepare(struct op *op, struct req *r)
 		op->err = op->failed_with;
 		return 1;
 	case U_COMPOSE: {
+		mtc_fault_stall("gcs-compose", op->name);
 		char *b = enc(g->bucket), *n = enc(op->name);
 		r->url = xasprintf("%s/storage/v1/b/%s/o/%s/compose%s", g->base, b, n,
 				   create_only ? "?ifGenerationMatch=0" : "");
@@ -1005,9 +1010,17 @@ static void notify_parent(struct op *op)
 	}
 }
 
+#define PARTS ".mtc-parts/"
+
 static char *part_name(const struct op *p, size_t i)
 {
-	return xasprintf("%s.mtc-parts/%02zu", p->name, i);
+	return xasprintf("%s" PARTS "%02zu", p->name, i);
+}
+
+/* 1 when name is, or is under, a composite upload's parts: a temporary (tmpname.h). */
+static int is_part(const char *name)
+{
+	return strstr(name, PARTS) != NULL;
 }
 
 static const struct op_type upload_type;
@@ -1335,13 +1348,13 @@ static void spawn_slices(struct op *p)
 	save_slices(p);
 }
 
-/* The sidecar: tmp + rename (a kill leaves the old or the new one); a range is re-checked on resume. */
+/* The sidecar: a temporary + rename (a kill leaves the old or the new one); a range is re-checked on resume. */
 static void save_slices(struct op *p)
 {
 	json_t *j, *a;
-	char *text, *tmp;
+	struct mtc_tmp t;
+	char *text;
 	char b64[9];
-	int fd;
 
 	if (!p->sidecar)
 		return;
@@ -1359,15 +1372,13 @@ static void save_slices(struct op *p)
 	}
 	text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
-	tmp = xasprintf("%s.tmp", p->sidecar);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0 || mtc_write_all(fd, text, strlen(text)) < 0 || close(fd) < 0 ||
-	    rename(tmp, p->sidecar) < 0) {
+	if (mtc_tmp_beside(p->sidecar, &t) < 0 || mtc_write_all(t.fd, text, strlen(text)) < 0 ||
+	    rename(t.path, p->sidecar) < 0) {
 		mtc_debug("cannot record the slices of '%s' in '%s': %s", p->name, p->sidecar,
 			  strerror(errno));
-		unlink(tmp);
+		mtc_tmp_discard(&t);
 	}
-	free(tmp);
+	mtc_tmp_release(&t);
 	free(text);
 }
 
@@ -1434,16 +1445,19 @@ static enum verdict dl_verify(struct op *op, uint32_t got)
 		op->err = EIO;
 		return V_FAIL;
 	}
-	if (fsync(op->fd) < 0 || close(op->fd) < 0) {
+	if (fsync(op->fd) < 0) {
 		e = errno;
-		op->fd = -1;
 		return op_fail(op, e, "cannot write '%s': %s", op->tmp, strerror(e));
 	}
-	op->fd = -1;
+	/* the temporary's lock (tmpname.h) is held until it has its name */
 	if (rename(op->tmp, op->path) < 0 || mtc_fsync_parent(op->path) < 0) {
 		e = errno;
 		return op_fail(op, e, "cannot rename into '%s': %s", op->path, strerror(e));
 	}
+	e = close(op->fd) < 0 ? errno : 0;
+	op->fd = -1;
+	if (e)
+		return op_fail(op, e, "cannot write '%s': %s", op->path, strerror(e));
 	if (op->sidecar)
 		unlink(op->sidecar);
 	return V_DONE;
@@ -1570,14 +1584,14 @@ static void dl_complete(struct op *op)
 		}
 		return;
 	}
-	if (op->fd >= 0) {
-		close(op->fd);
-		op->fd = -1;
-	}
 	if (op->err && op->tmp && (!op->resume || op->err == EIO)) {
 		unlink(op->tmp);
 		if (op->sidecar)
 			unlink(op->sidecar);
+	}
+	if (op->fd >= 0) {
+		close(op->fd);
+		op->fd = -1;
 	}
 	if (op->x) {
 		op->x->err = op->err;
@@ -1586,18 +1600,6 @@ static void dl_complete(struct op *op)
 }
 
 static const struct op_type download_type = { dl_prepare, dl_finish, dl_complete };
-
-static char *tmp_next_to(const char *path)
-{
-	static unsigned seq;
-	const char *slash = strrchr(path, '/');
-	unsigned n = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
-
-	if (!slash)
-		return xasprintf(".mtc-%ld-g%u.%s.tmp", (long)getpid(), n, path);
-	return xasprintf("%.*s/.mtc-%ld-g%u.%s.tmp", (int)(slash - path), path, (long)getpid(), n,
-			 slash + 1);
-}
 
 /*
  * Continues a sliced partial from its sidecar: same generation, ranges inside
@@ -1729,14 +1731,16 @@ static int gcs_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
 			x[i].err = errno;
 			op_fail(op, errno, "cannot continue '%s': %s", op->tmp, strerror(errno));
 		} else {
-			op->tmp = tmp_next_to(x[i].path);
-			op->fd = open(op->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-			if (op->fd >= 0) {
+			struct mtc_tmp t;
+			if (mtc_tmp_beside(x[i].path, &t) == 0) {
+				op->tmp = t.path;
+				op->fd = t.fd;
 				todo[m++] = op;
 				continue;
 			}
 			x[i].err = errno;
-			op_fail(op, errno, "cannot create '%s': %s", op->tmp, strerror(errno));
+			op_fail(op, errno, "cannot create a temporary for '%s': %s", x[i].path,
+				strerror(errno));
 		}
 		if (!bad++) {
 			first = x[i].err;
@@ -1918,6 +1922,20 @@ static int gcs_delete(struct mtc_store *s, const char *key)
 
 /* -------------------------------------------------------------------- list */
 
+/* An RFC 3339 time in UTC ("2025-06-30T14:30:00.123Z") as seconds since the epoch; 0 if not one. */
+static long long rfc3339(const char *text)
+{
+	struct tm tm = { 0 };
+	int n = 0;
+
+	if (!text || sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+			    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 || !n)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (long long)timegm(&tm);
+}
+
 static int list_prepare(struct op *op, struct req *r)
 {
 	struct gcs *g = op->g;
@@ -1926,7 +1944,7 @@ static int list_prepare(struct op *op, struct req *r)
 	char *t = op->page_token ? enc(op->page_token) : NULL;
 
 	r->url = xasprintf("%s/storage/v1/b/%s/o?prefix=%s%s%s%s%s&maxResults=1000"
-			   "&fields=items(name,size,generation),prefixes,nextPageToken",
+			   "&fields=items(name,size,generation,updated),prefixes,nextPageToken",
 			   g->base, b, p, d ? "&delimiter=" : "", d ? d : "", t ? "&pageToken=" : "",
 			   t ? t : "");
 	free(b);
@@ -1957,14 +1975,19 @@ static enum verdict list_finish(struct op *op, struct req *r)
 		const char *name = json_string_value(json_object_get(v, "name"));
 		const char *size = json_string_value(json_object_get(v, "size"));
 		const char *gen = json_string_value(json_object_get(v, "generation"));
-		if (name && !strncmp(name, op->g->prefix, plen) && name[plen])
+		if (name && !strncmp(name, op->g->prefix, plen) && name[plen] &&
+		    (op->ltemps || !is_part(name + plen))) {
 			mtc_store_list_add_object(op->list, name + plen, size ? atoll(size) : 0,
 						  gen ? atoll(gen) : 0);
+			op->list->objects[op->list->n_objects - 1].updated =
+				rfc3339(json_string_value(json_object_get(v, "updated")));
+		}
 	}
 	json_array_foreach(json_object_get(j, "prefixes"), i, v)
 	{
 		const char *name = json_string_value(v);
-		if (name && !strncmp(name, op->g->prefix, plen))
+		if (name && !strncmp(name, op->g->prefix, plen) &&
+		    (op->ltemps || !is_part(name + plen)))
 			mtc_store_list_add_prefix(op->list, name + plen);
 	}
 	tok = json_string_value(json_object_get(j, "nextPageToken"));
@@ -1976,12 +1999,14 @@ static enum verdict list_finish(struct op *op, struct req *r)
 
 static const struct op_type list_type = { list_prepare, list_finish, NULL };
 
-static int gcs_list(struct mtc_store *s, const char *prefix, const char *delim,
+/* temps: composite uploads' parts too, which listings skip. */
+static int list_all(struct mtc_store *s, const char *prefix, const char *delim, int temps,
 		    struct mtc_store_list *out)
 {
 	struct op *op = op_new(s, &list_type);
 	int rc;
 
+	op->ltemps = temps;
 	op->lprefix = prefix;
 	op->ldelim = delim;
 	op->list = out;
@@ -1991,6 +2016,12 @@ static int gcs_list(struct mtc_store *s, const char *prefix, const char *delim,
 	if (rc == 0)
 		mtc_store_list_sort(out);
 	return rc;
+}
+
+static int gcs_list(struct mtc_store *s, const char *prefix, const char *delim,
+		    struct mtc_store_list *out)
+{
+	return list_all(s, prefix, delim, 0, out);
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -2008,7 +2039,7 @@ static int gcs_delete_prefix(struct mtc_store *s, const char *prefix)
 	int rc;
 
 	memset(&l, 0, sizeof l);
-	if (gcs_list(s, prefix, NULL, &l) < 0) {
+	if (list_all(s, prefix, NULL, 1, &l) < 0) {
 		mtc_store_list_free(&l);
 		return -1;
 	}
@@ -2029,6 +2060,48 @@ static int gcs_delete_prefix(struct mtc_store *s, const char *prefix)
 	free(ops);
 	mtc_store_list_free(&l);
 	return rc;
+}
+
+/*
+ * A killed composite upload's parts, the only temporaries this backend
+ * leaves: no lock tells that their writer is gone, so their age does
+ * (mtc_tmp_stale_s(), against the time the store gives them). A part
+ * reused by the next upload of its object is rewritten, so young again.
+ */
+static long gcs_leftovers(struct mtc_store *s, const char *prefix, int remove,
+			  mtc_store_leftover_fn *fn, void *arg)
+{
+	struct mtc_store_list l;
+	struct op **ops;
+	long long now = (long long)time(NULL), stale = mtc_tmp_stale_s();
+	size_t n = 0;
+	int rc = 0;
+
+	memset(&l, 0, sizeof l);
+	if (list_all(s, prefix, NULL, 1, &l) < 0) {
+		mtc_store_list_free(&l);
+		return -1;
+	}
+	ops = xcalloc(l.n_objects + 1, sizeof *ops);
+	for (size_t i = 0; i < l.n_objects; i++) {
+		const struct mtc_store_object *o = &l.objects[i];
+		if (!is_part(o->name) || !o->updated || now - o->updated < stale)
+			continue;
+		if (fn) {
+			char *where = xasprintf("%s/%s", mtc_store_url(s), o->name);
+			fn(where, o->size, arg);
+			free(where);
+		}
+		ops[n] = small_op(s, K_DELETE, o->name);
+		ops[n++]->flags = GONE_IS_DONE;
+	}
+	if (remove)
+		rc = engine_run(s, ops, n);
+	for (size_t i = 0; i < n; i++)
+		op_free(ops[i]);
+	free(ops);
+	mtc_store_list_free(&l);
+	return rc < 0 ? -1 : (long)n;
 }
 
 /* -------------------------------------------------------------------- open */
@@ -2064,6 +2137,7 @@ static const struct mtc_store_ops gcs_ops = {
 	.stat = gcs_stat,
 	.del = gcs_delete,
 	.delete_prefix = gcs_delete_prefix,
+	.leftovers = gcs_leftovers,
 	.close = gcs_close,
 };
 

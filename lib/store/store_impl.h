@@ -22,6 +22,8 @@ struct mtc_store_ops {
 	int (*stat)(struct mtc_store *s, const char *key, struct mtc_store_object *out);
 	int (*del)(struct mtc_store *s, const char *key);
 	int (*delete_prefix)(struct mtc_store *s, const char *prefix);
+	long (*leftovers)(struct mtc_store *s, const char *prefix, int remove,
+			  mtc_store_leftover_fn *fn, void *arg);
 	void (*close)(struct mtc_store *s);
 };
 
