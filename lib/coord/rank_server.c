@@ -214,7 +214,7 @@ int mtc_rank_server_report(struct mtc_rank_server *rs, const char *body, size_t 
 {
 	json_error_t je;
 	json_t *rep = json_loadb(body, len, 0, &je), *holds, *h;
-	const char *sess, *host, *why;
+	const char *sess, *host, *why = NULL;
 	struct rank_slot *s;
 	size_t i;
 
