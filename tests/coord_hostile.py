@@ -156,7 +156,7 @@ restore_codes, codes = codes, {}
 # 2. CONC bodies of the largest size taken, all at once
 #    (each replaces the rank's report of a new round), then lists far beyond
 #    what a rank may hold, and nesting beyond any limit
-big = [rank_report(r, BODY_MAX) for r in range(1, min(N, 8) + 1)]
+big = [rank_report((1 + i) % N, BODY_MAX) for i in range(min(N, 8))]
 list(pool.map(lambda i: count(post("restore", big[i % len(big)])), range(CONC)))
 check(f"{CONC} restore reports of {len(big[0])} bytes")
 print(f"{time.time() - t0:.1f} s: {retried[0]} retries, daemon cpu {cpu():.1f} s, ours {time.process_time():.1f} s")
