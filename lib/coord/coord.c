@@ -904,10 +904,7 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 		json_array_foreach(json_object_get(rep, "backups"), i, b)
 			mtc_coord_list_take(b, &rd->backups[i]);
 	}
-	/*
-	 * Every rank lists its own and its peers' steps: the same step numbers and
-	 * hashes again and again, most of a round's memory at 16,384 ranks unless shared.
-	 */
+	/* what stays JSON (the peer ranks) repeats from rank to rank: one copy of each value */
 	if (!rd->atoms)
 		rd->atoms = mtc_json_atoms_new();
 	json_object_foreach(rep, key, v)
