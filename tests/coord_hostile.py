@@ -9,7 +9,7 @@ so the reports are the worst the coordinator takes at any N. Prints the
 daemon's VmHWM and exits 1 as soon as it passes LIMIT_KIB (so code that keeps
 whatever it is sent stops early), 0 when every report was sent and the limit
 held. A 503 (too many bodies at once) or a closed connection is retried after a
-rest that doubles up to 1.6 s, at most 200 times a report; every request is
+rest that doubles up to 0.4 s, at most 200 times a report; every request is
 bounded by a timeout."""
 import http.client, json, random, sys, threading, time, urllib.parse
 from concurrent.futures import ThreadPoolExecutor
@@ -58,7 +58,7 @@ def post(kind, body):
             local.conn.close()
             del local.conn
             time.sleep(rest * (0.5 + random.random()))
-            rest = min(2 * rest, 1.6)
+            rest = min(2 * rest, 0.4)
             continue
         if r.status == 503:
             with lock:
@@ -66,7 +66,7 @@ def post(kind, body):
             local.conn.close()
             del local.conn
             time.sleep(rest * (0.5 + random.random()))
-            rest = min(2 * rest, 1.6)
+            rest = min(2 * rest, 0.4)
             continue
         if r.getheader("Connection", "").lower() == "close":
             local.conn.close()
