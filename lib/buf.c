@@ -24,6 +24,18 @@ static void grow(struct mtc_buf *b, size_t need)
 	}
 }
 
+void mtc_buf_reserve(struct mtc_buf *b, size_t n)
+{
+	size_t cap = (n < b->max ? n : b->max) + 1;
+
+	if (cap > b->cap) {
+		b->p = xrealloc(b->p, cap);
+		if (!b->cap)
+			b->p[0] = '\0';
+		b->cap = cap;
+	}
+}
+
 int mtc_buf_append(struct mtc_buf *b, const void *data, size_t n)
 {
 	size_t room = b->max - b->len, take = n < room ? n : room;

@@ -21,6 +21,8 @@ void mtc_buf_init(struct mtc_buf *b, size_t max);
 /* 0, or -1 with errno EFBIG when max was reached (the prefix that fits is kept). */
 int mtc_buf_append(struct mtc_buf *b, const void *data, size_t n);
 int mtc_buf_appendf(struct mtc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Makes room for n bytes in one allocation (at most max), so appending them moves nothing. */
+void mtc_buf_reserve(struct mtc_buf *b, size_t n);
 /* Empties b, keeping its memory and its cap. */
 void mtc_buf_reset(struct mtc_buf *b);
 void mtc_buf_free(struct mtc_buf *b);

@@ -40,7 +40,11 @@ struct lkg {
 	int nodes, workers, dp, peers_per_node;
 	const char *job, *restore_version;
 
-	const char **hash_str;
+	const void **key; /* a hash's text, or its MTC_LKG_HASH_BYTES with a listing */
+	int bin;	  /* the keys are bytes (mtc_lkg_plan_listed) */
+	const struct mtc_lkg_listing *listing;
+	char text[4][MTC_HASH_MAX + 1]; /* hstr's last four */
+	int next_text;
 	int n_hash, cap_hash;
 	int *table;
 	size_t table_mask;
@@ -73,36 +77,84 @@ static int fail(struct lkg *L, const char *fmt, ...)
 	return -1;
 }
 
-static uint64_t hash_key(const char *s)
+static uint64_t hash_key(const struct lkg *L, const void *k)
 {
+	const unsigned char *s = k;
+	size_t n = L->bin ? MTC_LKG_HASH_BYTES : strlen(k);
 	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ULL;
 	return h ^ (h >> 29);
+}
+
+static int same_key(const struct lkg *L, const void *a, const void *b)
+{
+	return a == b || (L->bin ? !memcmp(a, b, MTC_LKG_HASH_BYTES) : !strcmp(a, b));
+}
+
+/* Hash h as text; the last four stay valid. */
+static const char *hstr(struct lkg *L, int h)
+{
+	char *t;
+	if (!L->bin)
+		return L->key[h];
+	t = L->text[L->next_text++ & 3];
+	mtc_lkg_hash_text(L->key[h], t);
+	return t;
+}
+
+int mtc_lkg_hash_pack(const char *text, unsigned char out[MTC_LKG_HASH_BYTES])
+{
+	static const char hex[] = "0123456789abcdef";
+	if (!text || !mtc_is_hash(text))
+		return -1;
+	out[0] = text[0] == 'D' ? 'D' : 0;
+	text += text[0] == 'D';
+	for (int i = 0; i < 32; i++)
+		out[1 + i] = (unsigned char)((strchr(hex, text[2 * i]) - hex) << 4 |
+					     (strchr(hex, text[2 * i + 1]) - hex));
+	return 0;
+}
+
+void mtc_lkg_hash_text(const unsigned char in[MTC_LKG_HASH_BYTES], char out[MTC_HASH_MAX + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	char *p = out;
+	if (in[0] == 'D')
+		*p++ = 'D';
+	for (int i = 0; i < 32; i++) {
+		*p++ = hex[in[1 + i] >> 4];
+		*p++ = hex[in[1 + i] & 15];
+	}
+	*p = '\0';
 }
 
 static void table_init(struct lkg *L, size_t expected)
 {
 	size_t cap = 64;
-	while (cap < expected * 2)
+	while (cap < expected + expected / 3) /* at most 3/4 full */
 		cap <<= 1;
 	L->table = xmalloc(cap * sizeof *L->table);
 	memset(L->table, 0xff, cap * sizeof *L->table);
 	L->table_mask = cap - 1;
-	L->cap_hash = (int)(cap / 2);
-	L->hash_str = xcalloc((size_t)L->cap_hash, sizeof *L->hash_str);
+	L->cap_hash = (int)(cap / 4 * 3);
+	L->key = xcalloc((size_t)L->cap_hash, sizeof *L->key);
 }
 
-/* The id of a hash, interned on first sight; -1 when it is not in the grammar. */
-static int intern(struct lkg *L, const char *s)
+/*
+ * The id of a hash (its text, or its bytes with a listing), interned on first
+ * sight; -1 when it is not in the grammar.
+ */
+static int intern(struct lkg *L, const void *s)
 {
 	size_t i;
 	if (!s)
 		return -1;
-	for (i = hash_key(s) & L->table_mask; L->table[i] >= 0; i = (i + 1) & L->table_mask)
-		if (L->hash_str[L->table[i]] == s || !strcmp(L->hash_str[L->table[i]], s))
+	for (i = hash_key(L, s) & L->table_mask; L->table[i] >= 0; i = (i + 1) & L->table_mask)
+		if (same_key(L, L->key[L->table[i]], s))
 			return L->table[i];
-	if (!mtc_is_hash(s))
+	if (L->bin ? *(const unsigned char *)s != 0 && *(const unsigned char *)s != 'D'
+		   : !mtc_is_hash(s))
 		return -1;
 	if (L->n_hash == L->cap_hash) {
 		int *old = L->table;
@@ -114,18 +166,18 @@ static int intern(struct lkg *L, const char *s)
 			size_t j;
 			if (old[k] < 0)
 				continue;
-			for (j = hash_key(L->hash_str[old[k]]) & L->table_mask; L->table[j] >= 0;
+			for (j = hash_key(L, L->key[old[k]]) & L->table_mask; L->table[j] >= 0;
 			     j = (j + 1) & L->table_mask)
 				;
 			L->table[j] = old[k];
 		}
 		free(old);
 		L->cap_hash *= 2;
-		L->hash_str = xrealloc(L->hash_str, (size_t)L->cap_hash * sizeof *L->hash_str);
-		for (i = hash_key(s) & L->table_mask; L->table[i] >= 0; i = (i + 1) & L->table_mask)
+		L->key = xrealloc(L->key, (size_t)L->cap_hash * sizeof *L->key);
+		for (i = hash_key(L, s) & L->table_mask; L->table[i] >= 0; i = (i + 1) & L->table_mask)
 			;
 	}
-	L->hash_str[L->n_hash] = s;
+	L->key[L->n_hash] = s;
 	L->table[i] = L->n_hash;
 	return L->n_hash++;
 }
@@ -209,6 +261,43 @@ static int parse_data(struct lkg *L, json_t *arr, const char *where, int rank, s
 	return 0;
 }
 
+/* parse_metas and parse_data for a listing's list. */
+static int listed(struct lkg *L, const struct mtc_lkg_list *l, const char *where, int reporter,
+		  struct meta **metas, size_t *n, size_t *cap, struct backup *b)
+{
+	if (*n + l->n_metas > *cap) {
+		*cap = *n + l->n_metas;
+		*metas = xrealloc(*metas, *cap * sizeof **metas);
+	}
+	for (size_t i = 0; i < l->n_metas; i++) {
+		const struct mtc_lkg_meta *m = &l->metas[i];
+		int h = intern(L, m->hash);
+		if (h < 0 || m->step < 0)
+			return fail(L, "%s: meta %zu is not [step, node, worker, hash]", where, i);
+		if (m->node < 0 || m->node >= L->nodes || m->worker < 0 || m->worker >= L->workers)
+			continue;
+		(*metas)[(*n)++] = (struct meta){ .step = m->step, .node = m->node,
+						  .worker = m->worker, .hash = h,
+						  .reporter = reporter };
+	}
+	if (b)
+		b->data = xmalloc((l->n_data + 1) * sizeof *b->data);
+	else if (L->n_hold + l->n_data > L->cap_hold) {
+		L->cap_hold = L->n_hold + l->n_data + L->cap_hold / 2;
+		L->hold = xrealloc(L->hold, L->cap_hold * sizeof *L->hold);
+	}
+	for (size_t i = 0; i < l->n_data; i++) {
+		int h = intern(L, l->data[i]);
+		if (h < 0)
+			return fail(L, "%s: data %zu: not a hash", where, i);
+		if (b)
+			b->data[b->n_data++] = h;
+		else
+			L->hold[L->n_hold++] = (struct holding){ h, reporter };
+	}
+	return 0;
+}
+
 static size_t count_entries(json_t *list)
 {
 	size_t i, total = 0;
@@ -244,6 +333,12 @@ static int parse_ranks(struct lkg *L, json_t *ranks)
 			return fail(L, "rank %lld: \"node-address\" is not a string", rank);
 		L->rank_obj[rank] = r;
 		snprintf(where, sizeof where, "rank %lld", rank);
+		if (L->listing) {
+			if (listed(L, &L->listing->ranks[rank], where, (int)rank, &L->metas,
+				   &L->n_metas, &L->cap_metas, NULL) < 0)
+				return -1;
+			continue;
+		}
 		if (parse_metas(L, json_object_get(r, "meta-files"), where, (int)rank, &L->metas,
 				&L->n_metas, &L->cap_metas) < 0 ||
 		    parse_data(L, json_object_get(r, "data-files"), where, (int)rank, NULL) < 0)
@@ -287,6 +382,12 @@ static int parse_backups(struct lkg *L, json_t *list)
 		bk->name = name;
 		L->n_backups++;
 		snprintf(where, sizeof where, "backup '%s'", name);
+		if (L->listing) {
+			if (listed(L, &L->listing->backups[i], where, -1, &bk->metas, &bk->n_metas,
+				   &cap, bk) < 0)
+				return -1;
+			continue;
+		}
 		if (parse_metas(L, json_object_get(b, "meta-files"), where, -1, &bk->metas,
 				&bk->n_metas, &cap) < 0 ||
 		    parse_data(L, json_object_get(b, "data-files"), where, -1, bk) < 0)
@@ -405,9 +506,9 @@ static int cell_of_copies(struct lkg *L, const struct meta *m, size_t i, size_t 
 			break;
 		}
 	conflict(L, "%s: node %d worker %d: its copies disagree: %s on %s, %s on %s; using %s",
-		 where, m[i].node, m[i].worker, L->hash_str[m[i].hash],
-		 holder_name(m[i].reporter, a, sizeof a), L->hash_str[m[j - 1].hash],
-		 holder_name(m[j - 1].reporter, b, sizeof b), L->hash_str[m[pick].hash]);
+		 where, m[i].node, m[i].worker, hstr(L, m[i].hash),
+		 holder_name(m[i].reporter, a, sizeof a), hstr(L, m[j - 1].hash),
+		 holder_name(m[j - 1].reporter, b, sizeof b), hstr(L, m[pick].hash));
 	return m[pick].hash;
 }
 
@@ -433,7 +534,7 @@ static void infer_column(struct lkg *L, int col, int w, const char *where)
 			conflict(L,
 				 "%s: column %d worker %d: replicas disagree: node %d has %s, "
 				 "node %d has %s",
-				 where, col, w, fnode, L->hash_str[first], node, L->hash_str[x]);
+				 where, col, w, fnode, hstr(L, first), node, hstr(L, x));
 		}
 		if (fill == NO_HASH && available(L, x))
 			fill = x;
@@ -502,7 +603,7 @@ static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char 
 			}
 			if (!available(L, x) && !(L->dp > 1 && substitute(L, node, w))) {
 				snprintf(why, len, "node %d worker %d: %s.data is %s", node, w,
-					 L->hash_str[x],
+					 hstr(L, x),
 					 L->avail ? "not in the backup" : "held by no rank");
 				return 0;
 			}
@@ -634,7 +735,7 @@ static json_t *holders(const struct lkg *L, int rank, int h)
  * the source holds, in row order: what a restore falls back to when every
  * copy of its own fails verification.
  */
-static json_t *alternatives(const struct lkg *L, int rank, int w)
+static json_t *alternatives(struct lkg *L, int rank, int w)
 {
 	int P = L->nodes / L->dp, W = L->workers, own = L->cell[rank * W + w];
 	json_t *alts = json_array();
@@ -645,7 +746,7 @@ static json_t *alternatives(const struct lkg *L, int rank, int w)
 			dup = L->cell[(q * P + rank % P) * W + w] == x;
 		if (dup || x < 0 || !available(L, x))
 			continue;
-		json_array_append_new(alts, json_pack("{s:s, s:o, s:b}", "hash", L->hash_str[x],
+		json_array_append_new(alts, json_pack("{s:s, s:o, s:b}", "hash", hstr(L, x),
 						      "from", holders(L, rank, x), "backup",
 						      L->avail && L->avail[x]));
 	}
@@ -665,7 +766,7 @@ static json_t *rank_plan(struct lkg *L, int rank, long long step, int *load, int
 		json_object_set_new(r, "replication-peers", peers);
 	for (int w = 0; step >= 0 && w < W; w++) {
 		int c = rank * W + w, h = L->cell[c], dup = 0;
-		json_t *meta = json_pack("{s:i, s:s, s:b}", "worker", w, "hash", L->hash_str[h],
+		json_t *meta = json_pack("{s:i, s:s, s:b}", "worker", w, "hash", hstr(L, h),
 					 "inferred", L->inferred[c]);
 		if (L->subst[c] >= 0)
 			json_object_set_new(meta, "substituted-from", json_integer(L->subst[c]));
@@ -674,7 +775,7 @@ static json_t *rank_plan(struct lkg *L, int rank, long long step, int *load, int
 			dup = L->cell[rank * W + v] == h;
 		if (dup || rank_holds(L, rank, h))
 			continue;
-		json_t *f = json_pack("{s:s, s:o, s:i, s:b}", "hash", L->hash_str[h], "from",
+		json_t *f = json_pack("{s:s, s:o, s:i, s:b}", "hash", hstr(L, h), "from",
 				      sources(L, rank, h, load, picked), "holders", n_holders(L, h),
 				      "backup", L->avail && L->avail[h]);
 		if (L->dp > 1)
@@ -785,9 +886,19 @@ static json_t *choose(struct lkg *L)
 	return build_plan(L, -1, "none", NULL, reason);
 }
 
-json_t *mtc_lkg_plan(json_t *inventory, char *err, size_t errlen)
+/* The entries of a listing's n lists. */
+static size_t count_listed(const struct mtc_lkg_list *l, size_t n)
 {
-	struct lkg L = { .err = err, .errlen = errlen };
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += l[i].n_metas + l[i].n_data;
+	return total;
+}
+
+static json_t *plan_of(json_t *inventory, const struct mtc_lkg_listing *listing, char *err,
+		       size_t errlen)
+{
+	struct lkg L = { .err = err, .errlen = errlen, .listing = listing, .bin = listing != NULL };
 	json_t *plan = NULL;
 	size_t cells;
 
@@ -795,8 +906,15 @@ json_t *mtc_lkg_plan(json_t *inventory, char *err, size_t errlen)
 	L.rejected = json_array();
 	if (parse_header(&L, inventory) < 0)
 		goto out;
-	table_init(&L, count_entries(json_object_get(inventory, "ranks")) +
-			       count_entries(json_object_get(inventory, "backups")));
+	if (listing && (json_array_size(json_object_get(inventory, "backups")) != listing->n_backups ||
+			!listing->ranks)) {
+		fail(&L, "the listing does not match the inventory");
+		goto out;
+	}
+	table_init(&L, listing ? count_listed(listing->ranks, (size_t)L.nodes) +
+					 count_listed(listing->backups, listing->n_backups)
+			       : count_entries(json_object_get(inventory, "ranks")) +
+					 count_entries(json_object_get(inventory, "backups")));
 	L.rank_obj = xcalloc((size_t)L.nodes, sizeof *L.rank_obj);
 	if (parse_ranks(&L, json_object_get(inventory, "ranks")) < 0 ||
 	    parse_backups(&L, json_object_get(inventory, "backups")) < 0)
@@ -812,7 +930,7 @@ out:
 	json_decref(L.errors);
 	json_decref(L.rejected);
 	free(L.table);
-	free(L.hash_str);
+	free(L.key);
 	free(L.rank_obj);
 	free(L.metas);
 	free(L.hold);
@@ -828,6 +946,17 @@ out:
 	free(L.inferred);
 	free(L.avail_buf);
 	return plan;
+}
+
+json_t *mtc_lkg_plan(json_t *inventory, char *err, size_t errlen)
+{
+	return plan_of(inventory, NULL, err, errlen);
+}
+
+json_t *mtc_lkg_plan_listed(json_t *inventory, const struct mtc_lkg_listing *listing, char *err,
+			    size_t errlen)
+{
+	return plan_of(inventory, listing, err, errlen);
 }
 
 static json_t *address_of(json_t *ranks, json_int_t rank)

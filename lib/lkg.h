@@ -5,6 +5,8 @@
 
 #include <jansson.h>
 
+#include "naming.h"
+
 /*
  * The last known good step (mtc(7) §7), a pure function: the gathered
  * inventories in, the restore plan out. Nothing here touches the disk or the
@@ -72,6 +74,39 @@
  * nothing valid yields a plan whose step is null.
  */
 json_t *mtc_lkg_plan(json_t *inventory, char *err, size_t errlen);
+
+/*
+ * A hash in MTC_LKG_HASH_BYTES: 'D' (or 0 for a hash without it), then the
+ * 32 bytes its 64 hex digits spell. pack: -1 when text is not a hash.
+ */
+#define MTC_LKG_HASH_BYTES 33
+int mtc_lkg_hash_pack(const char *text, unsigned char out[MTC_LKG_HASH_BYTES]);
+void mtc_lkg_hash_text(const unsigned char in[MTC_LKG_HASH_BYTES], char out[MTC_HASH_MAX + 1]);
+
+/*
+ * The lists of an inventory held compactly (the coordinator's, mtc(7) §5.1):
+ * mtc_lkg_plan_listed plans as mtc_lkg_plan would for the same inventory with
+ * ranks[r]'s lists as rank r's "meta-files" and "data-files" and backups[i]'s
+ * as those of the inventory's i-th backup; the inventory's entries hold no
+ * lists of their own. ranks has nodes entries.
+ */
+struct mtc_lkg_meta {
+	long long step;
+	int node, worker;
+	unsigned char hash[MTC_LKG_HASH_BYTES];
+};
+struct mtc_lkg_list {
+	struct mtc_lkg_meta *metas;
+	size_t n_metas;
+	unsigned char (*data)[MTC_LKG_HASH_BYTES];
+	size_t n_data;
+};
+struct mtc_lkg_listing {
+	const struct mtc_lkg_list *ranks, *backups;
+	size_t n_backups;
+};
+json_t *mtc_lkg_plan_listed(json_t *inventory, const struct mtc_lkg_listing *listing, char *err,
+			    size_t errlen);
 
 /*
  * What one rank acts on, in the shape of the reference's restore answer:

@@ -1,6 +1,7 @@
 #include "peer_cmd.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,12 @@ int mtc_replicate_serve(int argc, const char **argv)
 			rc = mtc_usage_error("--coordinator needs --nodes N (N > 0)");
 			goto out;
 		}
+		/*
+		 * Report bodies and plans of megabytes come and go: a fixed threshold
+		 * keeps each in its own mapping, given back when freed, where glibc's
+		 * moving one would leave them in the heap to raise the next peak.
+		 */
+		mallopt(M_MMAP_THRESHOLD, 256 << 10);
 		mtc_coord_defaults(&co);
 		co.nodes = nodes;
 		co.strict_ranks = strict_ranks;

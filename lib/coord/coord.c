@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "coord_report.h"
 #include "fsutil.h"
 #include "json_atoms.h"
 #include "json_parse.h"
@@ -32,7 +33,8 @@ enum kind { K_RESTORE, K_DONE, K_SYNC, NKINDS };
 static const char *kind_names[NKINDS] = { "restore", "restore-done", "sync" };
 
 struct slot {
-	json_t *report;
+	json_t *report; /* without its lists, which are in list */
+	struct mtc_lkg_list list;
 	json_t *answer; /* waiting to be collected */
 	char session[64];
 };
@@ -42,6 +44,7 @@ struct round {
 	int n_reported;
 	struct slot *s;
 	struct mtc_json_atoms *atoms; /* the reports' strings and integers in arrays, one of each value */
+	struct mtc_lkg_list backups[MTC_COORD_BACKUPS_MAX]; /* rank 0's, as its "backups" names them */
 };
 
 /*
@@ -74,6 +77,7 @@ struct mtc_coord {
 	char (*stale)[64];	       /* per rank: the session a newer process's report replaced */
 	struct mtc_rank_server *ranks;
 	char job[MTC_JOB_MAX + 1];     /* the job served: --job, else the first report's; "" until then */
+	json_t *job_cfg;	       /* rank 0's last config: the job's settings, the reports' limits */
 	struct mtc_json_keep keys[NKINDS + 1][16], config_keys[16], backup_keys[4], last_keys[3];
 	int stopping;
 	long long last_backup_time, last_backup_step, last_agreed;
@@ -126,16 +130,17 @@ static void report_keys(struct mtc_coord *c)
 #define LIST(k, n) { .key = k, .max_items = n, .max_bytes = MTC_HASH_MAX }
 #define OBJ(k, t) { .key = k, .sub = t }
 #define END { .key = NULL }
-	size_t n = (size_t)c->o.nodes, list = MTC_COORD_LIST_MAX(c->o.nodes);
+	size_t n = (size_t)c->o.nodes, list = MTC_COORD_LIST_CAP(c->o.nodes);
 	const struct mtc_json_keep config[] = {
 		STR("job-name", MTC_JOB_MAX), STR("framework", 64), KEY("node-rank"), KEY("nodes"),
-		{ .key = "peer-ranks", .max_items = n }, KEY("peers-per-node"),
+		{ .key = "peer-ranks", .max_items = n < MTC_COORD_PEERS_MAX ? n : MTC_COORD_PEERS_MAX },
+		KEY("peers-per-node"),
 		KEY("assume-data-parallelism"), KEY("workers-per-node"),
 		KEY("backup-interval-minutes"), KEY("backup-interval-steps"), END
 	};
 	const struct mtc_json_keep backup[] = {
-		STR("name", 64), LIST("meta-files", MTC_COORD_BACKUP_LIST_MAX(n)),
-		LIST("data-files", MTC_COORD_BACKUP_LIST_MAX(n)), END
+		STR("name", 64), LIST("meta-files", MTC_COORD_BACKUP_CAP(n)),
+		LIST("data-files", MTC_COORD_BACKUP_CAP(n)), END
 	};
 	const struct mtc_json_keep last[] = { STR("name", 64), KEY("step"), END };
 	const struct mtc_json_keep restore[] = {
@@ -206,7 +211,10 @@ void mtc_coord_free(struct mtc_coord *c)
 		for (int r = 0; r < c->o.nodes; r++) {
 			json_decref(c->rounds[k].s[r].report);
 			json_decref(c->rounds[k].s[r].answer);
+			mtc_coord_list_free(&c->rounds[k].s[r].list);
 		}
+		for (int b = 0; b < MTC_COORD_BACKUPS_MAX; b++)
+			mtc_coord_list_free(&c->rounds[k].backups[b]);
 		mtc_json_atoms_free(c->rounds[k].atoms);
 		free(c->rounds[k].s);
 	}
@@ -215,6 +223,7 @@ void mtc_coord_free(struct mtc_coord *c)
 	free(c->ignored_logged);
 	free(c->stale);
 	mtc_rank_server_free(c->ranks);
+	json_decref(c->job_cfg);
 	pthread_cond_destroy(&c->cv);
 	pthread_cond_destroy(&c->tick);
 	pthread_mutex_destroy(&c->mu);
@@ -257,7 +266,10 @@ static void forget_reports(struct round *rd, int nodes)
 	for (int r = 0; r < nodes; r++) {
 		json_decref(rd->s[r].report);
 		rd->s[r].report = NULL;
+		mtc_coord_list_free(&rd->s[r].list);
 	}
+	for (int b = 0; b < MTC_COORD_BACKUPS_MAX; b++)
+		mtc_coord_list_free(&rd->backups[b]);
 	mtc_json_atoms_free(rd->atoms);
 	rd->atoms = NULL;
 	rd->n_reported = 0;
@@ -365,8 +377,6 @@ static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *er
 			json_object_set(o, "node-address", v);
 		if (rc && json_is_array(v = json_object_get(rc, "peer-ranks")))
 			json_object_set(o, "peer-ranks", v);
-		json_object_set_new(o, "meta-files", json_incref(json_object_get(rep, "meta-files")) ?: json_array());
-		json_object_set_new(o, "data-files", json_incref(json_object_get(rep, "data-files")) ?: json_array());
 		json_array_append_new(ranks, o);
 	}
 	json_object_set_new(inv, "ranks", ranks); /* replaces the head's empty one */
@@ -382,10 +392,19 @@ static int complete_restore(struct mtc_coord *c, struct round *rd, char *err, si
 {
 	double t0 = mtc_now();
 	json_t *inv = restore_inventory(c, rd, err, errlen), *plan, *step;
+	struct mtc_lkg_list *lists;
+	struct mtc_lkg_listing listing = { .backups = rd->backups };
 
 	if (!inv)
 		return -1;
-	plan = mtc_lkg_plan(inv, err, errlen);
+	/* the lists stay packed: the planner reads them where they are */
+	lists = xmalloc((size_t)c->o.nodes * sizeof *lists);
+	for (int r = 0; r < c->o.nodes; r++)
+		lists[r] = rd->s[r].list;
+	listing.ranks = lists;
+	listing.n_backups = json_array_size(json_object_get(inv, "backups"));
+	plan = mtc_lkg_plan_listed(inv, &listing, err, errlen);
+	free(lists);
 	json_decref(inv);
 	if (!plan)
 		return -1;
@@ -656,6 +675,39 @@ static const char *bad_report(const struct mtc_coord *c, int k, json_t *rep, cha
 }
 
 /*
+ * Why a restore report lists more than its rank may (coord.h): the limits of
+ * rank 0's config, for rank 0 its own, before rank 0 is heard the rank's own.
+ */
+static const char *over_limits(struct mtc_coord *c, json_t *rep, int rank, char *buf, size_t len)
+{
+	json_t *cfg = json_object_get(rep, "config"), *b;
+	struct mtc_coord_limits l;
+	size_t i, metas = 0, data = 0, cap = 2 * MTC_COORD_BACKUP_CAP(c->o.nodes);
+	char who[128];
+	const char *why;
+
+	pthread_mutex_lock(&c->mu);
+	mtc_coord_limits(c->o.nodes, rank && c->job_cfg ? c->job_cfg : cfg, &l);
+	pthread_mutex_unlock(&c->mu);
+	snprintf(who, sizeof who, "rank %d", rank);
+	if ((why = mtc_coord_over(rep, l.list, who, buf, len)))
+		return why;
+	json_array_foreach(json_object_get(rep, "backups"), i, b) {
+		snprintf(who, sizeof who, "backup '%.64s'", json_string_value(json_object_get(b, "name")));
+		if ((why = mtc_coord_over(b, l.backup, who, buf, len)))
+			return why;
+		metas += json_array_size(json_object_get(b, "meta-files"));
+		data += json_array_size(json_object_get(b, "data-files"));
+	}
+	if (metas > cap || data > cap) {
+		snprintf(buf, len, "the backups list %zu %s in all; at most %zu are allowed (mtc(7) 5.1)",
+			 metas > cap ? metas : data, metas > cap ? "metas" : "data", cap);
+		return buf;
+	}
+	return NULL;
+}
+
+/*
  * Under mu: 0 when the job that who's credential (else the report's config,
  * cfg_job, when given) names is the one this coordinator serves, else 403 with
  * why. Without --job, the first job named is the one served.
@@ -830,7 +882,8 @@ static int parse_report(struct mtc_coord *c, const struct mtc_peer_cred *who, co
 		return code;
 	}
 	keep_own(c, kind, rep, rank);
-	if (k < NKINDS && (bad = bad_report(c, k, rep, buf, sizeof buf))) {
+	if (k < NKINDS && ((bad = bad_report(c, k, rep, buf, sizeof buf)) ||
+			   (k == K_RESTORE && (bad = over_limits(c, rep, rank, buf, sizeof buf))))) {
 		mtc_warn("refused a '%s' report from rank %d: %s", kind, rank, bad);
 		*answer = failure("bad '%s' report: %s", kind, bad);
 		json_decref(rep);
@@ -944,10 +997,20 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 	if (s->report)
 		json_decref(s->report);
 	s->report = rep;
-	/*
-	 * Every rank lists its own and its peers' steps: the same step numbers and
-	 * hashes again and again, most of a round's memory at 16,384 ranks unless shared.
-	 */
+	if (rank == 0 && json_is_object(v = json_object_get(rep, "config"))) {
+		json_decref(c->job_cfg);
+		c->job_cfg = json_deep_copy(v);
+	}
+	if (k == K_RESTORE) {
+		json_t *b;
+		size_t i;
+		mtc_coord_list_take(rep, &s->list);
+		for (int x = 0; rank == 0 && x < MTC_COORD_BACKUPS_MAX; x++)
+			mtc_coord_list_free(&rd->backups[x]);
+		json_array_foreach(json_object_get(rep, "backups"), i, b)
+			mtc_coord_list_take(b, &rd->backups[i]);
+	}
+	/* what stays JSON (the peer ranks) repeats from rank to rank: one copy of each value */
 	if (!rd->atoms)
 		rd->atoms = mtc_json_atoms_new();
 	json_object_foreach(rep, key, v)
@@ -1091,7 +1154,7 @@ int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *m
 		snprintf(err, errlen, "method not allowed: use POST");
 		return 405;
 	}
-	*max_body = k == K_RESTORE ? (1u << 20) + (size_t)c->o.nodes * (32u << 10) : 64u << 10;
+	*max_body = k == K_RESTORE ? mtc_coord_restore_body_max(c->o.nodes) : 64u << 10;
 	return 0;
 }
 

@@ -48,16 +48,25 @@
 
 /*
  * A report is read into what the coordinator uses (mtc(7) §5.1): other keys
- * are dropped while it is parsed, and a list longer than these is refused
- * (400), so that a round's memory is bounded by nodes whatever the ranks send.
- * A rank lists at most MTC_COORD_LIST_MAX metas and as many data (its own
- * and its peers' steps); rank 0 at most MTC_COORD_BACKUPS_MAX backups of at
- * most MTC_COORD_BACKUP_LIST_MAX metas and data each; a failure's reason is
- * cut to MTC_COORD_ERROR_MAX bytes.
+ * are dropped while it is parsed, a list longer than its cap is refused (400)
+ * as it is read, and the lists are kept packed (coord_report.h), so that a
+ * round's memory is bounded by nodes whatever the ranks send. With W the
+ * job's workers-per-node and P its peers (peers-per-node, else the length of
+ * peer-ranks; at least 1), both from rank 0's config (until rank 0 is heard,
+ * the reporting rank's own): a rank lists at most
+ * MTC_COORD_STEPS_HELD x W x (1 + P) metas (at least 32, at most
+ * MTC_COORD_LIST_CAP) and as many data; rank 0 at most MTC_COORD_BACKUPS_MAX
+ * backups of at most N x W metas and as many data each (at most
+ * MTC_COORD_BACKUP_CAP), and twice that cap in all; a config at most
+ * MTC_COORD_PEERS_MAX peer-ranks; a failure's reason is cut to
+ * MTC_COORD_ERROR_MAX bytes.
  */
-#define MTC_COORD_LIST_MAX(nodes) ((size_t)((nodes) >= 1024 ? 32 : 32768 / (nodes)))
+#define MTC_COORD_STEPS_HELD 8
+#define MTC_COORD_LIST_CAP(nodes) \
+	((size_t)(196608 / (nodes) < 192 ? 192 : 196608 / (nodes) > 4096 ? 4096 : 196608 / (nodes)))
 #define MTC_COORD_BACKUPS_MAX 8
-#define MTC_COORD_BACKUP_LIST_MAX(nodes) ((size_t)((nodes) >= 1024 ? 2 * (nodes) : 2048))
+#define MTC_COORD_BACKUP_CAP(nodes) ((size_t)((nodes) >= 1024 ? 8 * (size_t)(nodes) : 8192))
+#define MTC_COORD_PEERS_MAX 64
 #define MTC_COORD_ERROR_MAX 1024
 
 struct mtc_coord_opts {

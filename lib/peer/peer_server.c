@@ -78,6 +78,7 @@ struct mtc_peer_server {
 	struct mtc_mhd_loop *events_loop; /* runs events */
 	struct mtc_sorter *sorter;
 	pthread_mutex_t wake_mu; /* a route's wait woken against its connection being suspended */
+	atomic_llong route_held; /* ROUTE_HELD_MAX */
 	struct mtc_peer_server_opts o;
 	char *dir;
 	struct mtc_peer_auth *auth; /* NULL: no token */
@@ -158,6 +159,13 @@ enum req_kind {
 	REQ_ROUTE
 };
 #define ROUTE_BODY_MAX (64 << 20)
+/*
+ * The bytes of route bodies held at once, reserved when a request is admitted
+ * (its Content-Length, else its endpoint's limit) and given back once it is
+ * parsed: beyond, 503 and Retry-After, so that ranks reporting at once cannot
+ * raise the coordinator's peak. A lone body is taken whatever its size.
+ */
+#define ROUTE_HELD_MAX (8 << 20)
 
 struct req {
 	struct mtc_peer_server *s;
@@ -182,6 +190,7 @@ struct req {
 	char got_digest[66];
 	char *url, *method;  /* REQ_ROUTE, REQ_PUT_MANIFEST */
 	struct mtc_buf body; /* REQ_ROUTE: capped at the largest body its endpoint takes */
+	long long held;	     /* REQ_ROUTE: its part of route_held */
 	struct session *sess; /* REQ_PUT_TREE, REQ_PUT_RANGE */
 	struct mtc_wire_hash range_hash; /* REQ_PUT_RANGE: into got's one entry */
 	int piece;	      /* sess is listed: this request is one piece of it */
@@ -1904,11 +1913,28 @@ static enum MHD_Result admit_route(struct req *r, struct MHD_Connection *c, cons
 		snprintf(why, sizeof why, "a body of %s bytes; this endpoint takes at most %zu", cl,
 			 max);
 	}
+	if (!code) {
+		long long want = cl ? (long long)strtoull(cl, NULL, 10) : (long long)max,
+			  held = atomic_load(&s->route_held);
+		do {
+			if (held > 0 && held + want > ROUTE_HELD_MAX) {
+				code = MHD_HTTP_SERVICE_UNAVAILABLE;
+				snprintf(why, sizeof why, "too many reports arriving at once: retry");
+				break;
+			}
+		} while (!atomic_compare_exchange_weak(&s->route_held, &held, held + want));
+		if (!code)
+			r->held = want;
+		if (cl && (size_t)want < max)
+			max = (size_t)want;
+	}
 	if (code)
 		return respond(r, c, (unsigned)code, "application/json",
 			       "{\"status\":\"error\",\"error\":\"%s\"}\n", why);
 	r->kind = REQ_ROUTE;
 	mtc_buf_init(&r->body, max);
+	if (cl)
+		mtc_buf_reserve(&r->body, max); /* its Content-Length: no copy as it grows */
 	r->url = xstrdup(url);
 	r->method = xstrdup(method);
 	return MHD_YES;
@@ -2003,6 +2029,14 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 	return rc;
 }
 
+/* A route's body is parsed or gone: its bytes no longer count (ROUTE_HELD_MAX). */
+static void route_release(struct req *r)
+{
+	mtc_buf_free(&r->body);
+	atomic_fetch_sub(&r->s->route_held, r->held);
+	r->held = 0;
+}
+
 /* Called by the route under its lock: resumes the connection once it is suspended. */
 static void route_wake(void *arg)
 {
@@ -2035,7 +2069,7 @@ static enum MHD_Result finish_route(struct req *r, struct MHD_Connection *c, int
 		r->conn = c;
 		code = s->o.route_start(s->o.route_arg, &r->who, r->method, r->url, r->body.p,
 					r->body.len, &answer, route_wake, r, &r->wait);
-		mtc_buf_free(&r->body); /* parsed: a waiting report holds no copy of it */
+		route_release(r); /* parsed: a waiting report holds no copy of it */
 		if (code == 0) {
 			pthread_mutex_lock(&s->wake_mu);
 			if (!r->woken) {
@@ -2051,6 +2085,7 @@ static enum MHD_Result finish_route(struct req *r, struct MHD_Connection *c, int
 	} else {
 		code = s->o.route(s->o.route_arg, &r->who, r->method, r->url, r->body.p, r->body.len,
 				  &answer);
+		route_release(r);
 	}
 	resp = MHD_create_response_from_buffer(answer ? strlen(answer) : 0,
 					       answer ? answer : (void *)"",
@@ -2135,7 +2170,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 	remove_staging(r);
 	mtc_wire_reader_close(r->send);
-	mtc_buf_free(&r->body);
+	route_release(r);
 	free(r->file_hash);
 	free(r->why);
 	free(r->extract_why);

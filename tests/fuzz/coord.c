@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	code = mtc_coord_handle(c, kind, (const char *)data + 1, size - 1, &answer);
 	j = answer ? json_loads(answer, 0, NULL) : NULL;
 	if (!j || !(json_object_get(j, "status") || json_object_get(j, "error")) ||
-	    (code != 200 && code != 400 && code != 404 && code != 503))
+	    (code != 200 && code != 400 && code != 403 && code != 404 && code != 503))
 		abort();
 	json_decref(j);
 	free(answer);

@@ -116,6 +116,80 @@ static int match(json_t *want, json_t *got, const char *path, char *why, size_t 
 	return 0;
 }
 
+/* holder's lists packed into l and removed from it; -1 when they are not lists of the right form. */
+static int pack(json_t *holder, struct mtc_lkg_list *l)
+{
+	json_t *metas = json_object_get(holder, "meta-files"), *data = json_object_get(holder, "data-files"), *m;
+	size_t i;
+
+	if (!json_is_array(metas) || !json_is_array(data))
+		return -1;
+	l->metas = calloc(json_array_size(metas) + 1, sizeof *l->metas);
+	l->data = calloc(json_array_size(data) + 1, sizeof *l->data);
+	json_array_foreach(metas, i, m) {
+		struct mtc_lkg_meta *p = &l->metas[l->n_metas++];
+		if (!json_is_array(m) || json_array_size(m) != 4 || !json_is_integer(json_array_get(m, 0)) ||
+		    !json_is_integer(json_array_get(m, 1)) || !json_is_integer(json_array_get(m, 2)) ||
+		    json_integer_value(json_array_get(m, 0)) < 0 ||
+		    mtc_lkg_hash_pack(json_string_value(json_array_get(m, 3)), p->hash) < 0)
+			return -1;
+		p->step = json_integer_value(json_array_get(m, 0));
+		p->node = (int)json_integer_value(json_array_get(m, 1));
+		p->worker = (int)json_integer_value(json_array_get(m, 2));
+	}
+	json_array_foreach(data, i, m)
+		if (mtc_lkg_hash_pack(json_string_value(m), l->data[l->n_data++]) < 0)
+			return -1;
+	json_object_del(holder, "meta-files");
+	json_object_del(holder, "data-files");
+	return 0;
+}
+
+/*
+ * The plan of inv with its lists packed, as the coordinator plans
+ * (mtc_lkg_plan_listed); *skip when its lists cannot be packed.
+ */
+static json_t *plan_listed(json_t *inv, char *err, size_t len, int *skip)
+{
+	json_t *copy = json_deep_copy(inv), *r;
+	json_int_t nodes = json_integer_value(json_object_get(copy, "nodes"));
+	size_t i, nb = json_array_size(json_object_get(copy, "backups"));
+	struct mtc_lkg_list *ranks, *backups;
+	struct mtc_lkg_listing l;
+	json_t *plan = NULL;
+
+	*skip = nodes <= 0 || nodes > 4096;
+	if (*skip) {
+		json_decref(copy);
+		return NULL;
+	}
+	ranks = calloc((size_t)nodes, sizeof *ranks);
+	backups = calloc(nb + 1, sizeof *backups);
+	json_array_foreach(json_object_get(copy, "ranks"), i, r) {
+		json_int_t rank = json_integer_value(json_object_get(r, "node-rank"));
+		if (rank < 0 || rank >= nodes || ranks[rank].metas || pack(r, &ranks[rank]) < 0)
+			*skip = 1;
+	}
+	json_array_foreach(json_object_get(copy, "backups"), i, r)
+		if (pack(r, &backups[i]) < 0)
+			*skip = 1;
+	l = (struct mtc_lkg_listing){ .ranks = ranks, .backups = backups, .n_backups = nb };
+	if (!*skip)
+		plan = mtc_lkg_plan_listed(copy, &l, err, len);
+	for (json_int_t k = 0; k < nodes; k++) {
+		free(ranks[k].metas);
+		free(ranks[k].data);
+	}
+	for (i = 0; i < nb; i++) {
+		free(backups[i].metas);
+		free(backups[i].data);
+	}
+	free(ranks);
+	free(backups);
+	json_decref(copy);
+	return plan;
+}
+
 static void run_case(const char *file)
 {
 	char path[512], err[512] = "", why[1024] = "";
@@ -141,6 +215,13 @@ static void run_case(const char *file)
 			printf("#   no plan: %s\n", err);
 		else if (!good)
 			printf("#   %s\n", why);
+	}
+	if (plan) {
+		int skip;
+		json_t *listed = plan_listed(json_object_get(c, "inventory"), err, sizeof err, &skip);
+		if (!skip)
+			ok(listed && json_equal(plan, listed), "%s: the same plan from packed lists", file);
+		json_decref(listed);
 	}
 	json_array_foreach(json_object_get(c, "views"), i, view)
 	{
