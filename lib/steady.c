@@ -94,10 +94,14 @@ struct loop {
  * backup) once: FILE is created first and the fault is off while it exists.
  * PHASE commit-POINT arms the commit's own crash point (MTC_TEST_CRASH_AT:
  * hashed, tmp-written, data-renamed, meta-renamed) for this run only.
+ * MTC_FAULT_STALL=PHASE:FILE[,...] instead hangs the loop there (until *stop
+ * or an hour), so a test can crash the node before the loop's next phase.
  */
-static int fault_armed(const char *phase, int prefix)
+static volatile sig_atomic_t *fault_stop;
+
+static int fault_armed(const char *var, const char *phase, int prefix)
 {
-	const char *f = getenv("MTC_FAULT_KILL");
+	const char *f = getenv(var);
 	size_t n = strlen(phase);
 
 	while (f && *f) {
@@ -123,10 +127,15 @@ static int fault_armed(const char *phase, int prefix)
 
 static void fault_point(const char *phase)
 {
-	if (!fault_armed(phase, 0))
-		return;
-	mtc_info("fault injection: killed after %s", phase);
-	raise(SIGKILL);
+	if (fault_armed("MTC_FAULT_KILL", phase, 0)) {
+		mtc_info("fault injection: killed after %s", phase);
+		raise(SIGKILL);
+	}
+	if (fault_armed("MTC_FAULT_STALL", phase, 0)) {
+		mtc_info("fault injection: stalled after %s", phase);
+		for (int i = 0; i < 3600 && !*fault_stop; i++)
+			sleep(1);
+	}
 }
 
 /* The newest valid backup becomes the last one, so a restart does not repeat it at once. */
@@ -754,7 +763,8 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	char *token = mtc_peer_token_for(o->token, o->cfg->job_name, o->cfg->node_rank);
 
 	signal(SIGPIPE, SIG_IGN);
-	fault_armed("commit-", 1); /* before any thread: it may setenv */
+	fault_armed("MTC_FAULT_KILL", "commit-", 1); /* before any thread: it may setenv */
+	fault_stop = o->stop;
 	mtc_peer_client_defaults(&l.pc);
 	l.pc.token = token;
 	l.pc.cancel = o->stop;
