@@ -219,8 +219,14 @@ int mtc_rank_server_report(struct mtc_rank_server *rs, const char *body, size_t 
 	size_t i;
 
 	superseded[0] = '\0';
-	if (!json_is_object(rep) || (why = parse(rs, rep, index, &sess, &host, &holds))) {
-		*answer = failed("bad 'ranks' report: %s", json_is_object(rep) ? why : je.text);
+	if (!rep)
+		why = je.text;
+	else if (!json_is_object(rep))
+		why = "not a JSON object";
+	else
+		why = parse(rs, rep, index, &sess, &host, &holds);
+	if (why) {
+		*answer = failed("bad 'ranks' report: %s", why);
 		json_decref(rep);
 		return 400;
 	}
