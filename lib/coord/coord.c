@@ -777,10 +777,11 @@ static void supersede(struct mtc_coord *c, int k, int rank, const char *old)
 
 static int answer_now(struct mtc_coord *c, int k, int rank, const char *session, char **answer)
 {
-	struct round *rd = &c->rounds[k];
+	struct round *rd;
 
 	if (k == K_RANKS)
 		return mtc_rank_server_answer(c->ranks, rank, session, answer);
+	rd = &c->rounds[k];
 	if (c->stale[rank][0] && !strcmp(c->stale[rank], session)) {
 		*answer = superseded_answer(rank);
 		return 409;
