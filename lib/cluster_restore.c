@@ -65,8 +65,9 @@ static json_t *local_inventory(struct ctx *x)
 		json_decref(data);
 		return NULL;
 	}
+	/* a rank past the job's nodes is a bigger run's (a shrink): not this job's to restore */
 	for (size_t i = 0; i < inv.n_metas; i++)
-		if (!strcmp(inv.metas[i].job, x->cfg->job_name))
+		if (!strcmp(inv.metas[i].job, x->cfg->job_name) && inv.metas[i].node < x->cfg->nodes)
 			json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)inv.metas[i].step,
 							       inv.metas[i].node, inv.metas[i].worker,
 							       inv.metas[i].hash));

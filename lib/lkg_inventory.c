@@ -38,8 +38,10 @@ json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, i
 		const struct mtc_backup_meta *m = &info.metas[i];
 		if (!m->hash[0])
 			continue;
-		json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)m->step,
-						       m->rank, m->worker, m->hash));
+		/* a rank past the nodes is a bigger run's (a shrink); its data may be a column's copy */
+		if (m->rank < nodes)
+			json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)m->step,
+							       m->rank, m->worker, m->hash));
 		if (m->has_data)
 			json_array_append_new(data, json_string(m->hash));
 	}

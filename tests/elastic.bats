@@ -1,0 +1,86 @@
+#!/usr/bin/env bats
+# Data-parallel jobs restarted with another number of replicas (mtc(7) §5.9):
+# ranks form a D x P grid (rank = replica * P + column); a job that comes back
+# with more replicas restores its new ranks from their column's data, from the
+# cluster or from a backup; one with fewer ignores the extra ranks' metas.
+# The trainers' data is seeded by column, so a restored step names its column.
+load helpers
+load cluster/cluster
+
+setup() {
+	PIDS=()
+}
+
+teardown() {
+	cluster_stop
+}
+
+# first_run N D: a job of N nodes, D replicas, saves steps 1-3, replicated everywhere.
+first_run() {
+	cluster_init "$1"
+	export CL_DP=$2
+	cluster_start
+	run trainers orbax --dp "$2" --steps 3
+	assert_success
+	wait_for "step 3 replicated" 90 replicated 3
+}
+
+# restart_as N D: the job starts again with N nodes and D replicas.
+restart_as() {
+	nodes_kill
+	cluster_resize "$1"
+	CL_DP=$2
+	cluster_start
+	run trainers orbax --dp "$2" --steps 0
+}
+
+fetched_of() { sed -n 's/.*"fetched":\([0-9]*\).*/\1/p' "$CL_ROOT/state$1/restore.json"; }
+
+# Every rank restored step S, the data of its column (rank mod P).
+restored_columns() {
+	local s=$1 p=$((CL_N / CL_DP)) r
+	[ "$(restored_steps)" = "$s" ] || { echo "# restored: $(restored_steps)" >&3; return 1; }
+	for ((r = 0; r < CL_N; r++)); do
+		grep -q "\"rank\": $((r % p))}" "$CL_ROOT/node$r/$s/metadata.json" ||
+			{ echo "# rank $r: $(cat "$CL_ROOT/node$r/$s/metadata.json")" >&3; return 1; }
+	done
+}
+
+@test "growth D=2 to D=3 from the cluster: the new replica's ranks restore their column's data" {
+	first_run 4 2
+	restart_as 6 3
+	assert_success
+	restored_columns 3
+	assert_equal "$(fetched_of 4)" 1
+	assert_equal "$(fetched_of 5)" 1
+}
+
+@test "growth D=2 to D=3 from a backup: every node lost, the new ranks restore their column's copy" {
+	first_run 4 2
+	wait_for "a backup of every node" 90 has_backup
+	step=$(backup_step)
+	for ((r = 0; r < 4; r++)); do wipe_node "$r"; done
+	restart_as 6 3
+	assert_success
+	restored_columns "$step"
+	grep -q "from backup" "$CL_ROOT/node0.log"
+}
+
+@test "shrink D=3 to D=2: the last replica's metas are ignored, every rank restores its own data" {
+	first_run 6 3
+	restart_as 4 2
+	assert_success
+	restored_columns 3
+	for ((r = 0; r < 4; r++)); do assert_equal "$(fetched_of "$r")" 0; done
+}
+
+@test "shrink D=3 to D=2 from a backup: every node lost, each column's one copy restores" {
+	first_run 6 3
+	wait_for "a backup of every node" 90 has_backup
+	step=$(backup_step)
+	for ((r = 0; r < 6; r++)); do wipe_node "$r"; done
+	restart_as 4 2
+	assert_success
+	restored_columns "$step"
+	grep -q "from backup" "$CL_ROOT/node0.log"
+}
