@@ -84,3 +84,31 @@ restored_columns() {
 	restored_columns "$step"
 	grep -q "from backup" "$CL_ROOT/node0.log"
 }
+
+@test "columns changed: a job of 2 columns restarted with 3 fails within seconds, saying what to do" {
+	first_run 4 2
+	nodes_kill
+	cluster_resize 6
+	CL_DP=2
+	cluster_start
+	start=$SECONDS
+	run trainers orbax --dp 2 --steps 0
+	assert_failure
+	[ $((SECONDS - start)) -lt 30 ]
+	for ((r = 0; r < 6; r++)); do
+		critical_seen "$r" "columns changed: node [0-9] holds steps of 4 nodes with assume-data-parallelism 2 (2 columns), this job has 6 nodes with 2 (3 columns)"
+	done
+	grep -q "resharding" "$CL_ROOT/trainer5.err"
+}
+
+@test "the steps' shape follows the job: after a growth every dir holds the new shape, and the grown job restarts" {
+	first_run 4 2
+	restart_as 6 3
+	assert_success
+	for ((r = 0; r < 6; r++)); do
+		assert_equal "$(cat "$CL_ROOT/node$r/.mtc-shape-$CL_JOB.json")" '{"nodes":6,"assume-data-parallelism":3}'
+	done
+	restart_as 6 3
+	assert_success
+	restored_columns 3
+}

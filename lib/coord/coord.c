@@ -24,6 +24,7 @@
 #include "naming.h"
 #include "peer/peer_auth.h"
 #include "rank_server.h"
+#include "shape.h"
 #include "xalloc.h"
 
 enum kind { K_RESTORE, K_DONE, K_SYNC, NKINDS };
@@ -74,7 +75,8 @@ struct mtc_coord {
 	char (*stale)[64];	       /* per rank: the session a newer process's report replaced */
 	struct mtc_rank_server *ranks;
 	char job[MTC_JOB_MAX + 1];     /* the job served: --job, else the first report's; "" until then */
-	struct mtc_json_keep keys[NKINDS + 1][16], config_keys[16], backup_keys[4], last_keys[3];
+	struct mtc_json_keep keys[NKINDS + 1][16], config_keys[16], backup_keys[4], last_keys[3],
+		shape_keys[3];
 	int stopping;
 	long long last_backup_time, last_backup_step, last_agreed;
 	char last_backup_name[17];
@@ -138,11 +140,12 @@ static void report_keys(struct mtc_coord *c)
 		LIST("data-files", MTC_COORD_BACKUP_LIST_MAX(n)), END
 	};
 	const struct mtc_json_keep last[] = { STR("name", 64), KEY("step"), END };
+	const struct mtc_json_keep shape[] = { KEY("nodes"), KEY("assume-data-parallelism"), END };
 	const struct mtc_json_keep restore[] = {
 		KEY("rank"), STR("session", 63), KEY("wait"), STR("address", 1024),
 		OBJ("config", c->config_keys), LIST("meta-files", list), LIST("data-files", list),
 		{ .key = "backups", .sub = c->backup_keys, .max_items = MTC_COORD_BACKUPS_MAX },
-		STR("restore-version", 64), END
+		STR("restore-version", 64), OBJ("shape", c->shape_keys), END
 	};
 	const struct mtc_json_keep done[] = {
 		KEY("rank"), STR("session", 63), KEY("wait"), KEY("ok"), KEY("error"), END
@@ -162,6 +165,7 @@ static void report_keys(struct mtc_coord *c)
 	memcpy(c->config_keys, config, sizeof config);
 	memcpy(c->backup_keys, backup, sizeof backup);
 	memcpy(c->last_keys, last, sizeof last);
+	memcpy(c->shape_keys, shape, sizeof shape);
 	memcpy(c->keys[K_RESTORE], restore, sizeof restore);
 	memcpy(c->keys[K_DONE], done, sizeof done);
 	memcpy(c->keys[K_SYNC], sync, sizeof sync);
@@ -337,6 +341,26 @@ static long long cfg_int(json_t *cfg, const char *key, long long dflt)
 	return json_is_integer(v) ? json_integer_value(v) : dflt;
 }
 
+/* 1 when a rank holds steps of the job cut into other columns (mtc(7) §5.9), and why. */
+static int shape_changed(struct mtc_coord *c, struct round *rd, json_t *cfg, char *err,
+			 size_t errlen)
+{
+	struct mtc_shape now = { c->o.nodes, (int)cfg_int(cfg, "assume-data-parallelism", 1) };
+
+	if (now.dp < 1 || now.nodes % now.dp)
+		now.dp = 1;
+	for (int r = 0; r < c->o.nodes; r++) {
+		json_t *j = json_object_get(rd->s[r].report, "shape");
+		struct mtc_shape saved = { (int)cfg_int(j, "nodes", 0),
+					   (int)cfg_int(j, "assume-data-parallelism", 1) };
+		if (!json_is_object(j) || saved.nodes < 1 || saved.dp < 1 || saved.nodes % saved.dp)
+			continue;
+		if (mtc_shape_check(&saved, &now, r, err, errlen) < 0)
+			return 1;
+	}
+	return 0;
+}
+
 static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *err, size_t errlen)
 {
 	json_t *cfg = job_config(rd), *inv, *ranks = json_array(), *rep0 = rd->s[0].report,
@@ -351,6 +375,10 @@ static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *er
 	if (cfg_int(cfg, "nodes", -1) != c->o.nodes) {
 		snprintf(err, errlen, "the config says nodes: %lld, the coordinator serves %d",
 			 cfg_int(cfg, "nodes", -1), c->o.nodes);
+		json_decref(ranks);
+		return NULL;
+	}
+	if (shape_changed(c, rd, cfg, err, errlen)) {
 		json_decref(ranks);
 		return NULL;
 	}
