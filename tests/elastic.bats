@@ -15,12 +15,14 @@ teardown() {
 	cluster_stop
 }
 
-# first_run N D: a job of N nodes, D replicas, saves steps 1-3, replicated everywhere.
+# first_run N D [trainer options]: a job of N nodes, D replicas, saves steps 1-3,
+# replicated everywhere.
 first_run() {
 	cluster_init "$1"
 	export CL_DP=$2
+	shift 2
 	cluster_start
-	run trainers orbax --dp "$2" --steps 3
+	run trainers orbax --dp "$CL_DP" --steps 3 "$@"
 	assert_success
 	wait_for "step 3 replicated" 90 replicated 3
 }
@@ -111,4 +113,30 @@ restored_columns() {
 	restart_as 6 3
 	assert_success
 	restored_columns 3
+}
+
+@test "growth with a column whose replicas disagree: said in replicator.errors, the new rank takes a held replica" {
+	first_run 4 2 --replicas-differ
+	restart_as 6 3
+	assert_success
+	[ "$(restored_steps)" = 3 ]
+	grep -q "column 0 worker 0: replicas disagree" "$CL_ROOT/node0.log"
+	grep -q "replicas disagree" "$CL_ROOT/node4/replicator.errors"
+	for c in 0 1; do # the new rank of column c holds the data of one of its column's replicas
+		h=$(readlink "$CL_ROOT/node$((c + 4))/3")
+		[ "$h" = "$(cat "$CL_ROOT/node$c/$CL_JOB-s3-n$c-w0.meta").data" ] ||
+			[ "$h" = "$(cat "$CL_ROOT/node$((c + 2))/$CL_JOB-s3-n$((c + 2))-w0.meta").data" ]
+	done
+}
+
+@test "growth with a whole column lost: the cluster's step is not valid, the backup's restores" {
+	first_run 4 2
+	wait_for "a backup of every node" 90 has_backup
+	step=$(backup_step)
+	wipe_node 1
+	wipe_node 3 # column 1, both replicas
+	restart_as 6 3
+	assert_success
+	restored_columns "$step"
+	grep -q "restoring step $step from backup" "$CL_ROOT/node0.log"
 }
