@@ -150,7 +150,7 @@ static int standalone_shape(struct ctx *x, json_t *report, char *err, size_t err
 	saved.nodes = (int)json_integer_value(json_object_get(j, "nodes"));
 	saved.dp = (int)json_integer_value(json_object_get(j, "assume-data-parallelism"));
 	mtc_shape_of_config(x->cfg, &now);
-	return mtc_shape_check(&saved, &now, x->cfg->node_rank, err, errlen);
+	return mtc_shape_check(&saved, &now, "this node", err, errlen);
 }
 
 static json_t *standalone_plan(struct ctx *x, json_t *report, char *err, size_t errlen)
@@ -612,6 +612,15 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 		mtc_critical("cannot compute the restore plan: %s", err);
 		rc = MTC_EXIT_FAILURE;
 		goto out;
+	} else {
+		struct mtc_shape now;
+		mtc_shape_of_config(x->cfg, &now);
+		if (mtc_shape_check_backup(view, json_object_get(report, "backups"), &now, err,
+					   sizeof err) < 0) {
+			mtc_critical("restore failed: %s", err);
+			rc = MTC_EXIT_FAILURE;
+			goto out;
+		}
 	}
 	json_array_foreach(json_object_get(view, "errors"), i, v)
 		mtc_error("restore plan: %s", json_string_value(v));

@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "config.h"
 
 /*
@@ -30,8 +32,24 @@ int mtc_shape_read(const char *dir, const char *job, struct mtc_shape *s, char *
 /* Writes the config's shape, atomically; -1 with a one-line reason. */
 int mtc_shape_write(const char *dir, const struct mtc_config *cfg, char *err, size_t errlen);
 
-/* 0 when a job of shape now may restore steps saved as saved (same columns); else -1 and why. */
-int mtc_shape_check(const struct mtc_shape *saved, const struct mtc_shape *now, int rank, char *err,
-		    size_t errlen);
+/*
+ * mtc_shape_check of the backup a plan (or a rank's view of it) restores
+ * from, by the "shape" of its entry in backups (the restore report's list).
+ */
+int mtc_shape_check_backup(json_t *view, json_t *backups, const struct mtc_shape *now, char *err,
+			   size_t errlen);
+
+/* The config's shape as JSON text, as the dir and a backup (shape.json) hold it. */
+void mtc_shape_text(const struct mtc_config *cfg, char *buf, size_t len);
+
+/* 0 with *s from text (the JSON of mtc_shape_text), else -1. */
+int mtc_shape_parse(const char *text, struct mtc_shape *s);
+
+/*
+ * 0 when a job of shape now may restore steps saved as saved (the same
+ * columns); else -1 and why, naming where (a node, a backup) holds them.
+ */
+int mtc_shape_check(const struct mtc_shape *saved, const struct mtc_shape *now, const char *where,
+		    char *err, size_t errlen);
 
 #endif

@@ -103,6 +103,24 @@ restored_columns() {
 	grep -q "resharding" "$CL_ROOT/trainer5.err"
 }
 
+@test "columns changed, every node lost: the backup's shape refuses it within seconds" {
+	first_run 4 2
+	wait_for "a backup of every node" 90 has_backup
+	b=$(basename "$(ls -d "$CL_BACKUP/$CL_JOB"/20*/ | head -1)")
+	assert_equal "$(cat "$CL_BACKUP/$CL_JOB/$b/shape.json")" '{"nodes":4,"assume-data-parallelism":2}'
+	for ((r = 0; r < 4; r++)); do wipe_node "$r"; done
+	cluster_resize 6
+	CL_DP=2
+	cluster_start
+	start=$SECONDS
+	run trainers orbax --dp 2 --steps 0
+	assert_failure
+	[ $((SECONDS - start)) -lt 30 ]
+	for ((r = 0; r < 6; r++)); do
+		critical_seen "$r" "columns changed: backup '20[-0-9_]*' holds steps of 4 nodes with assume-data-parallelism 2 (2 columns)"
+	done
+}
+
 @test "the steps' shape follows the job: after a growth every dir holds the new shape, and the grown job restarts" {
 	first_run 4 2
 	restart_as 6 3

@@ -75,7 +75,7 @@ struct mtc_coord {
 	char (*stale)[64];	       /* per rank: the session a newer process's report replaced */
 	struct mtc_rank_server *ranks;
 	char job[MTC_JOB_MAX + 1];     /* the job served: --job, else the first report's; "" until then */
-	struct mtc_json_keep keys[NKINDS + 1][16], config_keys[16], backup_keys[4], last_keys[3],
+	struct mtc_json_keep keys[NKINDS + 1][16], config_keys[16], backup_keys[5], last_keys[3],
 		shape_keys[3];
 	int stopping;
 	long long last_backup_time, last_backup_step, last_agreed;
@@ -137,7 +137,7 @@ static void report_keys(struct mtc_coord *c)
 	};
 	const struct mtc_json_keep backup[] = {
 		STR("name", 64), LIST("meta-files", MTC_COORD_BACKUP_LIST_MAX(n)),
-		LIST("data-files", MTC_COORD_BACKUP_LIST_MAX(n)), END
+		LIST("data-files", MTC_COORD_BACKUP_LIST_MAX(n)), OBJ("shape", c->shape_keys), END
 	};
 	const struct mtc_json_keep last[] = { STR("name", 64), KEY("step"), END };
 	const struct mtc_json_keep shape[] = { KEY("nodes"), KEY("assume-data-parallelism"), END };
@@ -353,12 +353,27 @@ static int shape_changed(struct mtc_coord *c, struct round *rd, json_t *cfg, cha
 		json_t *j = json_object_get(rd->s[r].report, "shape");
 		struct mtc_shape saved = { (int)cfg_int(j, "nodes", 0),
 					   (int)cfg_int(j, "assume-data-parallelism", 1) };
+		char where[32];
 		if (!json_is_object(j) || saved.nodes < 1 || saved.dp < 1 || saved.nodes % saved.dp)
 			continue;
-		if (mtc_shape_check(&saved, &now, r, err, errlen) < 0)
+		snprintf(where, sizeof where, "node %d", r);
+		if (mtc_shape_check(&saved, &now, where, err, errlen) < 0)
 			return 1;
 	}
 	return 0;
+}
+
+/* 1 when the plan restores a backup the job wrote with other columns, and why. */
+static int backup_shape_changed(struct mtc_coord *c, struct round *rd, json_t *plan, char *err,
+				size_t errlen)
+{
+	json_t *cfg = job_config(rd);
+	struct mtc_shape now = { c->o.nodes, (int)cfg_int(cfg, "assume-data-parallelism", 1) };
+
+	if (now.dp < 1 || now.nodes % now.dp)
+		now.dp = 1;
+	return mtc_shape_check_backup(plan, json_object_get(rd->s[0].report, "backups"), &now, err,
+				      errlen) < 0;
 }
 
 static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *err, size_t errlen)
@@ -417,6 +432,10 @@ static int complete_restore(struct mtc_coord *c, struct round *rd, char *err, si
 	json_decref(inv);
 	if (!plan)
 		return -1;
+	if (backup_shape_changed(c, rd, plan, err, errlen)) {
+		json_decref(plan);
+		return -1;
+	}
 	step = json_object_get(plan, "step");
 	mtc_info("restore plan: step %lld from %s, computed in %.3f s",
 		 json_is_integer(step) ? (long long)json_integer_value(step) : -1LL,
