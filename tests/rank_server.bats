@@ -156,3 +156,21 @@ pid_in() { head -n 1 "$CL_ROOT/node$1/jax-init-info.txt"; }
 	[ "$(restored_steps)" = 3 ]
 	grep -q "restoring step 3 from cluster" "$CL_ROOT/node0.log"
 }
+
+@test "rank server after a shrink: a node holding a rank past the job's nodes reports it, and it is ignored" {
+	T=$(mktemp -d)
+	mkdir "$T/p" "$T/a" "$T/b" "$T/a/s.data"
+	echo x >"$T/a/s.data/f"
+	h=$(mtc-replicate digest "$T/a/s.data" | cut -d' ' -f1)
+	mv "$T/a/s.data" "$T/a/$h.data"
+	printf %s "$h" >"$T/a/job-s3-n5-w0.meta" # rank 5 of the job's bigger run
+	serve_on "$T/p" --coordinator --nodes 2 --round-timeout 60
+	mtc-handshake rank --verbose --dir "$T/a" --coordinator-url "$URL" --index 0 --host a --timeout 30 >"$T/a.out" 2>"$T/a.err" &
+	PIDS+=($!)
+	run mtc-handshake rank --dir "$T/b" --coordinator-url "$URL" --index 1 --host b --timeout 30
+	assert_success
+	wait_for "index 0's answer" 10 test -s "$T/a.out"
+	grep -q "1 held ranks" "$T/a.err"
+	assert_equal "$(head -n 1 "$T/a/jax-init-info.txt")" 0
+	assert_equal "$(head -n 1 "$T/b/jax-init-info.txt")" 1
+}
