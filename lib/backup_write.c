@@ -18,6 +18,7 @@
 #include "manifest_text.h"
 #include "naming.h"
 #include "progress.h"
+#include "shape.h"
 #include "store/store_tree.h"
 #include "strset.h"
 #include "xalloc.h"
@@ -142,6 +143,27 @@ static int bound_to_other_step(struct mtc_store *s, const char *prefix, long lon
 		break;
 	}
 	mtc_store_list_free(&l);
+	return rc;
+}
+
+/*
+ * The job's shape beside the step (mtc(7) §5.9), by rank 0 alone: one object
+ * every node would otherwise try to create at once.
+ */
+static int put_shape(struct mtc_store *s, const char *prefix, const struct mtc_config *cfg)
+{
+	char *key, text[96];
+	int rc = 0;
+
+	if (cfg->node_rank != 0)
+		return 0;
+	key = xasprintf("%s%s", prefix, MTC_BACKUP_SHAPE);
+	mtc_shape_text(cfg, text, sizeof text);
+	if (mtc_store_put_buf(s, key, text, strlen(text), 0) < 0 && errno != EEXIST) {
+		mtc_error("cannot upload '%s/%s': %s", mtc_store_url(s), key, mtc_store_error(s));
+		rc = -1;
+	}
+	free(key);
 	return rc;
 }
 
@@ -421,7 +443,7 @@ fail_one:
 		goto out;
 	mtc_info("uploading %d .meta file%s last", nw, nw == 1 ? "" : "s");
 	rc = MTC_EXIT_FAILURE;
-	if (put_meta_last(s, prefix, metas, nw) < 0)
+	if (put_shape(s, prefix, cfg) < 0 || put_meta_last(s, prefix, metas, nw) < 0)
 		goto out;
 	snprintf(out->name, sizeof out->name, "%s", name);
 	out->location = xstrdup(mtc_store_url(s));

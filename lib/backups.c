@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fsutil.h"
+#include "shape.h"
 #include "tmpname.h"
 #include "xalloc.h"
 
@@ -233,12 +234,32 @@ static int read_metas(struct mtc_store *s, char **keys, struct mtc_backup_meta *
 	return failed ? -1 : 0;
 }
 
+/* The job's shape the backup's writers left in NAME/shape.json, when they did. */
+static void read_shape(struct mtc_store *s, const char *name, const struct mtc_store_list *l,
+		       struct mtc_backup_info *info)
+{
+	char *key = xasprintf("%s/%s", name, MTC_BACKUP_SHAPE), *text = NULL;
+	struct mtc_shape sh;
+	size_t len;
+
+	if (mtc_store_list_find(l, key) && mtc_store_get_buf(s, key, 4096, &text, &len) == 0 &&
+	    mtc_shape_parse(text, &sh) == 0) {
+		info->shape_nodes = sh.nodes;
+		info->shape_dp = sh.dp;
+	}
+	free(text);
+	free(key);
+}
+
+/* With nodes given, the metas of ranks >= nodes are a bigger run's (a shrink): not judged. */
 static void judge(struct mtc_backup_info *info, int nodes, int workers)
 {
 	int max_rank = -1, max_worker = -1;
 	char *seen;
 
 	for (size_t i = 0; i < info->n_metas; i++) {
+		if (nodes > 0 && info->metas[i].rank >= nodes)
+			continue;
 		if (info->metas[i].rank > max_rank)
 			max_rank = info->metas[i].rank;
 		if (info->metas[i].worker > max_worker)
@@ -255,6 +276,8 @@ static void judge(struct mtc_backup_info *info, int nodes, int workers)
 	seen = xcalloc((size_t)info->nodes * (size_t)info->workers, 1);
 	for (size_t i = 0; i < info->n_metas; i++) {
 		const struct mtc_backup_meta *m = &info->metas[i];
+		if (m->rank >= info->nodes)
+			continue;
 		if (m->hash[0] && m->has_data)
 			seen[(size_t)m->rank * (size_t)info->workers + (size_t)m->worker] = 1;
 		else if (!info->reason[0])
@@ -317,6 +340,7 @@ int mtc_backup_inspect(struct mtc_store *s, const char *name, int nodes, int wor
 	for (size_t i = 0; i < out->n_metas; i++)
 		out->metas[i].has_data = out->metas[i].hash[0] &&
 					 data_present(&l, name, out->metas[i].hash);
+	read_shape(s, name, &l, out);
 	qsort(out->metas, out->n_metas, sizeof *out->metas, by_rank_worker);
 	mtc_store_list_free(&l);
 	if (!out->n_metas) {

@@ -7,6 +7,9 @@
 #include "naming.h"
 #include "store/store.h"
 
+/* In a backup beside its steps: the shape of the job that wrote it (mtc(7) §5.9). */
+#define MTC_BACKUP_SHAPE "shape.json"
+
 /*
  * A job's backup root (mtc(7) §6.2), read through a store opened at that
  * root (<location>/<job-name>):
@@ -52,6 +55,7 @@ struct mtc_backup_info {
 	int nodes, workers; /* what it was judged against */
 	struct mtc_backup_meta *metas; /* of that step, sorted by (rank, worker) */
 	size_t n_metas;
+	int shape_nodes, shape_dp; /* its shape.json (mtc(7) §5.9); 0 when it has none */
 };
 
 /* A backup directory named YYYY-MM-DD_HH-MM (lib/naming.h). */

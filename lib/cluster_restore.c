@@ -36,6 +36,7 @@
 #include "object_fetch.h"
 #include "peer/peer_auth.h"
 #include "peer/peer_client.h"
+#include "shape.h"
 #include "store/store.h"
 #include "store/store_tree.h"
 #include "tmpname.h"
@@ -59,7 +60,10 @@ struct ctx {
 static json_t *local_inventory(struct ctx *x)
 {
 	struct mtc_inventory inv;
-	json_t *metas = json_array(), *data = json_array();
+	struct mtc_shape sh;
+	json_t *metas = json_array(), *data = json_array(), *rep;
+	char err[1024];
+	int found;
 
 	if (mtc_inventory_scan(x->o->dir, &inv) < 0) {
 		mtc_critical("cannot read the local dir '%s':", x->o->dir);
@@ -67,15 +71,22 @@ static json_t *local_inventory(struct ctx *x)
 		json_decref(data);
 		return NULL;
 	}
+	/* a rank past the job's nodes is a bigger run's (a shrink): not this job's to restore */
 	for (size_t i = 0; i < inv.n_metas; i++)
-		if (!strcmp(inv.metas[i].job, x->cfg->job_name))
+		if (!strcmp(inv.metas[i].job, x->cfg->job_name) && inv.metas[i].node < x->cfg->nodes)
 			json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)inv.metas[i].step,
 							       inv.metas[i].node, inv.metas[i].worker,
 							       inv.metas[i].hash));
 	for (size_t i = 0; i < inv.n_data; i++)
 		json_array_append_new(data, json_string(inv.data[i].hash));
 	mtc_inventory_free(&inv);
-	return json_pack("{s:o, s:o}", "meta-files", metas, "data-files", data);
+	rep = json_pack("{s:o, s:o}", "meta-files", metas, "data-files", data);
+	if ((found = mtc_shape_read(x->o->dir, x->cfg->job_name, &sh, err, sizeof err)) < 0)
+		mtc_warn("%s: not reporting the shape of the steps it holds", err);
+	else if (found)
+		json_object_set_new(rep, "shape", json_pack("{s:i, s:i}", "nodes", sh.nodes,
+							    "assume-data-parallelism", sh.dp));
+	return rep;
 }
 
 static json_t *backup_entry(struct ctx *x, const char *name, int *valid)
@@ -128,6 +139,20 @@ static int add_backups(struct ctx *x, json_t *report)
 	mtc_backups_free_list(list, n);
 	json_object_set_new(report, "backups", arr);
 	return 0;
+}
+
+/* Without a coordinator: the steps this dir holds are of the job's columns. */
+static int standalone_shape(struct ctx *x, json_t *report, char *err, size_t errlen)
+{
+	json_t *j = json_object_get(report, "shape");
+	struct mtc_shape saved, now;
+
+	if (!j)
+		return 0;
+	saved.nodes = (int)json_integer_value(json_object_get(j, "nodes"));
+	saved.dp = (int)json_integer_value(json_object_get(j, "assume-data-parallelism"));
+	mtc_shape_of_config(x->cfg, &now);
+	return mtc_shape_check(&saved, &now, "this node", err, errlen);
 }
 
 static json_t *standalone_plan(struct ctx *x, json_t *report, char *err, size_t errlen)
@@ -567,10 +592,23 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 			mtc_critical("restore failed: %s", err);
 			goto out;
 		}
+	} else if (standalone_shape(x, report, err, sizeof err) < 0) {
+		mtc_critical("restore failed: %s", err);
+		rc = MTC_EXIT_FAILURE;
+		goto out;
 	} else if (!(view = standalone_plan(x, report, err, sizeof err))) {
 		mtc_critical("cannot compute the restore plan: %s", err);
 		rc = MTC_EXIT_FAILURE;
 		goto out;
+	} else {
+		struct mtc_shape now;
+		mtc_shape_of_config(x->cfg, &now);
+		if (mtc_shape_check_backup(view, json_object_get(report, "backups"), &now, err,
+					   sizeof err) < 0) {
+			mtc_critical("restore failed: %s", err);
+			rc = MTC_EXIT_FAILURE;
+			goto out;
+		}
 	}
 	json_array_foreach(json_object_get(view, "errors"), i, v)
 		mtc_error("restore plan: %s", json_string_value(v));
@@ -644,6 +682,9 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 		goto out;
 	}
 	rc = s >= 0 ? MTC_EXIT_OK : MTC_EXIT_NOTFOUND;
+	/* the steps saved from now on are of this job's shape */
+	if (mtc_shape_write(o->dir, x->cfg, err, sizeof err) < 0)
+		mtc_warn("%s", err);
 	if (summary) {
 		*summary = json_pack("{s:o, s:s, s:i, s:I, s:o}", "step",
 				     s >= 0 ? json_integer(s) : json_null(), "source", source,

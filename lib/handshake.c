@@ -73,6 +73,7 @@ int mtc_wait_config(const char *dir, double deadline)
 static int keep(const char *name)
 {
 	return !fnmatch("*.meta", name, FNM_PERIOD) || !fnmatch("*.data", name, FNM_PERIOD) ||
+	       !fnmatch(".mtc-shape-*.json", name, FNM_PERIOD) ||
 	       !strcmp(name, "jax-init-info.txt") || !strcmp(name, MTC_CONFIG_FILE);
 }
 

@@ -26,7 +26,7 @@ json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, i
 			     int *valid)
 {
 	struct mtc_backup_info info;
-	json_t *metas, *data;
+	json_t *metas, *data, *e;
 
 	if (mtc_backup_inspect(s, name, nodes, workers, &info) < 0)
 		return NULL;
@@ -38,13 +38,19 @@ json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, i
 		const struct mtc_backup_meta *m = &info.metas[i];
 		if (!m->hash[0])
 			continue;
-		json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)m->step,
-						       m->rank, m->worker, m->hash));
+		/* a rank past the nodes is a bigger run's (a shrink); its data may be a column's copy */
+		if (m->rank < nodes)
+			json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)m->step,
+							       m->rank, m->worker, m->hash));
 		if (m->has_data)
 			json_array_append_new(data, json_string(m->hash));
 	}
+	e = json_pack("{s:s, s:o, s:o}", "name", name, "meta-files", metas, "data-files", data);
+	if (info.shape_nodes)
+		json_object_set_new(e, "shape", json_pack("{s:i, s:i}", "nodes", info.shape_nodes,
+							  "assume-data-parallelism", info.shape_dp));
 	mtc_backup_info_free(&info);
-	return json_pack("{s:s, s:o, s:o}", "name", name, "meta-files", metas, "data-files", data);
+	return e;
 }
 
 json_t *mtc_lkg_inventory_head(const char *job, int nodes, int workers, int data_parallelism,

@@ -89,6 +89,13 @@ struct loop {
 	} safe[SAFETY_STEPS]; /* the newest committed steps, by step */
 };
 
+/* The loop after a phase (commit, push, sync, backup): a point of lib/fault.c. */
+static void phase_done(const char *phase)
+{
+	mtc_fault_kill(phase, NULL);
+	mtc_fault_stall(phase, NULL);
+}
+
 /* The newest valid backup becomes the last one, so a restart does not repeat it at once. */
 /*
  * The newest valid backup, read once at the start in a detached thread of its
@@ -356,7 +363,7 @@ static void push_done(struct loop *l)
 			 json_real_value(json_object_get(sum, "seconds")));
 		l->pushed = l->replicated = step;
 		safety_reached(l, step, MTC_SAFE_PEERS, l->push.ended);
-		mtc_fault_kill("push", NULL);
+		phase_done("push");
 	} else {
 		json_array_foreach(json_object_get(sum, "peers"), i, p)
 			if (!json_is_true(json_object_get(p, "ok")))
@@ -487,7 +494,7 @@ static void start_backup(struct loop *l, const char *name, long long step)
 		_exit(127);
 	}
 	mtc_info("backup '%s' of step %lld started (pid %d)", name, step, (int)p);
-	mtc_fault_kill("backup", NULL);
+	phase_done("backup");
 	l->child = p;
 	snprintf(l->child_name, sizeof l->child_name, "%s", name);
 	l->child_step = step;
@@ -678,7 +685,7 @@ static int sync_once(struct loop *l)
 			 ? json_integer_value(json_object_get(a, "agreed-step"))
 			 : -1;
 	if (agreed >= 0)
-		mtc_fault_kill("sync", NULL);
+		phase_done("sync");
 	gc_to(l, agreed);
 	if ((b = json_object_get(a, "backup")) && json_is_string(json_object_get(b, "name")))
 		start_backup(l, json_string_value(json_object_get(b, "name")),
@@ -746,7 +753,7 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 		if (mtc_commit_scan(&co) < 0)
 			mtc_error("cannot commit the new steps in '%s'", o->dir);
 		else if (l.committed >= 0)
-			mtc_fault_kill("commit", NULL);
+			phase_done("commit");
 		push_new(&l);
 		unpin_after_new_step(&l);
 		reap_backup(&l, 0);

@@ -138,18 +138,39 @@ pid_in() { head -n 1 "$CL_ROOT/node$1/jax-init-info.txt"; }
 	wait_for "step 3 replicated" 60 replicated 3
 	nodes_kill
 	wipe_node 0
+	# each node's loop hangs before its first push: the restore's gc alone decides what stays
+	for ((r = 0; r < N; r++)); do CL_ENV[$r]="MTC_FAULT_STALL=commit:$CL_ROOT/stall$r"; done
 	cluster_start
 	run trainers orbax --dp 2 --steps 0
 	assert_success
 	[ "$(restored_steps)" = 3 ]
+	for ((r = 0; r < N; r++)); do wait_for "node $r's loop at its first push" 30 test -e "$CL_ROOT/stall$r"; done
 	# the restore kept every node's .meta of the step: rank 0's is on its column-mate still
 	[ -e "$CL_ROOT/node$P/$CL_JOB-s3-n0-w0.meta" ]
-	nodes_kill # a crash before any save
+	for ((r = 0; r < N; r++)); do node_lost "$r"; done # a crash before any save or push
 	wipe_node 0
+	CL_ENV=()
 	cluster_start
 	run trainers orbax --dp 2 --steps 0
 	assert_success
 	[ "$(restored_steps)" = 3 ]
-	[ -e "$CL_ROOT/node$P/$CL_JOB-s3-n0-w0.meta" ]
 	grep -q "restoring step 3 from cluster" "$CL_ROOT/node0.log"
+}
+
+@test "rank server after a shrink: a node holding a rank past the job's nodes reports it, and it is ignored" {
+	T=$(mktemp -d)
+	mkdir "$T/p" "$T/a" "$T/b" "$T/a/s.data"
+	echo x >"$T/a/s.data/f"
+	h=$(mtc-replicate digest "$T/a/s.data" | cut -d' ' -f1)
+	mv "$T/a/s.data" "$T/a/$h.data"
+	printf %s "$h" >"$T/a/job-s3-n5-w0.meta" # rank 5 of the job's bigger run
+	serve_on "$T/p" --coordinator --nodes 2 --round-timeout 60
+	mtc-handshake rank --verbose --dir "$T/a" --coordinator-url "$URL" --index 0 --host a --timeout 30 >"$T/a.out" 2>"$T/a.err" &
+	PIDS+=($!)
+	run mtc-handshake rank --dir "$T/b" --coordinator-url "$URL" --index 1 --host b --timeout 30
+	assert_success
+	wait_for "index 0's answer" 10 test -s "$T/a.out"
+	grep -q "1 held ranks" "$T/a.err"
+	assert_equal "$(head -n 1 "$T/a/jax-init-info.txt")" 0
+	assert_equal "$(head -n 1 "$T/b/jax-init-info.txt")" 1
 }

@@ -25,6 +25,7 @@
 #include "naming.h"
 #include "peer/peer_auth.h"
 #include "rank_server.h"
+#include "shape.h"
 #include "xalloc.h"
 
 enum kind { K_RESTORE, K_DONE, K_SYNC, NKINDS };
@@ -78,7 +79,8 @@ struct mtc_coord {
 	struct mtc_rank_server *ranks;
 	char job[MTC_JOB_MAX + 1];     /* the job served: --job, else the first report's; "" until then */
 	json_t *job_cfg;	       /* rank 0's last config: the job's settings, the reports' limits */
-	struct mtc_json_keep keys[NKINDS + 1][16], config_keys[16], backup_keys[4], last_keys[3];
+	struct mtc_json_keep keys[NKINDS + 1][16], config_keys[16], backup_keys[5], last_keys[3],
+		shape_keys[3];
 	int stopping;
 	long long last_backup_time, last_backup_step, last_agreed;
 	char last_backup_name[17];
@@ -140,14 +142,15 @@ static void report_keys(struct mtc_coord *c)
 	};
 	const struct mtc_json_keep backup[] = {
 		STR("name", 64), LIST("meta-files", MTC_COORD_BACKUP_CAP(n)),
-		LIST("data-files", MTC_COORD_BACKUP_CAP(n)), END
+		LIST("data-files", MTC_COORD_BACKUP_CAP(n)), OBJ("shape", c->shape_keys), END
 	};
 	const struct mtc_json_keep last[] = { STR("name", 64), KEY("step"), END };
+	const struct mtc_json_keep shape[] = { KEY("nodes"), KEY("assume-data-parallelism"), END };
 	const struct mtc_json_keep restore[] = {
 		KEY("rank"), STR("session", 63), KEY("wait"), STR("address", 1024),
 		OBJ("config", c->config_keys), LIST("meta-files", list), LIST("data-files", list),
 		{ .key = "backups", .sub = c->backup_keys, .max_items = MTC_COORD_BACKUPS_MAX },
-		STR("restore-version", 64), END
+		STR("restore-version", 64), OBJ("shape", c->shape_keys), END
 	};
 	const struct mtc_json_keep done[] = {
 		KEY("rank"), STR("session", 63), KEY("wait"), KEY("ok"), KEY("error"), END
@@ -167,6 +170,7 @@ static void report_keys(struct mtc_coord *c)
 	memcpy(c->config_keys, config, sizeof config);
 	memcpy(c->backup_keys, backup, sizeof backup);
 	memcpy(c->last_keys, last, sizeof last);
+	memcpy(c->shape_keys, shape, sizeof shape);
 	memcpy(c->keys[K_RESTORE], restore, sizeof restore);
 	memcpy(c->keys[K_DONE], done, sizeof done);
 	memcpy(c->keys[K_SYNC], sync, sizeof sync);
@@ -349,6 +353,41 @@ static long long cfg_int(json_t *cfg, const char *key, long long dflt)
 	return json_is_integer(v) ? json_integer_value(v) : dflt;
 }
 
+/* 1 when a rank holds steps of the job cut into other columns (mtc(7) §5.9), and why. */
+static int shape_changed(struct mtc_coord *c, struct round *rd, json_t *cfg, char *err,
+			 size_t errlen)
+{
+	struct mtc_shape now = { c->o.nodes, (int)cfg_int(cfg, "assume-data-parallelism", 1) };
+
+	if (now.dp < 1 || now.nodes % now.dp)
+		now.dp = 1;
+	for (int r = 0; r < c->o.nodes; r++) {
+		json_t *j = json_object_get(rd->s[r].report, "shape");
+		struct mtc_shape saved = { (int)cfg_int(j, "nodes", 0),
+					   (int)cfg_int(j, "assume-data-parallelism", 1) };
+		char where[32];
+		if (!json_is_object(j) || saved.nodes < 1 || saved.dp < 1 || saved.nodes % saved.dp)
+			continue;
+		snprintf(where, sizeof where, "node %d", r);
+		if (mtc_shape_check(&saved, &now, where, err, errlen) < 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* 1 when the plan restores a backup the job wrote with other columns, and why. */
+static int backup_shape_changed(struct mtc_coord *c, struct round *rd, json_t *plan, char *err,
+				size_t errlen)
+{
+	json_t *cfg = job_config(rd);
+	struct mtc_shape now = { c->o.nodes, (int)cfg_int(cfg, "assume-data-parallelism", 1) };
+
+	if (now.dp < 1 || now.nodes % now.dp)
+		now.dp = 1;
+	return mtc_shape_check_backup(plan, json_object_get(rd->s[0].report, "backups"), &now, err,
+				      errlen) < 0;
+}
+
 static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *err, size_t errlen)
 {
 	json_t *cfg = job_config(rd), *inv, *ranks = json_array(), *rep0 = rd->s[0].report,
@@ -363,6 +402,10 @@ static json_t *restore_inventory(struct mtc_coord *c, struct round *rd, char *er
 	if (cfg_int(cfg, "nodes", -1) != c->o.nodes) {
 		snprintf(err, errlen, "the config says nodes: %lld, the coordinator serves %d",
 			 cfg_int(cfg, "nodes", -1), c->o.nodes);
+		json_decref(ranks);
+		return NULL;
+	}
+	if (shape_changed(c, rd, cfg, err, errlen)) {
 		json_decref(ranks);
 		return NULL;
 	}
@@ -408,6 +451,10 @@ static int complete_restore(struct mtc_coord *c, struct round *rd, char *err, si
 	json_decref(inv);
 	if (!plan)
 		return -1;
+	if (backup_shape_changed(c, rd, plan, err, errlen)) {
+		json_decref(plan);
+		return -1;
+	}
 	step = json_object_get(plan, "step");
 	mtc_info("restore plan: step %lld from %s, computed in %.3f s",
 		 json_is_integer(step) ? (long long)json_integer_value(step) : -1LL,
@@ -829,10 +876,11 @@ static void supersede(struct mtc_coord *c, int k, int rank, const char *old)
 
 static int answer_now(struct mtc_coord *c, int k, int rank, const char *session, char **answer)
 {
-	struct round *rd = &c->rounds[k];
+	struct round *rd;
 
 	if (k == K_RANKS)
 		return mtc_rank_server_answer(c->ranks, rank, session, answer);
+	rd = &c->rounds[k];
 	if (c->stale[rank][0] && !strcmp(c->stale[rank], session)) {
 		*answer = superseded_answer(rank);
 		return 409;

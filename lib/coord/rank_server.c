@@ -5,6 +5,7 @@
  */
 #include "rank_server.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,8 +204,8 @@ static const char *parse(struct mtc_rank_server *rs, json_t *rep, int *index, co
 		if (!json_is_array(h) || json_array_size(h) != 2 || !json_is_integer(st) ||
 		    json_integer_value(st) < 0 || json_integer_value(st) > MTC_COORD_STEP_MAX ||
 		    !json_is_integer(r) || json_integer_value(r) < 0 ||
-		    json_integer_value(r) >= rs->nodes)
-			return "a \"holds\" entry is not [step, rank in [0, nodes)]";
+		    json_integer_value(r) > INT_MAX)
+			return "a \"holds\" entry is not [step, rank]";
 	}
 	return NULL;
 }
@@ -219,8 +220,14 @@ int mtc_rank_server_report(struct mtc_rank_server *rs, const char *body, size_t 
 	size_t i;
 
 	superseded[0] = '\0';
-	if (!json_is_object(rep) || (why = parse(rs, rep, index, &sess, &host, &holds))) {
-		*answer = failed("bad 'ranks' report: %s", json_is_object(rep) ? why : je.text);
+	if (!rep)
+		why = je.text;
+	else if (!json_is_object(rep))
+		why = "not a JSON object";
+	else
+		why = parse(rs, rep, index, &sess, &host, &holds);
+	if (why) {
+		*answer = failed("bad 'ranks' report: %s", why);
 		json_decref(rep);
 		return 400;
 	}
@@ -252,6 +259,9 @@ int mtc_rank_server_report(struct mtc_rank_server *rs, const char *body, size_t 
 	s->steps = xmalloc((json_array_size(holds) + 1) * sizeof *s->steps);
 	s->ranks = xmalloc((json_array_size(holds) + 1) * sizeof *s->ranks);
 	json_array_foreach(holds, i, h) {
+		/* a rank past the nodes is of a bigger run of the job (a shrink): no place here */
+		if (json_integer_value(json_array_get(h, 1)) >= rs->nodes)
+			continue;
 		s->steps[s->n_holds] = json_integer_value(json_array_get(h, 0));
 		s->ranks[s->n_holds++] = (int)json_integer_value(json_array_get(h, 1));
 	}

@@ -6,6 +6,7 @@
 #
 #   cluster_init N            dirs, ports, peers file, backup dir; sets CL_ROOT
 #   cluster_start [RANK...]   starts mtc-node for the ranks (default all)
+#   cluster_resize M          the next start has M nodes (growth or shrink)
 #   trainers STYLE ARGS...    runs one trainer per node in the background, waits for all
 #   wait_for DESC SEC CMD...  polls CMD every 0.2 s until it succeeds
 #   node_kill RANK            stops one node's service (SIGTERM, then SIGKILL)
@@ -64,6 +65,24 @@ cluster_init() {
 }
 
 node_dir() { echo "$CL_ROOT/node$1"; }
+
+# cluster_resize M: the job's next start has M nodes: new ones get a dir, a port and a
+# line in the peers file; with fewer, the peers file ends at rank M-1 (the dirs stay).
+cluster_resize() {
+	local m=$1 r ports
+	if [ "$m" -gt "$CL_N" ]; then
+		ports=($(free_ports $((m - CL_N))))
+		for ((r = CL_N; r < m; r++)); do
+			CL_PORTS[$r]=${ports[$((r - CL_N))]}
+			mkdir -p "$CL_ROOT/node$r" "$CL_ROOT/state$r"
+			echo "http://127.0.0.1:${CL_PORTS[$r]}" >>"$CL_ROOT/peers"
+		done
+	else
+		head -n "$m" "$CL_ROOT/peers" >"$CL_ROOT/peers.tmp"
+		mv "$CL_ROOT/peers.tmp" "$CL_ROOT/peers"
+	fi
+	CL_N=$m
+}
 
 cluster_start() {
 	local ranks=("$@") r
