@@ -737,11 +737,12 @@ static const char *over_limits(struct mtc_coord *c, json_t *rep, int rank, char 
 	mtc_coord_limits(c->o.nodes, rank && c->job_cfg ? c->job_cfg : cfg, &l);
 	pthread_mutex_unlock(&c->mu);
 	snprintf(who, sizeof who, "rank %d", rank);
-	if ((why = mtc_coord_over(rep, l.list, who, buf, len)))
+	if ((why = mtc_coord_over(rep, l.list, l.list, who, buf, len)))
 		return why;
 	json_array_foreach(json_object_get(rep, "backups"), i, b) {
 		snprintf(who, sizeof who, "backup '%.64s'", json_string_value(json_object_get(b, "name")));
-		if ((why = mtc_coord_over(b, l.backup, who, buf, len)))
+		/* its data may be a bigger run's too, a column's one copy after a shrink (§5.9) */
+		if ((why = mtc_coord_over(b, l.backup, MTC_COORD_BACKUP_CAP(c->o.nodes), who, buf, len)))
 			return why;
 		metas += json_array_size(json_object_get(b, "meta-files"));
 		data += json_array_size(json_object_get(b, "data-files"));

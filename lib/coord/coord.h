@@ -56,7 +56,7 @@
  * the reporting rank's own): a rank lists at most
  * MTC_COORD_STEPS_HELD x W x (1 + P) metas (at least 32, at most
  * MTC_COORD_LIST_CAP) and as many data; rank 0 at most MTC_COORD_BACKUPS_MAX
- * backups of at most N x W metas and as many data each (at most
+ * backups of at most N x W metas each (at most
  * MTC_COORD_BACKUP_CAP), and twice that cap in all; a config at most
  * MTC_COORD_PEERS_MAX peer-ranks; a failure's reason is cut to
  * MTC_COORD_ERROR_MAX bytes.

@@ -41,15 +41,16 @@ void mtc_coord_limits(int nodes, json_t *cfg, struct mtc_coord_limits *l)
 	l->backup = want < bcap ? want : bcap;
 }
 
-const char *mtc_coord_over(json_t *holder, size_t max, const char *who, char *buf, size_t len)
+const char *mtc_coord_over(json_t *holder, size_t metas, size_t data, const char *who, char *buf,
+			   size_t len)
 {
 	size_t m = json_array_size(json_object_get(holder, "meta-files")),
 	       d = json_array_size(json_object_get(holder, "data-files"));
 
-	if (m <= max && d <= max)
+	if (m <= metas && d <= data)
 		return NULL;
 	snprintf(buf, len, "%s lists %zu %s; at most %zu are allowed (mtc(7) 5.1)", who,
-		 m > max ? m : d, m > max ? "metas" : "data", max);
+		 m > metas ? m : d, m > metas ? "metas" : "data", m > metas ? metas : data);
 	return buf;
 }
 

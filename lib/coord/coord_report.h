@@ -20,9 +20,10 @@ void mtc_coord_limits(int nodes, json_t *cfg, struct mtc_coord_limits *l);
 
 /*
  * Why holder's "meta-files" or "data-files" (already checked for their form)
- * hold more than max entries, written in buf; NULL when they do not.
+ * hold more than metas or data entries, written in buf; NULL when they do not.
  */
-const char *mtc_coord_over(json_t *holder, size_t max, const char *who, char *buf, size_t len);
+const char *mtc_coord_over(json_t *holder, size_t metas, size_t data, const char *who, char *buf,
+			   size_t len);
 
 /* Moves holder's "meta-files" and "data-files" (checked: hashes, steps, nodes) into out, packed. */
 void mtc_coord_list_take(json_t *holder, struct mtc_lkg_list *out);
