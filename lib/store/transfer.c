@@ -532,7 +532,7 @@ char *xfer_name(struct xfer *xf, const char *key) { return xasprintf("%s%s", xf-
 void xfer_add_slice(struct op *p, long long off, long long len, uint32_t crc)
 {
 	p->sl = xrealloc(p->sl, (p->n_sl + 1) * sizeof *p->sl);
-	p->sl[p->n_sl++] = (struct slice){ off, len, crc, 0 };
+	p->sl[p->n_sl++] = (struct slice){ .off = off, .len = len, .crc = crc };
 }
 
 int xfer_crc_of_range(int fd, long long off, long long size, uint32_t *crc)

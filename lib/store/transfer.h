@@ -105,6 +105,7 @@ struct slice {
 	long long off, len;
 	uint32_t crc;
 	long long generation; /* a part of a composite upload: the object it became */
+	unsigned char md5[16]; /* a part of a multipart upload: its MD5 (what S3's ETag is) */
 };
 enum op_state { O_READY, O_ACTIVE, O_SLEEPING, O_WAITING, O_FINISHED };
 
