@@ -671,6 +671,7 @@ static int restore_cluster(void)
 	o.address = address;
 	o.token = token;
 	o.store_token_file = token_file;
+	o.store_s3_endpoint = s3_endpoint;
 	o.slice_threshold = slice_threshold;
 	o.slices = slices;
 	o.timeout_s = timeout_s;

@@ -28,6 +28,7 @@ setup() {
 
 teardown() {
 	[ -z "${BG_PID:-}" ] || { kill -9 "$BG_PID" 2>/dev/null; wait "$BG_PID" 2>/dev/null || true; }
+	[ -z "${PROXY_PID:-}" ] || { kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null || true; }
 	moto_stop
 	rm -rf "$WORK"
 }
@@ -166,4 +167,73 @@ c.download_file("bkt", sys.argv[2], sys.argv[3])' "$MOTO_URL" "$1" "$2"
 	run mtc-lkg --backups s3://bkt --job job --json
 	assert_success
 	[ "$(jq -r '.backups | length' <<<"$output")" = 1 ]
+}
+
+@test "s3://: mtc-replicate run backs a committed step up to s3:// (--s3-endpoint handed to mtc-backup); a node restores from it alone" {
+	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":1,"peer-ranks":[],"backup-interval-minutes":1}\n' >"$WORK/cfg1"
+	mkdir "$WORK/local"
+	mtc-replicate run --dir "$WORK/local" --config "$WORK/cfg1" --backup s3://bkt \
+		--s3-endpoint "$MOTO_URL" --quiet-time 0.2 --timeout 60 2>"$WORK/run.err" &
+	BG_PID=$!
+	mkdir "$WORK/local/7.tmp"
+	make_data "$WORK/local/7.tmp/w" 100000 s7
+	mv "$WORK/local/7.tmp" "$WORK/local/7"
+	valid() { [ "$(mtc-lkg --backups s3://bkt --s3-endpoint "$MOTO_URL" --job job --json 2>/dev/null |
+		jq -r '.backups[0].state')" = valid ]; }
+	wait_for valid || { cat "$WORK/run.err"; false; }
+	kill "$BG_PID"
+	wait "$BG_PID" || true
+	BG_PID=
+	h=$(cat "$WORK/local/job-s7-n0-w0.meta")
+	mkdir "$WORK/n1"
+	run mtc-restore --dir "$WORK/n1" --config "$WORK/cfg1" --backup s3://bkt --s3-endpoint "$MOTO_URL" \
+		--standalone
+	assert_success
+	diff -r "$WORK/local/$h.data" "$WORK/n1/$h.data"
+	[ "$(cat "$WORK/n1/job-s7-n0-w0.meta")" = "$h" ]
+}
+
+@test "s3://: the store suite passes on s3:// (create-only writes refused by If-None-Match, listings, ranges, deletes)" {
+	export AWS_ENDPOINT_URL_S3=$MOTO_URL
+	run "$MTC_BIN/../unit/store" s3://bkt/some/prefix selftest
+	assert_success
+	refute_output --partial "not ok"
+}
+
+# fault_proxy METHOD STATUS CODE TIMES: tests/s3_fault_proxy.py in front of moto; sets PROXY_URL.
+fault_proxy() {
+	rm -f "$WORK/proxy.port"
+	"$MTC_PY" "$BATS_TEST_DIRNAME/s3_fault_proxy.py" "$MOTO_URL" "$@" >"$WORK/proxy.port" 2>"$WORK/proxy.err" &
+	PROXY_PID=$!
+	wait_for test -s "$WORK/proxy.port"
+	PROXY_URL="http://127.0.0.1:$(cat "$WORK/proxy.port")"
+}
+
+@test "s3://: 503 SlowDown is retried with the one backoff policy; an ExpiredToken fetches the credentials again" {
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/local" job 100 0 seed $((12 << 20)))
+	fault_proxy PUT 503 SlowDown 5
+	MTC_S3_RETRY_BASE_MS=10 run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 \
+		--to s3://bkt --s3-endpoint "$PROXY_URL" --name 2025-06-30_14-30 --slice-threshold 6M --slices 2
+	assert_success
+	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 5 ]
+	kill "$PROXY_PID"
+	wait "$PROXY_PID" 2>/dev/null || true
+	fault_proxy GET 400 ExpiredToken 1
+	run mtc-restore --from s3://bkt --s3-endpoint "$PROXY_URL" --job job --name 2025-06-30_14-30 \
+		--rank 0 --layout hash --out "$WORK/out"
+	assert_success
+	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 1 ]
+	diff -r "$WORK/local/$h.data" "$WORK/out/$h.data"
+	kill "$PROXY_PID"
+	wait "$PROXY_PID" 2>/dev/null || true
+	# a refusal that is not transient is not retried: one line, at once
+	fault_proxy GET 403 AccessDenied 1000
+	run --separate-stderr mtc-lkg --backups s3://bkt --s3-endpoint "$PROXY_URL" --job job
+	assert_failure
+	[ "$(wc -l <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == *"HTTP 403: AccessDenied: injected by the test"* ]]
+	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 1 ]
+	kill "$PROXY_PID"
+	wait "$PROXY_PID" 2>/dev/null || true
 }

@@ -201,7 +201,8 @@ const char *s3_element(const char **at, const char *end, const char *tag, size_t
 
 /* ----------------------------------------------------- small reads, stat, delete */
 
-enum { K_BUF, K_RANGE, K_STAT, K_DELETE, K_BATCH };
+/* K_LOOK: a delete looks first, since S3 answers 204 for an object that is not there */
+enum { K_BUF, K_RANGE, K_STAT, K_LOOK, K_DELETE, K_BATCH };
 #define BATCH_MAX 1000 /* keys in one DeleteObjects */
 
 /* The base64 MD5 of len bytes at p (25 bytes with the NUL). */
@@ -230,6 +231,7 @@ static int small_prepare(struct op *op, struct req *r)
 		xfer_header(r, "Range: bytes=%lld-%lld", op->off, op->off + op->len - 1);
 		break;
 	case K_STAT:
+	case K_LOOK:
 		s3_request(r, "HEAD", op->name, NULL);
 		break;
 	case K_DELETE:
@@ -283,6 +285,11 @@ static enum verdict small_finish(struct op *op, struct req *r)
 			return xfer_fail_with(op, r, "cannot read");
 		memcpy(op->rangebuf, r->mem.p, (size_t)op->len);
 		return V_DONE;
+	case K_LOOK:
+		if (r->status != 200)
+			return xfer_fail_with(op, r, "cannot delete");
+		op->state = K_DELETE;
+		return V_AGAIN;
 	case K_STAT:
 		if (r->status != 200)
 			return xfer_fail_with(op, r, "cannot stat");
@@ -353,7 +360,7 @@ static int s3_stat(struct mtc_store *s, const char *key, struct mtc_store_object
 
 static int s3_delete(struct mtc_store *s, const char *key)
 {
-	return xfer_run_one(s, small_op(s, K_DELETE, key));
+	return xfer_run_one(s, small_op(s, K_LOOK, key));
 }
 
 /* -------------------------------------------------------------------- list */
