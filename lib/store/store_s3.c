@@ -21,7 +21,6 @@
 #include "crc32c.h"
 #include "s3.h"
 #include "s3_xml.h"
-#include "tmpname.h"
 #include "xalloc.h"
 
 /* ---------------------------------------------------------------- the api */
@@ -45,7 +44,10 @@ static size_t header_pairs(struct curl_slist *h, struct mtc_s3_pair **out, char 
 	n = 0;
 	for (struct curl_slist *l = h; l; l = l->next) {
 		char *line = xstrdup(l->data), *colon = strchr(line, ':');
-		(*keep)[n] = line;
+		size_t k = 0;
+		while ((*keep)[k])
+			k++;
+		(*keep)[k] = line;
 		if (!colon)
 			continue;
 		*colon++ = '\0';
