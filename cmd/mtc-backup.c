@@ -29,7 +29,7 @@
 #include "store/store.h"
 #include "xalloc.h"
 
-static char *dir, *config_file, *step_text, *location, *name_opt, *token_file;
+static char *dir, *config_file, *step_text, *location, *name_opt, *token_file, *s3_endpoint;
 static int parallel, threads, no_verify, no_progress, json, stall_s = 300;
 static char *slice_threshold_text;
 static long long slice_threshold;
@@ -42,6 +42,7 @@ static int run(const struct mtc_config *cfg, long long step)
 				      .location = location,
 				      .name = name_opt,
 				      .store = { .token_file = token_file,
+						 .s3_endpoint = s3_endpoint,
 						 .parallel = parallel,
 						 .slice_threshold = slice_threshold,
 						 .slices = slices },
@@ -72,9 +73,10 @@ int main(int argc, const char **argv)
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
 		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "accepted config (JSON, - for stdin)", "FILE" },
 		{ "step", 's', POPT_ARG_STRING, &step_text, 0, "the step to back up", "S" },
-		{ "to", 't', POPT_ARG_STRING, &location, 0, "backup location: DIR, file://DIR or gs://BUCKET[/PREFIX]", "LOCATION" },
+		{ "to", 't', POPT_ARG_STRING, &location, 0, "backup location: DIR, file://DIR, gs://BUCKET[/PREFIX] or s3://BUCKET[/PREFIX]", "LOCATION" },
 		{ "name", 'n', POPT_ARG_STRING, &name_opt, 0, "backup name (default: now, UTC)", "YYYY-MM-DD_HH-MM" },
 		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
+		{ "s3-endpoint", '\0', POPT_ARG_STRING, &s3_endpoint, 0, "s3:// endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, AWS's)", "URL" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
 		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0, "on gs://: upload a file at least this big as parallel parts composed into one object (default 64M)", "SIZE" },

@@ -41,7 +41,7 @@
 
 enum mode { MODE_NONE, MODE_BACKUPS, MODE_INVENTORY, MODE_GATHER };
 
-static char *backups_root, *token_file, *inventory_path, *dir, *config_path, *job_opt,
+static char *backups_root, *token_file, *s3_endpoint, *inventory_path, *dir, *config_path, *job_opt,
 	*peer_template, *peer_token_file, **peer_urls;
 static int json_out, parallel, nodes_opt, workers_opt, rank_opt = -1, verify;
 static double peer_timeout;
@@ -64,7 +64,9 @@ static void human_size(long long n, char *out, size_t len)
 /* The job's backup root under --backups; NULL after an error (rc says which). */
 static struct mtc_store *open_backups(const char *job, int missing_ok, int *rc)
 {
-	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_store_options opt = { .token_file = token_file,
+					 .s3_endpoint = s3_endpoint,
+					 .parallel = parallel };
 	struct mtc_store *s;
 	char err[768];
 
@@ -79,7 +81,9 @@ static struct mtc_store *open_backups(const char *job, int missing_ok, int *rc)
 /* --verify: the deep check of one backup that passed the cheap one; -1 when storage fails. */
 static int verify_backup(struct mtc_store *s, struct mtc_backup_info *info)
 {
-	struct mtc_store_options opt = { .token_file = token_file, .parallel = parallel };
+	struct mtc_store_options opt = { .token_file = token_file,
+					 .s3_endpoint = s3_endpoint,
+					 .parallel = parallel };
 	struct mtc_progress *bar = mtc_progress_new(0, 0, mtc_log_level() >= MTC_LOG_WARN);
 	struct mtc_verify_stats st;
 	char why[sizeof info->reason];
@@ -632,6 +636,7 @@ int main(int argc, const char **argv)
 		{ "nodes", '\0', POPT_ARG_INT, &nodes_opt, 0, "judge against N nodes (default: inferred)", "N" },
 		{ "workers", '\0', POPT_ARG_INT, &workers_opt, 0, "judge against W workers per node (default: inferred)", "W" },
 		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
+		{ "s3-endpoint", '\0', POPT_ARG_STRING, &s3_endpoint, 0, "s3:// endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, AWS's)", "URL" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "gs:// requests in flight (default 32)", "N" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};

@@ -70,7 +70,7 @@ struct totals {
 static char **counts[MTC_FREQ_COUNT]; /* every use of --hourly etc.; the last one counts */
 static int prefer_recent, relaxed, do_delete, dry_run, print_deleted, print_kept,
 	print_not_deleted, json_out, utc, debug, silent, show_version, verify;
-static char *location, *path_opt, *list_file, *pattern, *grace_text, *config_file, *token_file,
+static char *location, *path_opt, *list_file, *pattern, *grace_text, *config_file, *token_file, *s3_endpoint,
 	*job;
 static char **include, **exclude, **include_list, **exclude_list;
 static int parallel, compat_flag;
@@ -489,7 +489,8 @@ static int is_dir(const char *url)
 {
 	struct stat st;
 	const char *path = strncmp(url, "file://", 7) ? url : url + 7;
-	return !strncmp(url, "gs://", 5) || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+	return !strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5) ||
+	       (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
 }
 
 /* A directory named as the backups' own (-p, an INI section): judged by the rules' pattern, not mtc's names. */
@@ -815,6 +816,7 @@ static void free_options(void)
 	free(grace_text);
 	free(config_file);
 	free(token_file);
+	free(s3_endpoint);
 	free(job);
 	free_argv(include);
 	free_argv(exclude);
@@ -876,6 +878,7 @@ int main(int argc, const char **argv)
 		{ "silent", '\0', POPT_ARG_NONE, &silent, 0, "errors only, and no table", NULL },
 		{ "debug", '\0', POPT_ARG_NONE, &debug, 0, "debug log output (as -vv)", NULL },
 		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
+		{ "s3-endpoint", '\0', POPT_ARG_STRING, &s3_endpoint, 0, "s3:// endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, AWS's)", "URL" },
 		{ "parallel", '\0', POPT_ARG_INT, &parallel, 0, "transfers in flight: gs:// requests, threads on a directory (default 32)", "N" },
 		{ NULL, 'V', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &show_version, 0, NULL, NULL },
 		{ "no-recency-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0, NULL, NULL },
@@ -943,7 +946,9 @@ int main(int argc, const char **argv)
 		rc = mtc_usage_error("--grace: '%s' is not a duration (like 30m, 6h, 2d)", grace_text);
 		goto out;
 	}
-	store_opt = (struct mtc_store_options){ .token_file = token_file, .parallel = parallel };
+	store_opt = (struct mtc_store_options){ .token_file = token_file,
+						.s3_endpoint = s3_endpoint,
+						.parallel = parallel };
 	if (ini_mode) {
 		if ((rc = load_ini(&all)) != MTC_EXIT_OK)
 			goto out;

@@ -530,7 +530,8 @@ static int print_run(const char *dir, int rank, int sig)
 static int do_run(int argc, const char **argv)
 {
 	char *dir = NULL, *config = NULL, *backup = NULL, *coord = NULL, *tmpl = NULL,
-	     *peers_file = NULL, *token_file = NULL, *store_token = NULL, *token = NULL, err[512];
+	     *peers_file = NULL, *token_file = NULL, *store_token = NULL, *token = NULL,
+	     *s3_endpoint = NULL, err[512];
 	double sync_s = 10, quiet = 5, heartbeat = 5, timeout = -1;
 	int threads = 0, json = 0, no_prehash = 0;
 	struct poptOption opts[] = {
@@ -547,6 +548,7 @@ static int do_run(int argc, const char **argv)
 		{ "peer-token-file", '\0', POPT_ARG_STRING, &token_file, 0,
 		  "bearer token for the peers and the coordinator", "FILE" },
 		{ "gcs-token-file", '\0', POPT_ARG_STRING, &store_token, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
+		{ "s3-endpoint", '\0', POPT_ARG_STRING, &s3_endpoint, 0, "s3:// endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, AWS's)", "URL" },
 		{ "sync-interval", '\0', POPT_ARG_DOUBLE, &sync_s, 0,
 		  "seconds between syncs with the coordinator (default 10)", "SEC" },
 		{ "quiet-time", '\0', POPT_ARG_DOUBLE, &quiet, 0,
@@ -603,7 +605,8 @@ static int do_run(int argc, const char **argv)
 		struct mtc_steady_opts o = {
 			.dir = dir, .cfg = &cfg, .config_path = config, .backup = backup,
 			.coordinator = mtc_coord_url(coord), .peers = urls, .n_peers = n_urls,
-			.token = token, .store_token_file = store_token, .backup_prog = prog,
+			.token = token, .store_token_file = store_token,
+			.store_s3_endpoint = s3_endpoint, .backup_prog = prog,
 			.sync_s = sync_s, .quiet_s = quiet, .heartbeat_s = heartbeat,
 			.timeout_s = timeout, .threads = threads, .no_prehash = no_prehash, .json = json,
 			.stop = &run_stop,
@@ -631,6 +634,7 @@ out:
 	free(peers_file);
 	free(token_file);
 	free(store_token);
+	free(s3_endpoint);
 	free(token);
 	return rc;
 }

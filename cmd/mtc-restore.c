@@ -58,7 +58,7 @@
 
 enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };
 
-static char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file,
+static char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file, *s3_endpoint,
 	*rank_text, *job_opt, *name_opt, *layout = "step";
 static int parallel, threads, force, json_out, no_progress, verify_only;
 static char *slice_threshold_text;
@@ -71,6 +71,7 @@ static double timeout_s, heartbeat_s;
 static struct mtc_store_options store_options(void)
 {
 	return (struct mtc_store_options){ .token_file = token_file,
+					   .s3_endpoint = s3_endpoint,
 					   .parallel = parallel,
 					   .slice_threshold = slice_threshold,
 					   .slices = slices };
@@ -670,6 +671,7 @@ static int restore_cluster(void)
 	o.address = address;
 	o.token = token;
 	o.store_token_file = token_file;
+	o.store_s3_endpoint = s3_endpoint;
 	o.slice_threshold = slice_threshold;
 	o.slices = slices;
 	o.timeout_s = timeout_s;
@@ -721,6 +723,7 @@ int main(int argc, const char **argv)
 		{ "unpin", '\0', POPT_ARG_STRING, &unpin_root, 0, "remove restore.version", "LOCATION" },
 		{ "force", '\0', POPT_ARG_NONE, &force, 0, "pin a backup that is not valid", NULL },
 		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
+		{ "s3-endpoint", '\0', POPT_ARG_STRING, &s3_endpoint, 0, "s3:// endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, AWS's)", "URL" },
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
 		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0, "gs://: fetch a file at least this big as parallel ranged GETs (default 64M)", "SIZE" },

@@ -17,7 +17,7 @@ _mtc_backup()
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W '--dir --config --step --to --name --gcs-token-file --parallel
+		COMPREPLY=($(compgen -W '--dir --config --step --to --name --gcs-token-file --s3-endpoint --parallel
 			--threads --slice-threshold --slices --no-verify --no-progress --stall-timeout --json --verbose --quiet --log-format --version --help --usage' -- "$cur"))
 	fi
 }

@@ -17,7 +17,7 @@ _mtc_lkg()
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--inventory --dir --peer --peer-url-template
 			--peer-token-file --peer-timeout --config --rank --job --backups --nodes
-			--workers --gcs-token-file --parallel --json --verify --verbose --quiet --log-format
+			--workers --gcs-token-file --s3-endpoint --parallel --json --verify --verbose --quiet --log-format
 			--version --help --usage' -- "$cur"))
 	fi
 }

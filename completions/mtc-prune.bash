@@ -20,7 +20,7 @@ _mtc_prune()
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--job --path --list --config --delete --dry-run --verify --grace
-			--print-deleted --print-not-deleted --print-kept --json --silent --debug --gcs-token-file --parallel --minutely --hourly --daily --weekly
+			--print-deleted --print-not-deleted --print-kept --json --silent --debug --gcs-token-file --s3-endpoint --parallel --minutely --hourly --daily --weekly
 			--monthly --yearly --prefer-recent --relaxed --include --exclude --include-list
 			--exclude-list --timestamp-pattern --utc --verbose --quiet --log-format --version
 			--help --usage' -- "$cur"))

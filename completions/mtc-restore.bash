@@ -20,7 +20,7 @@ _mtc_restore()
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--from --job --name --rank --out --layout --archive --compress --verify --json --pin --unpin
-			--force --gcs-token-file --parallel --threads --slice-threshold --slices --no-progress
+			--force --gcs-token-file --s3-endpoint --parallel --threads --slice-threshold --slices --no-progress
 			--dir --config --backup --coordinator-url --standalone --address --peer-token-file
 			--timeout --heartbeat --verbose --quiet --log-format
 			--version --help --usage' -- "$cur"))

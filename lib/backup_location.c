@@ -35,7 +35,7 @@ static void append_name(char *buf, size_t len, size_t count, const char *name)
 static int location_exists(const char *url)
 {
 	struct stat st;
-	if (!strncmp(url, "gs://", 5))
+	if (!strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5))
 		return 1;
 	if (!strncmp(url, "file://", 7))
 		url += 7;

@@ -380,6 +380,7 @@ static int fetch_alternative(struct ctx *x, struct mtc_store *store, json_t *f,
 static struct mtc_store_options backup_store_options(const struct mtc_cluster_restore_opts *o)
 {
 	return (struct mtc_store_options){ .token_file = o->store_token_file,
+					   .s3_endpoint = o->store_s3_endpoint,
 					   .slice_threshold = o->slice_threshold,
 					   .slices = o->slices };
 }

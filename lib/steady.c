@@ -106,7 +106,7 @@ static void phase_done(const char *phase)
 enum { SEED_RUNNING, SEED_DONE, SEED_ORPHANED };
 
 struct seed {
-	char *url, *token_file;
+	char *url, *token_file, *s3_endpoint;
 	int nodes, workers;
 	atomic_int state;
 	int found;
@@ -118,13 +118,14 @@ static void seed_free(struct seed *sd)
 {
 	free(sd->url);
 	free(sd->token_file);
+	free(sd->s3_endpoint);
 	free(sd);
 }
 
 static void *seed_main(void *arg)
 {
 	struct seed *sd = arg;
-	struct mtc_store_options so = { .token_file = sd->token_file };
+	struct mtc_store_options so = { .token_file = sd->token_file, .s3_endpoint = sd->s3_endpoint };
 	struct mtc_backup_entry *list = NULL;
 	struct mtc_store *s;
 	char err[512];
@@ -165,6 +166,7 @@ static void seed_start(struct loop *l)
 	sd = xcalloc(1, sizeof *sd);
 	sd->url = xasprintf("%s/%s", o->backup, o->cfg->job_name);
 	sd->token_file = o->store_token_file ? xstrdup(o->store_token_file) : NULL;
+	sd->s3_endpoint = o->store_s3_endpoint ? xstrdup(o->store_s3_endpoint) : NULL;
 	sd->nodes = o->cfg->nodes;
 	sd->workers = o->cfg->workers_per_node;
 	pthread_attr_init(&attr);
@@ -450,7 +452,7 @@ static void start_backup(struct loop *l, const char *name, long long step)
 {
 	const struct mtc_steady_opts *o = l->o;
 	char stepbuf[32];
-	const char *argv[16];
+	const char *argv[20];
 	int n = 0;
 	time_t when;
 	pid_t p;
@@ -475,6 +477,10 @@ static void start_backup(struct loop *l, const char *name, long long step)
 	if (o->store_token_file) {
 		argv[n++] = "--gcs-token-file";
 		argv[n++] = o->store_token_file;
+	}
+	if (o->store_s3_endpoint) {
+		argv[n++] = "--s3-endpoint";
+		argv[n++] = o->store_s3_endpoint;
 	}
 	argv[n] = NULL;
 	p = fork();
@@ -563,7 +569,8 @@ static void unpin_after_new_step(struct loop *l)
 		goto out;
 	if (o->cfg->node_rank == 0 && o->backup) {
 		char *url = xasprintf("%s/%s", o->backup, o->cfg->job_name);
-		struct mtc_store_options so = { .token_file = o->store_token_file };
+		struct mtc_store_options so = { .token_file = o->store_token_file,
+						.s3_endpoint = o->store_s3_endpoint };
 		if (mtc_store_open(url, &so, &s, err, sizeof err) < 0) {
 			mtc_error("cannot open '%s' to remove restore.version: %s", url, err);
 			free(url);

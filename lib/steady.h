@@ -25,6 +25,7 @@ struct mtc_steady_opts {
 	int n_peers;
 	const char *token;	      /* peers and coordinator */
 	const char *store_token_file; /* handed to mtc-backup --token-file */
+	const char *store_s3_endpoint; /* handed to mtc-backup --s3-endpoint */
 	const char *backup_prog;      /* path of mtc-backup */
 	double sync_s;		      /* between syncs (default 10) */
 	double quiet_s;		      /* commit quiet time (default 5) */

@@ -108,7 +108,7 @@ int mtc_store_open(const char *url, const struct mtc_store_options *opt, struct 
 	while (len > keep && s->url[len - 1] == '/')
 		s->url[--len] = '\0';
 
-	if (!strncmp(s->url, "gs://", 5)) {
+	if (!strncmp(s->url, "gs://", 5) || !strncmp(s->url, "s3://", 5)) {
 		char *bucket = xstrdup(s->url + 5), *slash = strchr(bucket, '/');
 		s->remote = 1;
 		if (slash)
@@ -118,7 +118,8 @@ int mtc_store_open(const char *url, const struct mtc_store_options *opt, struct 
 			mtc_store_close(s);
 			return set_open_error(err, errlen, EINVAL, "no bucket in '%s'", url);
 		}
-		rc = mtc_store_gcs_open(s, bucket, slash ? slash : "", err, errlen);
+		rc = s->url[0] == 's' ? mtc_store_s3_open(s, bucket, slash ? slash : "", err, errlen)
+				      : mtc_store_gcs_open(s, bucket, slash ? slash : "", err, errlen);
 		free(bucket);
 	} else if (!strncmp(s->url, "file://", 7)) {
 		rc = mtc_store_dir_open(s, s->url + 7, err, errlen);

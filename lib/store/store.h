@@ -24,10 +24,11 @@ struct mtc_store;
 
 struct mtc_store_options {
 	const char *token_file; /* gs:// bearer token file (--token-file); NULL: environment */
+	const char *s3_endpoint; /* s3:// endpoint URL (--s3-endpoint); NULL: as the AWS CLI finds it */
 	int parallel;		/* transfers in flight; 0: default (32) */
 	double deadline;	/* seconds for one operation with its retries; 0: default (600) */
 	/*
-	 * gs:// only: a file of at least slice_threshold bytes moves as up to
+	 * gs:// and s3://: a file of at least slice_threshold bytes moves as up to
 	 * `slices` parallel streams: a get as ranged GETs into one file, a put as
 	 * parts composed into the object (mtc(7) §6.1). 0: the defaults
 	 * (MTC_STORE_SLICE_THRESHOLD, MTC_STORE_SLICES); slices is at most

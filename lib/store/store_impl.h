@@ -57,5 +57,7 @@ void mtc_store_list_sort(struct mtc_store_list *l);
 int mtc_store_dir_open(struct mtc_store *s, const char *root, char *err, size_t errlen);
 int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *prefix, char *err,
 		       size_t errlen);
+int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefix, char *err,
+		      size_t errlen);
 
 #endif

@@ -1,0 +1,31 @@
+#ifndef MTC_STORE_S3_H
+#define MTC_STORE_S3_H
+
+/* What store_s3.c and store_s3_put.c share; not for programs. */
+
+#include "s3_auth.h"
+#include "s3_endpoint.h"
+#include "transfer.h"
+
+struct s3 {
+	struct xfer xf; /* first: s->impl is a struct xfer */
+	char *bucket;
+	struct mtc_s3_target t;
+	struct mtc_s3_auth *auth;
+};
+
+/*
+ * States in r a request for object name (NULL: the bucket) with query, its
+ * parameters "name=value" (or "name") one a line, neither encoded; it is
+ * signed at its start.
+ */
+void s3_request(struct req *r, const char *method, const char *name, const char *query);
+
+/* Each <tag>...</tag> of an answer in turn: *at moves past it; NULL after the last. */
+const char *s3_element(const char **at, const char *end, const char *tag, size_t *len);
+
+int s3_put_file(struct mtc_store *s, const char *key, const char *path, int flags);
+int s3_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags);
+int s3_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags);
+
+#endif

@@ -1,0 +1,600 @@
+/*
+ * s3://bucket/prefix: the S3 REST API, signed with SigV4 (s3_sign.h), on
+ * the transfer engine (transfer.h).
+ * Invariants: every request is signed at its start with the credentials of
+ * that moment (a 401 or an ExpiredToken refreshes them once per op); a
+ * create sends If-None-Match: * and the CRC32C of its bytes, and a 412 is
+ * checked against the stored object, never assumed; a GET asks for the
+ * stored CRC32C (x-amz-checksum-mode), checked when the server has a whole
+ * object's one. Uploads are in store_s3_put.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "buf.h"
+#include "crc32c.h"
+#include "s3.h"
+#include "s3_xml.h"
+#include "xalloc.h"
+
+/* ---------------------------------------------------------------- the api */
+
+void s3_request(struct req *r, const char *method, const char *name, const char *query)
+{
+	r->method = method;
+	r->path = name ? xasprintf("/%s", name) : xstrdup("");
+	r->query = query ? xstrdup(query) : NULL;
+}
+
+/* "Name: value" lines → pairs (pointing into copies kept in *keep). */
+static size_t header_pairs(struct curl_slist *h, struct mtc_s3_pair **out, char ***keep)
+{
+	size_t n = 0;
+
+	for (struct curl_slist *l = h; l; l = l->next)
+		n++;
+	*out = xcalloc(n + 1, sizeof **out);
+	*keep = xcalloc(n + 1, sizeof **keep);
+	n = 0;
+	for (struct curl_slist *l = h; l; l = l->next) {
+		char *line = xstrdup(l->data), *colon = strchr(line, ':');
+		size_t k = 0;
+		while ((*keep)[k])
+			k++;
+		(*keep)[k] = line;
+		if (!colon)
+			continue;
+		*colon++ = '\0';
+		while (*colon == ' ')
+			colon++;
+		(*out)[n].name = line;
+		(*out)[n].value = colon;
+		n++;
+	}
+	return n;
+}
+
+/* "a=1\nb\n" → pairs, in place. */
+static size_t query_pairs(char *q, struct mtc_s3_pair **out)
+{
+	size_t n = 0, cap = 4;
+
+	*out = xcalloc(cap, sizeof **out);
+	for (char *line = q, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *eq = strchr(line, '=');
+		if (eq)
+			*eq++ = '\0';
+		if (n == cap)
+			*out = xrealloc(*out, (cap *= 2) * sizeof **out);
+		(*out)[n].name = line;
+		(*out)[n++].value = eq;
+	}
+	return n;
+}
+
+static int s3_authorize(struct op *op, struct req *r, int refresh, char **token, char *err,
+			size_t errlen)
+{
+	struct s3 *b = (struct s3 *)op->xf;
+	struct mtc_s3_creds c;
+	struct mtc_s3_signed sg;
+	struct mtc_s3_pair *hp, *qp;
+	char **keep, *q = r->query ? xstrdup(r->query) : NULL, *path;
+	size_t nh, nq;
+	int rc;
+
+	*token = NULL;
+	if (mtc_s3_auth_get(b->auth, refresh, &c, err, errlen) < 0) {
+		free(q);
+		return -1;
+	}
+	nh = header_pairs(r->headers, &hp, &keep);
+	nq = query_pairs(q, &qp);
+	path = xasprintf("%s%s", b->t.path_prefix, r->path);
+	if (!*path) {
+		free(path);
+		path = xstrdup("/");
+	}
+	struct mtc_s3_request sr = {
+		.method = r->method ? r->method : "GET",
+		.host = b->t.host,
+		.path = path,
+		.params = qp,
+		.n_params = nq,
+		.headers = hp,
+		.n_headers = nh,
+		.payload_hash = r->body_len > 0 || r->body ? MTC_S3_UNSIGNED_PAYLOAD : NULL,
+		.region = b->t.region,
+		.service = "s3",
+		.when = time(NULL),
+	};
+	rc = mtc_s3_sign(&sr, &c, &sg, err, errlen);
+	if (rc == 0) {
+		curl_slist_free_all(r->headers);
+		r->headers = sg.headers;
+		sg.headers = NULL;
+		free(r->url);
+		r->url = xasprintf("%s%s%s%s", b->t.base, sg.path, *sg.query ? "?" : "", sg.query);
+		mtc_s3_signed_free(&sg);
+	}
+	for (size_t i = 0; keep[i]; i++)
+		free(keep[i]);
+	free(keep);
+	free(hp);
+	free(qp);
+	free(q);
+	free(path);
+	mtc_s3_creds_free(&c);
+	return rc;
+}
+
+static void s3_header(struct req *r, const char *name, char *v)
+{
+	if (!strcasecmp(name, "etag")) {
+		free(r->etag);
+		r->etag = xstrdup(v);
+	} else if (!strcasecmp(name, "x-amz-checksum-crc32c")) {
+		/* a multipart object's is a checksum of checksums ("...-N"): not the bytes' */
+		if (!strchr(v, '-') && mtc_crc32c_from_base64(v, &r->srv_crc) == 0)
+			r->have_crc = 1;
+	} else if (!strcasecmp(name, "content-length") && r->method && !strcmp(r->method, "HEAD")) {
+		r->total = atoll(v);
+	}
+}
+
+static void s3_message(const struct req *r, char *out, size_t outlen)
+{
+	char *code = mtc_s3_xml_text(r->mem.p, r->mem.len, "Code");
+	char *msg = mtc_s3_xml_text(r->mem.p, r->mem.len, "Message");
+
+	if (code && msg)
+		snprintf(out, outlen, "%s: %s", code, msg);
+	else
+		snprintf(out, outlen, "%s", code ? code : msg ? msg : "");
+	free(code);
+	free(msg);
+}
+
+static int s3_expired(const struct req *r)
+{
+	char *code = r->mem.p ? mtc_s3_xml_text(r->mem.p, r->mem.len, "Code") : NULL;
+	int yes = code && (!strcmp(code, "ExpiredToken") || !strcmp(code, "TokenRefreshRequired"));
+
+	free(code);
+	return yes;
+}
+
+static void s3_get(struct op *op, struct req *r)
+{
+	s3_request(r, "GET", op->name, NULL);
+	xfer_header(r, "x-amz-checksum-mode: ENABLED");
+}
+
+const struct xfer_api s3_api = { s3_authorize, s3_header, s3_message, s3_get, s3_expired };
+
+/* Each <tag>...</tag> of xml in turn: *at moves past it; NULL after the last. */
+const char *s3_element(const char **at, const char *end, const char *tag, size_t *len)
+{
+	char open[64], close[64];
+	const char *a, *z;
+
+	snprintf(open, sizeof open, "<%s>", tag);
+	snprintf(close, sizeof close, "</%s>", tag);
+	a = memmem(*at, (size_t)(end - *at), open, strlen(open));
+	if (!a)
+		return NULL;
+	a += strlen(open);
+	z = memmem(a, (size_t)(end - a), close, strlen(close));
+	if (!z)
+		return NULL;
+	*len = (size_t)(z - a);
+	*at = z + strlen(close);
+	return a;
+}
+
+/* ----------------------------------------------------- small reads, stat, delete */
+
+/* K_LOOK: a delete looks first, since S3 answers 204 for an object that is not there */
+enum { K_BUF, K_RANGE, K_STAT, K_LOOK, K_DELETE, K_BATCH };
+#define BATCH_MAX 1000 /* keys in one DeleteObjects */
+
+/* The base64 MD5 of len bytes at p (25 bytes with the NUL). */
+static void md5_base64(const void *p, size_t len, char out[25])
+{
+	unsigned char md[16];
+	unsigned int n = 0;
+
+	EVP_Digest(p, len, md, &n, EVP_md5(), NULL);
+	EVP_EncodeBlock((unsigned char *)out, md, 16);
+}
+
+static int small_prepare(struct op *op, struct req *r)
+{
+	switch (op->state) {
+	case K_BUF:
+		s3_get(op, r);
+		r->sink_mem = 1;
+		r->mem_max = op->max;
+		r->crc_on = 1;
+		break;
+	case K_RANGE:
+		s3_request(r, "GET", op->name, NULL);
+		r->sink_mem = 1;
+		r->mem_max = (size_t)op->len;
+		xfer_header(r, "Range: bytes=%lld-%lld", op->off, op->off + op->len - 1);
+		break;
+	case K_STAT:
+	case K_LOOK:
+		s3_request(r, "HEAD", op->name, NULL);
+		break;
+	case K_DELETE:
+		s3_request(r, "DELETE", op->name, NULL);
+		break;
+	case K_BATCH: {
+		char md5[25];
+		md5_base64(op->body, (size_t)op->body_len, md5);
+		s3_request(r, "POST", NULL, "delete");
+		xfer_header(r, "Content-Type: application/xml");
+		xfer_header(r, "Content-MD5: %s", md5);
+		r->body = op->body;
+		r->body_len = op->body_len;
+		break;
+	}
+	}
+	return 0;
+}
+
+static enum verdict small_finish(struct op *op, struct req *r)
+{
+	if (xfer_transient(r))
+		return V_RETRY;
+	if (r->status == 404) {
+		if (op->state == K_DELETE)
+			return V_DONE;
+		return xfer_fail(op, ENOENT, "no such object '%s'", op->name);
+	}
+	switch (op->state) {
+	case K_BUF:
+		if (r->status != 200)
+			return xfer_fail_with(op, r, "cannot read");
+		if (r->have_crc && mtc_crc32c(0, mtc_buf_str(&r->mem), r->mem.len) != r->srv_crc) {
+			snprintf(op->lasterr, sizeof op->lasterr, "cannot read '%s': crc32c mismatch",
+				 op->name);
+			if (op->crc_retries++ < 2)
+				return V_RETRY;
+			op->err = EIO;
+			return V_FAIL;
+		}
+		*op->outlen = r->mem.len;
+		*op->outbuf = r->mem.p ? mtc_buf_take(&r->mem) : xstrdup("");
+		return V_DONE;
+	case K_RANGE:
+		if (r->status == 416 || ((r->status == 206 || (r->status == 200 && !op->off)) &&
+					 r->mem.len != (size_t)op->len))
+			return xfer_fail(op, EIO,
+					 "cannot read %lld bytes at %lld of '%s': object too short",
+					 op->len, op->off, op->name);
+		if (r->status != 206 && r->status != 200)
+			return xfer_fail_with(op, r, "cannot read");
+		memcpy(op->rangebuf, r->mem.p, (size_t)op->len);
+		return V_DONE;
+	case K_LOOK:
+		if (r->status != 200)
+			return xfer_fail_with(op, r, "cannot delete");
+		op->state = K_DELETE;
+		return V_AGAIN;
+	case K_STAT:
+		if (r->status != 200)
+			return xfer_fail_with(op, r, "cannot stat");
+		op->stat_out->size = r->total;
+		op->stat_out->generation = 0;
+		return V_DONE;
+	case K_DELETE:
+		if (r->status != 204 && r->status != 200)
+			return xfer_fail_with(op, r, "cannot delete");
+		return V_DONE;
+	case K_BATCH: {
+		const char *at = r->mem.p, *e;
+		size_t len;
+		if (r->status != 200)
+			return xfer_fail_with(op, r, "cannot delete");
+		if (at && (e = s3_element(&at, r->mem.p + r->mem.len, "Error", &len))) {
+			char *key = mtc_s3_xml_text(e, len, "Key"), *code = mtc_s3_xml_text(e, len, "Code");
+			xfer_fail(op, EIO, "cannot delete '%s': %s", key ? key : "?", code ? code : "?");
+			free(key);
+			free(code);
+			return V_FAIL;
+		}
+		return V_DONE;
+	}
+	}
+	return V_FAIL;
+}
+
+static const struct op_type small_type = { small_prepare, small_finish, NULL };
+
+static struct op *small_op(struct mtc_store *s, int kind, const char *key)
+{
+	struct op *op = xfer_op_new(s, &small_type);
+	op->state = kind;
+	op->name = xfer_name(s->impl, key);
+	return op;
+}
+
+static int s3_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len)
+{
+	struct op *op = small_op(s, K_BUF, key);
+	op->max = max;
+	op->outbuf = buf;
+	op->outlen = len;
+	return xfer_run_one(s, op);
+}
+
+static int s3_get_range(struct mtc_store *s, const char *key, long long off, void *buf,
+			size_t len)
+{
+	struct op *op;
+
+	if (!len)
+		return 0;
+	op = small_op(s, K_RANGE, key);
+	op->off = off;
+	op->len = (long long)len;
+	op->rangebuf = buf;
+	return xfer_run_one(s, op);
+}
+
+static int s3_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out)
+{
+	struct op *op = small_op(s, K_STAT, key);
+	op->stat_out = out;
+	return xfer_run_one(s, op);
+}
+
+static int s3_delete(struct mtc_store *s, const char *key)
+{
+	return xfer_run_one(s, small_op(s, K_LOOK, key));
+}
+
+/* -------------------------------------------------------------------- list */
+
+/* An ISO 8601 time in UTC as seconds since the epoch; 0 if not one. */
+static long long iso_time(const char *text)
+{
+	double t = text ? mtc_s3_parse_time(text) : -1;
+	return t > 0 ? (long long)t : 0;
+}
+
+static int list_prepare(struct op *op, struct req *r)
+{
+	char *full = xasprintf("%s%s", op->xf->prefix, op->lprefix);
+	char *q = xasprintf("list-type=2\nprefix=%s%s%s%s%s", full, op->ldelim ? "\ndelimiter=" : "",
+			    op->ldelim ? op->ldelim : "",
+			    op->page_token ? "\ncontinuation-token=" : "",
+			    op->page_token ? op->page_token : "");
+
+	s3_request(r, "GET", NULL, q);
+	free(full);
+	free(q);
+	return 0;
+}
+
+static enum verdict list_finish(struct op *op, struct req *r)
+{
+	size_t plen = strlen(op->xf->prefix), len;
+	const char *at, *end, *e;
+	char *trunc, *tok;
+
+	if (xfer_transient(r))
+		return V_RETRY;
+	if (r->status != 200)
+		return xfer_fail_with(op, r, "cannot list");
+	if (!r->mem.p || !strstr(mtc_buf_str(&r->mem), "<ListBucketResult"))
+		return xfer_fail(op, EIO, "cannot list '%s': the answer is not a listing", op->name);
+	at = r->mem.p;
+	end = r->mem.p + r->mem.len;
+	while ((e = s3_element(&at, end, "Contents", &len))) {
+		char *name = mtc_s3_xml_text(e, len, "Key"), *size = mtc_s3_xml_text(e, len, "Size");
+		char *when = mtc_s3_xml_text(e, len, "LastModified");
+		if (name && !strncmp(name, op->xf->prefix, plen) && name[plen]) {
+			mtc_store_list_add_object(op->list, name + plen, size ? atoll(size) : 0, 0);
+			op->list->objects[op->list->n_objects - 1].updated = iso_time(when);
+		}
+		free(name);
+		free(size);
+		free(when);
+	}
+	at = r->mem.p;
+	while ((e = s3_element(&at, end, "CommonPrefixes", &len))) {
+		char *name = mtc_s3_xml_text(e, len, "Prefix");
+		if (name && !strncmp(name, op->xf->prefix, plen))
+			mtc_store_list_add_prefix(op->list, name + plen);
+		free(name);
+	}
+	trunc = mtc_s3_xml_text(r->mem.p, r->mem.len, "IsTruncated");
+	tok = mtc_s3_xml_text(r->mem.p, r->mem.len, "NextContinuationToken");
+	free(op->page_token);
+	op->page_token = trunc && !strcmp(trunc, "true") && tok && *tok ? tok : NULL;
+	if (!op->page_token)
+		free(tok);
+	free(trunc);
+	return op->page_token ? V_AGAIN : V_DONE;
+}
+
+static const struct op_type list_type = { list_prepare, list_finish, NULL };
+
+static int s3_list(struct mtc_store *s, const char *prefix, const char *delim,
+		   struct mtc_store_list *out)
+{
+	struct op *op = xfer_op_new(s, &list_type);
+	int rc;
+
+	op->lprefix = prefix;
+	op->ldelim = delim;
+	op->list = out;
+	op->name = xasprintf("s3://%s/%s%s", ((struct s3 *)s->impl)->bucket,
+			     ((struct s3 *)s->impl)->xf.prefix, prefix);
+	rc = xfer_run_one(s, op);
+	if (rc == 0)
+		mtc_store_list_sort(out);
+	return rc;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static void xml_escaped(struct mtc_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		const char *ent = *s == '&'    ? "&amp;"
+				  : *s == '<'  ? "&lt;"
+				  : *s == '>'  ? "&gt;"
+				  : *s == '"'  ? "&quot;"
+				  : *s == '\'' ? "&apos;"
+						: NULL;
+		if (ent)
+			mtc_buf_appendf(b, "%s", ent);
+		else
+			mtc_buf_append(b, s, 1);
+	}
+}
+
+/* A DeleteObjects of names[0..n) (keys under the location). */
+static struct op *batch_op(struct mtc_store *s, char **names, size_t n)
+{
+	struct op *op = xfer_op_new(s, &small_type);
+	struct mtc_buf b = MTC_BUF_INIT(1 << 30);
+
+	op->state = K_BATCH;
+	op->name = xasprintf("%s/%s", mtc_store_url(s), names[0]);
+	mtc_buf_appendf(&b, "<Delete><Quiet>true</Quiet>");
+	for (size_t i = 0; i < n; i++) {
+		mtc_buf_appendf(&b, "<Object><Key>");
+		xml_escaped(&b, op->xf->prefix);
+		xml_escaped(&b, names[i]);
+		mtc_buf_appendf(&b, "</Key></Object>");
+	}
+	mtc_buf_appendf(&b, "</Delete>");
+	op->body_len = (long long)b.len;
+	op->body = mtc_buf_take(&b);
+	return op;
+}
+
+/* Deletes the listed objects, .meta first, each group in parallel batches. */
+static int s3_delete_prefix(struct mtc_store *s, const char *prefix)
+{
+	struct mtc_store_list l;
+	struct op **ops;
+	char **names;
+	size_t n = 0;
+	int rc = 0;
+
+	memset(&l, 0, sizeof l);
+	if (s3_list(s, prefix, NULL, &l) < 0) {
+		mtc_store_list_free(&l);
+		return -1;
+	}
+	ops = xcalloc(l.n_objects + 1, sizeof *ops);
+	names = xcalloc(l.n_objects + 1, sizeof *names);
+	for (int pass = 0; pass < 2; pass++) {
+		size_t start_n = n, m = 0;
+		for (size_t i = 0; i < l.n_objects; i++) {
+			if (ends_with(l.objects[i].name, ".meta") != !pass)
+				continue;
+			names[m++] = l.objects[i].name;
+			if (m == BATCH_MAX) {
+				ops[n++] = batch_op(s, names, m);
+				m = 0;
+			}
+		}
+		if (m)
+			ops[n++] = batch_op(s, names, m);
+		rc = xfer_run(s, ops + start_n, n - start_n);
+		if (rc < 0)
+			break;
+	}
+	for (size_t i = 0; i < n; i++)
+		xfer_op_free(ops[i]);
+	free(ops);
+	free(names);
+	mtc_store_list_free(&l);
+	return rc;
+}
+
+/* An upload that a killed run left is no object: nothing to list here. */
+static long s3_leftovers(struct mtc_store *s, const char *prefix, int remove,
+			 mtc_store_leftover_fn *fn, void *arg)
+{
+	return 0;
+}
+
+/* -------------------------------------------------------------------- open */
+
+static void s3_close(struct mtc_store *s)
+{
+	struct s3 *b = s->impl;
+
+	if (!b)
+		return;
+	xfer_close(&b->xf);
+	mtc_s3_auth_free(b->auth);
+	mtc_s3_target_free(&b->t);
+	free(b->bucket);
+	free(b);
+}
+
+static const struct mtc_store_ops s3_ops = {
+	.put_file = s3_put_file,
+	.put_buf = s3_put_buf,
+	.put_many = s3_put_many,
+	.get_file = xfer_get_file,
+	.get_buf = s3_get_buf,
+	.get_range = s3_get_range,
+	.get_many = xfer_get_many,
+	.list = s3_list,
+	.stat = s3_stat,
+	.del = s3_delete,
+	.delete_prefix = s3_delete_prefix,
+	.leftovers = s3_leftovers,
+	.close = s3_close,
+};
+
+static long long env_ll(const char *name, long long def)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoll(v) : def;
+}
+
+int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefix, char *err,
+		      size_t errlen)
+{
+	struct s3 *b = xcalloc(1, sizeof *b);
+
+	xfer_init(&b->xf, s, &s3_api, prefix,
+		  (double)env_ll("MTC_S3_RETRY_BASE_MS", 100) / 1000.0);
+	s->impl = b;
+	s->ops = &s3_ops;
+	b->bucket = xstrdup(bucket);
+	if (mtc_s3_target_resolve(bucket, s->opt.s3_endpoint, NULL, MTC_S3_STYLE_AUTO, &b->t, err,
+				  errlen) < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (mtc_s3_auth_new(b->t.region, &b->auth, err, errlen) < 0) {
+		errno = EACCES;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,66 @@
+"""A loopback proxy in front of an S3 server that answers some requests with an error itself.
+
+s3_fault_proxy.py UPSTREAM METHOD STATUS CODE TIMES
+    listens on a free loopback port (printed on stdout), forwards every request to UPSTREAM
+    (the Host header kept, so that signatures still match) except the first TIMES whose method
+    is METHOD, answered STATUS with an S3 error body of CODE. GET /proxy-stats answers
+    "<faults fired> <requests forwarded>".
+"""
+import http.client
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+up = urlsplit(sys.argv[1])
+METHOD, STATUS, CODE, TIMES = sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+lock = threading.Lock()
+stats = {"fired": 0, "forwarded": 0}
+
+
+class Proxy(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def handle_any(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        if self.path == "/proxy-stats":
+            return self.answer(200, ("%d %d" % (stats["fired"], stats["forwarded"])).encode(), [])
+        with lock:
+            fire = self.command == METHOD and stats["fired"] < TIMES
+            stats["fired" if fire else "forwarded"] += 1
+        if fire:
+            err = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code>"
+                   "<Message>injected by the test</Message></Error>" % CODE).encode()
+            return self.answer(STATUS, err, [("Content-Type", "application/xml")])
+        c = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
+        c.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+        for k, v in self.headers.items():
+            c.putheader(k, v)
+        c.endheaders(body)
+        r = c.getresponse()
+        data = r.read()
+        self.answer(r.status, data, [(k, v) for k, v in r.getheaders()
+                                     if k.lower() not in ("content-length", "transfer-encoding",
+                                                          "connection")],
+                    head=self.command == "HEAD", length=r.getheader("Content-Length"))
+        c.close()
+
+    def answer(self, status, data, headers, head=False, length=None):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", length if head and length else str(len(data)))
+        self.end_headers()
+        if not head:
+            self.wfile.write(data)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
+
+
+srv = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
