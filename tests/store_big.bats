@@ -184,6 +184,7 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 		--slice-threshold 2M --slices 4
 	assert_success
 	diff -r "$WORK/n0/$h.data" "$WORK/n1/$h.data"
-	# the small objects and the big file's opening range, then its other 3 slices (one stream: 1)
-	assert_equal "$(fakegcs_stat 'requests.GET download')" 9
+	# the small objects (the .metas and the backup's shape.json) and the big file's opening
+	# range, then its other 3 slices (one stream: 1)
+	assert_equal "$(fakegcs_stat 'requests.GET download')" 10
 }
