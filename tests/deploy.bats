@@ -5,8 +5,9 @@
 # machine: the pods' DNS names to loopback ports, the node's RAM disk to a
 # dir per node, the Secret's file, the bucket to a dir. Pods come up, the
 # training stand-in saves steps, then the whole JobSet restarts (what its
-# failurePolicy does) with the ranks on other nodes: the newest step comes
-# back from RAM, not from the backup.
+# failurePolicy does) with the pods on other nodes: the rank server gives
+# each pod the rank its node's RAM holds, and the newest step comes back
+# from RAM, nothing fetched, not from the backup.
 load helpers
 load cluster/cluster
 
@@ -57,9 +58,11 @@ PY
 # node_start SOURCE RANK NODE: the service of RANK on NODE, its command line
 # from SOURCE (jobset command, or unit), with what a cluster provides mapped
 # to this machine: addresses to loopback ports, the RAM disk to NODE's dir,
-# the token, the bucket and the state dir to the test's.
+# the token, the bucket and the state dir to the test's. A JobSet's pod has
+# its completion index in JOB_COMPLETION_INDEX, as the Job controller sets it.
 node_start() {
-	local source=$1 r=$2 node=$3 a args=()
+	local source=$1 r=$2 node=$3 a args=() envs=(env)
+	[ "$source" != "jobset command" ] || envs+=(JOB_COMPLETION_INDEX="$r")
 	while IFS= read -r a; do
 		case $a in
 		*/mtc-node | mtc-node) a=$MTC_TESTS/../contrib/mtc-node ;;
@@ -77,7 +80,7 @@ node_start() {
 	done < <($source)
 	[ "${args[0]}" = "$MTC_TESTS/../contrib/mtc-node" ]
 	# the test's clock: faster heartbeats, syncs and quiet time than a cluster's defaults
-	"${args[@]}" --heartbeat=0.5 --heartbeat-timeout=3 --round-timeout=60 --sync-interval=0.5 \
+	"${envs[@]}" "${args[@]}" --heartbeat=0.5 --heartbeat-timeout=3 --round-timeout=60 --sync-interval=0.5 \
 		--quiet-time=0.5 --verbose >>"$CL_ROOT/node$r.log" 2>&1 &
 	echo $! >"$CL_ROOT/node$r.pid"
 	CL_NODE_OF[$r]=$node
@@ -85,8 +88,10 @@ node_start() {
 
 pod_start() { node_start "jobset command" "$@"; }
 
-# Three steps saved, replicated and backed up; every node restarted with its
-# rank on node (rank + shift) mod N; the newest step comes back from RAM.
+# Three steps saved, replicated and backed up; every node restarted with pod
+# r on node (r + shift) mod N; the newest step comes back from RAM, nothing
+# fetched. With the rank server (CL_RANKSERVER) pod r takes the rank its
+# node holds, (r + shift) mod N; without it, shift is 0.
 save_restart_restore() {
 	local start=$1 shift_by=$2
 	run trainers orbax --steps 3
@@ -103,6 +108,8 @@ save_restart_restore() {
 	[ "$(restored_steps)" = 3 ]
 	for ((r = 0; r < N; r++)); do
 		grep -q '"source":"cluster"' "$CL_ROOT/state$r/restore.json"
+		assert_equal "$(sed -n 's/.*"fetched":\([0-9]*\).*/\1/p' "$CL_ROOT/state$r/restore.json")" 0
+		[ -z "${CL_RANKSERVER:-}" ] || grep -q "process id $(((r + shift_by) % N))," "$CL_ROOT/trainer$r.err"
 	done
 }
 
@@ -125,6 +132,7 @@ probe() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:
 	wait_for "every daemon answers $live" 20 bash -c "$(declare -f probe); $(declare -p CL_PORTS); for r in \$(seq 0 $((N - 1))); do [ \"\$(probe \$r $live)\" = 200 ] || exit 1; done"
 	[ "$(probe 1 "$ready")" = 503 ] # no training job yet
 	[ "$(probe 1 /metrics)" = 200 ] # scraped without the token
+	CL_RANKSERVER=1 # the trainers, as MaxText: their ranks from jax-init-info.txt
 	save_restart_restore pod_start 1
 	[ "$(probe 1 "$ready")" = 200 ]
 }
@@ -272,18 +280,17 @@ kube_pod() {
 	pod=$(pod_spec "$JOBSET")
 	mounts=$(kubelet_volumes "$pod" "$r" "$node")
 	while IFS= read -r c; do
-		c=$(echo "$c" | jq -c --arg r "$r" '.env |= map_values(if . == "$completion-index" then $r else . end)')
+		c=$(echo "$c" | jq -c --arg r "$r" '.env |= map_values(if . == "$completion-index" then $r else . end) |
+			.env.JOB_COMPLETION_INDEX = $r')
 		role=$(echo "$c" | jq -r .role)
 		mapfile -t words < <(echo "$c" | jq -r '.argv[]')
 		args=()
 		for a in "${words[@]}"; do
 			while read -r vol host; do a=${a//@vol:$vol@/$host}; done <<<"$mounts"
-			a=${a//\$(NODE_RANK)/$r}
 			case $role:$a in
 			main:python3) continue ;;
 			main:train.py) a=mtc-trainer ;;
 			main:--local-dir=*) args+=(--dir "${a#*=}"); continue ;;
-			main:--node-rank=*) args+=(--rank "${a#*=}"); continue ;;
 			main:--nodes=*) args+=(--nodes "${a#*=}"); continue ;;
 			sidecar:--listen=*) a=--listen=127.0.0.1:${CL_PORTS[$r]} ;;
 			sidecar:--coordinator-url=*) a=--coordinator-url=$CL_COORD ;;
@@ -302,7 +309,8 @@ kube_pod() {
 			"${CTR[@]}" >>"$CL_ROOT/node$r.log" 2>&1 &
 			echo $! >"$CL_ROOT/node$r.pid" ;;
 		main)
-			as_container "$c" "${args[@]}" --style orbax --job "$CL_JOB" --peer-ranks $((r ^ 1)) \
+			# as Orbax's default: its rank, and its peers, from jax-init-info.txt
+			as_container "$c" "${args[@]}" --style orbax --job "$CL_JOB" --mtc-process-ids \
 				--tick 0.1 --restore-timeout 900 --shard-bytes 65536 --save-every 0.3 --steps 3
 			"${CTR[@]}" >"$CL_ROOT/trainer$r.out" 2>"$CL_ROOT/trainer$r.err" &
 			echo $! >"$CL_ROOT/trainer$r.pid" ;;
@@ -320,7 +328,10 @@ kube_pod() {
 	chown "$uid" "$CL_BACKUP" # the bucket: the pods' service account may write it
 	rm -rf "$CL_ROOT"/node* # the node's RAM disk has no such dir yet
 	for ((r = 0; r < N; r++)); do kube_pod "$r" "$r"; done
-	for ((r = 0; r < N; r++)); do wait "$(cat "$CL_ROOT/trainer$r.pid")" || fail "trainer $r: $(cat "$CL_ROOT/trainer$r.err")"; done
+	for ((r = 0; r < N; r++)); do
+		wait "$(cat "$CL_ROOT/trainer$r.pid")" || fail "trainer $r: $(cat "$CL_ROOT/trainer$r.err")"
+		grep -q "process id $r," "$CL_ROOT/trainer$r.err" # a fresh job keeps its pod indexes
+	done
 	[ "$(restored_steps)" = 0 ]
 	wait_for "step 3 replicated" 60 replicated 3
 	wait_for "a backup" 60 has_backup
