@@ -235,40 +235,23 @@ void gcs_spawn_part_deletes(struct op *p)
 
 struct op *gcs_small_op(struct mtc_store *s, int kind, const char *key)
 {
-	struct op *op = xfer_op_new(s, &gcs_small_type);
-	op->state = kind;
-	op->name = xfer_name(s->impl, key);
-	return op;
+	return xfer_small_op(s, &gcs_small_type, kind, key);
 }
 
 static int gcs_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len)
 {
-	struct op *op = gcs_small_op(s, K_BUF, key);
-	op->max = max;
-	op->outbuf = buf;
-	op->outlen = len;
-	return xfer_run_one(s, op);
+	return xfer_read_buf(gcs_small_op(s, K_BUF, key), max, buf, len);
 }
 
 static int gcs_get_range(struct mtc_store *s, const char *key, long long off, void *buf,
 			 size_t len)
 {
-	struct op *op;
-
-	if (!len)
-		return 0;
-	op = gcs_small_op(s, K_RANGE, key);
-	op->off = off;
-	op->len = (long long)len;
-	op->rangebuf = buf;
-	return xfer_run_one(s, op);
+	return xfer_read_range(gcs_small_op(s, K_RANGE, key), off, buf, len);
 }
 
 static int gcs_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out)
 {
-	struct op *op = gcs_small_op(s, K_STAT, key);
-	op->stat_out = out;
-	return xfer_run_one(s, op);
+	return xfer_read_stat(gcs_small_op(s, K_STAT, key), out);
 }
 
 static int gcs_delete(struct mtc_store *s, const char *key)

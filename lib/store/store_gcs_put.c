@@ -468,40 +468,26 @@ static struct op *upload_op(struct mtc_store *s, const char *key, int flags)
 	return op;
 }
 
-int gcs_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags)
+/* x's upload (xfer_make) */
+static int upload_of(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **opp)
 {
-	struct op **ops = xcalloc(n + 1, sizeof *ops), **todo = xcalloc(n + 1, sizeof *todo);
-	size_t m = 0;
-	int rc, bad = 0, first = 0;
+	struct op *op = *opp = upload_op(s, x->key, flags);
 
-	for (size_t i = 0; i < n; i++) {
-		ops[i] = upload_op(s, x[i].key, flags);
-		ops[i]->x = &x[i];
-		if (x[i].key[strlen(x[i].key) - 1] == '/') {
-			ops[i]->size = 0;
-			ops[i]->state = U_SIMPLE;
-			build_multipart(ops[i], "", 0);
-		} else if (up_setup_file(ops[i], x[i].path) < 0) {
-			x[i].err = ops[i]->err;
-			if (!bad++) {
-				first = x[i].err;
-				mtc_store_set_error(s, "%s", ops[i]->lasterr);
-			}
-			continue;
-		}
-		s->progress_total += ops[i]->size;
-		todo[m++] = ops[i];
-	}
-	rc = xfer_run(s, todo, m);
-	for (size_t i = 0; i < n; i++)
-		xfer_op_free(ops[i]);
-	free(ops);
-	free(todo);
-	if (bad) {
-		errno = first;
+	op->x = x;
+	if (x->key[strlen(x->key) - 1] == '/') {
+		op->size = 0;
+		op->state = U_SIMPLE;
+		build_multipart(op, "", 0);
+	} else if (up_setup_file(op, x->path) < 0) {
 		return -1;
 	}
-	return rc;
+	s->progress_total += op->size;
+	return 0;
+}
+
+int gcs_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags)
+{
+	return xfer_run_many(s, x, n, flags, upload_of);
 }
 
 int gcs_put_file(struct mtc_store *s, const char *key, const char *path, int flags)

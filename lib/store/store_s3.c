@@ -324,40 +324,23 @@ static const struct op_type small_type = { small_prepare, small_finish, NULL };
 
 static struct op *small_op(struct mtc_store *s, int kind, const char *key)
 {
-	struct op *op = xfer_op_new(s, &small_type);
-	op->state = kind;
-	op->name = xfer_name(s->impl, key);
-	return op;
+	return xfer_small_op(s, &small_type, kind, key);
 }
 
 static int s3_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len)
 {
-	struct op *op = small_op(s, K_BUF, key);
-	op->max = max;
-	op->outbuf = buf;
-	op->outlen = len;
-	return xfer_run_one(s, op);
+	return xfer_read_buf(small_op(s, K_BUF, key), max, buf, len);
 }
 
 static int s3_get_range(struct mtc_store *s, const char *key, long long off, void *buf,
 			size_t len)
 {
-	struct op *op;
-
-	if (!len)
-		return 0;
-	op = small_op(s, K_RANGE, key);
-	op->off = off;
-	op->len = (long long)len;
-	op->rangebuf = buf;
-	return xfer_run_one(s, op);
+	return xfer_read_range(small_op(s, K_RANGE, key), off, buf, len);
 }
 
 static int s3_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out)
 {
-	struct op *op = small_op(s, K_STAT, key);
-	op->stat_out = out;
-	return xfer_run_one(s, op);
+	return xfer_read_stat(small_op(s, K_STAT, key), out);
 }
 
 static int s3_delete(struct mtc_store *s, const char *key)

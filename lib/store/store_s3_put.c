@@ -445,38 +445,23 @@ static void set_buf(struct op *op, const void *buf, size_t len)
 	op->state = U_PUT;
 }
 
+/* x's upload (xfer_make) */
+static int upload_of(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **opp)
+{
+	struct op *op = *opp = upload_op(s, x->key, flags);
+
+	op->x = x;
+	if (x->key[strlen(x->key) - 1] == '/')
+		set_buf(op, "", 0);
+	else if (up_setup_file(op, x->path) < 0)
+		return -1;
+	s->progress_total += op->size;
+	return 0;
+}
+
 int s3_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags)
 {
-	struct op **ops = xcalloc(n + 1, sizeof *ops), **todo = xcalloc(n + 1, sizeof *todo);
-	size_t m = 0;
-	int rc, bad = 0, first = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		ops[i] = upload_op(s, x[i].key, flags);
-		ops[i]->x = &x[i];
-		if (x[i].key[strlen(x[i].key) - 1] == '/') {
-			set_buf(ops[i], "", 0);
-		} else if (up_setup_file(ops[i], x[i].path) < 0) {
-			x[i].err = ops[i]->err;
-			if (!bad++) {
-				first = x[i].err;
-				mtc_store_set_error(s, "%s", ops[i]->lasterr);
-			}
-			continue;
-		}
-		s->progress_total += ops[i]->size;
-		todo[m++] = ops[i];
-	}
-	rc = xfer_run(s, todo, m);
-	for (size_t i = 0; i < n; i++)
-		xfer_op_free(ops[i]);
-	free(ops);
-	free(todo);
-	if (bad) {
-		errno = first;
-		return -1;
-	}
-	return rc;
+	return xfer_run_many(s, x, n, flags, upload_of);
 }
 
 int s3_put_file(struct mtc_store *s, const char *key, const char *path, int flags)

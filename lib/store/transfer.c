@@ -500,6 +500,71 @@ struct op *xfer_op_new(struct mtc_store *s, const struct op_type *t)
 	return op;
 }
 
+struct op *xfer_small_op(struct mtc_store *s, const struct op_type *t, int kind, const char *key)
+{
+	struct op *op = xfer_op_new(s, t);
+	op->state = kind;
+	op->name = xfer_name(s->impl, key);
+	return op;
+}
+
+int xfer_read_buf(struct op *op, size_t max, char **buf, size_t *len)
+{
+	op->max = max;
+	op->outbuf = buf;
+	op->outlen = len;
+	return xfer_run_one(op->s, op);
+}
+
+int xfer_read_range(struct op *op, long long off, void *buf, size_t len)
+{
+	if (!len) {
+		xfer_op_free(op);
+		return 0;
+	}
+	op->off = off;
+	op->len = (long long)len;
+	op->rangebuf = buf;
+	return xfer_run_one(op->s, op);
+}
+
+int xfer_read_stat(struct op *op, struct mtc_store_object *out)
+{
+	op->stat_out = out;
+	return xfer_run_one(op->s, op);
+}
+
+int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags,
+		  xfer_make *make)
+{
+	struct op **ops = xcalloc(n + 1, sizeof *ops), **todo = xcalloc(n + 1, sizeof *todo);
+	size_t m = 0;
+	int rc, bad = 0, first = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int made = make(s, &x[i], flags, &ops[i]);
+		if (made == 0)
+			todo[m++] = ops[i];
+		if (made >= 0)
+			continue;
+		x[i].err = ops[i]->err;
+		if (!bad++) {
+			first = x[i].err;
+			mtc_store_set_error(s, "%s", ops[i]->lasterr);
+		}
+	}
+	rc = xfer_run(s, todo, m);
+	for (size_t i = 0; i < n; i++)
+		xfer_op_free(ops[i]);
+	free(ops);
+	free(todo);
+	if (bad) {
+		errno = first;
+		return -1;
+	}
+	return rc;
+}
+
 void xfer_op_free(struct op *op)
 {
 	if (!op)

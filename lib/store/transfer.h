@@ -165,12 +165,26 @@ void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api,
 void xfer_close(struct xfer *xf);
 
 struct op *xfer_op_new(struct mtc_store *s, const struct op_type *t);
+/* A small op of t's own kind (op->state) on key's object. */
+struct op *xfer_small_op(struct mtc_store *s, const struct op_type *t, int kind, const char *key);
+/* Runs a small op that reads its object whole (at most max bytes), a range of it, or its stat. */
+int xfer_read_buf(struct op *op, size_t max, char **buf, size_t *len);
+int xfer_read_range(struct op *op, long long off, void *buf, size_t len);
+int xfer_read_stat(struct op *op, struct mtc_store_object *out);
 void xfer_op_free(struct op *op);
 /* prefix + key (malloc'd). */
 char *xfer_name(struct xfer *xf, const char *key);
 
 /* Runs ops (and the children they add) to the end; -1 if any failed, with the first reason. */
 int xfer_run(struct mtc_store *s, struct op **ops, size_t n);
+/*
+ * The op for one object of a batch: 0 when it is to be sent; 1 when nothing
+ * is (done here); -1 when it cannot be (*op holds why: err and lasterr).
+ */
+typedef int xfer_make(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **op);
+/* Runs the ops make gives for x's n objects; -1 when one failed, the first one's reason kept. */
+int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags,
+		  xfer_make *make);
 /* Runs op alone, then frees it. */
 int xfer_run_one(struct mtc_store *s, struct op *op);
 /* Adds op (a child of a running op) to the running engine. */

@@ -469,62 +469,43 @@ static int open_partial(struct op *op)
 	return xfer_crc_of_range(op->fd, 0, op->done, &op->crc);
 }
 
-int xfer_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
+/* x's download (xfer_make): a directory is made here; a file goes to a temporary beside it */
+static int download_of(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **opp)
 {
-	struct op **ops = xcalloc(n + 1, sizeof *ops), **todo = xcalloc(n + 1, sizeof *todo);
-	size_t m = 0;
-	int rc, bad = 0, first = 0;
+	struct op *op = *opp = xfer_op_new(s, &download_type);
+	struct mtc_tmp t;
 
-	for (size_t i = 0; i < n; i++) {
-		struct op *op = ops[i] = xfer_op_new(s, &download_type);
-		op->name = xfer_name(s->impl, x[i].key);
-		op->x = &x[i];
-		op->path = x[i].path;
-		op->state = D_FIRST;
-		op->generation = x[i].generation;
-		if (x[i].key[strlen(x[i].key) - 1] == '/') {
-			if (mtc_mkdir_p(x[i].path, 0755) < 0) {
-				x[i].err = errno;
-				xfer_fail(op, errno, "cannot create '%s': %s", x[i].path, strerror(errno));
-			} else {
-				continue;
-			}
-		} else if (x[i].partial) {
-			op->tmp = xstrdup(x[i].partial);
-			op->sidecar = x[i].slice_state ? xstrdup(x[i].slice_state) : NULL;
-			if (open_partial(op) == 0) {
-				todo[m++] = op;
-				continue;
-			}
-			x[i].err = errno;
-			xfer_fail(op, errno, "cannot continue '%s': %s", op->tmp, strerror(errno));
-		} else {
-			struct mtc_tmp t;
-			if (mtc_tmp_beside(x[i].path, &t) == 0) {
-				op->tmp = t.path;
-				op->fd = t.fd;
-				todo[m++] = op;
-				continue;
-			}
-			x[i].err = errno;
-			xfer_fail(op, errno, "cannot create a temporary for '%s': %s", x[i].path,
-				strerror(errno));
-		}
-		if (!bad++) {
-			first = x[i].err;
-			mtc_store_set_error(s, "%s", op->lasterr);
-		}
-	}
-	rc = xfer_run(s, todo, m);
-	for (size_t i = 0; i < n; i++)
-		xfer_op_free(ops[i]);
-	free(ops);
-	free(todo);
-	if (bad) {
-		errno = first;
+	op->name = xfer_name(s->impl, x->key);
+	op->x = x;
+	op->path = x->path;
+	op->state = D_FIRST;
+	op->generation = x->generation;
+	if (x->key[strlen(x->key) - 1] == '/') {
+		if (mtc_mkdir_p(x->path, 0755) == 0)
+			return 1;
+		xfer_fail(op, errno, "cannot create '%s': %s", x->path, strerror(errno));
 		return -1;
 	}
-	return rc;
+	if (x->partial) {
+		op->tmp = xstrdup(x->partial);
+		op->sidecar = x->slice_state ? xstrdup(x->slice_state) : NULL;
+		if (open_partial(op) == 0)
+			return 0;
+		xfer_fail(op, errno, "cannot continue '%s': %s", op->tmp, strerror(errno));
+		return -1;
+	}
+	if (mtc_tmp_beside(x->path, &t) == 0) {
+		op->tmp = t.path;
+		op->fd = t.fd;
+		return 0;
+	}
+	xfer_fail(op, errno, "cannot create a temporary for '%s': %s", x->path, strerror(errno));
+	return -1;
+}
+
+int xfer_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n)
+{
+	return xfer_run_many(s, x, n, 0, download_of);
 }
 
 int xfer_get_file(struct mtc_store *s, const char *key, const char *path)
