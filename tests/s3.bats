@@ -23,7 +23,7 @@ setup() {
 	read -r KEY SECRET < <(moto user alice)
 	moto enforce
 	export AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET AWS_DEFAULT_REGION=us-east-1
-	AWS="$MTC_VENV/bin/aws --endpoint-url $MOTO_URL"
+	AWS="${MTC_PY%/*}/aws --endpoint-url $MOTO_URL"
 }
 
 teardown() {
