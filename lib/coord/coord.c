@@ -1001,7 +1001,8 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 		 void **wait_out)
 {
 	json_t *rep, *v;
-	const char *session = "", *key;
+	const char *key;
+	char session[64] = ""; /* a copy: a round that completes frees the report */
 	struct slot *s;
 	struct round *rd;
 	double wait;
@@ -1013,7 +1014,7 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 	if ((code = parse_report(c, who, kind, body, len, answer, &rep, &k, &rank, &wait)))
 		return code;
 	if (json_is_string(v = json_object_get(rep, "session")))
-		session = json_string_value(v);
+		snprintf(session, sizeof session, "%s", json_string_value(v));
 	pthread_mutex_lock(&c->mu);
 	c->last_seen[rank] = mtc_now();
 	if (k < NKINDS && c->stale[rank][0] && !strcmp(c->stale[rank], session)) {

@@ -3,7 +3,8 @@
  * (mtc_coord_handle), as any token holder may send them, and the manifest
  * text reader beside it. The first byte picks the endpoint; the rest is the
  * body. Invariants: every answer is JSON with a "status" (or "error"), a
- * report either joins a round or is refused, and nothing leaks or crashes.
+ * report either joins a round or is refused (409: a newer process of its
+ * rank replaced it), and nothing leaks or crashes.
  * A round of two ranks completes when a second rank reports, so the LKG
  * planner and the sync decision run on fuzzed reports too.
  */
@@ -42,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	code = mtc_coord_handle(c, kind, (const char *)data + 1, size - 1, &answer);
 	j = answer ? json_loads(answer, 0, NULL) : NULL;
 	if (!j || !(json_object_get(j, "status") || json_object_get(j, "error")) ||
-	    (code != 200 && code != 400 && code != 403 && code != 404 && code != 503))
+	    (code != 200 && code != 400 && code != 403 && code != 404 && code != 409 && code != 503))
 		abort();
 	json_decref(j);
 	free(answer);
