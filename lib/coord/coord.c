@@ -243,27 +243,6 @@ void mtc_coord_shutdown(struct mtc_coord *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
-static char *dump(json_t *j)
-{
-	char *s = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	return s;
-}
-
-static char *failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *failure(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	/* a message may quote what a peer sent: only printable ASCII goes into the answer */
-	for (char *p = msg; *p; p++)
-		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-			*p = '?';
-	return dump(json_pack("{s:s, s:s}", "status", "failed", "error", msg));
-}
 
 static void forget_reports(struct round *rd, int nodes)
 {
@@ -632,7 +611,7 @@ static char *collect(struct slot *s)
 {
 	json_t *a = s->answer;
 	s->answer = NULL;
-	return dump(a);
+	return mtc_coord_dump(a);
 }
 
 static int kind_of(const char *kind)
@@ -807,7 +786,7 @@ static int refused_speaker(struct mtc_coord *c, const struct mtc_peer_cred *who,
 	pthread_mutex_unlock(&c->mu);
 	if (first)
 		mtc_warn("refused a '%s' report for rank %d: %s", kind, rank, why);
-	*answer = failure("refused a '%s' report for rank %d: %s", kind, rank, why);
+	*answer = mtc_coord_failure("refused a '%s' report for rank %d: %s", kind, rank, why);
 	return 403;
 }
 
@@ -850,7 +829,7 @@ static void keep_own(struct mtc_coord *c, const char *kind, json_t *rep, int ran
 /* The answer to a report whose rank a newer process has since reported for. */
 static char *superseded_answer(int rank)
 {
-	return failure("rank %d reported again from another process: this one's report is "
+	return mtc_coord_failure("rank %d reported again from another process: this one's report is "
 		       "superseded (the newest report for a rank wins)", rank);
 }
 
@@ -892,11 +871,11 @@ static int answer_now(struct mtc_coord *c, int k, int rank, const char *session,
 	}
 	/* A coordinator shutting down sends its ranks to the next one (503: report again). */
 	if (c->stopping) {
-		*answer = failure("the coordinator is shutting down");
+		*answer = mtc_coord_failure("the coordinator is shutting down");
 		return 503;
 	}
-	*answer = dump(json_pack("{s:s, s:i, s:i}", "status", "waiting", "reported", rd->n_reported,
-				 "nodes", c->o.nodes));
+	*answer = mtc_coord_dump(json_pack("{s:s, s:i, s:i}", "status", "waiting", "reported",
+					   rd->n_reported, "nodes", c->o.nodes));
 	return 200;
 }
 
@@ -911,7 +890,7 @@ static int parse_report(struct mtc_coord *c, const struct mtc_peer_cred *who, co
 	char buf[256], jerr[160];
 
 	if (k < 0) {
-		*answer = failure("no such coordinator endpoint '%s'", kind);
+		*answer = mtc_coord_failure("no such coordinator endpoint '%s'", kind);
 		return 404;
 	}
 	pthread_mutex_lock(&c->mu); /* the round's shared values, read as the report is */
@@ -920,7 +899,7 @@ static int parse_report(struct mtc_coord *c, const struct mtc_peer_cred *who, co
 	pthread_mutex_unlock(&c->mu);
 	if (!json_is_object(rep) || !json_is_integer(v = json_object_get(rep, "rank")) ||
 	    json_integer_value(v) < 0 || json_integer_value(v) >= c->o.nodes) {
-		*answer = failure("bad '%s' report: %s", kind,
+		*answer = mtc_coord_failure("bad '%s' report: %s", kind,
 				  !rep ? jerr : "no \"rank\" in [0, nodes)");
 		json_decref(rep);
 		return 400;
@@ -934,7 +913,7 @@ static int parse_report(struct mtc_coord *c, const struct mtc_peer_cred *who, co
 	if (k < NKINDS && ((bad = bad_report(c, k, rep, buf, sizeof buf)) ||
 			   (k == K_RESTORE && (bad = over_limits(c, rep, rank, buf, sizeof buf))))) {
 		mtc_warn("refused a '%s' report from rank %d: %s", kind, rank, bad);
-		*answer = failure("bad '%s' report: %s", kind, bad);
+		*answer = mtc_coord_failure("bad '%s' report: %s", kind, bad);
 		json_decref(rep);
 		return 400;
 	}
@@ -977,12 +956,12 @@ static int start_ranks(struct mtc_coord *c, const struct mtc_peer_cred *who, con
 	pthread_mutex_lock(&c->mu);
 	if (c->stopping) {
 		pthread_mutex_unlock(&c->mu);
-		*answer = failure("the coordinator is shutting down");
+		*answer = mtc_coord_failure("the coordinator is shutting down");
 		return 503;
 	}
 	if (who && who->kind == MTC_CRED_RANK && (code = other_job(c, who, NULL, why, sizeof why))) {
 		pthread_mutex_unlock(&c->mu);
-		*answer = failure("refused a 'ranks' report: %s", why);
+		*answer = mtc_coord_failure("refused a 'ranks' report: %s", why);
 		return code;
 	}
 	code = mtc_rank_server_report(c->ranks, body, len, &index, session, old, answer);
@@ -1026,7 +1005,7 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 	if (c->stopping || k == NKINDS) {
 		pthread_mutex_unlock(&c->mu);
 		json_decref(rep);
-		*answer = c->stopping ? failure("the coordinator is shutting down")
+		*answer = c->stopping ? mtc_coord_failure("the coordinator is shutting down")
 				      : xstrdup("{\"status\":\"done\"}");
 		return c->stopping ? 503 : 200;
 	}
@@ -1152,7 +1131,7 @@ static char *status_json(struct mtc_coord *c)
 				    json_pack("{s:s, s:I}", "name", c->last_backup_name, "step",
 					      (json_int_t)c->last_backup_step));
 	pthread_mutex_unlock(&c->mu);
-	return dump(o);
+	return mtc_coord_dump(o);
 }
 
 void mtc_coord_metrics(void *coord, struct mtc_buf *t)
@@ -1214,7 +1193,7 @@ int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *me
 	const char *kind = path + strlen(MTC_COORD_PREFIX);
 
 	if (strncmp(path, MTC_COORD_PREFIX, strlen(MTC_COORD_PREFIX))) {
-		*answer = failure("no such endpoint");
+		*answer = mtc_coord_failure("no such endpoint");
 		return 404;
 	}
 	if (!strcmp(kind, "status") && !strcmp(method, "GET")) {
@@ -1225,14 +1204,14 @@ int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *me
 		code = c->job[0] && who && who->kind == MTC_CRED_RANK ? other_job(c, who, NULL, why, sizeof why) : 0;
 		pthread_mutex_unlock(&c->mu);
 		if (code) {
-			*answer = failure("refused a status read: %s", why);
+			*answer = mtc_coord_failure("refused a status read: %s", why);
 			return code;
 		}
 		*answer = status_json(coord);
 		return 200;
 	}
 	if (strcmp(method, "POST")) {
-		*answer = failure("method not allowed: use POST");
+		*answer = mtc_coord_failure("method not allowed: use POST");
 		return 405;
 	}
 	return handle_as(coord, who, kind, body ? body : "", len, answer);

@@ -5,6 +5,7 @@
  */
 #include "coord_report.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -95,4 +96,24 @@ size_t mtc_coord_restore_body_max(int nodes)
 		       MTC_COORD_BACKUPS_MAX * 256;
 
 	return 2 * (16384 + lists) + (64u << 10);
+}
+
+char *mtc_coord_dump(json_t *j)
+{
+	char *text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return text;
+}
+
+char *mtc_coord_failure(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
+	return mtc_coord_dump(json_pack("{s:s, s:s}", "status", "failed", "error", msg));
 }

@@ -36,4 +36,12 @@ void mtc_coord_list_free(struct mtc_lkg_list *l);
  */
 size_t mtc_coord_restore_body_max(int nodes);
 
+/* j as compact JSON text (malloc'd); j is released. */
+char *mtc_coord_dump(json_t *j);
+/*
+ * {"status":"failed","error":MSG}: the answer to a report refused or a round
+ * that failed; MSG may quote what a peer sent, so only printable ASCII stays.
+ */
+char *mtc_coord_failure(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

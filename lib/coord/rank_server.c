@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "coord_report.h"
 #include "log.h"
 #include "rank_assign.h"
 #include "xalloc.h"
@@ -72,26 +73,6 @@ void mtc_rank_server_free(struct mtc_rank_server *rs)
 	free(rs);
 }
 
-static char *answer_text(json_t *j)
-{
-	char *t = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	return t;
-}
-
-static char *failed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *failed(const char *fmt, ...)
-{
-	char msg[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	for (char *p = msg; *p; p++)
-		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-			*p = '?';
-	return answer_text(json_pack("{s:s, s:s}", "status", "failed", "error", msg));
-}
 
 /* The newest step at which every rank is held by some node; else the newest held at all; -1: none. */
 static long long judged_step(const struct mtc_rank_server *rs)
@@ -174,7 +155,7 @@ static int done_answer(struct mtc_rank_server *rs, int index, char **answer)
 {
 	json_t *a = json_copy(rs->shared);
 	json_object_set_new(a, "process-id", json_integer(rs->rank_of[index]));
-	*answer = answer_text(a);
+	*answer = mtc_coord_dump(a);
 	return 200;
 }
 
@@ -227,14 +208,14 @@ int mtc_rank_server_report(struct mtc_rank_server *rs, const char *body, size_t 
 	else
 		why = parse(rs, rep, index, &sess, &host, &holds);
 	if (why) {
-		*answer = failed("bad 'ranks' report: %s", why);
+		*answer = mtc_coord_failure("bad 'ranks' report: %s", why);
 		json_decref(rep);
 		return 400;
 	}
 	s = &rs->s[*index];
 	snprintf(session, 64, "%s", sess);
 	if (s->stale[0] && !strcmp(s->stale, sess)) {
-		*answer = failed("pod index %d reported again from another process: this one's "
+		*answer = mtc_coord_failure("pod index %d reported again from another process: this one's "
 				 "report is superseded", *index);
 		json_decref(rep);
 		return 409;
@@ -281,7 +262,7 @@ int mtc_rank_server_answer(struct mtc_rank_server *rs, int index, const char *se
 	const struct rank_slot *s = &rs->s[index];
 
 	if (s->stale[0] && !strcmp(s->stale, session)) {
-		*answer = failed("pod index %d reported again from another process: this one's "
+		*answer = mtc_coord_failure("pod index %d reported again from another process: this one's "
 				 "report is superseded", index);
 		return 409;
 	}
@@ -289,10 +270,10 @@ int mtc_rank_server_answer(struct mtc_rank_server *rs, int index, const char *se
 		return done_answer(rs, index, answer);
 	if (rs->failed_for[index]) {
 		rs->failed_for[index] = 0;
-		*answer = failed("%s", rs->failed);
+		*answer = mtc_coord_failure("%s", rs->failed);
 		return 200;
 	}
-	*answer = answer_text(json_pack("{s:s, s:i, s:i}", "status", "waiting", "reported",
+	*answer = mtc_coord_dump(json_pack("{s:s, s:i, s:i}", "status", "waiting", "reported",
 					rs->n_reported, "nodes", rs->nodes));
 	return 200;
 }
