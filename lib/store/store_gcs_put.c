@@ -362,18 +362,7 @@ static char *compose_json(struct op *p)
 
 static void up_complete(struct op *op)
 {
-	if (op->fd >= 0) {
-		close(op->fd);
-		op->fd = -1;
-	}
-	if (op->parent) {
-		gcs_notify_parent(op);
-		return;
-	}
-	if (op->x) {
-		op->x->size = op->err ? 0 : op->size;
-		op->x->err = op->err;
-	}
+	xfer_upload_complete(op, gcs_notify_parent);
 }
 
 static const struct op_type upload_type = { up_prepare, up_finish, up_complete };

@@ -365,18 +365,7 @@ static void notify_parent(struct op *op)
 
 static void up_complete(struct op *op)
 {
-	if (op->fd >= 0) {
-		close(op->fd);
-		op->fd = -1;
-	}
-	if (op->parent) {
-		notify_parent(op);
-		return;
-	}
-	if (op->x) {
-		op->x->size = op->err ? 0 : op->size;
-		op->x->err = op->err;
-	}
+	xfer_upload_complete(op, notify_parent);
 }
 
 static const struct op_type upload_type = { up_prepare, up_finish, up_complete };

@@ -565,6 +565,22 @@ int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int f
 	return rc;
 }
 
+void xfer_upload_complete(struct op *op, void (*notify)(struct op *part))
+{
+	if (op->fd >= 0) {
+		close(op->fd);
+		op->fd = -1;
+	}
+	if (op->parent) {
+		notify(op);
+		return;
+	}
+	if (op->x) {
+		op->x->size = op->err ? 0 : op->size;
+		op->x->err = op->err;
+	}
+}
+
 void xfer_op_free(struct op *op)
 {
 	if (!op)

@@ -185,6 +185,8 @@ typedef int xfer_make(struct mtc_store *s, struct mtc_store_xfer *x, int flags, 
 /* Runs the ops make gives for x's n objects; -1 when one failed, the first one's reason kept. */
 int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags,
 		  xfer_make *make);
+/* An upload's end: its file closed; a part tells its parent (notify), an object its xfer. */
+void xfer_upload_complete(struct op *op, void (*notify)(struct op *part));
 /* Runs op alone, then frees it. */
 int xfer_run_one(struct mtc_store *s, struct op *op);
 /* Adds op (a child of a running op) to the running engine. */
