@@ -112,7 +112,11 @@ s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.s
 	mkdir -m 555 "$W/ro"
 	mkdir "$W/state2"
 	chown nobody "$W/state2"
-	setpriv --reuid=nobody --regid=nogroup --clear-groups "$NODE" --dir "$W/ro" --listen "127.0.0.1:$PORT" \
+	# what nobody runs, where nobody may read it (a checkout may sit in a dir only root enters)
+	mkdir -m 755 "$W/image"
+	cp "$NODE" "$MTC_BIN"/mtc-* "$W/image/"
+	PATH="$W/image:$PATH" setpriv --reuid=nobody --regid=nogroup --clear-groups "$W/image/mtc-node" \
+		--dir "$W/ro" --listen "127.0.0.1:$PORT" \
 		--coordinator-url "http://127.0.0.1:$PORT" --peer-url-template "http://127.0.0.1:$PORT" \
 		--state-dir "$W/state2" --fail-wait 0 >"$W/node.log" 2>&1 &
 	NPID=$!
