@@ -1,9 +1,10 @@
 /*
  * The last known good step (mtc(7) §7); the rule and both JSON
  * shapes are in lkg.h. Invariant: a plan names a step only when every node x
- * worker of it has a hash that the chosen source holds. Disagreeing metas are
- * reported and never make a step invalid: refusing a restorable step is data
- * loss, not safety.
+ * worker of it has a hash that the chosen source holds. Copies of a meta that
+ * disagree are reported and never make a step invalid; a column whose
+ * replicas disagree is skipped (nothing inferred in it), as the reference
+ * does.
  */
 #include "lkg.h"
 
@@ -59,8 +60,8 @@ struct lkg {
 	struct backup *backups;
 	size_t n_backups;
 
-	int *cell, *subst; /* subst: the column-mate whose data a cell takes, or -1 */
-	unsigned char *inferred;
+	int *cell;
+	unsigned char *inferred, *skipped; /* skipped: by column, its replicas disagree */
 	int conflicts; /* of the step judged last */
 	unsigned char *avail_buf, *avail; /* avail: NULL while judging the cluster */
 	json_t *errors, *rejected;
@@ -513,66 +514,52 @@ static int cell_of_copies(struct lkg *L, const struct meta *m, size_t i, size_t 
 }
 
 /*
- * With data parallelism, a column x worker: its replicas that disagree are
- * reported once; a node with no meta takes the column's first hash whose
- * data is available (else its first hash).
+ * With data parallelism, a column (the reference's rule): when two of its
+ * replicas' metas of one worker differ, the column is skipped with an error:
+ * nothing of it is inferred, so a node of it with no meta
+ * makes the step invalid. Otherwise a node x worker with no meta takes the
+ * column's hash of that worker. A node's data held nowhere makes the step
+ * invalid: a column-mate's of another hash would be a disagreeing column.
  */
-static void infer_column(struct lkg *L, int col, int w, const char *where)
+static void infer_column(struct lkg *L, int col, const char *where)
 {
-	int P = L->nodes / L->dp, W = L->workers, first = NO_HASH, fnode = -1, fill = NO_HASH;
-	int reported = 0;
+	int P = L->nodes / L->dp, W = L->workers;
 
-	for (int r = 0; r < L->dp; r++) {
-		int node = r * P + col, x = L->cell[node * W + w];
-		if (x == NO_HASH)
-			continue;
-		if (first == NO_HASH) {
-			first = x;
-			fnode = node;
-		} else if (x != first && !reported) {
-			reported = 1;
-			conflict(L,
-				 "%s: column %d worker %d: replicas disagree: node %d has %s, "
-				 "node %d has %s",
-				 where, col, w, fnode, hstr(L, first), node, hstr(L, x));
+	for (int w = 0; w < W; w++) {
+		int first = NO_HASH, fnode = -1;
+		for (int r = 0; r < L->dp; r++) {
+			int node = r * P + col, x = L->cell[node * W + w];
+			if (x == NO_HASH)
+				continue;
+			if (first == NO_HASH) {
+				first = x;
+				fnode = node;
+			} else if (x != first) {
+				conflict(L,
+					 "%s: column %d worker %d: replicas disagree: node %d has %s, "
+					 "node %d has %s; the column is skipped, none of its metas is "
+					 "inferred",
+					 where, col, w, fnode, hstr(L, first), node, hstr(L, x));
+				L->skipped[col] = 1;
+				return;
+			}
 		}
-		if (fill == NO_HASH && available(L, x))
-			fill = x;
 	}
-	if (fill == NO_HASH)
-		fill = first;
-	for (int r = 0; fill != NO_HASH && r < L->dp; r++) {
-		int c = (r * P + col) * W + w;
-		if (L->cell[c] == NO_HASH) {
-			L->cell[c] = fill;
-			L->inferred[c] = 1;
+	for (int w = 0; w < W; w++) {
+		int fill = NO_HASH;
+		for (int r = 0; r < L->dp && fill == NO_HASH; r++)
+			fill = L->cell[(r * P + col) * W + w];
+		for (int r = 0; fill != NO_HASH && r < L->dp; r++) {
+			int c = (r * P + col) * W + w;
+			if (L->cell[c] == NO_HASH) {
+				L->cell[c] = fill;
+				L->inferred[c] = 1;
+			}
 		}
 	}
 }
 
-/*
- * With data parallelism, a cell whose data exists nowhere takes the data of
- * a column-mate of the same step (its own meta first); 0 when none has any.
- */
-static int substitute(struct lkg *L, int node, int w)
-{
-	int P = L->nodes / L->dp, W = L->workers, col = node % P, best = -1;
-
-	for (int r = 0; r < L->dp; r++) {
-		int mate = r * P + col, c = mate * W + w, x = L->cell[c];
-		if (mate == node || x == NO_HASH || !available(L, x))
-			continue;
-		if (best < 0 || (L->inferred[best * W + w] && !L->inferred[c]))
-			best = mate;
-	}
-	if (best < 0)
-		return 0;
-	L->cell[node * W + w] = L->cell[best * W + w];
-	L->subst[node * W + w] = best;
-	return 1;
-}
-
-/* Fills the cells of one step (copies merged, columns inferred, data substituted); 1 when it is valid. */
+/* Fills the cells of one step (copies merged, columns inferred); 1 when it is valid. */
 static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char *where,
 		      char *why, size_t len)
 {
@@ -580,11 +567,10 @@ static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char 
 	int W = L->workers;
 
 	L->conflicts = 0;
-	for (size_t c = 0; c < cells; c++) {
+	for (size_t c = 0; c < cells; c++)
 		L->cell[c] = NO_HASH;
-		L->subst[c] = -1;
-	}
 	memset(L->inferred, 0, cells);
+	memset(L->skipped, 0, (size_t)L->nodes);
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && m[j].node == m[i].node && m[j].worker == m[i].worker; j++)
 			;
@@ -592,16 +578,18 @@ static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char 
 	}
 	if (L->dp > 1)
 		for (int col = 0; col < L->nodes / L->dp; col++)
-			for (int w = 0; w < W; w++)
-				infer_column(L, col, w, where);
+			infer_column(L, col, where);
 	for (int node = 0; node < L->nodes; node++)
 		for (int w = 0; w < W; w++) {
 			int x = L->cell[node * W + w];
 			if (x == NO_HASH) {
-				snprintf(why, len, "node %d worker %d: no meta", node, w);
+				snprintf(why, len, "node %d worker %d: no meta%s", node, w,
+					 L->dp > 1 && L->skipped[node % (L->nodes / L->dp)]
+						 ? " (its column's replicas disagree)"
+						 : "");
 				return 0;
 			}
-			if (!available(L, x) && !(L->dp > 1 && substitute(L, node, w))) {
+			if (!available(L, x)) {
 				snprintf(why, len, "node %d worker %d: %s.data is %s", node, w,
 					 hstr(L, x),
 					 L->avail ? "not in the backup" : "held by no rank");
@@ -768,8 +756,6 @@ static json_t *rank_plan(struct lkg *L, int rank, long long step, int *load, int
 		int c = rank * W + w, h = L->cell[c], dup = 0;
 		json_t *meta = json_pack("{s:i, s:s, s:b}", "worker", w, "hash", hstr(L, h),
 					 "inferred", L->inferred[c]);
-		if (L->subst[c] >= 0)
-			json_object_set_new(meta, "substituted-from", json_integer(L->subst[c]));
 		json_array_append_new(metas, meta);
 		for (int v = 0; v < w && !dup; v++)
 			dup = L->cell[rank * W + v] == h;
@@ -922,8 +908,8 @@ static json_t *plan_of(json_t *inventory, const struct mtc_lkg_listing *listing,
 	index_holdings(&L);
 	cells = (size_t)L.nodes * (size_t)L.workers;
 	L.cell = xmalloc(cells * sizeof *L.cell);
-	L.subst = xmalloc(cells * sizeof *L.subst);
 	L.inferred = xcalloc(cells, 1);
+	L.skipped = xcalloc((size_t)L.nodes, 1);
 	L.avail_buf = xcalloc((size_t)L.n_hash + 1, 1);
 	plan = choose(&L);
 out:
@@ -942,8 +928,8 @@ out:
 	}
 	free(L.backups);
 	free(L.cell);
-	free(L.subst);
 	free(L.inferred);
+	free(L.skipped);
 	free(L.avail_buf);
 	return plan;
 }
@@ -998,10 +984,6 @@ json_t *mtc_lkg_rank_view(json_t *plan, int rank)
 	{
 		json_t *v = json_pack("{s:O, s:O}", "worker", json_object_get(m, "worker"), "hash",
 				      json_object_get(m, "hash"));
-		json_t *from = json_object_get(m, "substituted-from");
-		json_t *addr = from ? address_of(ranks, json_integer_value(from)) : NULL;
-		if (from)
-			json_object_set(v, "substituted-from", json_is_string(addr) ? addr : from);
 		json_array_append_new(metas, v);
 	}
 	json_object_set_new(view, "metas", metas);

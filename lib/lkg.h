@@ -29,12 +29,14 @@
  * every node x worker has a meta whose hash some rank holds. A node's own
  * meta stands for it; without one, its copies on other ranks do (the first
  * whose data is held, when they disagree). With D > 1 dividing N, nodes form
- * D rows of P = N/D columns: a node x worker with no meta takes its column's
- * (one whose data is held first), and a node x worker whose data nobody
- * holds takes a column-mate's data of the same step ("substituted-from"):
- * the user declared the replicas interchangeable. Disagreements (copies of
- * one meta, or replicas of one column) are errors in the plan and counted in
- * "conflicts"; they never make a step invalid. First valid step wins; if
+ * D rows of P = N/D columns: a node x worker with no meta takes its column's,
+ * and a node x worker whose data nobody holds takes a column-mate's data of
+ * the same step ("substituted-from"): the user declared the replicas
+ * interchangeable. A column whose replicas' metas of a worker differ is
+ * skipped, as the reference does: none of its metas is inferred or
+ * substituted, so a node of it with no meta (a new replica) makes the step
+ * invalid. Disagreements (copies of one meta, or replicas of one column) are
+ * errors in the plan and counted in "conflicts". First valid step wins; if
  * none, the backups newest first by name, each judged on its own metas and
  * data only. With "restore-version" only that backup is considered, and if
  * it is missing or not valid the plan is empty: no fallback.
