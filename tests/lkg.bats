@@ -46,19 +46,19 @@ inventory() { # a 2-node inventory; node 1 wiped, its data on node 0
 	assert_line "1 of 2 ranks hold everything they need"
 }
 
-@test "--inventory: replicas that disagree and a node's data lost print the substitution, never nothing to restore" {
+@test "--inventory: a column whose replicas disagree is skipped: a node's data lost is never its column-mate's" {
 	cat >"$T/inv.json" <<-JSON
 	{"job-name": "job", "nodes": 2, "assume-data-parallelism": 2, "ranks": [
 	 {"node-rank": 0, "meta-files": [[5, 0, 0, "$(h a)"]], "data-files": []},
 	 {"node-rank": 1, "meta-files": [[5, 1, 0, "$(h b)"]], "data-files": ["$(h b)"]}]}
 	JSON
 	run mtc-lkg --inventory "$T/inv.json"
-	assert_success
-	assert_line --index 0 "step 5 from the cluster (2 nodes x 1 worker)"
-	assert_line --partial "error: step 5: column 0 worker 0: replicas disagree"
-	assert_line "rank 0 worker 0: its own data exists nowhere; it takes rank 1's (assume-data-parallelism)"
+	assert_failure 4
+	assert_output --partial "error: step 5: column 0 worker 0: replicas disagree"
+	assert_output --partial "the column is skipped"
 	run mtc-lkg --inventory "$T/inv.json" --json
-	[ "$(jq -r '.conflicts, .ranks[0].metas[0]["substituted-from"], .ranks[0].fetch[0].hash' <<<"$output" | tr '\n' ' ')" = "1 1 $(h b) " ]
+	assert_failure 4
+	[ "$(jq -r '.step, .rejected[0].reason' <<<"$output" | tr '\n' ' ')" = "null node 0 worker 0: $(h a).data is held by no rank " ]
 }
 
 @test "--inventory - --json prints the plan" {
