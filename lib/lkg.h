@@ -29,13 +29,11 @@
  * every node x worker has a meta whose hash some rank holds. A node's own
  * meta stands for it; without one, its copies on other ranks do (the first
  * whose data is held, when they disagree). With D > 1 dividing N, nodes form
- * D rows of P = N/D columns: a node x worker with no meta takes its column's,
- * and a node x worker whose data nobody holds takes a column-mate's data of
- * the same step ("substituted-from"): the user declared the replicas
- * interchangeable. A column whose replicas' metas of a worker differ is
- * skipped, as the reference does: none of its metas is inferred or
- * substituted, so a node of it with no meta (a new replica) makes the step
- * invalid. Disagreements (copies of one meta, or replicas of one column) are
+ * D rows of P = N/D columns: a node x worker with no meta takes its column's.
+ * A column whose replicas' metas of a worker differ is skipped, as the
+ * reference does: none of its metas is inferred, so a node of it with no
+ * meta (a new replica) makes the step invalid. A node whose data nobody
+ * holds makes the step invalid. Disagreements (copies of one meta, or replicas of one column) are
  * errors in the plan and counted in "conflicts". First valid step wins; if
  * none, the backups newest first by name, each judged on its own metas and
  * data only. With "restore-version" only that backup is considered, and if
@@ -51,7 +49,7 @@
  *    "rejected": [{"source": "cluster"|"backup", "backup"?, "step", "reason"}, …],
  *    "ranks": [{"node-rank", "node-address" (null when unknown), "reported",
  *               "replication-peers": [rank, …] (when peers are known),
- *               "metas": [{"worker", "hash", "inferred", "substituted-from"?}, …],
+ *               "metas": [{"worker", "hash", "inferred"}, …],
  *                                                     (empty when step null)
  *               "fetch": [{"hash", "from": [rank, …], "holders", "backup",
  *                          "alternatives"?: [{"hash", "from", "backup"}, …]}, …]}
@@ -114,7 +112,7 @@ json_t *mtc_lkg_plan_listed(json_t *inventory, const struct mtc_lkg_listing *lis
  * What one rank acts on, in the shape of the reference's restore answer:
  *   {"step": S | null, "source", "backup"?, "errors",
  *    "replication-peers": [address, …],
- *    "metas": [{"worker", "hash", "substituted-from"?: address or rank}, …],
+ *    "metas": [{"worker", "hash"}, …],
  *    "fetch": [{"hash", "peers": [address, …], "backup": bool,
  *               "alternatives"?: [{"hash", "peers", "backup"}, …]}, …]}
  * with ranks turned into their node-address (ranks with no address are
