@@ -173,3 +173,20 @@ disagree_at() {
 	restored_columns "$step"
 	grep -q "restoring step $step from backup" "$CL_ROOT/node0.log"
 }
+
+@test "rank server: growth D=2 to D=3 with pods on other hosts, then shrink back: each old rank stays on its data" {
+	export CL_RANKSERVER=1
+	first_run 4 2
+	nodes_kill
+	cluster_resize 6
+	for ((r = 0; r < 4; r++)); do CL_HOST_OF[$r]=$(((r + 1) % 4)); done
+	CL_DP=3
+	cluster_start
+	run trainers orbax --dp 3 --steps 0
+	assert_success
+	restored_columns 3
+	for ((r = 0; r < 4; r++)); do assert_equal "$(fetched_of "$r")" 0; done
+	restart_as 4 2
+	assert_success
+	restored_columns 3
+}
