@@ -218,7 +218,7 @@ for c, role in order:
         drop = sc.get("capabilities", {}).get("drop", [])
         caps = [] if "ALL" in drop else [x for x in DEFAULT_CAPS if x not in drop]
         caps += sc.get("capabilities", {}).get("add", [])
-    env = {e["name"]: e.get("value", "$completion-index") for e in c.get("env", [])}
+    env = {e["name"]: e.get("value", "$" + e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath", "completion-index")) for e in c.get("env", [])}
     print(json.dumps({"name": c["name"], "role": role, "uid": uid, "gid": gid, "groups": groups,
                       "caps": caps, "nnp": sc.get("allowPrivilegeEscalation") is False, "env": env,
                       "argv": [mounted(c, w) for w in c.get("command", []) + c.get("args", [])]}))
@@ -280,7 +280,10 @@ kube_pod() {
 	pod=$(pod_spec "$JOBSET")
 	mounts=$(kubelet_volumes "$pod" "$r" "$node")
 	while IFS= read -r c; do
-		c=$(echo "$c" | jq -c --arg r "$r" '.env |= map_values(if . == "$completion-index" then $r else . end) |
+		# a JobSet of one Job: its index 0, the pod's completion index r
+		c=$(echo "$c" | jq -c --arg r "$r" '.env |= map_values(if . == "$completion-index" then $r
+			elif . == "$metadata.annotations['"'"'jobset.sigs.k8s.io/job-index'"'"']" then "0"
+			elif . == "$metadata.annotations['"'"'jobset.sigs.k8s.io/replicatedjob-replicas'"'"']" then "1" else . end) |
 			.env.JOB_COMPLETION_INDEX = $r')
 		role=$(echo "$c" | jq -r .role)
 		mapfile -t words < <(echo "$c" | jq -r '.argv[]')
@@ -470,4 +473,53 @@ print(c["command"][2])' "$MTC_TESTS/../contrib/kubernetes/jobset-pre-1.29.yaml")
 		grep -qx 'build' "$MTC_TESTS/../$f"
 	done
 	cmp "$MTC_TESTS/../.containerignore" "$MTC_TESTS/../.dockerignore"
+}
+
+@test "a JobSet of 2 Jobs: each pod's index is its Job's index x pods per Job + its completion index, and its peers are its pods' URLs" {
+	local port=${CL_PORTS[0]} j c r a args
+	for ((j = 0; j < 2; j++)); do
+		for ((c = 0; c < 2; c++)); do
+			r=$((j * 2 + c))
+			args=()
+			while IFS= read -r a; do
+				case $a in
+				*/mtc-node | mtc-node) a=$MTC_TESTS/../contrib/mtc-node ;;
+				--dir=*) a=--dir=$CL_ROOT/node$r ;;
+				--listen=*) a=--listen=127.0.$j.1$c:$port ;; # each pod a host of its own
+				--coordinator-url=*) a=--coordinator-url=http://127.0.0.10:$port ;;
+				--peer-url-template=*) a=--peer-url-template=http://127.0.{job}.1{pod}:$port ;;
+				--backup=gs://*) a=--backup=$CL_BACKUP ;;
+				--peer-token-file=*) a=--peer-token-file=$CL_ROOT/token ;;
+				--state-dir=*) a=--state-dir=$CL_ROOT/state$r ;;
+				esac
+				args+=("$a")
+			done < <(jobset command)
+			# what the Job controller and JobSet's annotations give a pod of Job j, through the manifest's env
+			env JOB_COMPLETION_INDEX=$c MTC_JOB_INDEX=$j MTC_JOB_REPLICAS=2 "${args[@]}" \
+				--heartbeat=0.5 --round-timeout=60 --verbose >>"$CL_ROOT/node$r.log" 2>&1 &
+			echo $! >"$CL_ROOT/node$r.pid"
+		done
+	done
+	[ "$(pod_spec "$JOBSET" | jq -r 'select(.role == "sidecar") | .env.MTC_JOB_INDEX')" = "\$metadata.annotations['jobset.sigs.k8s.io/job-index']" ]
+	[ "$(pod_spec "$JOBSET" | jq -r 'select(.role == "sidecar") | .env.MTC_JOB_REPLICAS')" = "\$metadata.annotations['jobset.sigs.k8s.io/replicatedjob-replicas']" ]
+	CL_RANKSERVER=1 run trainers orbax --steps 1
+	assert_success
+	for ((r = 0; r < 4; r++)); do
+		grep -q "process id $r," "$CL_ROOT/trainer$r.err" # a fresh job: the global pod index
+		assert_equal "$(cat "$CL_ROOT/state$r/peers")" "$(printf 'http://127.0.%d.1%d:%s\n' 0 0 "$port" 0 1 "$port" 1 0 "$port" 1 1 "$port")"
+	done
+}
+
+@test "mtc-node refuses a JobSet env it cannot make an index of, and '{job}' without --nodes" {
+	m=$MTC_TESTS/../contrib/mtc-node
+	base=(--dir "$CL_ROOT/node0" --listen 127.0.0.1:1 --coordinator-url http://127.0.0.1:1)
+	run env JOB_COMPLETION_INDEX=0 MTC_JOB_INDEX=1 MTC_JOB_REPLICAS=3 "$m" "${base[@]}" --peers-file "$CL_ROOT/peers" --nodes 4
+	assert_failure 2
+	assert_output --partial "3 Jobs do not divide --nodes 4"
+	run env JOB_COMPLETION_INDEX=2 MTC_JOB_INDEX=1 MTC_JOB_REPLICAS=2 "$m" "${base[@]}" --peers-file "$CL_ROOT/peers" --nodes 4
+	assert_failure 2
+	assert_output --partial "is not below the 2 pods of a Job"
+	run "$m" "${base[@]}" --peer-url-template 'http://h-{job}-{pod}:1'
+	assert_failure 2
+	assert_output --partial "need --nodes"
 }
