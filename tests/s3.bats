@@ -237,3 +237,80 @@ fault_proxy() {
 	kill "$PROXY_PID"
 	wait "$PROXY_PID" 2>/dev/null || true
 }
+
+# killed_upload STEP NAME: mtc-backup of STEP (12 MiB, two parts) to s3://bkt/NAME killed -9
+# with both parts sent and the upload not completed; prints the data's hash.
+killed_upload() {
+	local h
+	h=$(saved_step "$WORK/local" job "$1" 0 "seed$1" $((12 << 20)))
+	rm -f "$WORK/stalled"
+	MTC_FAULT_STALL="s3-complete=*/weights:$WORK/stalled" mtc-backup --dir "$WORK/local" \
+		--config "$WORK/cfg" --step "$1" --to s3://bkt --name "$2" \
+		--slice-threshold 6M --slices 2 >/dev/null 2>&1 &
+	BG_PID=$!
+	wait_for grep -qs "^[0-9]*$" "$WORK/stalled"
+	kill -9 "$BG_PID"
+	wait "$BG_PID" || true
+	BG_PID=
+	echo "$h"
+}
+
+# uploads: the multipart uploads in bkt as the AWS CLI lists them, "key initiated" a line
+uploads() {
+	$AWS s3api list-multipart-uploads --bucket bkt --output json |
+		jq -r '(.Uploads // [])[] | "\(.Key) \(.Initiated)"'
+}
+
+@test "s3://: a killed run's multipart upload is dated by its parts; mtc-prune aborts it once stale, and a deleted backup's at once" {
+	config "$WORK/cfg" job 0 1
+	export AWS_ENDPOINT_URL_S3=$MOTO_URL
+	saved_step "$WORK/local" job 1 0 a >/dev/null
+	mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 1 --to s3://bkt --name 2025-06-01_00-00 >/dev/null
+	h=$(killed_upload 2 2025-06-02_00-00)
+	run uploads
+	# moto dates every upload's start 2010-11-10: by that alone this one would look stale
+	assert_output "job/2025-06-02_00-00/$h.data/weights 2010-11-10T20:48:33.000Z"
+	# its parts are young: a prune keeping the backup in its grace leaves the upload
+	prune() { mtc-prune s3://bkt --job job --minutely 0 --hourly 0 --daily 9 --weekly 0 \
+		--monthly 0 --yearly 0 --delete -v "$@"; }
+	run prune
+	assert_success
+	[ "$(uploads | wc -l)" -eq 1 ]
+	# once its newest part is older than the stale age, it is aborted, its bytes said
+	sleep 2
+	MTC_TMP_STALE_S=1 run --separate-stderr prune
+	assert_success
+	[[ "$stderr" == *"removed 's3://bkt/job/2025-06-02_00-00/$h.data/weights (upload "*")' ($((12 << 20)) bytes): a dead writer's temporary"* ]]
+	[ -z "$(uploads)" ]
+	grep -q "DELETE /bkt/job/2025-06-02_00-00/$h.data/weights?uploadId=" "$WORK/moto.log"
+	run mtc-lkg --backups s3://bkt --job job --json
+	[ "$(jq -r '.backups | length' <<<"$output")" = 2 ]
+	# a backup deleted (past its grace) takes its uploads with it, however young
+	h=$(killed_upload 3 2025-05-31_00-00)
+	[ "$(uploads | wc -l)" -eq 1 ]
+	prune() { mtc-prune s3://bkt --job job --minutely 0 --hourly 0 --daily 2 --weekly 0 \
+		--monthly 0 --yearly 0 --grace 0 --delete; }
+	run prune
+	assert_success
+	assert_output --partial "deleted      2025-05-31_00-00"
+	[ -z "$(uploads)" ]
+	run $AWS s3 ls --recursive s3://bkt/job/2025-05-31_00-00/
+	refute_output --partial "$h"
+}
+
+@test "s3://: a killed run's upload older than the stale age is aborted by the next run, which sends every part again" {
+	config "$WORK/cfg" job 0 1
+	export AWS_ENDPOINT_URL_S3=$MOTO_URL
+	h=$(killed_upload 100 2025-06-30_14-30)
+	parts="PUT /bkt/job/2025-06-30_14-30/$h.data/weights?partNumber="
+	[ "$(grep -c "$parts" "$WORK/moto.log")" -eq 2 ]
+	sleep 2
+	MTC_TMP_STALE_S=1 run --separate-stderr mtc-backup --dir "$WORK/local" --config "$WORK/cfg" \
+		--step 100 --to s3://bkt --name 2025-06-30_14-30 --slice-threshold 6M --slices 2 -v
+	assert_success
+	[[ "$stderr" == *"removed 's3://bkt/job/2025-06-30_14-30/$h.data/weights (upload "* ]]
+	[ "$(grep -c "$parts" "$WORK/moto.log")" -eq 4 ]
+	[ -z "$(uploads)" ]
+	run mtc-lkg --backups s3://bkt --job job --json
+	[ "$(jq -r '.backups[0].state' <<<"$output")" = valid ]
+}

@@ -21,6 +21,7 @@
 #include "crc32c.h"
 #include "s3.h"
 #include "s3_xml.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
 /* ---------------------------------------------------------------- the api */
@@ -475,7 +476,11 @@ static struct op *batch_op(struct mtc_store *s, char **names, size_t n)
 	return op;
 }
 
-/* Deletes the listed objects, .meta first, each group in parallel batches. */
+/*
+ * Deletes the uploads under prefix (before the objects, which are what
+ * lists it), then the listed objects, .meta first, each group in parallel
+ * batches.
+ */
 static int s3_delete_prefix(struct mtc_store *s, const char *prefix)
 {
 	struct mtc_store_list l;
@@ -484,6 +489,8 @@ static int s3_delete_prefix(struct mtc_store *s, const char *prefix)
 	size_t n = 0;
 	int rc = 0;
 
+	if (s3_uploads(s, prefix, -1, 1, NULL, NULL) < 0)
+		return -1;
 	memset(&l, 0, sizeof l);
 	if (s3_list(s, prefix, NULL, &l) < 0) {
 		mtc_store_list_free(&l);
@@ -516,11 +523,11 @@ static int s3_delete_prefix(struct mtc_store *s, const char *prefix)
 	return rc;
 }
 
-/* An upload that a killed run left is no object: nothing to list here. */
+/* A killed run's multipart uploads: no object, but bytes the bucket keeps. */
 static long s3_leftovers(struct mtc_store *s, const char *prefix, int remove,
 			 mtc_store_leftover_fn *fn, void *arg)
 {
-	return 0;
+	return s3_uploads(s, prefix, mtc_tmp_stale_s(), remove, fn, arg);
 }
 
 /* -------------------------------------------------------------------- open */

@@ -157,6 +157,7 @@ struct op {
 	size_t *outlen, max;
 	void *rangebuf;
 	struct mtc_store_object *stat_out;
+	void *arg; /* a backend's own state for the op */
 };
 
 /* Sets up xf (s->impl's first member) for s: the multi handle, slicing and backoff. */
