@@ -360,3 +360,60 @@ rclone_moto() {
 	assert_success
 	diff -r "$WORK/local/$h.data" "$WORK/out/$h.data"
 }
+
+@test "s3://: connection resets and 500s are retried, mid multipart upload and mid ranged restore" {
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/local" job 100 0 seed $((12 << 20)))
+	fault_proxy PUT reset - 3
+	MTC_S3_RETRY_BASE_MS=10 run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 \
+		--to s3://bkt --s3-endpoint "$PROXY_URL" --name 2025-06-30_14-30 --slice-threshold 6M --slices 2
+	assert_success
+	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 3 ]
+	kill "$PROXY_PID"
+	wait "$PROXY_PID" 2>/dev/null || true
+	fault_proxy GET reset - 3
+	MTC_S3_RETRY_BASE_MS=10 run mtc-restore --from s3://bkt --s3-endpoint "$PROXY_URL" --job job \
+		--name 2025-06-30_14-30 --rank 0 --layout hash --out "$WORK/out" --slice-threshold 4M --slices 3
+	assert_success
+	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 3 ]
+	diff -r "$WORK/local/$h.data" "$WORK/out/$h.data"
+	kill "$PROXY_PID"
+	wait "$PROXY_PID" 2>/dev/null || true
+	fault_proxy POST 500 InternalError 2
+	MTC_S3_RETRY_BASE_MS=10 run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 \
+		--to s3://bkt/again --s3-endpoint "$PROXY_URL" --name 2025-06-30_14-30 --slice-threshold 6M --slices 2
+	assert_success
+	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 2 ]
+	run mtc-lkg --backups s3://bkt/again --s3-endpoint "$MOTO_URL" --job job --json
+	[ "$(jq -r '.backups[0].state' <<<"$output")" = valid ]
+}
+
+@test "s3://: a wrong region is answered as S3 does; mtc moves to the bucket's region once, saying so" {
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/local" job 100 0 seed $((12 << 20)))
+	"$MTC_PY" "$BATS_TEST_DIRNAME/s3_fault_proxy.py" "$MOTO_URL" region eu-west-1 >"$WORK/proxy.port" 2>"$WORK/proxy.err" &
+	PROXY_PID=$!
+	wait_for test -s "$WORK/proxy.port"
+	PROXY_URL="http://127.0.0.1:$(cat "$WORK/proxy.port")"
+	# the AWS CLI meets the refusal too, and follows it
+	run env AWS_REGION=us-west-2 ${MTC_PY%/*}/aws --endpoint-url "$PROXY_URL" s3 ls s3://bkt/
+	assert_success
+	cli=$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)
+	[ "$cli" -ge 1 ]
+	AWS_REGION=us-west-2 run --separate-stderr mtc-backup --dir "$WORK/local" --config "$WORK/cfg" \
+		--step 100 --to s3://bkt --s3-endpoint "$PROXY_URL" --name 2025-06-30_14-30 \
+		--slice-threshold 6M --slices 2
+	assert_success
+	[ "$(grep -c "is in region 'eu-west-1', not 'us-west-2'" <<<"$stderr")" -eq 1 ]
+	AWS_REGION=us-west-2 run mtc-restore --from s3://bkt --s3-endpoint "$PROXY_URL" --job job \
+		--name 2025-06-30_14-30 --rank 0 --layout hash --out "$WORK/out" --slice-threshold 4M --slices 3
+	assert_success
+	diff -r "$WORK/local/$h.data" "$WORK/out/$h.data"
+	# each run is refused once a request in flight at the time, then all go to eu-west-1
+	fired=$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)
+	[ "$((fired - cli))" -ge 2 ] && [ "$((fired - cli))" -le 8 ]
+	AWS_REGION=eu-west-1 run --separate-stderr mtc-lkg --backups s3://bkt --s3-endpoint "$PROXY_URL" --job job
+	assert_success
+	[ -z "$stderr" ]
+	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq "$fired" ]
+}

@@ -4,16 +4,26 @@ s3_fault_proxy.py UPSTREAM METHOD STATUS CODE TIMES
     listens on a free loopback port (printed on stdout), forwards every request to UPSTREAM
     (the Host header kept, so that signatures still match) except the first TIMES whose method
     is METHOD, answered STATUS with an S3 error body of CODE. GET /proxy-stats answers
-    "<faults fired> <requests forwarded>".
+    "<faults fired> <requests forwarded>". STATUS "reset" closes the connection with a TCP
+    reset instead of answering, the request read.
+s3_fault_proxy.py UPSTREAM region REGION
+    answers as AWS S3 does a request signed for another region than the bucket's, REGION:
+    400 AuthorizationHeaderMalformed naming REGION; forwards the others.
 """
 import http.client
+import re
+import socket
+import struct
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 up = urlsplit(sys.argv[1])
-METHOD, STATUS, CODE, TIMES = sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+if sys.argv[2] == "region":
+    METHOD, STATUS, CODE, TIMES, REGION = None, 0, "", 0, sys.argv[3]
+else:
+    METHOD, STATUS, CODE, TIMES, REGION = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), None
 lock = threading.Lock()
 stats = {"fired": 0, "forwarded": 0}
 
@@ -29,13 +39,33 @@ class Proxy(BaseHTTPRequestHandler):
         body = self.rfile.read(n) if n else b""
         if self.path == "/proxy-stats":
             return self.answer(200, ("%d %d" % (stats["fired"], stats["forwarded"])).encode(), [])
+        if REGION:
+            m = re.search(r"Credential=[^/]*/[^/]*/([^/]*)/", self.headers.get("Authorization", ""))
+            fire = bool(m) and m.group(1) != REGION
+            with lock:
+                stats["fired" if fire else "forwarded"] += 1
+            if fire:
+                err = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AuthorizationHeaderMalformed"
+                       "</Code><Message>The authorization header is malformed; the region '%s' is "
+                       "wrong; expecting '%s'</Message><Region>%s</Region></Error>"
+                       % (m.group(1), REGION, REGION)).encode()
+                return self.answer(400, err, [("Content-Type", "application/xml")])
+            return self.forward(body)
         with lock:
             fire = self.command == METHOD and stats["fired"] < TIMES
             stats["fired" if fire else "forwarded"] += 1
+        if fire and STATUS == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
         if fire:
             err = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code>"
                    "<Message>injected by the test</Message></Error>" % CODE).encode()
-            return self.answer(STATUS, err, [("Content-Type", "application/xml")])
+            return self.answer(int(STATUS), err, [("Content-Type", "application/xml")])
+        self.forward(body)
+
+    def forward(self, body):
         c = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
         c.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
         for k, v in self.headers.items():

@@ -19,6 +19,7 @@
 
 #include "buf.h"
 #include "crc32c.h"
+#include "log.h"
 #include "s3.h"
 #include "s3_xml.h"
 #include "tmpname.h"
@@ -180,7 +181,42 @@ static void s3_get(struct op *op, struct req *r)
 	xfer_header(r, "x-amz-checksum-mode: ENABLED");
 }
 
-const struct xfer_api s3_api = { s3_authorize, s3_header, s3_message, s3_get, s3_expired };
+/*
+ * A request signed for another region than the bucket's: S3 names the
+ * bucket's (<Region>), and the store moves there for every later request,
+ * as the AWS SDKs do, saying so once.
+ */
+static int s3_moved(struct op *op, const struct req *r)
+{
+	struct s3 *b = (struct s3 *)op->xf;
+	struct mtc_s3_target t;
+	char *code, *region, err[256];
+	int moved = 0;
+
+	if (r->status != 400 && r->status != 301)
+		return 0;
+	code = r->mem.p ? mtc_s3_xml_text(r->mem.p, r->mem.len, "Code") : NULL;
+	region = r->mem.p ? mtc_s3_xml_text(r->mem.p, r->mem.len, "Region") : NULL;
+	if (code && region && *region &&
+	    (!strcmp(code, "AuthorizationHeaderMalformed") || !strcmp(code, "PermanentRedirect"))) {
+		if (!strcmp(region, b->t.region)) {
+			moved = 1; /* another op moved the store already */
+		} else if (mtc_s3_target_resolve(b->bucket, op->s->opt.s3_endpoint, region,
+						 MTC_S3_STYLE_AUTO, &t, err, sizeof err) == 0) {
+			mtc_warn("bucket '%s' is in region '%s', not '%s': using it (set AWS_REGION "
+				 "to skip this)",
+				 b->bucket, region, b->t.region);
+			mtc_s3_target_free(&b->t);
+			b->t = t;
+			moved = 1;
+		}
+	}
+	free(code);
+	free(region);
+	return moved;
+}
+
+const struct xfer_api s3_api = { s3_authorize, s3_header, s3_message, s3_get, s3_expired, s3_moved };
 
 /* Each <tag>...</tag> of xml in turn: *at moves past it; NULL after the last. */
 const char *s3_element(const char **at, const char *end, const char *tag, size_t *len)
