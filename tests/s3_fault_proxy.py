@@ -9,6 +9,9 @@ s3_fault_proxy.py UPSTREAM METHOD STATUS CODE TIMES
 s3_fault_proxy.py UPSTREAM region REGION
     answers as AWS S3 does a request signed for another region than the bucket's, REGION:
     400 AuthorizationHeaderMalformed naming REGION; forwards the others.
+s3_fault_proxy.py UPSTREAM rate BYTES_PER_S
+    forwards every request, each connection's request and response bodies paced to
+    BYTES_PER_S (a stand-in for one stream's bandwidth, for tests/bench/s3_big.sh).
 """
 import http.client
 import re
@@ -16,14 +19,20 @@ import socket
 import struct
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 up = urlsplit(sys.argv[1])
+RATE = 0
 if sys.argv[2] == "region":
     METHOD, STATUS, CODE, TIMES, REGION = None, 0, "", 0, sys.argv[3]
+elif sys.argv[2] == "rate":
+    METHOD, STATUS, CODE, TIMES, REGION = None, 0, "", 0, None
+    RATE = float(sys.argv[3])
 else:
     METHOD, STATUS, CODE, TIMES, REGION = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), None
+CHUNK = 64 * 1024
 lock = threading.Lock()
 stats = {"fired": 0, "forwarded": 0}
 
@@ -34,9 +43,28 @@ class Proxy(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def pace(self, n):
+        """Sleeps until this connection's bytes so far, n more, fit RATE."""
+        if not RATE:
+            return
+        if not hasattr(self, "t0"):
+            self.t0, self.moved = time.monotonic(), 0
+        self.moved += n
+        ahead = self.moved / RATE - (time.monotonic() - self.t0)
+        if ahead > 0:
+            time.sleep(ahead)
+
     def handle_any(self):
         n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
+        parts = []
+        while n > 0:
+            b = self.rfile.read(min(n, CHUNK))
+            if not b:
+                break
+            parts.append(b)
+            n -= len(b)
+            self.pace(len(b))
+        body = b"".join(parts)
         if self.path == "/proxy-stats":
             return self.answer(200, ("%d %d" % (stats["fired"], stats["forwarded"])).encode(), [])
         if REGION:
@@ -86,7 +114,9 @@ class Proxy(BaseHTTPRequestHandler):
         self.send_header("Content-Length", length if head and length else str(len(data)))
         self.end_headers()
         if not head:
-            self.wfile.write(data)
+            for i in range(0, len(data), CHUNK):
+                self.wfile.write(data[i:i + CHUNK])
+                self.pace(min(CHUNK, len(data) - i))
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
 
