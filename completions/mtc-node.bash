@@ -18,7 +18,7 @@ _mtc_node()
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--dir --listen --coordinator-url --peer-url-template
-			--peers-file --backup --peer-token-file --gcs-token-file --tls-dir --state-dir --strict-ranks --insecure
+			--peers-file --backup --s3-endpoint --peer-token-file --gcs-token-file --tls-dir --state-dir --strict-ranks --insecure
 			--round-timeout --heartbeat-timeout --heartbeat --sync-interval --quiet-time --no-prehash
 			--nodes --index --host --jax-port --rank-timeout
 			--verbose --log-format --fail-wait --once --version --help' -- "$cur"))

@@ -4,16 +4,35 @@ s3_fault_proxy.py UPSTREAM METHOD STATUS CODE TIMES
     listens on a free loopback port (printed on stdout), forwards every request to UPSTREAM
     (the Host header kept, so that signatures still match) except the first TIMES whose method
     is METHOD, answered STATUS with an S3 error body of CODE. GET /proxy-stats answers
-    "<faults fired> <requests forwarded>".
+    "<faults fired> <requests forwarded>". STATUS "reset" closes the connection with a TCP
+    reset instead of answering, the request read.
+s3_fault_proxy.py UPSTREAM region REGION
+    answers as AWS S3 does a request signed for another region than the bucket's, REGION:
+    400 AuthorizationHeaderMalformed naming REGION; forwards the others.
+s3_fault_proxy.py UPSTREAM rate BYTES_PER_S
+    forwards every request, each connection's request and response bodies paced to
+    BYTES_PER_S (a stand-in for one stream's bandwidth, for tests/bench/s3_big.sh).
 """
 import http.client
+import re
+import socket
+import struct
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 up = urlsplit(sys.argv[1])
-METHOD, STATUS, CODE, TIMES = sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+RATE = 0
+if sys.argv[2] == "region":
+    METHOD, STATUS, CODE, TIMES, REGION = None, 0, "", 0, sys.argv[3]
+elif sys.argv[2] == "rate":
+    METHOD, STATUS, CODE, TIMES, REGION = None, 0, "", 0, None
+    RATE = float(sys.argv[3])
+else:
+    METHOD, STATUS, CODE, TIMES, REGION = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), None
+CHUNK = 64 * 1024
 lock = threading.Lock()
 stats = {"fired": 0, "forwarded": 0}
 
@@ -24,18 +43,57 @@ class Proxy(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def pace(self, n):
+        """Sleeps until this connection's bytes so far, n more, fit RATE."""
+        if not RATE:
+            return
+        if not hasattr(self, "t0"):
+            self.t0, self.moved = time.monotonic(), 0
+        self.moved += n
+        ahead = self.moved / RATE - (time.monotonic() - self.t0)
+        if ahead > 0:
+            time.sleep(ahead)
+
     def handle_any(self):
         n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
+        parts = []
+        while n > 0:
+            b = self.rfile.read(min(n, CHUNK))
+            if not b:
+                break
+            parts.append(b)
+            n -= len(b)
+            self.pace(len(b))
+        body = b"".join(parts)
         if self.path == "/proxy-stats":
             return self.answer(200, ("%d %d" % (stats["fired"], stats["forwarded"])).encode(), [])
+        if REGION:
+            m = re.search(r"Credential=[^/]*/[^/]*/([^/]*)/", self.headers.get("Authorization", ""))
+            fire = bool(m) and m.group(1) != REGION
+            with lock:
+                stats["fired" if fire else "forwarded"] += 1
+            if fire:
+                err = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AuthorizationHeaderMalformed"
+                       "</Code><Message>The authorization header is malformed; the region '%s' is "
+                       "wrong; expecting '%s'</Message><Region>%s</Region></Error>"
+                       % (m.group(1), REGION, REGION)).encode()
+                return self.answer(400, err, [("Content-Type", "application/xml")])
+            return self.forward(body)
         with lock:
             fire = self.command == METHOD and stats["fired"] < TIMES
             stats["fired" if fire else "forwarded"] += 1
+        if fire and STATUS == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
         if fire:
             err = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code>"
                    "<Message>injected by the test</Message></Error>" % CODE).encode()
-            return self.answer(STATUS, err, [("Content-Type", "application/xml")])
+            return self.answer(int(STATUS), err, [("Content-Type", "application/xml")])
+        self.forward(body)
+
+    def forward(self, body):
         c = http.client.HTTPConnection(up.hostname, up.port, timeout=60)
         c.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
         for k, v in self.headers.items():
@@ -56,7 +114,9 @@ class Proxy(BaseHTTPRequestHandler):
         self.send_header("Content-Length", length if head and length else str(len(data)))
         self.end_headers()
         if not head:
-            self.wfile.write(data)
+            for i in range(0, len(data), CHUNK):
+                self.wfile.write(data[i:i + CHUNK])
+                self.pace(min(CHUNK, len(data) - i))
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
 

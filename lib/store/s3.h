@@ -24,6 +24,14 @@ void s3_request(struct req *r, const char *method, const char *name, const char 
 /* Each <tag>...</tag> of an answer in turn: *at moves past it; NULL after the last. */
 const char *s3_element(const char **at, const char *end, const char *tag, size_t *len);
 
+/*
+ * The multipart uploads under prefix whose newest part or start is
+ * stale_s old (every one when stale_s < 0): each passed to fn, aborted
+ * when remove. How many, or -1 (store_s3_uploads.c).
+ */
+long s3_uploads(struct mtc_store *s, const char *prefix, long long stale_s, int remove,
+		mtc_store_leftover_fn *fn, void *arg);
+
 int s3_put_file(struct mtc_store *s, const char *key, const char *path, int flags);
 int s3_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags);
 int s3_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags);

@@ -127,7 +127,8 @@ static void gcs_get(struct op *op, struct req *r)
 	r->url = gcs_object_url((struct gcs *)op->xf, op->name, q);
 }
 
-static const struct xfer_api gcs_api = { gcs_authorize, gcs_header, gcs_message, gcs_get, NULL };
+static const struct xfer_api gcs_api = { gcs_authorize, gcs_header, gcs_message, gcs_get, NULL,
+					 NULL };
 
 /* ----------------------------------------------------- small reads, stat, delete */
 

@@ -19,8 +19,10 @@
 
 #include "buf.h"
 #include "crc32c.h"
+#include "log.h"
 #include "s3.h"
 #include "s3_xml.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
 /* ---------------------------------------------------------------- the api */
@@ -179,7 +181,42 @@ static void s3_get(struct op *op, struct req *r)
 	xfer_header(r, "x-amz-checksum-mode: ENABLED");
 }
 
-const struct xfer_api s3_api = { s3_authorize, s3_header, s3_message, s3_get, s3_expired };
+/*
+ * A request signed for another region than the bucket's: S3 names the
+ * bucket's (<Region>), and the store moves there for every later request,
+ * as the AWS SDKs do, saying so once.
+ */
+static int s3_moved(struct op *op, const struct req *r)
+{
+	struct s3 *b = (struct s3 *)op->xf;
+	struct mtc_s3_target t;
+	char *code, *region, err[256];
+	int moved = 0;
+
+	if (r->status != 400 && r->status != 301)
+		return 0;
+	code = r->mem.p ? mtc_s3_xml_text(r->mem.p, r->mem.len, "Code") : NULL;
+	region = r->mem.p ? mtc_s3_xml_text(r->mem.p, r->mem.len, "Region") : NULL;
+	if (code && region && *region &&
+	    (!strcmp(code, "AuthorizationHeaderMalformed") || !strcmp(code, "PermanentRedirect"))) {
+		if (!strcmp(region, b->t.region)) {
+			moved = 1; /* another op moved the store already */
+		} else if (mtc_s3_target_resolve(b->bucket, op->s->opt.s3_endpoint, region,
+						 MTC_S3_STYLE_AUTO, &t, err, sizeof err) == 0) {
+			mtc_warn("bucket '%s' is in region '%s', not '%s': using it (set AWS_REGION "
+				 "to skip this)",
+				 b->bucket, region, b->t.region);
+			mtc_s3_target_free(&b->t);
+			b->t = t;
+			moved = 1;
+		}
+	}
+	free(code);
+	free(region);
+	return moved;
+}
+
+const struct xfer_api s3_api = { s3_authorize, s3_header, s3_message, s3_get, s3_expired, s3_moved };
 
 /* Each <tag>...</tag> of xml in turn: *at moves past it; NULL after the last. */
 const char *s3_element(const char **at, const char *end, const char *tag, size_t *len)
@@ -475,7 +512,11 @@ static struct op *batch_op(struct mtc_store *s, char **names, size_t n)
 	return op;
 }
 
-/* Deletes the listed objects, .meta first, each group in parallel batches. */
+/*
+ * Deletes the uploads under prefix (before the objects, which are what
+ * lists it), then the listed objects, .meta first, each group in parallel
+ * batches.
+ */
 static int s3_delete_prefix(struct mtc_store *s, const char *prefix)
 {
 	struct mtc_store_list l;
@@ -484,6 +525,8 @@ static int s3_delete_prefix(struct mtc_store *s, const char *prefix)
 	size_t n = 0;
 	int rc = 0;
 
+	if (s3_uploads(s, prefix, -1, 1, NULL, NULL) < 0)
+		return -1;
 	memset(&l, 0, sizeof l);
 	if (s3_list(s, prefix, NULL, &l) < 0) {
 		mtc_store_list_free(&l);
@@ -516,11 +559,11 @@ static int s3_delete_prefix(struct mtc_store *s, const char *prefix)
 	return rc;
 }
 
-/* An upload that a killed run left is no object: nothing to list here. */
+/* A killed run's multipart uploads: no object, but bytes the bucket keeps. */
 static long s3_leftovers(struct mtc_store *s, const char *prefix, int remove,
 			 mtc_store_leftover_fn *fn, void *arg)
 {
-	return 0;
+	return s3_uploads(s, prefix, mtc_tmp_stale_s(), remove, fn, arg);
 }
 
 /* -------------------------------------------------------------------- open */

@@ -404,6 +404,11 @@ static void on_done(struct engine *e, struct op *op, CURLcode cc)
 		xfer_settle(e, op, V_AGAIN);
 		return;
 	}
+	if (g->api->moved && r->status && !op->moved && g->api->moved(op, r)) {
+		op->moved = 1;
+		xfer_settle(e, op, V_AGAIN);
+		return;
+	}
 	if (xfer_transient(r))
 		describe(op, r, op->lasterr, sizeof op->lasterr);
 	v = op->t->finish(op, r);

@@ -45,6 +45,12 @@ struct xfer_api {
 	void (*get)(struct op *op, struct req *r);
 	/* 1 when the answer says the credential expired (beside 401); NULL: never. */
 	int (*expired)(const struct req *r);
+	/*
+	 * 1 when the answer names where the bucket really is and the api now
+	 * addresses it there (an S3 bucket in another region): sent again, once
+	 * an op. NULL: never.
+	 */
+	int (*moved)(struct op *op, const struct req *r);
 };
 
 /*
@@ -122,7 +128,7 @@ struct op {
 	struct xfer *xf;
 	struct req req;
 	enum op_state ostate;
-	int state, attempt, retried, refreshed, err, crc_retries;
+	int state, attempt, retried, refreshed, moved, err, crc_retries;
 	double deadline, wake;
 	char lasterr[512];
 	struct op *parent;
@@ -157,6 +163,7 @@ struct op {
 	size_t *outlen, max;
 	void *rangebuf;
 	struct mtc_store_object *stat_out;
+	void *arg; /* a backend's own state for the op */
 };
 
 /* Sets up xf (s->impl's first member) for s: the multi handle, slicing and backoff. */

@@ -23,6 +23,8 @@
 # CL_RANKS limits trainers to some ranks; CL_DP=D gives each trainer its column-mate
 # as peer; CL_NODE_OF[RANK] puts a rank's trainer on another node's dir (a pod
 # rescheduled); MTC_CLUSTER_NODES / MTC_LONG set N.
+# CL_BACKUP_URL (an s3:// location) and CL_S3_ENDPOINT put the backups in a bucket
+# instead of the directory CL_BACKUP (mtc-node --backup, --s3-endpoint).
 # CL_RANKSERVER=1 runs the rank server (mtc-node --nodes): pod index r then runs on the
 # RAM of node CL_HOST_OF[r] (default r) and its trainer takes its rank from jax-init-info.txt.
 
@@ -93,7 +95,8 @@ cluster_start() {
 			${CL_RANKSERVER:+--nodes "$CL_N" --index "$r" --host 127.0.0.1 --jax-port "${CL_JAX_PORT:-8482}" --rank-timeout "${CL_ROUND_TIMEOUT:-60}"} \
 			--listen "${CL_LISTEN[$r]:-127.0.0.1:${CL_PORTS[$r]}}" --coordinator-url "$CL_COORD" \
 			${CL_TOKEN:+--peer-token-file "$CL_TOKEN"} ${CL_TLS:+--tls-dir "$CL_TLS"} \
-			--peers-file "$CL_ROOT/peers" --backup "$CL_BACKUP" --state-dir "$CL_ROOT/state$r" \
+			--peers-file "$CL_ROOT/peers" --backup "${CL_BACKUP_URL:-$CL_BACKUP}" \
+			${CL_S3_ENDPOINT:+--s3-endpoint "$CL_S3_ENDPOINT"} --state-dir "$CL_ROOT/state$r" \
 			--heartbeat 0.5 --heartbeat-timeout 3 --round-timeout "${CL_ROUND_TIMEOUT:-60}" --sync-interval 0.5 \
 			--quiet-time 0.5 --verbose >>"$CL_ROOT/node$r.log" 2>&1 &
 		echo $! >"$CL_ROOT/node$r.pid"
@@ -218,6 +221,13 @@ replicated() {
 # A backup with every node's .meta; prints its step.
 backup_step() {
 	local b
+	if [ -n "${CL_BACKUP_URL:-}" ]; then
+		b=$(mtc-lkg --backups "$CL_BACKUP_URL" ${CL_S3_ENDPOINT:+--s3-endpoint "$CL_S3_ENDPOINT"} \
+			--job "$CL_JOB" --nodes "$CL_N" --json 2>/dev/null |
+			jq -r '[.backups[] | select(.state == "valid")][0].step // empty')
+		[ -n "$b" ] && echo "$b"
+		return
+	fi
 	for b in "$CL_BACKUP/$CL_JOB"/*/; do
 		[ -d "$b" ] || continue
 		local n
