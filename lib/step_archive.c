@@ -110,11 +110,11 @@ const char *mtc_archive_filter_of(const char *path)
 {
 	/* GNU tar's -a suffixes, and bsdtar's .lz4 */
 	static const char *const suffixes[][2] = {
-		{ ".gz", "gzip" },   { ".tgz", "gzip" },   { ".taz", "gzip" },   { ".Z", "compress" },
-		{ ".taZ", "compress" }, { ".bz2", "bzip2" }, { ".tz2", "bzip2" }, { ".tbz2", "bzip2" },
-		{ ".tbz", "bzip2" }, { ".lz", "lzip" },    { ".lzma", "lzma" },  { ".tlz", "lzma" },
-		{ ".lzo", "lzop" },  { ".xz", "xz" },      { ".txz", "xz" },     { ".zst", "zstd" },
-		{ ".tzst", "zstd" }, { ".lz4", "lz4" },
+		{ ".zst", "zstd" },	{ ".tzst", "zstd" },	 { ".gz", "gzip" },   { ".tgz", "gzip" },
+		{ ".taz", "gzip" },	{ ".bz2", "bzip2" },	 { ".tbz2", "bzip2" }, { ".tbz", "bzip2" },
+		{ ".tz2", "bzip2" },	{ ".xz", "xz" },	 { ".txz", "xz" },    { ".lzma", "lzma" },
+		{ ".tlz", "lzma" },	{ ".lz", "lzip" },	 { ".lzo", "lzop" },  { ".Z", "compress" },
+		{ ".taZ", "compress" }, { ".lz4", "lz4" },
 	};
 	const char *dot = strrchr(path, '.');
 
