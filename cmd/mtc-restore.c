@@ -7,8 +7,9 @@
  *          killed run left for this backup and rank, keeping what it holds
  *       3. verify it against its name and its manifest (exit 5 if not)
  *       4. make it visible: DIR/<step> by rename (--layout hash: DIR/<hash>.data,
- *          then the .meta files); or write all of it as one tar stream
- *          (libarchive, zstd optional); --verify re-hashes the whole backup
+ *          then the .meta files); or write the same as one tar stream
+ *          (libarchive, compressed as its suffix says, by temporary and
+ *          rename: lib/step_archive.h); --verify re-hashes the whole backup
  *          streamed (lib/backup_check.h) and writes nothing
  *   --pin LOCATION --job JOB NAME  write restore.version (a valid backup only, unless --force)
  *   --unpin LOCATION --job JOB     remove restore.version
@@ -366,8 +367,10 @@ static int restore_from(struct mtc_store *s, const struct mtc_backup_info *info,
 	}
 	if (todo)
 		mtc_info("writing %s", archive_path ? archive_path : out_dir);
-	if (archive_path && mtc_step_archive(archive_path, !!compress, staging, w, n, err,
-					     sizeof err) < 0) {
+	if (archive_path && mtc_step_archive(archive_path,
+					     compress ? compress : mtc_archive_filter_of(archive_path),
+					     strcmp(layout, "hash") ? info->step : -1, staging, w, n,
+					     err, sizeof err) < 0) {
 		mtc_error("%s", err);
 		rc = MTC_EXIT_FAILURE;
 	} else if (!archive_path && (!strcmp(layout, "hash")
@@ -717,8 +720,8 @@ int main(int argc, const char **argv)
 		{ "out", 'o', POPT_ARG_STRING, &out_dir, 0, "write the step into DIR (see --layout)", "DIR" },
 		{ "layout", '\0', POPT_ARG_STRING, &layout, 0, "step: DIR/<step> as the framework saved it; hash: <hash>.data and the .meta files (default step)", "step|hash" },
 		{ "verify", '\0', POPT_ARG_NONE, &verify_only, 0, "with --from: re-hash the whole backup against its manifests and names, writing nothing", NULL },
-		{ "archive", 'a', POPT_ARG_STRING, &archive_path, 0, "write a tar stream instead (- for stdout)", "FILE|-" },
-		{ "compress", '\0', POPT_ARG_STRING, &compress, 0, "compress the archive", "zstd" },
+		{ "archive", 'a', POPT_ARG_STRING, &archive_path, 0, "write a tar stream instead (- for stdout), laid out as --layout, compressed as FILE's suffix says", "FILE|-" },
+		{ "compress", '\0', POPT_ARG_STRING, &compress, 0, "compress the archive whatever its suffix", "zstd" },
 		{ "pin", '\0', POPT_ARG_STRING, &pin_root, 0, "write restore.version naming NAME", "LOCATION" },
 		{ "unpin", '\0', POPT_ARG_STRING, &unpin_root, 0, "remove restore.version", "LOCATION" },
 		{ "force", '\0', POPT_ARG_NONE, &force, 0, "pin a backup that is not valid", NULL },
@@ -814,6 +817,12 @@ int main(int argc, const char **argv)
 		}
 		if (compress && (!archive_path || strcmp(compress, "zstd"))) {
 			mtc_usage_error("--compress takes 'zstd', with --archive");
+			break;
+		}
+		if (compress && mtc_archive_filter_of(archive_path) &&
+			   strcmp(mtc_archive_filter_of(archive_path), compress)) {
+			mtc_usage_error("--compress %s contradicts the suffix of '%s' (%s): drop one",
+					compress, archive_path, mtc_archive_filter_of(archive_path));
 			break;
 		}
 		if (strcmp(layout, "step") && strcmp(layout, "hash")) {

@@ -12,7 +12,10 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "fault.h"
+#include "fsutil.h"
 #include "strset.h"
+#include "tmpname.h"
 #include "walk.h"
 #include "xalloc.h"
 
@@ -103,39 +106,107 @@ static int archive_meta(struct archive *a, const struct mtc_step_part *p)
 	return rc;
 }
 
-int mtc_step_archive(const char *path, int zstd, const char *dir, const struct mtc_step_part *parts,
-		     size_t n, char *err, size_t errlen)
+const char *mtc_archive_filter_of(const char *path)
+{
+	/* GNU tar's -a suffixes, and bsdtar's .lz4 */
+	static const char *const suffixes[][2] = {
+		{ ".zst", "zstd" },	{ ".tzst", "zstd" },	 { ".gz", "gzip" },   { ".tgz", "gzip" },
+		{ ".taz", "gzip" },	{ ".bz2", "bzip2" },	 { ".tbz2", "bzip2" }, { ".tbz", "bzip2" },
+		{ ".tz2", "bzip2" },	{ ".xz", "xz" },	 { ".txz", "xz" },    { ".lzma", "lzma" },
+		{ ".tlz", "lzma" },	{ ".lz", "lzip" },	 { ".lzo", "lzop" },  { ".Z", "compress" },
+		{ ".taZ", "compress" }, { ".lz4", "lz4" },
+	};
+	const char *dot = strrchr(path, '.');
+
+	if (!dot || strchr(dot, '/'))
+		return NULL;
+	for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++)
+		if (!strcmp(dot, suffixes[i][0]))
+			return suffixes[i][1];
+	return NULL;
+}
+
+/* The entries of the archive: the step's trees under their names, then the .meta files. */
+static int archive_parts(struct archive *a, long long step, const char *dir,
+			 const struct mtc_step_part *parts, size_t n)
+{
+	struct mtc_strset seen = { 0 };
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char *src = xasprintf("%s/%s.data", dir, parts[i].hash);
+		char *name = step < 0	? xasprintf("%s.data", parts[i].hash)
+			     : n == 1	? xasprintf("%lld", step)
+					: xasprintf("w%d/%lld", parts[i].worker, step);
+		if ((step >= 0 || !mtc_strset_add(&seen, parts[i].hash)) &&
+		    archive_tree(a, src, name) < 0)
+			rc = -1;
+		mtc_fault_kill("archive", name);
+		free(src);
+		free(name);
+	}
+	for (size_t i = 0; i < n && rc == 0 && step < 0; i++)
+		if (archive_meta(a, &parts[i]) < 0)
+			rc = -1;
+	mtc_strset_free(&seen);
+	return rc;
+}
+
+/* What killed writers of archives (or anything else) left beside path: theirs to remove. */
+static void sweep_beside(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = !slash	   ? xstrdup(".")
+		    : slash == path ? xstrdup("/")
+				    : xasprintf("%.*s", (int)(slash - path), path);
+
+	mtc_tmp_sweep(dir, 1, 1, NULL, NULL);
+	free(dir);
+}
+
+int mtc_step_archive(const char *path, const char *filter, long long step, const char *dir,
+		     const struct mtc_step_part *parts, size_t n, char *err, size_t errlen)
 {
 	struct archive *a = archive_write_new();
-	struct mtc_strset seen = { 0 };
-	int rc = -1;
+	struct mtc_tmp t = { NULL, -1 };
+	int to_file = strcmp(path, "-") != 0, rc = -1;
+	const char *why = NULL;
 
 	archive_write_set_format_pax_restricted(a);
 	archive_write_set_bytes_in_last_block(a, 1);
-	if (zstd && archive_write_add_filter_zstd(a) != ARCHIVE_OK)
-		goto out;
-	if ((strcmp(path, "-") ? archive_write_open_filename(a, path) : archive_write_open_fd(a, 1)) !=
-	    ARCHIVE_OK)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		char *src = xasprintf("%s/%s.data", dir, parts[i].hash);
-		char *name = xasprintf("%s.data", parts[i].hash);
-		int bad = !mtc_strset_add(&seen, parts[i].hash) && archive_tree(a, src, name) < 0;
-		free(src);
-		free(name);
-		if (bad)
-			goto out;
+	if (filter && archive_write_add_filter_by_name(a, filter) != ARCHIVE_OK) {
+		snprintf(err, errlen, "cannot write archive '%s': no %s compression here", path,
+			 filter);
+		archive_write_free(a);
+		return -1;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (archive_meta(a, &parts[i]) < 0)
-			goto out;
-	if (archive_write_close(a) == ARCHIVE_OK)
+	if (to_file)
+		sweep_beside(path);
+	if (to_file && mtc_tmp_beside(path, &t) < 0) {
+		snprintf(err, errlen, "cannot write archive '%s': %s", path, strerror(errno));
+		archive_write_free(a);
+		return -1;
+	}
+	if (archive_write_open_fd(a, to_file ? t.fd : STDOUT_FILENO) != ARCHIVE_OK ||
+	    archive_parts(a, step, dir, parts, n) < 0 || archive_write_close(a) != ARCHIVE_OK)
+		why = archive_errno(a) > 0	   ? strerror(archive_errno(a))
+		      : archive_error_string(a) ? archive_error_string(a)
+						   : strerror(errno);
+	else if (to_file && (fsync(t.fd) < 0 || rename(t.path, path) < 0))
+		why = strerror(errno);
+	else
 		rc = 0;
-out:
 	if (rc < 0)
-		snprintf(err, errlen, "cannot write archive '%s': %s", path,
-			 archive_error_string(a) ? archive_error_string(a) : strerror(errno));
-	archive_write_free(a);
-	mtc_strset_free(&seen);
+		snprintf(err, errlen, "cannot write archive '%s': %s", path, why);
+	archive_write_free(a); /* before the temporary's fd closes: it may still flush */
+	if (rc < 0 && t.path) {
+		mtc_tmp_discard(&t);
+	} else if (t.path) {
+		mtc_tmp_release(&t);
+		if (mtc_fsync_parent(path) < 0) {
+			snprintf(err, errlen, "cannot write archive '%s': %s", path, strerror(errno));
+			rc = -1;
+		}
+	}
 	return rc;
 }

@@ -345,6 +345,38 @@ compose() {
 	assert_output 404
 }
 
+@test "gcloud's upload forms: LF multipart with a single-quoted boundary, /resumable/upload, storageLayout" {
+	fakegcs_start
+	# as Python's email package writes it for apitools: bare LF line breaks, the boundary in ''
+	printf 'a\r\nb\n\n--x\n' >"$WORK/data"
+	{
+		printf -- "--===7==\nContent-Type: application/json\nMIME-Version: 1.0\n\n"
+		printf -- '{"bucket": "%s", "name": "g/mp", "crc32c": "%s"}\n' "$B" "$(crc_of "$WORK/data")"
+		printf -- "--===7==\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: binary\n\n"
+		cat "$WORK/data"
+		printf -- "\n--===7==--"
+	} >"$WORK/body"
+	run curl -s -o "$WORK/out" -w '%{http_code}' -H "Content-Type: multipart/related; boundary='===7=='" \
+		--data-binary @"$WORK/body" "$(upload_url)?alt=json&uploadType=multipart"
+	assert_output 200
+	curl -s "$(api)/g%2Fmp?alt=media" | cmp - "$WORK/data"
+	printf 'no closing delimiter\n' >>"$WORK/body"
+	sed -i 's/--===7==--/--===7==/' "$WORK/body"
+	run curl -s -o "$WORK/out" -w '%{http_code}' -H "Content-Type: multipart/related; boundary='===7=='" \
+		--data-binary @"$WORK/body" "$(upload_url)?uploadType=multipart"
+	assert_output 400
+	# apitools' resumable path: a session started there is completed at its Location
+	run curl -s -D "$WORK/h" -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+		--data '{"name": "g/rs"}' "$FAKEGCS_URL/resumable/upload/storage/v1/b/$B/o?alt=json&uploadType=resumable"
+	assert_output 200
+	loc=$(tr -d '\r' <"$WORK/h" | sed -n 's/^[Ll]ocation: //p')
+	run curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary @"$WORK/data" "$loc"
+	assert_output 200
+	curl -s "$(api)/g%2Frs?alt=media" | cmp - "$WORK/data"
+	run curl -s "$FAKEGCS_URL/storage/v1/b/$B/storageLayout"
+	assert_output --partial '"kind": "storage#storageLayout"'
+}
+
 @test "generations, metagenerations and preconditions" {
 	fakegcs_start
 	echo one >"$WORK/one"

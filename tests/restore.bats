@@ -82,13 +82,107 @@ gs_backup_of_step() {
 	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
 	h=$(cat "$WORK/n0/job-s100-n0-w0.meta")
 	mkdir "$WORK/x" "$WORK/z"
-	mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0 --archive - | tar -x -C "$WORK/x"
+	mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0 --layout hash --archive - | tar -x -C "$WORK/x"
 	diff -r "$WORK/n0/$h.data" "$WORK/x/$h.data"
 	assert_equal "$(cat "$WORK/x/job-s100-n0-w0.meta")" "$h"
-	run mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0 --archive "$WORK/a.tar.zst" --compress zstd
+	run mtc-restore --from "$WORK/bk" --job job --name "2025-06-30_14-30" --rank 0 --layout hash --archive "$WORK/a.tar" --compress zstd
 	assert_success
-	zstd -dc "$WORK/a.tar.zst" | tar -x -C "$WORK/z"
+	zstd -dc "$WORK/a.tar" | tar -x -C "$WORK/z"
 	diff -r "$WORK/n0/$h.data" "$WORK/z/$h.data"
+}
+
+@test "--archive honours --layout step: tar -x gives <step>, with several workers w<K>/<step>" {
+	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
+	h=$(cat "$WORK/n0/job-s100-n0-w0.meta")
+	mkdir "$WORK/x"
+	# the man page's example: the default layout is step
+	mtc-restore --from "$WORK/bk" --job job --archive - | tar -x -C "$WORK/x"
+	assert_equal "$(ls -A "$WORK/x")" 100
+	diff -r "$WORK/n0/$h.data" "$WORK/x/100"
+	# a second worker of the node, with other data
+	saved_step "$WORK/w1" job 200 0 other >/dev/null
+	h1=$(cat "$WORK/w1/job-s200-n0-w0.meta")
+	saved_step "$WORK/n0" job 200 0 seed-200 >/dev/null
+	h0=$(cat "$WORK/n0/job-s200-n0-w0.meta")
+	mv "$WORK/w1/$h1.data" "$WORK/n0/"
+	printf %s "$h1" >"$WORK/n0/job-s200-n0-w1.meta"
+	sed -i 's/"nodes": 1,/"nodes": 1, "workers-per-node": 2,/' "$WORK/cfg0"
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 200 --to "$WORK/bk" --name 2025-06-30_15-00 >/dev/null
+	mkdir "$WORK/y"
+	mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_15-00 --archive "$WORK/w.tar"
+	tar -x -C "$WORK/y" -f "$WORK/w.tar"
+	assert_equal "$(cd "$WORK/y" && find . -maxdepth 2 | sort | tr '\n' ' ')" ". ./w0 ./w0/200 ./w1 ./w1/200 "
+	diff -r "$WORK/n0/$h0.data" "$WORK/y/w0/200"
+	diff -r "$WORK/n0/$h1.data" "$WORK/y/w1/200"
+	# the same as --out gives
+	mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_15-00 --out "$WORK/o"
+	diff -r "$WORK/o" "$WORK/y"
+}
+
+@test "--archive takes the compression from the file's suffix, as tar -a does" {
+	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
+	h=$(cat "$WORK/n0/job-s100-n0-w0.meta")
+	for f in a.tar.zst a.tzst a.tar.gz a.tgz a.tar.xz a.tar.bz2 a.tar; do
+		run mtc-restore --from "$WORK/bk" --job job --archive "$WORK/$f"
+		assert_success
+		rm -rf "$WORK/x" && mkdir "$WORK/x"
+		tar -x -a -C "$WORK/x" -f "$WORK/$f"
+		diff -r "$WORK/n0/$h.data" "$WORK/x/100"
+	done
+	# what file(1) sees: each compressed as named, the .tar plain
+	assert_equal "$(head -c 4 "$WORK/a.tar.zst" | od -An -tx1 | tr -d ' ')" 28b52ffd
+	assert_equal "$(head -c 2 "$WORK/a.tgz" | od -An -tx1 | tr -d ' ')" 1f8b
+	assert_equal "$(head -c 6 "$WORK/a.tar.xz" | od -An -tx1 | tr -d ' ')" fd377a585a00
+	assert_equal "$(head -c 3 "$WORK/a.tar.bz2")" BZh
+	assert_equal "$(dd if="$WORK/a.tar" bs=1 skip=257 count=5 2>/dev/null)" ustar
+	# --compress zstd agrees with .zst and adds zstd to a name with no compression; a suffix
+	# naming another compression is a contradiction, refused before any byte moves
+	run mtc-restore --from "$WORK/bk" --job job --archive "$WORK/b.tar.zst" --compress zstd
+	assert_success
+	run mtc-restore --from "$WORK/bk" --job job --archive "$WORK/c.tar.gz" --compress zstd
+	assert_failure 2
+	assert_output --partial "--compress zstd contradicts the suffix of '$WORK/c.tar.gz' (gzip)"
+	[ ! -e "$WORK/c.tar.gz" ]
+}
+
+@test "--archive on a full disk: one line, and no partial archive (nor temporary) left" {
+	config "$WORK/cfg0" job 0 1
+	saved_step "$WORK/n0" job 100 0 seed 3000000 >/dev/null
+	mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 100 --to "$WORK/bk" --name "$B" >/dev/null
+	SMALL=$WORK/small
+	mkdir "$SMALL"
+	mount -t tmpfs -o size=1m tmpfs "$SMALL" || skip "cannot mount a tmpfs here"
+	run mtc-restore --from "$WORK/bk" --job job --archive "$SMALL/a.tar"
+	assert_failure 1
+	assert_output "mtc-restore: cannot write archive '$SMALL/a.tar': No space left on device"
+	assert_equal "$(ls -A "$SMALL")" ""
+	# an archive already there is left as it was
+	echo old >"$SMALL/a.tar"
+	run mtc-restore --from "$WORK/bk" --job job --archive "$SMALL/a.tar"
+	assert_failure 1
+	assert_equal "$(ls -A "$SMALL")" a.tar
+	assert_equal "$(cat "$SMALL/a.tar")" old
+	# on a pipe there is nothing to remove: the same line, and the reader sees a cut stream
+	run bash -c "mtc-restore --from '$WORK/bk' --job job --archive - 2>&1 >'$SMALL/p.tar'"
+	assert_failure 1
+	assert_output "mtc-restore: cannot write archive '-': No space left on device"
+}
+
+@test "an archive writer killed midway leaves no archive; the next run removes its temporary" {
+	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
+	h=$(cat "$WORK/n0/job-s100-n0-w0.meta")
+	mkdir "$WORK/a"
+	MTC_FAULT_KILL=archive run mtc-restore --from "$WORK/bk" --job job --archive "$WORK/a/x.tar"
+	assert_equal "$status" 137
+	run find "$WORK/a" -name '.mtc-*.x.tar.tmp' -size +0
+	[ -n "$output" ]
+	[ ! -e "$WORK/a/x.tar" ]
+	run mtc-restore --from "$WORK/bk" --job job --archive "$WORK/a/x.tar"
+	assert_success
+	assert_equal "$(ls -A "$WORK/a")" x.tar
+	mkdir "$WORK/x"
+	tar -x -C "$WORK/x" -f "$WORK/a/x.tar"
+	diff -r "$WORK/n0/$h.data" "$WORK/x/100"
 }
 
 @test "a flipped byte in a stored backup is exit 5, with what differed, and nothing in DIR" {

@@ -212,29 +212,61 @@ def parse_rate(value):
     return n
 
 
+def multipart_boundary(content_type):
+    """The boundary parameter of a multipart Content-Type, or None. Its value may be quoted,
+    with double quotes (RFC 2045) or with the single quotes Python's email package (apitools,
+    so gcloud) writes; GCS accepts both."""
+    for param in content_type.split(";")[1:]:
+        k, _, v = param.strip().partition("=")
+        if k.strip().lower() == "boundary":
+            v = v.strip()
+            if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
+                v = v[1:-1]
+            return v or None
+    return None
+
+
 def split_multipart(body, boundary):
-    """Returns [(headers, payload), ...] of a multipart/related body."""
+    """Returns [(headers, payload), ...] of a multipart/related body (RFC 2046): each
+    delimiter is "--boundary" at the start of a line, the line break before it belongs to
+    it, and only blanks may follow it on its line. Line breaks are CRLF, or the bare LF that
+    gcloud (apitools) sends and GCS accepts."""
     delim = b"--" + boundary
-    first = body.find(delim)
-    end = body.rfind(b"\r\n" + delim + b"--")
-    if first < 0 or end < 0:
-        raise HTTPError(400, "malformed multipart body", "invalid")
-    inner = body[first + len(delim):end]
-    parts = []
-    for raw in inner.split(b"\r\n" + delim, 1) if inner else []:
-        if not raw.startswith(b"\r\n"):
-            raise HTTPError(400, "malformed multipart part", "invalid")
-        raw = raw[2:]
-        if raw.startswith(b"\r\n"):
-            head, payload = b"", raw[2:]
+    starts = []  # (where the delimiter's line break begins, where its line ends, closing)
+    at = 0
+    while True:
+        k = body.find(delim, at)
+        if k < 0:
+            break
+        at = k + len(delim)
+        if k == 0:
+            lead = 0
+        elif body[k - 1:k] == b"\n":
+            lead = k - 2 if body[k - 2:k] == b"\r\n" else k - 1
         else:
-            head, sep, payload = raw.partition(b"\r\n\r\n")
-            if not sep:
-                raise HTTPError(400, "malformed multipart part", "invalid")
+            continue
+        closing = body[at:at + 2] == b"--"
+        eol = body.find(b"\n", at)
+        if not closing and body[at:len(body) if eol < 0 else eol].strip(b" \t\r"):
+            continue  # "--boundary" followed by more text on its line is data, not a delimiter
+        starts.append((lead, len(body) if eol < 0 else eol + 1, closing))
+        if closing:
+            break
+    if len(starts) < 2 or not starts[-1][2]:
+        raise HTTPError(400, "malformed multipart body", "invalid")
+    parts = []
+    for (_, begin, _), (end, _, _) in zip(starts, starts[1:]):
+        raw = body[begin:end]
         headers = {}
-        for line in head.decode("latin-1").split("\r\n"):
-            k, _, v = line.partition(":")
+        while True:
+            nl = raw.find(b"\n")
+            if nl < 0:
+                raise HTTPError(400, "malformed multipart part", "invalid")
+            line, raw = raw[:nl].rstrip(b"\r"), raw[nl + 1:]
+            if not line:
+                break
+            k, _, v = line.decode("latin-1").partition(":")
             if k:
                 headers[k.strip().lower()] = v.strip()
-        parts.append((headers, payload))
+        parts.append((headers, raw))
     return parts

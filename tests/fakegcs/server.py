@@ -31,6 +31,7 @@ from blobs import Chain, FileBlob, MemBlob  # noqa: E402
 from protocol import (HTTPError, check_hashes, check_preconditions, decode_token,  # noqa: E402
                       encode_token, expectations, parse_content_range, parse_goog_hash,
                       parse_complete_mpu, parse_range, parse_rate, rfc3339, split_multipart,
+                      multipart_boundary,
                       xml_doc, xml_error)
 
 ALIGN = 256 * 1024
@@ -560,12 +561,15 @@ class Handler(BaseHTTPRequestHandler):
             return ("token", self.oauth_token, None, None)
         if head == "computeMetadata":
             return ("metadata-server", self.metadata_server, None, "/".join(parts[1:]))
-        if head not in ("upload", "download", "storage", "b") and len(parts) >= 2 and parts[1] \
+        if head not in ("upload", "resumable", "download", "storage", "b") and len(parts) >= 2 and parts[1] \
                 and ("uploads" in self.q or "uploadId" in self.q):
             return self.route_xml(method, parts)
         mode = "json"
         if parts[:3] == ["upload", "storage", "v1"]:
             mode, parts = "upload", parts[3:]
+        elif parts[:4] == ["resumable", "upload", "storage", "v1"]:
+            # apitools' (gcloud's) resumable path: the upload endpoint under another root
+            mode, parts = "upload", parts[4:]
         elif parts[:3] == ["download", "storage", "v1"]:
             mode, parts = "download", parts[3:]
         elif parts[:2] == ["storage", "v1"]:
@@ -581,6 +585,8 @@ class Handler(BaseHTTPRequestHandler):
             if mode == "json" and method in ("GET", "DELETE"):
                 return ("bucket", self.bucket_one, bucket, None)
             raise HTTPError(405, "method not allowed")
+        if len(parts) == 3 and parts[2] == "storageLayout" and mode == "json" and method == "GET":
+            return ("bucket", self.storage_layout, bucket, None)
         if parts[2] != "o":
             raise HTTPError(404, "Not Found", "notFound")
         if len(parts) == 3 or (len(parts) == 4 and parts[3] == ""):
@@ -718,6 +724,14 @@ class Handler(BaseHTTPRequestHandler):
                 raise HTTPError(409, "The bucket you tried to delete is not empty.", "conflict")
             del STATE.buckets[bucket]
         self.send(204)
+
+    def storage_layout(self, bucket, _name):
+        """buckets.getStorageLayout, which gcloud asks before a copy into a bucket: a flat
+        namespace."""
+        b = STATE.bucket(bucket)
+        self.send_json(200, {"kind": "storage#storageLayout", "bucket": b["name"],
+                             "location": "US", "locationType": "multi-region",
+                             "hierarchicalNamespace": {"enabled": False}})
 
     # ---- objects
 
@@ -923,11 +937,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def upload_multipart(self, bucket, _name):
         ctype = self.headers.get("Content-Type", "")
-        boundary = None
-        for param in ctype.split(";")[1:]:
-            k, _, v = param.strip().partition("=")
-            if k.lower() == "boundary":
-                boundary = v.strip('"')
+        boundary = multipart_boundary(ctype)
         if not ctype.lower().startswith("multipart/") or not boundary:
             raise HTTPError(400, "multipart upload needs a multipart Content-Type with a boundary",
                             "invalid")
