@@ -25,7 +25,7 @@ stop_all() {
 }
 cleanup() {
 	stop_all
-	rm -rf "$root"
+	[ -n "${MTC_BENCH_KEEP:-}" ] && echo "# kept $root" || rm -rf "$root"
 }
 trap cleanup EXIT INT TERM
 
@@ -104,7 +104,7 @@ running() {
 	printf 'http://127.0.0.1:9\n%s\n' "$PEER" >"$root/peers" # rank 0 (this node), rank 1
 	rm -rf "$root/local" && mkdir -p "$root/local"
 	"$bin/mtc-replicate" run --dir "$root/local" --config "$root/cfg.json" --peers-file "$root/peers" \
-		--coordinator-url "$PEER" --timeout 300 --json "$@" >"$root/run.out" 2>"$root/run.err" &
+		--coordinator-url "$PEER" --timeout 300 --json -v "$@" >"$root/run.out" 2>"$root/run.err" &
 	run=$!
 	pids="$pids $run"
 	for _ in $(seq 100); do grep -q "steady state" "$root/run.err" && break; sleep 0.1; done
