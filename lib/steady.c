@@ -352,12 +352,19 @@ static void *push_main(void *arg)
 	struct loop *l = arg;
 	const struct mtc_steady_opts *o = l->o;
 
-	background(o->background, "mtc-push");
 	l->push.sum = mtc_peer_push_step(&l->pc, o->dir, o->cfg->job_name, l->push.step,
 					 o->cfg->node_rank, o->peers, o->n_peers, &l->push.failed);
 	l->push.ended = mtc_wall_now();
 	atomic_store(&l->push.done, 1);
 	return NULL;
+}
+
+/* The push's own thread: background work (the loop runs push_main itself when it cannot start). */
+static void *push_thread(void *arg)
+{
+	struct loop *l = arg;
+	background(l->o->background, "mtc-push");
+	return push_main(arg);
 }
 
 /* What a finished push means: the step is replicated, or an ERROR per peer and a later try. */
@@ -420,7 +427,7 @@ static void push_new(struct loop *l)
 	}
 	l->push.step = l->committed;
 	atomic_store(&l->push.done, 0);
-	if (pthread_create(&l->push.thread, NULL, push_main, l) == 0) {
+	if (pthread_create(&l->push.thread, NULL, push_thread, l) == 0) {
 		l->push.running = 1;
 		return;
 	}
