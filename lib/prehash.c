@@ -77,10 +77,9 @@ static int appended_only(const struct mtc_prehash *p, const char *path)
 	       strspn(name + 1, "0123456789abcdef") == 32;
 }
 
-/* Hashes the next segments of a growing file that are whole and not its last: 1 when it did. */
-static int extend_prefix(struct pass *ps, int fd, const struct stat *st)
+/* Hashes the next segments of a growing file that are whole and not its last. */
+static void extend_prefix(struct pass *ps, int fd, const struct stat *st)
 {
-	int did = 0;
 	struct mtc_prehash *p = ps->p;
 	uint8_t *cvs;
 	size_t from = mtc_digest_cache_prefix(p->cache, st, fd, NULL, &cvs);
@@ -92,12 +91,10 @@ static int extend_prefix(struct pass *ps, int fd, const struct stat *st)
 		if (mtc_digest_fd_segments(fd, from, to, p->threads, cvs) == 0) {
 			mtc_digest_cache_put_prefix(p->cache, st, fd, from, to, cvs);
 			ps->bytes += (long long)(to - from) * MTC_DIGEST_SEG_BYTES;
-			did = 1;
 		}
 		mtc_digest_cache_end(p->cache);
 	}
 	free(cvs);
-	return did;
 }
 
 /*
@@ -132,8 +129,7 @@ static int consider(const struct mtc_walk_entry *e, void *arg)
 			mtc_digest_cache_end(p->cache);
 		}
 	} else if (S_ISREG(before.st_mode) && appended_only(p, e->path)) {
-		while (extend_prefix(ps, fd, &before) && !(p->threaded && stopping(p)))
-			;
+		extend_prefix(ps, fd, &before);
 	}
 	close(fd);
 	ps->looking -= mtc_wall_now() - since;

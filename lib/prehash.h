@@ -20,12 +20,8 @@
  */
 #define MTC_PREHASH_PASS_S 0.1
 
-/*
- * The most segments of a growing file hashed at once (64 MiB), batch after
- * batch up to what is written: a commit waits for no more, and hashes beside
- * no more when that work is starved (threads.h).
- */
-#define MTC_PREHASH_BATCH 16
+/* The most segments of a growing file hashed at once (256 MiB): a commit waits for no more. */
+#define MTC_PREHASH_BATCH 64
 
 struct mtc_prehash;
 
