@@ -11,7 +11,9 @@
 #     against cp -r of the same step, time and CPU;
 #   - the copy to a directory backup (mtc-backup, verified) against cp -r.
 # The load of the machine at the start and the end is printed with the figures.
-#   tests/bench/steady.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 1024)
+#   tests/bench/steady.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 1024),
+#   MTC_BENCH_BACKGROUND the run --background classes to measure (default idle; e.g.
+#   "normal nice idle"), MTC_BENCH_KEEP=1 keeps the files (run's log) for a look.
 set -eu
 build=${1:-build/release}
 bin=$(cd "$build/bin" && pwd)
