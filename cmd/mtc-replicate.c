@@ -531,9 +531,10 @@ static int do_run(int argc, const char **argv)
 {
 	char *dir = NULL, *config = NULL, *backup = NULL, *coord = NULL, *tmpl = NULL,
 	     *peers_file = NULL, *token_file = NULL, *store_token = NULL, *token = NULL,
-	     *s3_endpoint = NULL, err[512];
+	     *s3_endpoint = NULL, *bg_name = NULL, err[512];
 	double sync_s = 10, quiet = 5, heartbeat = 5, timeout = -1;
 	int threads = 0, json = 0, no_prehash = 0;
+	enum mtc_background bg = MTC_BG_IDLE;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
 		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (a JSON file)", "CFG" },
@@ -561,6 +562,9 @@ static int do_run(int argc, const char **argv)
 		  "N" },
 		{ "no-prehash", '\0', POPT_ARG_NONE, &no_prehash, 0,
 		  "hash a step only at its commit, not while the framework writes it", NULL },
+		{ "background", '\0', POPT_ARG_STRING, &bg_name, 0,
+		  "CPU class of hashing before the commit, pushes and backups: idle (default), nice or normal",
+		  "CLASS" },
 		{ "json", '\0', POPT_ARG_NONE, &json, 0,
 		  "a JSON line for each step's time to safety, and the node's state when the loop stops", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
@@ -579,6 +583,10 @@ static int do_run(int argc, const char **argv)
 	}
 	if (tmpl && peers_file) {
 		rc = mtc_usage_error("--peer-url-template and --peers-file exclude each other");
+		goto out;
+	}
+	if (bg_name && mtc_background_parse(bg_name, &bg) < 0) {
+		rc = mtc_usage_error("--background takes idle, nice or normal, not '%s'", bg_name);
 		goto out;
 	}
 	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
@@ -608,7 +616,8 @@ static int do_run(int argc, const char **argv)
 			.token = token, .store_token_file = store_token,
 			.store_s3_endpoint = s3_endpoint, .backup_prog = prog,
 			.sync_s = sync_s, .quiet_s = quiet, .heartbeat_s = heartbeat,
-			.timeout_s = timeout, .threads = threads, .no_prehash = no_prehash, .json = json,
+			.timeout_s = timeout, .threads = threads, .no_prehash = no_prehash,
+			.background = bg, .json = json,
 			.stop = &run_stop,
 		};
 		sigaction(SIGTERM, &sa, NULL);
@@ -635,6 +644,7 @@ out:
 	free(token_file);
 	free(store_token);
 	free(s3_endpoint);
+	free(bg_name);
 	free(token);
 	return rc;
 }

@@ -11,6 +11,8 @@ _mtc_node()
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
+	--background)
+		COMPREPLY=($(compgen -W 'idle nice normal' -- "$cur")); return ;;
 	--listen|--coordinator-url|--peer-url-template|--round-timeout|--heartbeat-timeout|\
 	--nodes|--index|--host|--jax-port|--rank-timeout|\
 	--heartbeat|--sync-interval|--quiet-time|--fail-wait)
@@ -19,7 +21,7 @@ _mtc_node()
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W '--dir --listen --coordinator-url --peer-url-template
 			--peers-file --backup --s3-endpoint --peer-token-file --gcs-token-file --tls-dir --state-dir --strict-ranks --insecure
-			--round-timeout --heartbeat-timeout --heartbeat --sync-interval --quiet-time --no-prehash
+			--round-timeout --heartbeat-timeout --heartbeat --sync-interval --quiet-time --no-prehash --background
 			--nodes --index --host --jax-port --rank-timeout
 			--verbose --log-format --fail-wait --once --version --help' -- "$cur"))
 	fi

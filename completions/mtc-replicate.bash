@@ -18,6 +18,7 @@ _mtc_replicate() {
 	--framework) COMPREPLY=($(compgen -W "orbax pytorch pytorch.distributed" -- "$cur")); return ;;
 	--backup|-b|--peers-file|--peer-token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--coordinator-url|--nodes|-n|--job|--session-timeout|--min-rate|--streams|--round-timeout|--heartbeat-timeout|--poll-timeout|--sync-interval|--heartbeat) return ;;
+	--background) COMPREPLY=($(compgen -W "idle nice normal" -- "$cur")); return ;;
 	--listen|-l|--peer|-p|--peer-url-template|--from|-f|--hash|-H|--meta|-m|--step|-s|--retries|--max-*) return ;;
 	esac
 	case $verb in
@@ -25,7 +26,7 @@ _mtc_replicate() {
 	commit) COMPREPLY=($(compgen -W "--dir --config --watch --wait --quiet-time --timeout --threads --json $common" -- "$cur")) ;;
 	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run --grace --json $common" -- "$cur")) ;;
 	serve) COMPREPLY=($(compgen -W "--dir --listen --peer-token-file --strict-ranks --insecure --tls-dir --ready-file --max-body --max-files --max-depth --max-connections --max-conns-per-ip --max-unauth --head-timeout --timeout --session-timeout --min-rate --coordinator --nodes --job --round-timeout --heartbeat-timeout --poll-timeout --json $common" -- "$cur")) ;;
-	run) COMPREPLY=($(compgen -W "--dir --config --backup --coordinator-url --peer-url-template --peers-file --peer-token-file --gcs-token-file --s3-endpoint --sync-interval --quiet-time --heartbeat --timeout --threads --no-prehash --json $common" -- "$cur")) ;;
+	run) COMPREPLY=($(compgen -W "--dir --config --backup --coordinator-url --peer-url-template --peers-file --peer-token-file --gcs-token-file --s3-endpoint --sync-interval --quiet-time --heartbeat --timeout --threads --no-prehash --background --json $common" -- "$cur")) ;;
 	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --peer-token-file --tls-dir --timeout --retries --streams --json $common" -- "$cur")) ;;
 	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --peer-token-file --tls-dir --timeout --retries --streams --json $common" -- "$cur")) ;;
 	*) COMPREPLY=($(compgen -W "$common" -- "$cur")) ;;

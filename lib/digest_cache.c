@@ -2,6 +2,7 @@
  * The digest cache (see digest_cache.h): a chained hash table of files by
  * (dev, ino), each with its figures, its digest when known, and its prefix.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -232,8 +233,10 @@ void mtc_digest_cache_hold(struct mtc_digest_cache *c)
 {
 	pthread_mutex_lock(&c->lock);
 	c->holds++;
-	while (c->busy)
-		pthread_cond_wait(&c->idle, &c->lock);
+	/* bounded: the work may be in the idle class (threads.h), starved while the CPUs are busy */
+	struct timespec until = mtc_wall_after(MTC_DIGEST_HOLD_WAIT_S);
+	while (c->busy && pthread_cond_timedwait(&c->idle, &c->lock, &until) != ETIMEDOUT)
+		;
 	pthread_mutex_unlock(&c->lock);
 }
 

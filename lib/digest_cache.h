@@ -74,10 +74,12 @@ size_t mtc_digest_cache_files(struct mtc_digest_cache *c);
 /*
  * The cache's one worker slot, so that a digest that needs the answers now
  * does not hash again what a background hash is finishing. hold waits for
- * the slot's current work to end and keeps new work out until release;
+ * the slot's current work to end, MTC_DIGEST_HOLD_WAIT_S at most (then the
+ * holder hashes beside it), and keeps new work out until release;
  * begin takes the slot for one piece of work (0 when it is held, and then
  * nothing may be done), end gives it back.
  */
+#define MTC_DIGEST_HOLD_WAIT_S 0.05
 void mtc_digest_cache_hold(struct mtc_digest_cache *c);
 void mtc_digest_cache_release(struct mtc_digest_cache *c);
 int mtc_digest_cache_begin(struct mtc_digest_cache *c);

@@ -25,6 +25,7 @@ struct mtc_prehash {
 	int threads;
 	struct mtc_digest_cache *cache;
 	int threaded; /* a thread of its own, which stop ends */
+	enum mtc_background bg;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -182,6 +183,9 @@ long long mtc_prehash_pass(const char *dir, const struct mtc_config *cfg, int th
 static void *run(void *arg)
 {
 	struct mtc_prehash *p = arg;
+	pthread_setname_np(pthread_self(), "mtc-prehash");
+	if (mtc_background_enter(p->bg) < 0)
+		mtc_debug("hashing before the commit stays at normal priority: %s", strerror(errno));
 	for (;;) {
 		double looking, wait;
 		long long bytes = pass(p, &looking);
@@ -201,11 +205,12 @@ static void *run(void *arg)
 }
 
 struct mtc_prehash *mtc_prehash_start(const char *dir, const struct mtc_config *cfg,
-				      int threads, struct mtc_digest_cache *cache)
+				      int threads, enum mtc_background bg,
+				      struct mtc_digest_cache *cache)
 {
 	struct mtc_prehash *p = xcalloc(1, sizeof *p);
 	*p = (struct mtc_prehash){
-		.dir = dir, .cfg = cfg, .threads = threads, .cache = cache, .threaded = 1
+		.dir = dir, .cfg = cfg, .threads = threads, .cache = cache, .threaded = 1, .bg = bg
 	};
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);

@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "digest_cache.h"
+#include "threads.h"
 
 /*
  * Hashing a step while the framework writes it, so that its commit after the
@@ -24,9 +25,10 @@
 
 struct mtc_prehash;
 
-/* Starts the thread; NULL (with an error logged) when it cannot be. */
+/* Starts the thread, and its hashing threads, in class bg; NULL (with an error logged) when it cannot be. */
 struct mtc_prehash *mtc_prehash_start(const char *dir, const struct mtc_config *cfg,
-				      int threads, struct mtc_digest_cache *cache);
+				      int threads, enum mtc_background bg,
+				      struct mtc_digest_cache *cache);
 
 /* Stops it after the file it is hashing, and frees it. NULL is a no-op. */
 void mtc_prehash_stop(struct mtc_prehash *p);

@@ -36,6 +36,7 @@
 #include "peer/peer_client.h"
 #include "prehash.h"
 #include "store/store.h"
+#include "threads.h"
 #include "xalloc.h"
 
 /* A .data a peer just pushed is safe from gc this long, until its .meta lands (gc.h). */
@@ -108,6 +109,7 @@ enum { SEED_RUNNING, SEED_DONE, SEED_ORPHANED };
 struct seed {
 	char *url, *token_file, *s3_endpoint;
 	int nodes, workers;
+	enum mtc_background background;
 	atomic_int state;
 	int found;
 	long long step, when;
@@ -122,6 +124,14 @@ static void seed_free(struct seed *sd)
 	free(sd);
 }
 
+/* The calling thread becomes background work, named name (threads.h). */
+static void background(enum mtc_background b, const char *name)
+{
+	pthread_setname_np(pthread_self(), name);
+	if (mtc_background_enter(b) < 0)
+		mtc_debug("%s stays at normal priority: %s", name, strerror(errno));
+}
+
 static void *seed_main(void *arg)
 {
 	struct seed *sd = arg;
@@ -131,6 +141,7 @@ static void *seed_main(void *arg)
 	char err[512];
 	size_t n = 0;
 
+	background(sd->background, "mtc-seed");
 	if (mtc_store_open(sd->url, &so, &s, err, sizeof err) < 0) {
 		mtc_warn("cannot open '%s': %s", sd->url, err);
 	} else {
@@ -169,6 +180,7 @@ static void seed_start(struct loop *l)
 	sd->s3_endpoint = o->store_s3_endpoint ? xstrdup(o->store_s3_endpoint) : NULL;
 	sd->nodes = o->cfg->nodes;
 	sd->workers = o->cfg->workers_per_node;
+	sd->background = o->background;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &attr, seed_main, sd) == 0) {
@@ -347,6 +359,14 @@ static void *push_main(void *arg)
 	return NULL;
 }
 
+/* The push's own thread: background work (the loop runs push_main itself when it cannot start). */
+static void *push_thread(void *arg)
+{
+	struct loop *l = arg;
+	background(l->o->background, "mtc-push");
+	return push_main(arg);
+}
+
 /* What a finished push means: the step is replicated, or an ERROR per peer and a later try. */
 static void push_done(struct loop *l)
 {
@@ -407,7 +427,7 @@ static void push_new(struct loop *l)
 	}
 	l->push.step = l->committed;
 	atomic_store(&l->push.done, 0);
-	if (pthread_create(&l->push.thread, NULL, push_main, l) == 0) {
+	if (pthread_create(&l->push.thread, NULL, push_thread, l) == 0) {
 		l->push.running = 1;
 		return;
 	}
@@ -495,6 +515,7 @@ static void start_backup(struct loop *l, const char *name, long long step)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		dup2(STDERR_FILENO, STDOUT_FILENO);
+		mtc_background_enter(o->background); /* inherited by mtc-backup's threads */
 		execvp(argv[0], (char *const *)argv);
 		fprintf(stderr, "%s: cannot run '%s': %s\n", mtc_prog(), argv[0], strerror(errno));
 		_exit(127);
@@ -749,7 +770,7 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 		seed_start(&l);
 	if (!o->no_prehash) {
 		co.cache = mtc_digest_cache_new();
-		prehash = mtc_prehash_start(o->dir, o->cfg, o->threads, co.cache);
+		prehash = mtc_prehash_start(o->dir, o->cfg, o->threads, o->background, co.cache);
 	}
 	/* The newest step is pushed again at the start: a kill may have cut its push. */
 	l.committed = newest_own_step(&l);

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include "config.h"
+#include "threads.h"
 
 /*
  * The steady state of a node (mtc-replicate run): commit new steps, push
@@ -33,6 +34,7 @@ struct mtc_steady_opts {
 	double timeout_s;	      /* return after this long; < 0: never */
 	int threads;
 	int no_prehash;		      /* hash steps only at their commit (prehash.h) */
+	enum mtc_background background; /* the class of prehash, pushes, backups, the seed (threads.h) */
 	int json;		      /* a line on stdout for each step's time to safety */
 	volatile sig_atomic_t *stop;
 };

@@ -1,7 +1,12 @@
 #include "threads.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "xalloc.h"
 
@@ -17,4 +22,36 @@ void mtc_run_threads(size_t n, void *(*fn)(void *), void *arg)
 	for (size_t i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
 	free(t);
+}
+
+int mtc_background_parse(const char *name, enum mtc_background *out)
+{
+	static const char *const names[] = { "idle", "nice", "normal" };
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (!strcmp(name, names[i])) {
+			*out = (enum mtc_background)i;
+			return 0;
+		}
+	return -1;
+}
+
+int mtc_background_enter(enum mtc_background b)
+{
+	struct sched_param sp = { 0 };
+	int e;
+
+	switch (b) {
+	case MTC_BG_IDLE:
+		if ((e = pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp)) != 0) {
+			errno = e;
+			return -1;
+		}
+		return 0;
+	case MTC_BG_NICE:
+		/* PRIO_PROCESS with a thread id: that thread alone (Linux) */
+		return setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+	case MTC_BG_NORMAL:
+		break;
+	}
+	return 0;
 }

@@ -13,4 +13,20 @@
  */
 void mtc_run_threads(size_t n, void *(*fn)(void *), void *arg);
 
+/*
+ * How mtc's background work (hashing while a step is written, pushes,
+ * backups, the seed of the last backup) shares the CPU with the training
+ * job (mtc(7) §5.5): IDLE runs it only on CPU time nothing else wants
+ * (SCHED_IDLE), NICE at nice 19, NORMAL as the rest of mtc. A thread's class
+ * is inherited by the threads and programs it starts; an unprivileged one
+ * can never raise it again, so only threads that stay background enter it.
+ */
+enum mtc_background { MTC_BG_IDLE, MTC_BG_NICE, MTC_BG_NORMAL };
+
+/* The name's class (idle, nice, normal) in *out: 0, or -1 for an unknown name. */
+int mtc_background_parse(const char *name, enum mtc_background *out);
+
+/* Puts the calling thread in class b: 0, or -1 with errno (it is left as it was). */
+int mtc_background_enter(enum mtc_background b);
+
 #endif

@@ -223,6 +223,47 @@ stop_at_meta() {
 	assert_consistent
 }
 
+# sched_of TID: "<policy> <nice>" of a thread of run (policy 0: normal, 5: SCHED_IDLE)
+sched_of() { sed 's/.*) //' "/proc/$WATCH_PID/task/$1/stat" | awk '{ print $39, $17 }'; }
+
+# prehash_tid: the thread of run that hashes steps before their commit
+prehash_tid() {
+	local t
+	for _ in $(seq 1 100); do
+		for t in /proc/"$WATCH_PID"/task/*; do
+			[ "$(cat "$t/comm" 2>/dev/null)" = mtc-prehash ] && { basename "$t"; return; }
+		done
+		sleep 0.05
+	done
+	return 1
+}
+
+@test "run hashes before the commit in the idle class, and commits at normal priority" {
+	run_one
+	tid=$(prehash_tid)
+	[ "$(sched_of "$tid")" = "5 0" ]
+	[ "$(sched_of "$WATCH_PID")" = "0 0" ]
+	make_step "$L/7.orbax-checkpoint-tmp" 7
+	: >"$L/7.orbax-checkpoint-tmp/commit_success.txt"
+	mv "$L/7.orbax-checkpoint-tmp" "$L/7"
+	stop_at_meta 7
+	assert_consistent
+}
+
+@test "run --background nice and normal: the class of the work before the commit" {
+	run_one --background nice
+	[ "$(sched_of "$(prehash_tid)")" = "0 19" ]
+	[ "$(sched_of "$WATCH_PID")" = "0 0" ]
+	kill "$WATCH_PID" && wait "$WATCH_PID" || true
+	run_one --background normal
+	[ "$(sched_of "$(prehash_tid)")" = "0 0" ]
+	kill "$WATCH_PID" && wait "$WATCH_PID" || true
+	WATCH_PID=
+	run mtc-replicate run --dir "$L" --config "$T/one.json" --background low
+	assert_failure 2
+	assert_output --partial "--background takes idle, nice or normal, not 'low'"
+}
+
 @test "run hashes a real Orbax save while it is written: the name and manifest are those of a commit from scratch" {
 	need_frameworks
 	run_one

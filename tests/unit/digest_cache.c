@@ -1,4 +1,6 @@
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,22 @@
 #include "xalloc.h"
 
 static char *root;
+
+/* A background piece of work that ends only when told to (or after 10 s). */
+struct slow_work {
+	struct mtc_digest_cache *c;
+	atomic_int go_on, ended;
+};
+
+static void *slow_work(void *arg)
+{
+	struct slow_work *w = arg;
+	for (int i = 0; i < 1000 && !atomic_load(&w->go_on); i++)
+		usleep(10000);
+	mtc_digest_cache_end(w->c);
+	atomic_store(&w->ended, 1);
+	return NULL;
+}
 
 static char *path_of(const char *rel)
 {
@@ -163,6 +181,19 @@ int main(void)
 	mtc_digest_cache_release(c);
 	ok(mtc_digest_cache_begin(c), "until it is released");
 	mtc_digest_cache_end(c);
+	{
+		/* work in the idle class may be starved: a hold does not wait for it to end */
+		struct slow_work w = { .c = c };
+		pthread_t t;
+		ok(mtc_digest_cache_begin(c), "a background piece of work takes the slot");
+		pthread_create(&t, NULL, slow_work, &w);
+		mtc_digest_cache_hold(c);
+		ok(!atomic_load(&w.ended), "a hold returns while that work still runs");
+		atomic_store(&w.go_on, 1);
+		pthread_join(t, NULL);
+		ok(!mtc_digest_cache_begin(c), "and keeps new work out");
+		mtc_digest_cache_release(c);
+	}
 
 	/* an OCDBT data file is hashed while it grows, segment by segment */
 	struct mtc_config orbax = { .job_name = "job", .node_rank = 3, .framework = MTC_FW_ORBAX };
