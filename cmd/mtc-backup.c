@@ -18,8 +18,8 @@
 
 #include <jansson.h>
 
-#include "backup_write.h"
-#include "cli.h"
+#include "mtc-backup/backup_write.h"
+#include "common/cli.h"
 #include "config.h"
 #include "exitcode.h"
 #include "http.h"

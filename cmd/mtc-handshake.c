@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "cli.h"
+#include "common/cli.h"
 #include "config.h"
 #include "dirwatch.h"
 #include "exitcode.h"

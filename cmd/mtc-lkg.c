@@ -21,7 +21,7 @@
 #include "backup_check.h"
 #include "backup_location.h"
 #include "backups.h"
-#include "cli.h"
+#include "common/cli.h"
 #include "config.h"
 #include "exitcode.h"
 #include "fsutil.h"

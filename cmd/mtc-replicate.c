@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #include "blake3/blake3.h"
-#include "cli.h"
+#include "common/cli.h"
 #include "clock.h"
 #include "commit.h"
 #include "config.h"
@@ -32,7 +32,7 @@
 #include "coord/coord_client.h"
 #include "mtc-replicate/peer_cmd.h"
 #include "peers.h"
-#include "steady.h"
+#include "mtc-replicate/steady.h"
 #include "token_file.h"
 #include "xalloc.h"
 

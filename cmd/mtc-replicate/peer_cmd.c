@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <popt.h>
 
-#include "cli.h"
+#include "../common/cli.h"
 #include "clock.h"
 #include "config.h"
 #include "coord/coord.h"
@@ -208,6 +208,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	if (!(s = mtc_peer_server_start(&o, err, sizeof err))) {
 		/* its dir, address, token or TLS files: starting it again unchanged fails the same */
 		mtc_error("cannot serve '%s': %s", dir, err);

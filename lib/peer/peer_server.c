@@ -29,7 +29,7 @@
 
 #include "blake3/blake3.h"
 #include "buf.h"
-#include "cli.h"
+#include "config.h"
 #include "clock.h"
 #include "object.h"
 #include "framing.h"
@@ -2423,7 +2423,6 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		return NULL;
 	}
 	mtc_histogram_init(&s->seconds, buckets, (int)(sizeof buckets / sizeof *buckets));
-	signal(SIGPIPE, SIG_IGN);
 	remove_leftovers(s->dir);
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;

@@ -120,21 +120,6 @@ int mtc_cli_parse(poptContext ctx, int *code)
 	return watch_parent(code);
 }
 
-int mtc_parse_uint(const char *s, long long *out)
-{
-	char *end;
-	long long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold)
 {
 	if (threshold_text &&

@@ -3,6 +3,8 @@
 
 #include <popt.h>
 
+#include "config.h" /* mtc_parse_uint */
+
 /* -v/--verbose (repeatable), -q/--quiet, --log-format text|json, --version. */
 extern struct poptOption mtc_common_options[];
 #define MTC_POPT_COMMON                                                             \
@@ -35,8 +37,5 @@ int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold)
  * after the one-line error naming the path and the reason.
  */
 int mtc_cli_local_dir(const char *dir);
-
-/* Parses a non-negative decimal integer that fits in a long long; -1 if it is not one. */
-int mtc_parse_uint(const char *s, long long *out);
 
 #endif
