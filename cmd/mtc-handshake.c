@@ -25,21 +25,18 @@
 #include "json_out.h"
 #include "log.h"
 #include "coord/coord_client.h"
+#include "token_file.h"
 #include "xalloc.h"
 #include "mtc-handshake/rank.h"
 
 enum verb { ACCEPT, WATCH, OFFER, CHECK, RANK, NVERBS };
-static const struct {
-	const char *name, *usage, *help; /* help: the name and usage errors point to */
-} verbs[NVERBS + 1] = {
-	[ACCEPT] = { "accept", "accept --dir DIR [--timeout SEC] [--json]", "mtc-handshake accept" },
-	[WATCH] = { "watch", "watch --dir DIR [--timeout SEC] [--json]", "mtc-handshake watch" },
-	[OFFER] = { "offer", "offer --dir DIR --job-name NAME --node-rank R --nodes N [OPTIONS]",
-		    "mtc-handshake offer" },
-	[CHECK] = { "check", "check [--json] FILE", "mtc-handshake check" },
-	[RANK] = { "rank", "rank --dir DIR --coordinator-url URL --index I --host HOST [OPTIONS]",
-		   "mtc-handshake rank" },
-	[NVERBS] = { NULL, "accept|watch|offer|check|rank [OPTIONS] [FILE]", "mtc-handshake" },
+/* One table of options for every verb: a verb refuses the others' options itself. */
+static const struct mtc_verb verbs[NVERBS] = {
+	[ACCEPT] = { "accept", NULL, "accept --dir DIR [--timeout SEC] [--json]" },
+	[WATCH] = { "watch", NULL, "watch --dir DIR [--timeout SEC] [--json]" },
+	[OFFER] = { "offer", NULL, "offer --dir DIR --job-name NAME --node-rank R --nodes N [OPTIONS]" },
+	[CHECK] = { "check", NULL, "check [--json] FILE" },
+	[RANK] = { "rank", NULL, "rank --dir DIR --coordinator-url URL --index I --host HOST [OPTIONS]" },
 };
 
 static char *dir;
@@ -412,8 +409,7 @@ int main(int argc, const char **argv)
 		  "where JAX reaches this node, should it be process 0", "HOST" },
 		{ "jax-port", '\0', POPT_ARG_INT, &ro.jax_port, 0,
 		  "the JAX coordinator's port on process 0's host (default 8482)", "PORT" },
-		{ "peer-token-file", '\0', POPT_ARG_STRING, &r_token, 0,
-		  "the job's shared token for the coordinator", "FILE" },
+		MTC_POPT_PEER_TOKEN_FILE(r_token),
 		POPT_TABLEEND
 	};
 	struct poptOption opts[] = {
@@ -422,20 +418,16 @@ int main(int argc, const char **argv)
 		{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, rank_opts, 0, "rank:", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
-	enum verb verb = NVERBS;
+	enum verb verb;
 	poptContext ctx;
 	int rc;
 
 	mtc_log_init(argv[0]);
 	mtc_http_init();
-	if (argc > 1)
-		for (int v = 0; v < NVERBS; v++)
-			if (!strcmp(argv[1], verbs[v].name))
-				verb = (enum verb)v;
-	if (verb != NVERBS)
-		argv[1] = argv[0]; /* popt prints "Usage: ARGV0 USAGE", and each usage starts with its verb */
-	ctx = mtc_cli_context(verbs[verb].help, verb == NVERBS ? argc : argc - 1,
-			      verb == NVERBS ? argv : argv + 1, opts, verbs[verb].usage);
+	verb = (enum verb)mtc_cli_verb(argc, argv, verbs, NVERBS);
+	ctx = verb == NVERBS ? mtc_cli_context("mtc-handshake", argc, argv, opts,
+					       "accept|watch|offer|check|rank [OPTIONS] [FILE]")
+			     : mtc_cli_verb_context(argc - 1, argv + 1, opts, verbs[verb].usage);
 	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
 	if (verb == NVERBS) {
@@ -470,7 +462,7 @@ int main(int argc, const char **argv)
 		ro.dir = dir;
 		ro.coordinator = mtc_coord_url(r_coord);
 		ro.host = r_host;
-		ro.token_file = r_token;
+		ro.token_file = mtc_peer_token_path(r_token);
 		ro.timeout_s = timeout_s;
 		if (!ro.coordinator || !r_host || ro.index < 0)
 			rc = mtc_usage_error("rank needs --coordinator-url, --host and --index");

@@ -627,7 +627,7 @@ int main(int argc, const char **argv)
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "plan from this local dir, the peers and the backups", "DIR" },
 		{ "peer", 'p', POPT_ARG_ARGV, &peer_urls, 0, "a peer's daemon, in rank order or as RANK=URL (repeatable)", "URL" },
 		{ "peer-url-template", '\0', POPT_ARG_STRING, &peer_template, 0, "every other rank's URL, e.g. http://job-0-{rank}.job:7070", "T" },
-		{ "peer-token-file", '\0', POPT_ARG_STRING, &peer_token_file, 0, "bearer token for the peers", "FILE" },
+		MTC_POPT_PEER_TOKEN_FILE(peer_token_file),
 		{ "peer-timeout", '\0', POPT_ARG_DOUBLE, &peer_timeout, 0, "seconds per peer, retries included", "SEC" },
 		{ "config", 'c', POPT_ARG_STRING, &config_path, 0, "the accepted config (JSON, - for stdin)", "CFG" },
 		{ "rank", 'r', POPT_ARG_INT, &rank_opt, 0, "the local dir's rank (default: the config's, else 0)", "R" },
@@ -635,8 +635,7 @@ int main(int argc, const char **argv)
 		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "print JSON", NULL },
 		{ "nodes", '\0', POPT_ARG_INT, &nodes_opt, 0, "judge against N nodes (default: inferred)", "N" },
 		{ "workers", '\0', POPT_ARG_INT, &workers_opt, 0, "judge against W workers per node (default: inferred)", "W" },
-		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
-		{ "s3-endpoint", '\0', POPT_ARG_STRING, &s3_endpoint, 0, "s3:// endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, AWS's)", "URL" },
+		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "gs:// requests in flight (default 32)", "N" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
