@@ -1,35 +1,5 @@
 #include "verbs.h"
 
-#include <errno.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <jansson.h>
-
-#include "blake3/blake3.h"
-#include "../common/cli.h"
-#include "clock.h"
-#include "commit.h"
-#include "config.h"
-#include "digest.h"
-#include "exitcode.h"
-#include "fsutil.h"
-#include "gc.h"
-#include "http.h"
-#include "json_out.h"
-#include "log.h"
-#include "node_status.h"
-#include "ocdbt/orbax_digest.h"
-#include "coord/coord_client.h"
-#include "peer_cmd.h"
-#include "peers.h"
-#include "steady.h"
-#include "token_file.h"
-#include "xalloc.h"
-
 static int parse_steps(const char *list, long long **steps, size_t *n)
 {
 	char *copy = xstrdup(list), *save = NULL;
