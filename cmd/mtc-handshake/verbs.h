@@ -1,5 +1,5 @@
-#ifndef MTC_MTC_HANDSHAKE_VERBS_H
-#define MTC_MTC_HANDSHAKE_VERBS_H
+#ifndef MTC_HANDSHAKE_VERBS_H
+#define MTC_HANDSHAKE_VERBS_H
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,7 +23,11 @@
 #include "xalloc.h"
 #include "rank.h"
 
-/* The parts of mtc-handshake (cmd/mtc-handshake.c parses the options into these): exit codes. */
+/*
+ * The verbs of mtc-handshake: cmd/mtc-handshake.c parses the options into
+ * these globals; accept.c holds accept, watch and check, offer.c offer,
+ * rank.c rank. Each returns an exit code.
+ */
 
 extern char *dir;
 extern double timeout_s;
