@@ -177,8 +177,8 @@ static int no_job_given(const char *location, const struct mtc_store_options *op
 }
 
 enum mtc_result mtc_job_store_open(const char *location, const char *job, int flags,
-		       const struct mtc_store_options *opt, struct mtc_store **out, char *err,
-		       size_t errlen)
+				   const struct mtc_store_options *opt, struct mtc_store **out, char *err,
+				   size_t errlen)
 {
 	struct survey sv;
 	char *root;

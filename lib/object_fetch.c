@@ -134,8 +134,8 @@ static int room_for(const char *staging, const struct mtc_fetch *f, long long ke
 }
 
 enum mtc_result mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashes, size_t n,
-		     const char *staging, int threads, int progress, struct mtc_object_fetched *out,
-		     char *err, size_t errlen)
+				 const char *staging, int threads, int progress, struct mtc_object_fetched *out,
+				 char *err, size_t errlen)
 {
 	struct mtc_fetch f = { 0 };
 	struct mtc_strset seen = { 0 };

@@ -63,7 +63,7 @@ static void run_free(struct run *run)
 
 /* Judges (and with --delete prunes) the backups of the directory s is opened at. */
 int prune_dir(struct mtc_store *s, const char *root, const struct rules *r, int nodes,
-		     int workers, int location_named, struct totals *t)
+	      int workers, int location_named, struct totals *t)
 {
 	struct run run = { .root = root, .r = r, .location_named = location_named };
 	char **dirs = NULL, rv[4096];

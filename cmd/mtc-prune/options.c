@@ -20,7 +20,7 @@ int parse_policy(struct mtc_retention_policy *p)
 }
 
 int rules_init(struct rules *r, const char *pat, char **inc, char **exc, char **inc_list,
-		      char **exc_list)
+	       char **exc_list)
 {
 	char err[256];
 	if (mtc_ts_compile(pat, &r->ts, err, sizeof err) < 0)

@@ -87,18 +87,18 @@ void report_ignored(const struct run *run);
 int read_list(const char *file, struct run *run);
 struct backup *backup_of(const struct run *run, const char *name);
 int protect(struct mtc_store *s, struct run *run, const char *restore_version, int nodes,
-		   int workers);
+	    int workers);
 int report(const struct run *run, struct totals *t);
 int report_summary(const struct totals *t, const struct rules *r);
 int open_dir(const char *root, struct mtc_store **s);
 int prune_dir(struct mtc_store *s, const char *root, const struct rules *r, int nodes,
-		     int workers, int location_named, struct totals *t);
+	      int workers, int location_named, struct totals *t);
 int prune_list(const struct rules *r, struct totals *t);
 int prune_location(const struct rules *r, struct totals *t);
 int prune_ini(const struct rules *all, struct totals *t);
 int parse_policy(struct mtc_retention_policy *p);
 int rules_init(struct rules *r, const char *pat, char **inc, char **exc, char **inc_list,
-		      char **exc_list);
+	       char **exc_list);
 void rules_free(struct rules *r);
 int load_ini(struct rules **all);
 void free_options(void);

@@ -195,7 +195,7 @@ static int inspect(struct mtc_store *s, struct backup *b, int nodes, int workers
  * that is not valid (being written) are kept whatever the policy says.
  */
 int protect(struct mtc_store *s, struct run *run, const char *restore_version, int nodes,
-		   int workers)
+	    int workers)
 {
 	struct mtc_retention_item *items = run->items;
 	time_t now = time(NULL);

@@ -205,7 +205,7 @@ void mtc_coord_client_close(struct mtc_coord_client *cc)
 }
 
 enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report, double wait_s,
-		   double deadline, json_t **answer, char *err, size_t errlen)
+			       double deadline, json_t **answer, char *err, size_t errlen)
 {
 	json_t *r = json_deep_copy(report);
 	char *body;
@@ -282,7 +282,7 @@ enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, js
 }
 
 enum mtc_result mtc_coord_call(struct mtc_coord_client *cc, const char *kind, json_t *report,
-		   double deadline, json_t **answer, char *err, size_t errlen)
+			       double deadline, json_t **answer, char *err, size_t errlen)
 {
 	for (;;) {
 		double left = deadline - mtc_now();

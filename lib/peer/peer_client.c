@@ -922,7 +922,7 @@ static int put_tree(const struct mtc_peer_client *pc, const char *base, const ch
 }
 
 enum mtc_result mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char *dir,
-		 const char *name, long long *sent, char *err, size_t errlen)
+			     const char *name, long long *sent, char *err, size_t errlen)
 {
 	struct call c = { .method = "PUT", .url = object_url(base, name) };
 	char hash[MTC_HASH_MAX + 1], *path = xasprintf("%s/%s", dir, name);
@@ -1111,7 +1111,7 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 }
 
 enum mtc_result mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char *dir,
-		 const char *name, long long *received, char *err, size_t errlen)
+			     const char *name, long long *received, char *err, size_t errlen)
 {
 	char hash[MTC_HASH_MAX + 1], *path, *data;
 	struct mtc_ckpt_name n;

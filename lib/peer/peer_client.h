@@ -34,14 +34,14 @@ int mtc_peer_has(const struct mtc_peer_client *pc, const char *base, const char 
 		 size_t errlen);
 /* Sends dir/name (a <hash>.data file or tree, or a .meta) to the peer. *sent: body bytes. */
 enum mtc_result mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char *dir,
-		 const char *name, long long *sent, char *err, size_t errlen);
+			     const char *name, long long *sent, char *err, size_t errlen);
 /*
  * Fetches name into dir: data is verified against its hash before it is
  * renamed into place; a .meta is written only once its data is present
  * (fetched first when missing).
  */
 enum mtc_result mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char *dir,
-		 const char *name, long long *received, char *err, size_t errlen);
+			     const char *name, long long *received, char *err, size_t errlen);
 /* GET /v1/inventory; NULL with err on failure. */
 json_t *mtc_peer_inventory(const struct mtc_peer_client *pc, const char *base, char *err,
 			   size_t errlen);
