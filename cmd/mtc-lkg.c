@@ -14,13 +14,11 @@
 
 enum mode { MODE_NONE, MODE_BACKUPS, MODE_INVENTORY, MODE_GATHER };
 
+/* The options, as main parses them (mtc-lkg/modes.h). */
 char *backups_root, *token_file, *s3_endpoint, *inventory_path, *dir, *config_path, *job_opt,
 	*peer_template, *peer_token_file, **peer_urls;
 int json_out, parallel, nodes_opt, workers_opt, rank_opt = -1, verify;
 double peer_timeout;
-
-
-
 
 /* --backups alone: the job and the shape from --job, --config, --nodes and --workers. */
 static int backups_mode(void)

@@ -9,6 +9,7 @@
  */
 #include "mtc-prune/prune.h"
 
+/* The options, as main parses them (mtc-prune/prune.h). */
 char **counts[MTC_FREQ_COUNT]; /* every use of --hourly etc.; the last one counts */
 int prefer_recent, relaxed, do_delete, dry_run, print_deleted, print_kept,
 	print_not_deleted, json_out, utc, debug, silent, show_version, verify;
@@ -19,10 +20,6 @@ int parallel, compat_flag;
 struct mtc_warden_config ini;
 struct mtc_store_options store_opt;
 long long grace;
-
-
-
-
 
 int main(int argc, const char **argv)
 {

@@ -21,6 +21,7 @@
 
 enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };
 
+/* The options, as main parses them (mtc-restore/restore.h). */
 char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file, *s3_endpoint,
 	*rank_text, *job_opt, *name_opt, *layout = "step";
 int parallel, threads, force, json_out, no_progress, verify_only;
