@@ -117,7 +117,7 @@ static int open_store(const char *url, const struct mtc_store_options *opt, stru
 	if (mtc_store_open(url, opt, s, why, sizeof why) < 0) {
 		int e = errno;
 		mtc_fail(err, errlen, "cannot open '%s': %s", url, why);
-		return e == EINVAL ? MTC_USAGE : MTC_FAILURE; /* a missing location is told by the survey */
+		return mtc_store_result(e);
 	}
 	return MTC_OK;
 }
@@ -127,7 +127,7 @@ static int survey_or_fail(struct mtc_store *s, struct survey *sv, char *err, siz
 	if (survey(s, sv) == 0)
 		return MTC_OK;
 	mtc_fail(err, errlen, "cannot list '%s': %s", mtc_store_url(s), mtc_store_error(s));
-	return mtc_store_result(errno) == MTC_NOTFOUND ? MTC_NOTFOUND : MTC_FAILURE;
+	return mtc_store_result(errno);
 }
 
 /* What the bucket root holds: 0, or a result with err (no such location: not found). */

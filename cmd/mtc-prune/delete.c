@@ -44,7 +44,7 @@ int open_dir(const char *root, struct mtc_store **s)
 	char err[512];
 	if (mtc_store_open(root, &store_opt, s, err, sizeof err) < 0) {
 		mtc_error("cannot open '%s': %s", root, err);
-		return errno == EINVAL ? MTC_EXIT_USAGE : MTC_EXIT_FAILURE;
+		return mtc_store_result(errno);
 	}
 	if (!is_dir(root)) {
 		mtc_error("no such location: '%s'", root);
@@ -72,7 +72,7 @@ int prune_dir(struct mtc_store *s, const char *root, const struct rules *r, int 
 
 	if (mtc_backups_list_dirs(s, &dirs, &ndirs) < 0) {
 		mtc_error("cannot list '%s': %s", root, mtc_store_error(s));
-		rc = errno == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
+		rc = mtc_store_result(errno);
 		goto out;
 	}
 	mtc_debug("%s: %zu names listed", root, ndirs);
