@@ -1,5 +1,6 @@
 # mtc — plain GNU make. Every lib/*.c and lib/*/*.c (a subsystem's folder) goes into
-# libmtc.a, every cmd/*.c is a program and cmd/<program>/*.c are its other parts, every
+# libmtc.a, every cmd/*.c is a program and cmd/<program>/*.c are its other parts,
+# cmd/common/*.c (the command line every program shares) goes into each program, every
 # tests/unit/*.c is a unit-test binary; adding a file needs no edit here.
 
 PREFIX   ?= /usr/local
@@ -34,6 +35,7 @@ LIB_SRC  := $(wildcard lib/*.c lib/*/*.c)
 LIB_HDR  := $(wildcard lib/*.h lib/*/*.h)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
 CMD_SRC  := $(wildcard cmd/*.c)
+CMD_COMMON := $(patsubst %.c,$(B)/%.o,$(wildcard cmd/common/*.c))
 PROGS    := $(CMD_SRC:cmd/%.c=$(B)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
@@ -53,7 +55,7 @@ $(LIBMTC): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(B)/bin/%: $(B)/cmd/%.o $$(addprefix $(B)/,$$(addsuffix .o,$$(basename $$(wildcard cmd/$$*/*.c)))) $(LIBMTC)
+$(B)/bin/%: $(B)/cmd/%.o $$(addprefix $(B)/,$$(addsuffix .o,$$(basename $$(wildcard cmd/$$*/*.c)))) $(CMD_COMMON) $(LIBMTC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

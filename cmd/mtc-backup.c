@@ -18,8 +18,8 @@
 
 #include <jansson.h>
 
-#include "backup_write.h"
-#include "cli.h"
+#include "mtc-backup/backup_write.h"
+#include "common/cli.h"
 #include "config.h"
 #include "exitcode.h"
 #include "http.h"
@@ -75,8 +75,7 @@ int main(int argc, const char **argv)
 		{ "step", 's', POPT_ARG_STRING, &step_text, 0, "the step to back up", "S" },
 		{ "to", 't', POPT_ARG_STRING, &location, 0, "backup location: DIR, file://DIR, gs://BUCKET[/PREFIX] or s3://BUCKET[/PREFIX]", "LOCATION" },
 		{ "name", 'n', POPT_ARG_STRING, &name_opt, 0, "backup name (default: now, UTC)", "YYYY-MM-DD_HH-MM" },
-		{ "gcs-token-file", '\0', POPT_ARG_STRING, &token_file, 0, "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)", "FILE" },
-		{ "s3-endpoint", '\0', POPT_ARG_STRING, &s3_endpoint, 0, "s3:// endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, AWS's)", "URL" },
+		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
 		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
 		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0, "on gs://: upload a file at least this big as parallel parts composed into one object (default 64M)", "SIZE" },

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "exitcode.h"
+#include "result.h"
 #include "log.h"
 #include "naming.h"
 #include "xalloc.h"
@@ -107,7 +107,7 @@ static int job_root_given(const char *location, char *err, size_t errlen)
 		 location, base, parent, base);
 	free(parent);
 	free(base);
-	return MTC_EXIT_USAGE;
+	return MTC_USAGE;
 }
 
 static int open_store(const char *url, const struct mtc_store_options *opt, struct mtc_store **s,
@@ -117,20 +117,20 @@ static int open_store(const char *url, const struct mtc_store_options *opt, stru
 	if (mtc_store_open(url, opt, s, why, sizeof why) < 0) {
 		int e = errno;
 		mtc_fail(err, errlen, "cannot open '%s': %s", url, why);
-		return e == EINVAL ? MTC_EXIT_USAGE : MTC_EXIT_FAILURE;
+		return mtc_store_result(e);
 	}
-	return MTC_EXIT_OK;
+	return MTC_OK;
 }
 
 static int survey_or_fail(struct mtc_store *s, struct survey *sv, char *err, size_t errlen)
 {
 	if (survey(s, sv) == 0)
-		return MTC_EXIT_OK;
+		return MTC_OK;
 	mtc_fail(err, errlen, "cannot list '%s': %s", mtc_store_url(s), mtc_store_error(s));
-	return errno == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
+	return mtc_store_result(errno);
 }
 
-/* What the bucket root holds: 0, or an exit code with err (no such location: not found). */
+/* What the bucket root holds: 0, or a result with err (no such location: not found). */
 static int survey_location(const char *location, const struct mtc_store_options *opt,
 			   struct survey *sv, char *err, size_t errlen)
 {
@@ -141,7 +141,7 @@ static int survey_location(const char *location, const struct mtc_store_options 
 	rc = survey_or_fail(s, sv, err, errlen);
 	mtc_store_close(s);
 	if (!rc && !sv->exists)
-		return mtc_fail(err, errlen, "no such location: '%s'", location), MTC_EXIT_NOTFOUND;
+		return mtc_fail(err, errlen, "no such location: '%s'", location), MTC_NOTFOUND;
 	return rc;
 }
 
@@ -157,7 +157,7 @@ static int explain_missing(const char *location, const char *job,
 		return job_root_given(location, err, errlen);
 	mtc_fail(err, errlen, "no backups of job '%s' at '%s' (%s%s)", job, location,
 		 *sv.jobs ? "jobs there: " : "it holds no job", sv.jobs);
-	return MTC_EXIT_NOTFOUND;
+	return MTC_NOTFOUND;
 }
 
 static int no_job_given(const char *location, const struct mtc_store_options *opt, char *err,
@@ -170,15 +170,15 @@ static int no_job_given(const char *location, const struct mtc_store_options *op
 	if (sv.backups || sv.restore_version)
 		return job_root_given(location, err, errlen);
 	if (!*sv.jobs)
-		return mtc_fail(err, errlen, "no backups at '%s'", location), MTC_EXIT_NOTFOUND;
+		return mtc_fail(err, errlen, "no backups at '%s'", location), MTC_NOTFOUND;
 	mtc_fail(err, errlen, "which job? give --job NAME or --config (jobs at '%s': %s)", location,
 		 sv.jobs);
-	return MTC_EXIT_USAGE;
+	return MTC_USAGE;
 }
 
-int mtc_job_store_open(const char *location, const char *job, int flags,
-		       const struct mtc_store_options *opt, struct mtc_store **out, char *err,
-		       size_t errlen)
+enum mtc_result mtc_job_store_open(const char *location, const char *job, int flags,
+				   const struct mtc_store_options *opt, struct mtc_store **out, char *err,
+				   size_t errlen)
 {
 	struct survey sv;
 	char *root;
@@ -190,7 +190,7 @@ int mtc_job_store_open(const char *location, const char *job, int flags,
 	else if (!job)
 		return no_job_given(location, opt, err, errlen);
 	else if (!mtc_valid_job_name(job))
-		return mtc_fail(err, errlen, "'%s' is not a job name", job), MTC_EXIT_USAGE;
+		return mtc_fail(err, errlen, "'%s' is not a job name", job), MTC_USAGE;
 	else
 		root = xasprintf("%s%s%s", location,
 				 location[strlen(location) - 1] == '/' ? "" : "/", job);
@@ -203,7 +203,7 @@ int mtc_job_store_open(const char *location, const char *job, int flags,
 			     ? (mtc_fail(err, errlen, sv.exists ? "no backups at '%s'"
 								: "no such location: '%s'",
 					 root),
-				MTC_EXIT_NOTFOUND)
+				MTC_NOTFOUND)
 			     : explain_missing(location, job, opt, err, errlen);
 	}
 	if (!rc && sv.other)

@@ -12,7 +12,7 @@
  * which names the directory of backups itself (MTC_LOCATION_JOB_ROOT).
  *
  * mtc_job_store_open opens a job's backup root for reading and returns an
- * exit code (lib/exitcode.h), with the one-line reason in err:
+ * enum mtc_result (result.h), with the one-line reason in err:
  *   usage (2)      no job given, or a job's root given as LOCATION: both
  *                  explained with the command that would work;
  *   not found (4)  the location does not exist or holds no backup of the
@@ -23,9 +23,9 @@
  */
 enum { MTC_LOCATION_JOB_ROOT = 1 };
 
-int mtc_job_store_open(const char *location, const char *job, int flags,
-		       const struct mtc_store_options *opt, struct mtc_store **out, char *err,
-		       size_t errlen);
+enum mtc_result mtc_job_store_open(const char *location, const char *job, int flags,
+				   const struct mtc_store_options *opt, struct mtc_store **out, char *err,
+				   size_t errlen);
 
 /* The parent of a location and its last component ("gs://b/p/job" -> "gs://b/p", "job"); malloc'd. */
 void mtc_location_split(const char *location, char **parent, char **base);

@@ -515,3 +515,18 @@ void mtc_config_free(struct mtc_config *cfg)
 	cfg->job_name = NULL;
 	cfg->peer_ranks = NULL;
 }
+
+int mtc_parse_uint(const char *s, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}

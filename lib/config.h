@@ -48,4 +48,7 @@ json_t *mtc_config_to_json(const struct mtc_config *cfg);
 int mtc_config_replicas(const struct mtc_config *cfg);
 void mtc_config_free(struct mtc_config *cfg);
 
+/* Parses a non-negative decimal integer that fits in a long long; -1 if it is not one. */
+int mtc_parse_uint(const char *s, long long *out);
+
 #endif

@@ -1,14 +1,16 @@
 #ifndef MTC_EXITCODE_H
 #define MTC_EXITCODE_H
 
-/* One table for every program (mtc(7) §9.4), written in every man page. */
+#include "result.h"
+
+/* One table for every program (mtc(7) §9.4), written in every man page: a result's number. */
 enum mtc_exit {
-	MTC_EXIT_OK = 0,
-	MTC_EXIT_FAILURE = 1,
-	MTC_EXIT_USAGE = 2,
-	MTC_EXIT_TIMEOUT = 3,
-	MTC_EXIT_NOTFOUND = 4,
-	MTC_EXIT_INTEGRITY = 5,
+	MTC_EXIT_OK = MTC_OK,
+	MTC_EXIT_FAILURE = MTC_FAILURE,
+	MTC_EXIT_USAGE = MTC_USAGE,
+	MTC_EXIT_TIMEOUT = MTC_TIMEOUT,
+	MTC_EXIT_NOTFOUND = MTC_NOTFOUND,
+	MTC_EXIT_INTEGRITY = MTC_INTEGRITY,
 };
 
 #endif

@@ -14,7 +14,6 @@
 #include <time.h>
 
 #include "dirwatch.h"
-#include "cli.h"
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"

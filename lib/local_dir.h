@@ -12,6 +12,12 @@
 #define MTC_LOCAL_DIR_MODE 02770
 
 /*
+ * The local state of a restore pinned by restore.version: {"backup", "step"};
+ * mtc-restore writes it, mtc-replicate's steady state reads it.
+ */
+#define MTC_PINNED_FILE ".mtc-pinned"
+
+/*
  * Makes dir usable as the local dir: creates it when missing, with its
  * missing parents (mkdir -p, the parents as the umask says), the dir itself
  * exactly MTC_LOCAL_DIR_MODE, and checks that it is a directory this process

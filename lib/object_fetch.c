@@ -6,19 +6,13 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "exitcode.h"
+#include "result.h"
 #include "log.h"
 #include "manifest_text.h"
 #include "progress.h"
 #include "store/store_tree.h"
 #include "strset.h"
 #include "xalloc.h"
-
-
-static int store_exit(int e)
-{
-	return e == EIO ? MTC_EXIT_INTEGRITY : e == ETIMEDOUT ? MTC_EXIT_TIMEOUT : MTC_EXIT_FAILURE;
-}
 
 /* <prefix><hash>.data, a file or a tree, into f as <hash>.data. */
 static int plan_one(struct mtc_store *s, const char *prefix, const char *hash,
@@ -28,23 +22,23 @@ static int plan_one(struct mtc_store *s, const char *prefix, const char *hash,
 	     *rel = xasprintf("%s.data", hash);
 	const struct mtc_store_object *o;
 	struct mtc_store_list l;
-	int rc = MTC_EXIT_OK;
+	int rc = MTC_OK;
 
 	if (mtc_store_list(s, key, "/", &l) < 0) {
 		snprintf(err, errlen, "cannot list '%s/%s': %s", mtc_store_url(s), key,
 			 mtc_store_error(s));
-		rc = store_exit(errno);
+		rc = mtc_store_result(errno);
 	} else if ((o = mtc_store_list_find(&l, key))) {
 		mtc_fetch_add(f, key, rel, o->size, o->generation);
 	} else if (l.n_prefixes && !strcmp(l.prefixes[0], tree)) {
 		if (mtc_fetch_add_prefix(s, tree, rel, f) < 0) {
 			snprintf(err, errlen, "cannot list '%s/%s': %s", mtc_store_url(s), tree,
 				 mtc_store_error(s));
-			rc = store_exit(errno);
+			rc = mtc_store_result(errno);
 		}
 	} else {
 		snprintf(err, errlen, "no '%s/%s'", mtc_store_url(s), key);
-		rc = MTC_EXIT_NOTFOUND;
+		rc = MTC_NOTFOUND;
 	}
 	mtc_store_list_free(&l);
 	free(key);
@@ -60,19 +54,19 @@ static int get_manifest(struct mtc_store *s, const char *prefix, const char *has
 {
 	char *key = xasprintf("%s%s.manifest", prefix, hash), *text, why[512];
 	size_t len;
-	int rc = MTC_EXIT_OK;
+	int rc = MTC_OK;
 
 	if (mtc_store_get_buf(s, key, MTC_MANIFEST_MAX, &text, &len) < 0) {
 		if (errno != ENOENT) {
 			snprintf(err, errlen, "cannot read '%s/%s': %s", mtc_store_url(s), key,
 				 mtc_store_error(s));
-			rc = store_exit(errno);
+			rc = mtc_store_result(errno);
 		}
 	} else if (mtc_manifest_parse(text, len, m, why, sizeof why) < 0) {
 		snprintf(err, errlen, "integrity failure: '%s/%s' is not a manifest: %s",
 			 mtc_store_url(s), key, why);
 		free(text);
-		rc = MTC_EXIT_INTEGRITY;
+		rc = MTC_INTEGRITY;
 	} else {
 		kept->text = text;
 		kept->len = len;
@@ -91,17 +85,17 @@ static int verify_one(struct mtc_store *s, const char *prefix, const char *hash,
 
 	mtc_manifest_init(&m);
 	rc = get_manifest(s, prefix, hash, &m, kept, err, errlen);
-	if (rc != MTC_EXIT_OK)
+	if (rc != MTC_OK)
 		goto out;
 	mtc_info("verifying %.12s….data against its name and manifest", hash);
 	v = mtc_object_verify(path, hash, kept->text ? &m : NULL, threads, why, sizeof why);
 	if (v < 0) {
 		snprintf(err, errlen, "cannot verify '%s': %s", path, strerror(errno));
-		rc = MTC_EXIT_FAILURE;
+		rc = MTC_FAILURE;
 	} else if (v > 0) {
 		snprintf(err, errlen, "integrity failure: '%s/%s%s.data' is not what its name says: %s",
 			 mtc_store_url(s), prefix, hash, why);
-		rc = MTC_EXIT_INTEGRITY;
+		rc = MTC_INTEGRITY;
 	} else if (!kept->text) {
 		mtc_info("'%s/%s%s.data' has no manifest; checked the digest only", mtc_store_url(s),
 			 prefix, hash);
@@ -139,35 +133,35 @@ static int room_for(const char *staging, const struct mtc_fetch *f, long long ke
 			len, staging, need, room);
 }
 
-int mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashes, size_t n,
-		     const char *staging, int threads, int progress, struct mtc_object_fetched *out,
-		     char *err, size_t errlen)
+enum mtc_result mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashes, size_t n,
+				 const char *staging, int threads, int progress, struct mtc_object_fetched *out,
+				 char *err, size_t errlen)
 {
 	struct mtc_fetch f = { 0 };
 	struct mtc_strset seen = { 0 };
 	struct mtc_progress *bar;
 	char *first = xcalloc(n ? n : 1, 1); /* hashes[i] is not a repeat */
-	int rc = MTC_EXIT_OK, failed;
+	int rc = MTC_OK, failed;
 
 	*out = (struct mtc_object_fetched){ .manifests = xcalloc(n ? n : 1, sizeof *out->manifests),
 					    .n = n };
 	for (size_t i = 0; i < n; i++)
 		first[i] = !mtc_strset_add(&seen, hashes[i]);
-	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++)
+	for (size_t i = 0; i < n && rc == MTC_OK; i++)
 		if (first[i])
 			rc = plan_one(s, prefix, hashes[i], &f, err, errlen);
-	if (rc != MTC_EXIT_OK)
+	if (rc != MTC_OK)
 		goto out;
 	out->bytes = f.bytes;
 	if (mtc_fetch_prepare(s, staging, &f, &out->kept) < 0) {
 		snprintf(err, errlen, "cannot resume in '%s': %s", staging, mtc_store_error(s));
-		rc = MTC_EXIT_FAILURE;
+		rc = MTC_FAILURE;
 		goto out;
 	}
 	if (out->kept)
 		mtc_info("'%s' holds %lld of %lld bytes already", staging, out->kept, f.bytes);
 	if (room_for(staging, &f, out->kept, err, errlen) < 0) {
-		rc = MTC_EXIT_FAILURE;
+		rc = MTC_FAILURE;
 		goto out;
 	}
 	mtc_info("fetching %lld bytes into '%s'", f.bytes - out->kept, staging);
@@ -181,10 +175,10 @@ int mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashe
 		int e = errno;
 		snprintf(err, errlen, "cannot download from '%s': %s", mtc_store_url(s),
 			 mtc_store_error(s));
-		rc = store_exit(e);
+		rc = mtc_store_result(e);
 		goto out;
 	}
-	for (size_t i = 0; i < n && rc == MTC_EXIT_OK; i++)
+	for (size_t i = 0; i < n && rc == MTC_OK; i++)
 		if (first[i])
 			rc = verify_one(s, prefix, hashes[i], staging, threads, &out->manifests[i],
 					err, errlen);

@@ -21,14 +21,14 @@ struct mtc_object_fetched {
  * fetched in parallel, with a progress bar on stderr when progress is set;
  * then each is checked against its name and the backup's <hash>.manifest
  * (mtc_object_verify), ready for mtc_object_publish. Nothing is fetched
- * when staging's filesystem has no room for it (MTC_EXIT_FAILURE).
- * MTC_EXIT_OK; MTC_EXIT_NOTFOUND when a hash is not in the backup;
- * MTC_EXIT_INTEGRITY when a copy is not what its name or manifest says, or a
+ * when staging's filesystem has no room for it (MTC_FAILURE).
+ * MTC_OK; MTC_NOTFOUND when a hash is not in the backup;
+ * MTC_INTEGRITY when a copy is not what its name or manifest says, or a
  * manifest does not parse; else the storage error's code. err says which.
  */
-int mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashes, size_t n,
-		     const char *staging, int threads, int progress, struct mtc_object_fetched *out,
-		     char *err, size_t errlen);
+enum mtc_result mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashes, size_t n,
+				 const char *staging, int threads, int progress, struct mtc_object_fetched *out,
+				 char *err, size_t errlen);
 void mtc_object_fetched_free(struct mtc_object_fetched *f);
 
 #endif

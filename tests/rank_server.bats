@@ -174,3 +174,20 @@ pid_in() { head -n 1 "$CL_ROOT/node$1/jax-init-info.txt"; }
 	assert_equal "$(head -n 1 "$T/a/jax-init-info.txt")" 0
 	assert_equal "$(head -n 1 "$T/b/jax-init-info.txt")" 1
 }
+
+@test "rank server behind a token: \$MTC_PEER_TOKEN_FILE stands for --peer-token-file, as in every program" {
+	T=$(mktemp -d)
+	mkdir "$T/p" "$T/a" "$T/b"
+	printf 'a-shared-secret-of-the-job-0123456789\n' >"$T/token"
+	chmod 600 "$T/token"
+	serve_on "$T/p" --peer-token-file "$T/token" --coordinator --nodes 2 --round-timeout 60
+	mtc-handshake rank --dir "$T/a" --coordinator-url "$URL" --index 0 --host a --timeout 30 \
+		--peer-token-file "$T/token" >"$T/a.out" 2>"$T/a.err" &
+	PIDS+=($!)
+	MTC_PEER_TOKEN_FILE="$T/token" run mtc-handshake rank --dir "$T/b" --coordinator-url "$URL" \
+		--index 1 --host b --timeout 30
+	assert_success
+	wait_for "index 0's answer" 10 test -s "$T/a.out"
+	assert_equal "$(head -n 1 "$T/a/jax-init-info.txt")" 0
+	assert_equal "$(head -n 1 "$T/b/jax-init-info.txt")" 1
+}

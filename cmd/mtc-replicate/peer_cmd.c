@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <popt.h>
 
-#include "cli.h"
+#include "../common/cli.h"
 #include "clock.h"
 #include "config.h"
 #include "coord/coord.h"
@@ -41,9 +41,7 @@
 int mtc_replicate_parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
 			poptContext *ctx, int *code)
 {
-	static char name[64];
-	snprintf(name, sizeof name, "mtc-replicate %.*s", (int)strcspn(usage, " "), usage);
-	*ctx = mtc_cli_context(name, argc, argv, opts, usage);
+	*ctx = mtc_cli_verb_context(argc, argv, opts, usage);
 	return mtc_cli_parse(*ctx, code);
 }
 
@@ -66,8 +64,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 		{ "listen", 'l', POPT_ARG_STRING, &listen, 0,
 		  "address to listen on (default 127.0.0.1:7070; port 0 picks a free one)",
 		  "HOST:PORT" },
-		{ "peer-token-file", '\0', POPT_ARG_STRING, &token, 0, "bearer token every request must carry (else $MTC_PEER_TOKEN_FILE)",
-		  "FILE" },
+		MTC_POPT_PEER_TOKEN_FILE(token),
 		{ "strict-ranks", '\0', POPT_ARG_NONE, &strict_ranks, 0,
 		  "a write or a coordinator report that speaks for a rank needs that rank's "
 		  "credential: the token file's plain secret may only read", NULL },
@@ -208,6 +205,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	if (!(s = mtc_peer_server_start(&o, err, sizeof err))) {
 		/* its dir, address, token or TLS files: starting it again unchanged fails the same */
 		mtc_error("cannot serve '%s': %s", dir, err);
@@ -247,9 +245,8 @@ struct client_args {
 };
 
 #define CLIENT_ARGS_INIT { .retries = -1 }
-#define CLIENT_OPTIONS(a, whom, streams_help)                                                    \
-	{ "peer-token-file", '\0', POPT_ARG_STRING, &(a).token_file, 0,                          \
-	  "bearer token for " whom " (else $MTC_PEER_TOKEN_FILE)", "FILE" },                      \
+#define CLIENT_OPTIONS(a, streams_help)                                                          \
+	MTC_POPT_PEER_TOKEN_FILE((a).token_file),                                                \
 	{ "tls-dir", '\0', POPT_ARG_STRING, &(a).tls_dir, 0,                                      \
 	  "HTTPS: peers checked against DIR/ca.crt, DIR/tls.crt shown as the client "             \
 	  "certificate (else $MTC_TLS_DIR)", "DIR" },                                             \
@@ -321,7 +318,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		{ "peer", 'p', POPT_ARG_ARGV, &peers, 0, "push to this peer (repeatable)", "URL" },
 		{ "peer-url-template", '\0', POPT_ARG_STRING, &tmpl, 0,
 		  "turns a peer rank into its URL, e.g. http://job-0-{rank}.svc:7070", "T" },
-		CLIENT_OPTIONS(ca, "the peers", "connections per tree and peer (default 4; 1: one tar stream)"),
+		CLIENT_OPTIONS(ca, "connections per tree and peer (default 4; 1: one tar stream)"),
 		JSON_OPTION("the summary line is JSON (it is without this too)"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
@@ -410,7 +407,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 		{ "hash", 'H', POPT_ARG_ARGV, &hashes, 0, "fetch <H>.data (repeatable)", "H" },
 		{ "meta", 'm', POPT_ARG_ARGV, &metas, 0, "fetch this .meta and its data (repeatable)",
 		  "NAME" },
-		CLIENT_OPTIONS(ca, "the peer", "connections per tree (default 4; 1: one tar stream)"),
+		CLIENT_OPTIONS(ca, "connections per tree (default 4; 1: one tar stream)"),
 		JSON_OPTION("the summary line is JSON (it is without this too)"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};

@@ -12,7 +12,7 @@
 
 #include "buf.h"
 #include "clock.h"
-#include "exitcode.h"
+#include "result.h"
 #include "fsutil.h"
 #include "http.h"
 #include "log.h"
@@ -69,12 +69,13 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 
 /*
  * One HTTP POST, on keep's connection when given (kept open for the next),
- * else on a connection of its own. 0 with the parsed JSON answer and its HTTP
- * code, -1 with err (transport), or -2 with err when no retry can help (the
- * URL's scheme against the TLS set-up).
+ * else on a connection of its own. MTC_OK with the parsed JSON answer and its
+ * HTTP code, MTC_FAILURE with err (transport: worth a retry), or MTC_USAGE with
+ * err when no retry can help (the URL's scheme against the TLS set-up).
  */
-static int post_once(struct mtc_coord_client *cc, CURL *keep, const char *kind, const char *body,
-		     double timeout_s, json_t **answer, long *code, char *err, size_t errlen)
+static enum mtc_result post_once(struct mtc_coord_client *cc, CURL *keep, const char *kind,
+				 const char *body, double timeout_s, json_t **answer, long *code,
+				 char *err, size_t errlen)
 {
 	CURL *h = keep ? keep : curl_easy_init();
 	struct curl_slist *hdr = NULL;
@@ -93,7 +94,7 @@ static int post_once(struct mtc_coord_client *cc, CURL *keep, const char *kind, 
 			curl_easy_cleanup(h);
 		curl_slist_free_all(hdr);
 		free(url);
-		return -2;
+		return MTC_USAGE;
 	}
 	hdr = curl_slist_append(hdr, "Content-Type: application/json");
 	hdr = curl_slist_append(hdr, "Expect:");
@@ -125,7 +126,7 @@ static int post_once(struct mtc_coord_client *cc, CURL *keep, const char *kind, 
 			 *errbuf ? errbuf : curl_easy_strerror(rc));
 		free(url);
 		mtc_buf_free(&b);
-		return -1;
+		return MTC_FAILURE;
 	}
 	atomic_store(&cc->last_ok, mtc_now());
 	*answer = b.p ? json_loadb(b.p, b.len, 0, &jerr) : NULL;
@@ -136,11 +137,11 @@ static int post_once(struct mtc_coord_client *cc, CURL *keep, const char *kind, 
 		*answer = NULL;
 		free(url);
 		mtc_buf_free(&b);
-		return -1;
+		return MTC_FAILURE;
 	}
 	free(url);
 	mtc_buf_free(&b);
-	return 0;
+	return MTC_OK;
 }
 
 /*
@@ -163,7 +164,7 @@ static void *heartbeat_main(void *arg)
 		json_t *a;
 		long code;
 		pthread_mutex_unlock(&cc->mu);
-		if (post_once(cc, keep, "heartbeat", body, 10, &a, &code, err, sizeof err) < 0)
+		if (post_once(cc, keep, "heartbeat", body, 10, &a, &code, err, sizeof err) != MTC_OK)
 			mtc_debug("heartbeat: %s", err);
 		json_decref(a);
 		pthread_mutex_lock(&cc->mu);
@@ -203,8 +204,8 @@ void mtc_coord_client_close(struct mtc_coord_client *cc)
 	cc->url = cc->token = NULL;
 }
 
-int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report, double wait_s,
-		   double deadline, json_t **answer, char *err, size_t errlen)
+enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report, double wait_s,
+			       double deadline, json_t **answer, char *err, size_t errlen)
 {
 	json_t *r = json_deep_copy(report);
 	char *body;
@@ -229,12 +230,12 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 			free(body);
 			if (!*err)
 				snprintf(err, errlen, "no answer from the coordinator '%s'", cc->url);
-			return MTC_EXIT_TIMEOUT;
+			return MTC_TIMEOUT;
 		}
 		if (cancelled(cc)) {
 			free(body);
 			snprintf(err, errlen, "stopped while waiting for the coordinator '%s'", cc->url);
-			return MTC_EXIT_FAILURE;
+			return MTC_FAILURE;
 		}
 		if (*err && mtc_coord_client_lost(cc)) {
 			char why[512];
@@ -242,16 +243,16 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 			free(body);
 			snprintf(err, errlen, "lost the coordinator '%s' (no answer for %.0f s): %s",
 				 cc->url, mtc_now() - atomic_load(&cc->last_ok), why);
-			return MTC_EXIT_FAILURE;
+			return MTC_FAILURE;
 		}
 		err[0] = '\0';
 		rc = post_once(cc, NULL, kind, body, (wait_s >= 0 ? wait_s : 60) + 30, &a, &code, err,
 			       errlen);
-		if (rc == -2) {
+		if (rc == MTC_USAGE) {
 			free(body);
-			return MTC_EXIT_FAILURE;
+			return MTC_FAILURE;
 		}
-		if (rc < 0 || code == 503) {
+		if (rc != MTC_OK || code == 503) {
 			if (a)
 				snprintf(err, errlen, "coordinator '%s': %s", cc->url,
 					 json_string_value(json_object_get(a, "error")) ?: "unavailable");
@@ -259,7 +260,7 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 			mtc_debug("%s: %s; retrying", kind, err);
 			if (mtc_retry_wait(&retry) < 0) {
 				free(body);
-				return MTC_EXIT_TIMEOUT;
+				return MTC_TIMEOUT;
 			}
 			continue;
 		}
@@ -276,12 +277,12 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 		snprintf(err, errlen, "%s", json_string_value(json_object_get(a, "error"))
 						    ?: "the coordinator refused the report");
 		json_decref(a);
-		return MTC_EXIT_FAILURE;
+		return MTC_FAILURE;
 	}
 }
 
-int mtc_coord_call(struct mtc_coord_client *cc, const char *kind, json_t *report,
-		   double deadline, json_t **answer, char *err, size_t errlen)
+enum mtc_result mtc_coord_call(struct mtc_coord_client *cc, const char *kind, json_t *report,
+			       double deadline, json_t **answer, char *err, size_t errlen)
 {
 	for (;;) {
 		double left = deadline - mtc_now();

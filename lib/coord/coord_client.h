@@ -12,7 +12,7 @@
  * A node's side of the coordinator (coord.h): reports carry the rank and a
  * session id chosen once per process; a background thread sends heartbeats
  * so that the coordinator can tell a busy node from a vanished one.
- * Results are exit codes (exitcode.h) with a one-line reason in err.
+ * Results are enum mtc_result (result.h) with a one-line reason in err.
  */
 struct mtc_coord_client {
 	char *url; /* base, e.g. http://host:7070 */
@@ -49,17 +49,17 @@ void mtc_coord_client_close(struct mtc_coord_client *cc);
 /*
  * One report to a round: 0 with the answer when the round is done, 0 with
  * *answer NULL when still waiting after wait_s (the report stands), or an
- * exit code:
+ * result (result.h):
  * FAILURE (the round failed, the coordinator refused the report or was
  * lost, or *cancel was set: err says why) or TIMEOUT (coordinator never
  * reached). Connection errors are retried until deadline (mtc_now() based)
  * or until the coordinator counts as lost.
  */
-int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report, double wait_s,
+enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report, double wait_s,
 		   double deadline, json_t **answer, char *err, size_t errlen);
 
 /* Reports until the round is done (0 and the answer), it fails, or deadline passes (TIMEOUT). */
-int mtc_coord_call(struct mtc_coord_client *cc, const char *kind, json_t *report,
+enum mtc_result mtc_coord_call(struct mtc_coord_client *cc, const char *kind, json_t *report,
 		   double deadline, json_t **answer, char *err, size_t errlen);
 
 #endif

@@ -16,7 +16,7 @@
 #include "blake3/blake3.h"
 #include "clock.h"
 #include "object.h"
-#include "exitcode.h"
+#include "result.h"
 #include "fsutil.h"
 #include "http.h"
 #include "inventory.h"
@@ -30,9 +30,12 @@
 #include "tmpname.h"
 #include "xalloc.h"
 
-#define RETRY (-100)
-#define NEEDS_MANIFEST (-101)
-#define WHOLE_ONLY (-102) /* the peer takes a one-file object only whole */
+/* How one attempt went beyond enum mtc_result; never returned from this file. */
+enum attempt {
+	RETRY = MTC_INTEGRITY + 1,
+	NEEDS_MANIFEST, /* the peer lost the tree's manifest (428) */
+	WHOLE_ONLY,	/* the peer takes a one-file object only whole */
+};
 #define RING_BATCH (1 << 20)
 #define RETRY_BASE_S 0.2
 #define RETRY_CAP_S 6.4
@@ -173,7 +176,7 @@ static void *tree_reader(void *arg)
 	struct call *c = arg;
 	c->thread_rc = mtc_wire_extract_from(mtc_ring_next, &c->ring, c->tree_root, c->limits,
 					     c->expected, &c->got_list, c->thread_why,
-					     sizeof c->thread_why);
+					     sizeof c->thread_why) == MTC_OK ? 0 : -1;
 	mtc_ring_done(&c->ring);
 	return NULL;
 }
@@ -364,7 +367,7 @@ static enum mtc_http_end send_curl(const struct mtc_http_opts *o, struct call *c
 	return end;
 }
 
-/* One attempt: 0, RETRY, or a final exit code, with err. */
+/* One attempt: 0, RETRY, or a final result, with err. */
 static int attempt(const struct mtc_peer_client *pc, struct call *c, double deadline, char *err,
 		   size_t errlen)
 {
@@ -378,10 +381,10 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 
 	if (cancelled(pc->cancel)) {
 		snprintf(err, errlen, "stopped");
-		return MTC_EXIT_FAILURE;
+		return MTC_FAILURE;
 	}
 	if (mtc_http_check(&o, err, errlen) < 0)
-		return MTC_EXIT_FAILURE;
+		return MTC_FAILURE;
 	c->cancel = pc->cancel;
 	c->raw = ((!strcmp(c->method, "PUT") && c->up_path) ||
 		  (!strcmp(c->method, "GET") && c->down_path)) &&
@@ -393,7 +396,7 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 			snprintf(err, errlen, "'%s': %s", c->up_path ? c->up_path : c->down_path,
 				 strerror(errno));
 		finish_fds(c);
-		return MTC_EXIT_FAILURE;
+		return MTC_FAILURE;
 	}
 	end = c->raw ? send_raw(&o, c, deadline, why, sizeof why) : send_curl(&o, c, why, sizeof why);
 	answered = end == MTC_HTTP_ANSWERED || end == MTC_HTTP_LOCAL; /* LOCAL: thread_rc says why */
@@ -401,23 +404,23 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 	if (answered && c->code >= 300) {
 		first_line(c->body.p, line, sizeof line);
 		snprintf(err, errlen, "'%s': HTTP %ld%s%s", c->url, c->code, *line ? ": " : "", line);
-		rc = c->code == 404 ? MTC_EXIT_NOTFOUND
+		rc = c->code == 404 ? MTC_NOTFOUND
 		     : c->code == 428 ? NEEDS_MANIFEST
 		     : mtc_http_transient(c->code) || c->code == 422 ? RETRY
-							      : MTC_EXIT_FAILURE;
+							      : MTC_FAILURE;
 	} else if (c->thread_rc < 0 && c->down_path && (c->down_tree || c->range)) {
 		snprintf(err, errlen, "'%s': rejected: %s", c->url, c->thread_why);
 		c->code = 422;
 		rc = RETRY;
 	} else if (c->thread_rc < 0) {
 		snprintf(err, errlen, "cannot send '%s': %s", c->up_path, c->thread_why);
-		rc = MTC_EXIT_FAILURE;
+		rc = MTC_FAILURE;
 	} else if (end == MTC_HTTP_DEADLINE && mtc_now() >= deadline) {
 		snprintf(err, errlen, "'%s': %s", c->url, why);
-		rc = MTC_EXIT_TIMEOUT;
+		rc = MTC_TIMEOUT;
 	} else if (!answered && cancelled(pc->cancel)) {
 		snprintf(err, errlen, "'%s': stopped", c->url);
-		rc = MTC_EXIT_FAILURE;
+		rc = MTC_FAILURE;
 	} else if (!answered) {
 		snprintf(err, errlen, "'%s': %s", c->url, why);
 		c->code = 0;
@@ -528,7 +531,7 @@ static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double d
 	if (mtc_remove_tree(c->down_path) < 0 || mkdir(c->down_path, 0755) < 0) {
 		snprintf(err, errlen, "'%s': %s", c->down_path, strerror(errno));
 		pieces_free(&ps);
-		return MTC_EXIT_FAILURE;
+		return MTC_FAILURE;
 	}
 	for (int i = 0; i < ps.n; i++)
 		ps.p[i].c = (struct call){ .method = "GET",
@@ -591,7 +594,7 @@ static int get_ranges(const struct mtc_peer_client *pc, struct call *c, double d
 	c->got[0] = '\0';
 	if ((fd = open(c->down_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
 		snprintf(err, errlen, "'%s': %s", c->down_path, strerror(errno));
-		return MTC_EXIT_FAILURE;
+		return MTC_FAILURE;
 	}
 	close(fd);
 	split_ranges(&got, c->file_size, c->file_ranges);
@@ -619,7 +622,7 @@ static int get_ranges(const struct mtc_peer_client *pc, struct call *c, double d
 	return rc;
 }
 
-/* check: after a 2xx, 0, RETRY or an exit code (verification of what arrived). */
+/* check: after a 2xx, 0, RETRY or a result (verification of what arrived). */
 static int run(const struct mtc_peer_client *pc, struct call *c,
 	       int (*check)(const struct mtc_peer_client *, struct call *, void *, char *, size_t),
 	       void *arg, char *err, size_t errlen)
@@ -639,10 +642,10 @@ static int run(const struct mtc_peer_client *pc, struct call *c,
 			return rc;
 		integrity = c->code == 422;
 		if (retry.attempt >= pc->retries)
-			return integrity ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+			return integrity ? MTC_INTEGRITY : MTC_FAILURE;
 		mtc_debug("retrying: %s", err);
 		if (mtc_retry_wait(&retry) < 0)
-			return MTC_EXIT_TIMEOUT;
+			return MTC_TIMEOUT;
 	}
 }
 
@@ -661,7 +664,7 @@ int mtc_peer_has(const struct mtc_peer_client *pc, const char *base, const char 
 	int rc = run(pc, &c, NULL, NULL, err, errlen);
 	free(c.url);
 	mtc_buf_free(&c.body);
-	return rc == 0 ? 1 : rc == MTC_EXIT_NOTFOUND ? 0 : -1;
+	return rc == 0 ? 1 : rc == MTC_NOTFOUND ? 0 : -1;
 }
 
 static char *uploads_url(const char *base, const char *rest)
@@ -687,7 +690,7 @@ static int put_manifest(const struct mtc_peer_client *pc, const char *base, cons
 /*
  * Opens an upload session for rest ("<hash>.data", "?size=N" for a file): 0
  * with *id, or with *id NULL when the peer holds the object already; else
- * RETRY or an exit code. *code: the answer's status (*rejected: 422);
+ * RETRY or a result. *code: the answer's status (*rejected: 422);
  * *ranges: the peer joins ranges of a tree's files.
  */
 static int session_open(const struct mtc_peer_client *pc, const char *base, const char *rest,
@@ -714,7 +717,7 @@ static int session_open(const struct mtc_peer_client *pc, const char *base, cons
 	free_call(&c);
 	if (!*id) {
 		snprintf(err, errlen, "'%s': no upload session in the answer", base);
-		return MTC_EXIT_FAILURE;
+		return MTC_FAILURE;
 	}
 	return 0;
 }
@@ -744,7 +747,7 @@ static int session_close(const struct mtc_peer_client *pc, const char *base, con
 /*
  * Sends the pieces of session id, their calls made but for their URLs, at
  * once, then commits the session or drops it; frees the pieces and id. 0,
- * RETRY or an exit code, with the bytes sent and any 422 added up.
+ * RETRY or a result, with the bytes sent and any 422 added up.
  */
 static int session_send(const struct mtc_peer_client *pc, const char *base, char *id,
 			struct piece_set *ps, double deadline, long long *sent, int *rejected,
@@ -770,7 +773,7 @@ static int session_send(const struct mtc_peer_client *pc, const char *base, char
 
 /*
  * One try of a tree upload over parallel connections: open a session,
- * send the pieces at once, commit. 0, RETRY, NEEDS_MANIFEST or an exit
+ * send the pieces at once, commit. 0, RETRY, NEEDS_MANIFEST or a
  * code; *rejected when the peer answered 422.
  */
 static int put_tree_once(const struct mtc_peer_client *pc, const char *base, const char *path,
@@ -824,7 +827,7 @@ static int put_file_once(const struct mtc_peer_client *pc, const char *base, con
 	return rc;
 }
 
-/* A one-file object as ranges, retried as a whole: 0, WHOLE_ONLY or an exit code. */
+/* A one-file object as ranges, retried as a whole: 0, WHOLE_ONLY or a result. */
 static int put_file(const struct mtc_peer_client *pc, const char *base, const char *path,
 		    const char *hash, long long size, long long *sent, char *err, size_t errlen)
 {
@@ -839,12 +842,12 @@ static int put_file(const struct mtc_peer_client *pc, const char *base, const ch
 		if (unsupported)
 			return WHOLE_ONLY;
 		if (rc != RETRY)
-			return rc == NEEDS_MANIFEST ? MTC_EXIT_FAILURE : rc;
+			return rc == NEEDS_MANIFEST ? MTC_FAILURE : rc;
 		if (retry.attempt >= pc->retries)
-			return rejected ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+			return rejected ? MTC_INTEGRITY : MTC_FAILURE;
 		mtc_debug("retrying: %s", err);
 		if (mtc_retry_wait(&retry) < 0)
-			return MTC_EXIT_TIMEOUT;
+			return MTC_TIMEOUT;
 	}
 }
 
@@ -876,7 +879,7 @@ static int put_tree(const struct mtc_peer_client *pc, const char *base, const ch
 	if (rc) {
 		snprintf(err, errlen, "cannot send '%s': %s", path, why);
 		free(path);
-		return rc > 0 ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+		return rc > 0 ? MTC_INTEGRITY : MTC_FAILURE;
 	}
 	rc = put_manifest(pc, base, hash, text, err, errlen);
 	while (!rc) {
@@ -900,26 +903,26 @@ static int put_tree(const struct mtc_peer_client *pc, const char *base, const ch
 		if (rc != RETRY)
 			break;
 		if (retry.attempt >= pc->retries) {
-			rc = rejected ? MTC_EXIT_INTEGRITY : MTC_EXIT_FAILURE;
+			rc = rejected ? MTC_INTEGRITY : MTC_FAILURE;
 			break;
 		}
 		mtc_debug("retrying: %s", err);
 		if (mtc_retry_wait(&retry) < 0) {
-			rc = MTC_EXIT_TIMEOUT;
+			rc = MTC_TIMEOUT;
 			break;
 		}
 		rc = 0;
 	}
 	if (rc == NEEDS_MANIFEST)
-		rc = MTC_EXIT_FAILURE;
+		rc = MTC_FAILURE;
 	mtc_manifest_free(&m);
 	free(text);
 	free(path);
 	return rc;
 }
 
-int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char *dir,
-		 const char *name, long long *sent, char *err, size_t errlen)
+enum mtc_result mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char *dir,
+			     const char *name, long long *sent, char *err, size_t errlen)
 {
 	struct call c = { .method = "PUT", .url = object_url(base, name) };
 	char hash[MTC_HASH_MAX + 1], *path = xasprintf("%s/%s", dir, name);
@@ -954,7 +957,7 @@ int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char 
 			snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
 			free(path);
 			free(c.url);
-			return MTC_EXIT_FAILURE;
+			return MTC_FAILURE;
 		}
 		c.up_mem = hash;
 		c.up_len = strlen(hash);
@@ -962,11 +965,11 @@ int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char 
 		snprintf(err, errlen, "'%s' is neither <hash>.data nor a .meta", name);
 		free(path);
 		free(c.url);
-		return MTC_EXIT_USAGE;
+		return MTC_USAGE;
 	}
 	rc = run(pc, &c, NULL, NULL, err, errlen);
 	if (rc == NEEDS_MANIFEST)
-		rc = MTC_EXIT_FAILURE;
+		rc = MTC_FAILURE;
 	if (sent)
 		*sent = rc == 0 ? c.bytes : 0;
 	free(path);
@@ -1012,7 +1015,7 @@ static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, 
 	if (mtc_object_publish(p->obj, p->dir, p->hash, &keep) < 0) {
 		snprintf(err, errlen, "cannot publish '%s/%s.data': %s", p->dir, p->hash,
 			 strerror(errno));
-		return MTC_EXIT_FAILURE;
+		return MTC_FAILURE;
 	}
 	return 0;
 }
@@ -1026,18 +1029,18 @@ static int get_manifest(const struct mtc_peer_client *pc, const char *base, cons
 	int rc = run(pc, &c, NULL, NULL, err, errlen);
 
 	free(name);
-	if (rc == MTC_EXIT_FAILURE && c.code == 409)
-		rc = MTC_EXIT_INTEGRITY; /* the peer's copy does not match its name */
+	if (rc == MTC_FAILURE && c.code == 409)
+		rc = MTC_INTEGRITY; /* the peer's copy does not match its name */
 	if (rc == 0 && mtc_peer_manifest_parse(mtc_buf_str(&c.body), c.body.len, hash, &pc->limits,
 					       m, why, sizeof why) < 0) {
 		snprintf(err, errlen, "'%s': %s", c.url, why);
-		rc = MTC_EXIT_INTEGRITY;
+		rc = MTC_INTEGRITY;
 	}
 	if (rc == 0) {
 		*text = mtc_buf_take(&c.body);
 	}
 	free_call(&c);
-	return rc == NEEDS_MANIFEST ? MTC_EXIT_FAILURE : rc;
+	return rc == NEEDS_MANIFEST ? MTC_FAILURE : rc;
 }
 
 /*
@@ -1088,7 +1091,7 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 		free(c.url);
 		mtc_manifest_free(&m);
 		free(text);
-		return MTC_EXIT_FAILURE;
+		return MTC_FAILURE;
 	}
 	obj = xasprintf("%s/obj", staging.path);
 	p.obj = obj;
@@ -1096,7 +1099,7 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 	c.down_tree = mtc_is_dir_hash(hash);
 	rc = run(pc, &c, verify_and_publish, &p, err, errlen);
 	if (rc == NEEDS_MANIFEST)
-		rc = MTC_EXIT_FAILURE;
+		rc = MTC_FAILURE;
 	if (received)
 		*received = rc == 0 ? c.bytes : 0;
 	mtc_tmp_discard(&staging);
@@ -1107,8 +1110,8 @@ static int get_data(const struct mtc_peer_client *pc, const char *base, const ch
 	return rc;
 }
 
-int mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char *dir,
-		 const char *name, long long *received, char *err, size_t errlen)
+enum mtc_result mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char *dir,
+			     const char *name, long long *received, char *err, size_t errlen)
 {
 	char hash[MTC_HASH_MAX + 1], *path, *data;
 	struct mtc_ckpt_name n;
@@ -1122,7 +1125,7 @@ int mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char 
 		return get_data(pc, base, dir, name, hash, received, err, errlen);
 	if (mtc_parse_ckpt_name(name, &n) || n.ext != MTC_EXT_META) {
 		snprintf(err, errlen, "'%s' is neither <hash>.data nor a .meta", name);
-		return MTC_EXIT_USAGE;
+		return MTC_USAGE;
 	}
 	c.url = object_url(base, name);
 	rc = run(pc, &c, NULL, NULL, err, errlen);
@@ -1132,7 +1135,7 @@ int mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char 
 			c.body.p[--len] = '\0';
 		if (!c.body.p || len > MTC_HASH_MAX || !mtc_is_hash(c.body.p)) {
 			snprintf(err, errlen, "'%s': content is not a hash", c.url);
-			rc = MTC_EXIT_INTEGRITY;
+			rc = MTC_INTEGRITY;
 		}
 	}
 	if (rc == 0) {
@@ -1148,7 +1151,7 @@ int mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char 
 		path = xasprintf("%s/%s", dir, name);
 		if (mtc_write_atomic(path, hash, strlen(hash)) < 0) {
 			snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
-			rc = MTC_EXIT_FAILURE;
+			rc = MTC_FAILURE;
 		}
 		free(path);
 	}

@@ -12,7 +12,7 @@
  * The client side of the peer service (peer_server.h). Transfers are
  * retried on connection errors, 408, 429, 5xx and 422 (corrupted in
  * transit) with exponential backoff and jitter, within a total deadline.
- * Results are exit codes (exitcode.h): 0, FAILURE, TIMEOUT, NOTFOUND,
+ * Results are enum mtc_result (result.h): 0, FAILURE, TIMEOUT, NOTFOUND,
  * INTEGRITY, with a one-line reason in err. The caller ignores SIGPIPE.
  * A tree travels with its manifest (peer_manifest.h): sent before it,
  * fetched before it, and what arrives is checked against both the name
@@ -33,15 +33,15 @@ void mtc_peer_client_defaults(struct mtc_peer_client *pc);
 int mtc_peer_has(const struct mtc_peer_client *pc, const char *base, const char *name, char *err,
 		 size_t errlen);
 /* Sends dir/name (a <hash>.data file or tree, or a .meta) to the peer. *sent: body bytes. */
-int mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char *dir,
-		 const char *name, long long *sent, char *err, size_t errlen);
+enum mtc_result mtc_peer_put(const struct mtc_peer_client *pc, const char *base, const char *dir,
+			     const char *name, long long *sent, char *err, size_t errlen);
 /*
  * Fetches name into dir: data is verified against its hash before it is
  * renamed into place; a .meta is written only once its data is present
  * (fetched first when missing).
  */
-int mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char *dir,
-		 const char *name, long long *received, char *err, size_t errlen);
+enum mtc_result mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char *dir,
+			     const char *name, long long *received, char *err, size_t errlen);
 /* GET /v1/inventory; NULL with err on failure. */
 json_t *mtc_peer_inventory(const struct mtc_peer_client *pc, const char *base, char *err,
 			   size_t errlen);

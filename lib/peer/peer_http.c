@@ -470,9 +470,11 @@ enum mtc_http_end mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen
 	if (rc == 0 && (p->code == 101 || p->code == 200 || (p->code == 206 && p->range))) {
 		char why[512];
 		struct mtc_wire_entry whole = { .size = length };
-		int x = p->root ? mtc_wire_extract_sock(fd, p->answer.p, p->answer.len, p->stall_s,
-							p->stop, p->root, p->limits, p->expected,
-							p->got, &p->received, why, sizeof why)
+		int x = p->root ? (mtc_wire_extract_sock(fd, p->answer.p, p->answer.len, p->stall_s,
+							 p->stop, p->root, p->limits, p->expected,
+							 p->got, &p->received, why, sizeof why)
+					   ? -1
+					   : 0)
 			: p->range && p->code != 206
 				? mtc_fail(why, sizeof why, "the whole file came, not the range asked for")
 			: length < 0 || (p->range && length != p->range->size)

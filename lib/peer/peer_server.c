@@ -29,7 +29,7 @@
 
 #include "blake3/blake3.h"
 #include "buf.h"
-#include "cli.h"
+#include "config.h"
 #include "clock.h"
 #include "object.h"
 #include "framing.h"
@@ -746,8 +746,9 @@ static void split_free(struct split *x)
 
 /*
  * The tree's local manifest, parsed one at a time (manifest_enter): 0, 1
- * when the data does not match its name, -1, or -2 when busy; why.
+ * when the data does not match its name, MANIFEST_BUSY, or -1; why.
  */
+#define MANIFEST_BUSY 2
 static int local_manifest(struct mtc_peer_server *s, const char *hash, struct mtc_manifest *m,
 			  char **text, char *err, size_t errlen)
 {
@@ -755,7 +756,7 @@ static int local_manifest(struct mtc_peer_server *s, const char *hash, struct mt
 
 	if (!manifest_enter(s)) {
 		mtc_fail(err, errlen, "busy checking other manifests");
-		return -2;
+		return MANIFEST_BUSY;
 	}
 	rc = mtc_peer_manifest_local(s->dir, hash, m, text, err, errlen);
 	manifest_leave(s);
@@ -1051,11 +1052,11 @@ static enum MHD_Result get_manifest(struct req *r, struct MHD_Connection *c, int
 		return queue(r, c, MHD_HTTP_OK, resp);
 	}
 	rc = local_manifest(r->s, r->hash, &m, &text, why, sizeof why);
-	if (rc == -2)
+	if (rc == MANIFEST_BUSY)
 		return respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, "'%s.manifest': %s; retry\n",
 			       r->hash, why);
 	if (rc)
-		return respond(r, c, rc > 0 ? MHD_HTTP_CONFLICT : 500, TEXT, "cannot list '%s.data': %s\n",
+		return respond(r, c, rc == 1 ? MHD_HTTP_CONFLICT : 500, TEXT, "cannot list '%s.data': %s\n",
 			       r->hash, why);
 	mtc_manifest_free(&m);
 	res = respond(r, c, MHD_HTTP_OK, "application/json", "%s", text);
@@ -1368,9 +1369,9 @@ static unsigned tree_outcome(struct req *r, int rc, const char *xwhy, char *err,
 	struct mtc_peer_server *s = r->s;
 	unsigned code;
 
-	if (rc < 0) {
+	if (rc != MTC_OK) {
 		atomic_fetch_add(&s->rejected, 1);
-		if (rc == -2)
+		if (rc == MTC_INTEGRITY)
 			atomic_fetch_add(&s->digest_failures, 1);
 		snprintf(err, errlen, "'%s' rejected: %s", r->name, xwhy);
 		mtc_warn("%s", err);
@@ -2422,7 +2423,6 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		return NULL;
 	}
 	mtc_histogram_init(&s->seconds, buckets, (int)(sizeof buckets / sizeof *buckets));
-	signal(SIGPIPE, SIG_IGN);
 	remove_leftovers(s->dir);
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;

@@ -78,6 +78,7 @@ void mtc_peer_server_defaults(struct mtc_peer_server_opts *o);
 
 struct mtc_peer_server;
 
+/* The caller ignores SIGPIPE first: a peer may close in the middle of an answer. */
 struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts *o, char *err,
 					      size_t errlen);
 /* "HOST:PORT" actually bound. */

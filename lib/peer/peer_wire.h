@@ -7,6 +7,7 @@
 
 #include "blake3/blake3.h"
 #include "digest.h"
+#include "result.h"
 
 /*
  * The wire form of a directory <hash>.data between peers: a tar stream
@@ -123,13 +124,13 @@ void mtc_wire_compose_dirs(struct mtc_wire_item *items, size_t n, struct mtc_man
  * (empty, or holding earlier pieces of the same tree), appending what it
  * extracted to got. With expected, every entry must be listed there with
  * its type and size (checked at its header) and digest (checked at its
- * end). 0 ok; -1 with err (the stream is rejected; root may hold partial
- * files, the caller removes it), -2 when a file's digest is not the
- * manifest's. Stops reading at the first error.
+ * end). MTC_OK; MTC_FAILURE with err (the stream is rejected; root may
+ * hold partial files, the caller removes it), MTC_INTEGRITY when a file's
+ * digest is not the manifest's. Stops reading at the first error.
  */
-int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
-		     const struct mtc_manifest *expected, struct mtc_wire_list *got, char *err,
-		     size_t errlen);
+enum mtc_result mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
+				 const struct mtc_manifest *expected, struct mtc_wire_list *got,
+				 char *err, size_t errlen);
 
 /*
  * The same from a source of blocks: next returns the length of the next
@@ -137,9 +138,10 @@ int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim
  * the end, -1 with errno.
  */
 typedef ssize_t mtc_wire_source(void *arg, const void **buf);
-int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
-			  const struct mtc_wire_limits *lim, const struct mtc_manifest *expected,
-			  struct mtc_wire_list *got, char *err, size_t errlen);
+enum mtc_result mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
+				      const struct mtc_wire_limits *lim,
+				      const struct mtc_manifest *expected,
+				      struct mtc_wire_list *got, char *err, size_t errlen);
 
 /*
  * The same from a socket (the rest of the connection is the stream; pre:
@@ -148,13 +150,14 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
  * pax 'x' headers for long paths and sizes) up to its end-of-archive
  * blocks. File contents are read into a
  * large buffer (a few are shared by all callers), hashed there and written
- * out. timeout_s without data, or *stop set, ends it (-1). consumed: the
+ * out. timeout_s without data, or *stop set, ends it (MTC_FAILURE). consumed: the
  * stream bytes read.
  */
-int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout_s,
-			  const int *stop, const char *root, const struct mtc_wire_limits *lim,
-			  const struct mtc_manifest *expected, struct mtc_wire_list *got,
-			  long long *consumed, char *err, size_t errlen);
+enum mtc_result mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout_s,
+				      const int *stop, const char *root,
+				      const struct mtc_wire_limits *lim,
+				      const struct mtc_manifest *expected, struct mtc_wire_list *got,
+				      long long *consumed, char *err, size_t errlen);
 
 /*
  * w's bytes of a socket (pre: its first bytes, already read) into fd, the

@@ -158,16 +158,18 @@ static int drain_trailer(struct source *src, char *err, size_t errlen)
 	return 0;
 }
 
-int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
-			  const struct mtc_wire_limits *lim, const struct mtc_manifest *expected,
-			  struct mtc_wire_list *got, char *err, size_t errlen)
+enum mtc_result mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
+				      const struct mtc_wire_limits *lim,
+				      const struct mtc_manifest *expected,
+				      struct mtc_wire_list *got, char *err, size_t errlen)
 {
 	struct source src = { next, arg };
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
 	char *path = xmalloc(MTC_WIRE_PATH_MAX);
 	struct mtc_wire_admission ad = { .lim = lim, .expected = expected, .got = got };
-	int rootfd, rc = -1, r;
+	enum mtc_result rc = MTC_FAILURE;
+	int rootfd, r;
 
 	rootfd = ad.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rootfd < 0) {
@@ -199,7 +201,7 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 		if (extract_file(a, fd, path, w, err, errlen) < 0)
 			goto out;
 		if (mtc_wire_digest_matches(x, w, err, errlen) < 0) {
-			rc = -2;
+			rc = MTC_INTEGRITY;
 			goto out;
 		}
 	}
@@ -207,7 +209,7 @@ int mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 		mtc_fail(err, errlen, "bad tar stream: %s", archive_error_string(a));
 		goto out;
 	}
-	rc = drain_trailer(&src, err, errlen);
+	rc = drain_trailer(&src, err, errlen) < 0 ? MTC_FAILURE : MTC_OK;
 out:
 	if (rootfd >= 0)
 		close(rootfd);
@@ -232,12 +234,12 @@ static ssize_t fd_next(void *arg, const void **buf)
 	return n;
 }
 
-int mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
-		     const struct mtc_manifest *expected, struct mtc_wire_list *got, char *err,
-		     size_t errlen)
+enum mtc_result mtc_wire_extract(int fd, const char *root, const struct mtc_wire_limits *lim,
+				 const struct mtc_manifest *expected, struct mtc_wire_list *got,
+				 char *err, size_t errlen)
 {
 	struct fd_source f = { fd, xmalloc(BLOCK) };
-	int rc = mtc_wire_extract_from(fd_next, &f, root, lim, expected, got, err, errlen);
+	enum mtc_result rc = mtc_wire_extract_from(fd_next, &f, root, lim, expected, got, err, errlen);
 	free(f.buf);
 	return rc;
 }

@@ -250,17 +250,19 @@ int mtc_wire_receive(int sock, const void *pre, size_t pre_len, int timeout_s, c
 	return rc;
 }
 
-int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout_s,
-			  const int *stop, const char *root, const struct mtc_wire_limits *lim,
-			  const struct mtc_manifest *expected, struct mtc_wire_list *got,
-			  long long *consumed, char *err, size_t errlen)
+enum mtc_result mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout_s,
+				      const int *stop, const char *root,
+				      const struct mtc_wire_limits *lim,
+				      const struct mtc_manifest *expected, struct mtc_wire_list *got,
+				      long long *consumed, char *err, size_t errlen)
 {
 	struct sock_in in = { .fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s,
 			      .stop = stop };
 	unsigned char hdr[512];
 	char *path = xmalloc(MTC_WIRE_PATH_MAX), *pax = NULL;
 	struct mtc_wire_admission ad = { .lim = lim, .expected = expected, .got = got };
-	int rootfd = -1, rc = -1, have_pax = 0;
+	enum mtc_result rc = MTC_FAILURE;
+	int rootfd = -1, have_pax = 0;
 	long long pax_size = -1, off = 0, file_size = 0;
 
 	if ((rootfd = ad.rootfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
@@ -288,7 +290,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 				mtc_fail(err, errlen, "data after the end of the archive");
 				goto out;
 			}
-			rc = 0;
+			rc = MTC_OK;
 			break;
 		}
 		if (!header_ok(hdr)) {
@@ -366,7 +368,7 @@ int mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len, int timeout
 		}
 		close(fd);
 		if (mtc_wire_digest_matches(x, w, err, errlen) < 0) {
-			rc = -2;
+			rc = MTC_INTEGRITY;
 			goto out;
 		}
 		if (sock_skip(&in, (size_t)((512 - size % 512) % 512), err, errlen) < 0)

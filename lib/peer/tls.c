@@ -231,8 +231,8 @@ int mtc_tls_connect(int tcp, const char *host, double deadline, const int *stop,
 		goto fail;
 	}
 	SSL_set_connect_state(ssl);
-	if ((rc = mtc_tls_handshake(ssl, tcp, deadline, stop, why, sizeof why)) < 0) {
-		mtc_fail(err, errlen, rc == -2 ? "TLS handshake with '%s': %s"
+	if ((rc = mtc_tls_handshake(ssl, tcp, deadline, stop, why, sizeof why)) != MTC_OK) {
+		mtc_fail(err, errlen, rc == MTC_TIMEOUT ? "TLS handshake with '%s': %s"
 					       : "TLS handshake with '%s' failed: %s",
 			 host, why);
 		goto fail;

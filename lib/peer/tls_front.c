@@ -109,7 +109,7 @@ static void *link_main(void *arg)
 		f->handshakes--;
 	}
 	if (!l->cut) /* a cut one is counted there */
-		(*(ok ? &f->counts.ok : rc == -2 ? &f->counts.timed_out : &f->counts.failed))++;
+		(*(ok ? &f->counts.ok : rc == MTC_TIMEOUT ? &f->counts.timed_out : &f->counts.failed))++;
 	if (ok) {
 		int k = mtc_tls_kernel(ssl);
 		f->counts.kernel_send += !!(k & MTC_TLS_KERNEL_SEND);

@@ -61,15 +61,15 @@ char *mtc_tls_reason(char *buf, size_t len)
 	return buf;
 }
 
-int mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char *err,
-		      size_t errlen)
+enum mtc_result mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char *err,
+				  size_t errlen)
 {
 	for (;;) {
 		int n = SSL_do_handshake(ssl), e, ms;
 		struct pollfd p = { .fd = tcp };
 
 		if (n == 1)
-			return 0;
+			return MTC_OK;
 		e = SSL_get_error(ssl, n);
 		p.events = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
 		if (!p.events) {
@@ -77,19 +77,20 @@ int mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char 
 			char ossl[256];
 
 			mtc_tls_reason(ossl, sizeof ossl);
-			return mtc_fail(err, errlen, "%s",
-					v != X509_V_OK	     ? X509_verify_cert_error_string(v)
-					: e == SSL_ERROR_SSL ? ossl
-							     : "connection closed");
+			mtc_fail(err, errlen, "%s",
+				 v != X509_V_OK	      ? X509_verify_cert_error_string(v)
+				 : e == SSL_ERROR_SSL ? ossl
+						      : "connection closed");
+			return MTC_FAILURE;
 		}
 		if ((ms = (int)((deadline - mtc_now()) * 1000)) <= 0) {
 			mtc_fail(err, errlen, "deadline passed");
-			return -2;
+			return MTC_TIMEOUT;
 		}
 		if (poll(&p, 1, ms < POLL_MS ? ms : POLL_MS) < 0 && errno != EINTR)
-			return mtc_fail(err, errlen, "%s", strerror(errno));
+			return mtc_fail(err, errlen, "%s", strerror(errno)), MTC_FAILURE;
 		if (stop && __atomic_load_n(stop, __ATOMIC_RELAXED))
-			return mtc_fail(err, errlen, "stopped");
+			return mtc_fail(err, errlen, "stopped"), MTC_FAILURE;
 	}
 }
 

@@ -3,6 +3,8 @@
 
 #include <openssl/ssl.h>
 
+#include "../result.h"
+
 /*
  * A TLS connection as a plain socket (mtc(7) §4.4): code that speaks
  * HTTP on a socket (the daemon's HTTP server, the raw client of
@@ -33,12 +35,12 @@ char *mtc_tls_reason(char *buf, size_t len);
 
 /*
  * The handshake on ssl, whose role is set (SSL_set_accept_state or
- * SSL_set_connect_state) and whose fd is tcp, nonblocking: 0 when done,
- * -2 when deadline (mtc_now() clock) passed first, -1 when it failed or
- * *stop was set (stop may be NULL); err says why.
+ * SSL_set_connect_state) and whose fd is tcp, nonblocking: MTC_OK when done,
+ * MTC_TIMEOUT when deadline (mtc_now() clock) passed first, MTC_FAILURE when
+ * it failed or *stop was set (stop may be NULL); err says why.
  */
-int mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char *err,
-		      size_t errlen);
+enum mtc_result mtc_tls_handshake(SSL *ssl, int tcp, double deadline, const int *stop, char *err,
+				  size_t errlen);
 
 /* A connected AF_UNIX stream pair with large buffers, pair[0] nonblocking: 0, or -1 with errno. */
 int mtc_tls_pair(int pair[2]);

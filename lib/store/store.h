@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include "result.h"
+
 /*
  * Backup storage behind one small interface (mtc(7) §6.1). A location is a
  * directory path, file://PATH, or gs://bucket[/prefix]. Keys are relative to
@@ -19,6 +21,9 @@
  * ETIMEDOUT (deadline), EACCES, EINVAL (bad key or URL), or another errno.
  * mtc_store_error() then says what happened in words ("HTTP 403: ...").
  */
+
+/* The one errno -> result mapping: ENOENT not found, EIO integrity, ETIMEDOUT, EINVAL usage. */
+enum mtc_result mtc_store_result(int e);
 
 struct mtc_store;
 

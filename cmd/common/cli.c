@@ -120,19 +120,55 @@ int mtc_cli_parse(poptContext ctx, int *code)
 	return watch_parent(code);
 }
 
-int mtc_parse_uint(const char *s, long long *out)
+int mtc_cli_verb(int argc, const char **argv, const struct mtc_verb *verbs, int n)
 {
-	char *end;
-	long long v;
+	if (argc > 1)
+		for (int v = 0; v < n; v++)
+			if (!strcmp(argv[1], verbs[v].name)) {
+				argv[1] = argv[0];
+				return v;
+			}
+	return n;
+}
 
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
-	return 0;
+poptContext mtc_cli_verb_context(int argc, const char **argv, const struct poptOption *opts,
+				 const char *usage)
+{
+	static char name[64];
+	snprintf(name, sizeof name, "%s %.*s", mtc_prog(), (int)strcspn(usage, " "), usage);
+	return mtc_cli_context(name, argc, argv, opts, usage);
+}
+
+static void verbs_usage(FILE *f, const struct mtc_verb *verbs, int n)
+{
+	fprintf(f, "Usage: %s VERB [OPTIONS]\n", mtc_prog());
+	for (int v = 0; v < n; v++)
+		if (verbs[v].fn)
+			fprintf(f, "  %s %s\n", mtc_prog(), verbs[v].usage);
+	fprintf(f, "Run '%s VERB --help' for the options of a verb.\n", mtc_prog());
+}
+
+int mtc_cli_dispatch(int argc, const char **argv, const struct mtc_verb *verbs, int n)
+{
+	int v;
+
+	if (argc < 2) {
+		verbs_usage(stderr, verbs, n);
+		return MTC_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--usage")) {
+		verbs_usage(stdout, verbs, n);
+		return MTC_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("%s (mtc) %s\n", mtc_prog(), MTC_VERSION);
+		return MTC_EXIT_OK;
+	}
+	if ((v = mtc_cli_verb(argc, argv, verbs, n)) == n)
+		return mtc_usage_error("unknown verb '%s'", argv[1]);
+	if (!verbs[v].fn)
+		return mtc_usage_error("'%s' is not available in this build", verbs[v].name);
+	return verbs[v].fn(argc - 1, argv + 1);
 }
 
 int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold)

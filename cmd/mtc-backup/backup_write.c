@@ -334,7 +334,7 @@ int mtc_backup_write(const struct mtc_backup_write *o, long long step, struct mt
 
 	if (mtc_store_open(o->location, &o->store, &s, err, sizeof err) < 0) {
 		mtc_error("cannot open '%s': %s", o->location, err);
-		rc = errno == EINVAL ? MTC_EXIT_USAGE : MTC_EXIT_FAILURE;
+		rc = mtc_store_result(errno);
 		goto out;
 	}
 	rc = read_metas(o, step, metas);

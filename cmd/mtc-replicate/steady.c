@@ -18,7 +18,7 @@
 
 #include "backups.h"
 #include "clock.h"
-#include "cluster_restore.h"
+#include "local_dir.h"
 #include "commit.h"
 #include "json_out.h"
 #include "coord/coord.h"

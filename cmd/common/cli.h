@@ -1,0 +1,85 @@
+#ifndef MTC_CLI_H
+#define MTC_CLI_H
+
+#include <popt.h>
+
+#include "config.h" /* mtc_parse_uint */
+
+/* -v/--verbose (repeatable), -q/--quiet, --log-format text|json, --version. */
+extern struct poptOption mtc_common_options[];
+#define MTC_POPT_COMMON                                                             \
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, mtc_common_options, 0, "Common options:", \
+	  NULL },                                                                   \
+	POPT_AUTOHELP
+
+/*
+ * Options several programs take alike, each with its one help text. The
+ * peers' token is read through mtc_peer_token_path (token_file.h).
+ */
+#define MTC_POPT_PEER_TOKEN_FILE(var)                                                   \
+	{ "peer-token-file", '\0', POPT_ARG_STRING, &(var), 0,                          \
+	  "bearer token for the peers and the coordinator (else $MTC_PEER_TOKEN_FILE)", \
+	  "FILE" }
+#define MTC_POPT_STORE_AUTH(token_file, s3_endpoint)                                           \
+	{ "gcs-token-file", '\0', POPT_ARG_STRING, &(token_file), 0,                           \
+	  "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)",       \
+	  "FILE" },                                                                            \
+	{ "s3-endpoint", '\0', POPT_ARG_STRING, &(s3_endpoint), 0,                             \
+	  "s3:// endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, " \
+	  "AWS's)",                                                                            \
+	  "URL" }
+
+poptContext mtc_cli_context(const char *name, int argc, const char **argv,
+			    const struct poptOption *opts, const char *usage);
+
+/*
+ * Runs popt over the whole command line. 0 to go on; -1 when the program
+ * ends here, with its exit code in *code: 0 after --version,
+ * MTC_EXIT_USAGE after a bad option.
+ */
+int mtc_cli_parse(poptContext ctx, int *code);
+
+/*
+ * A program whose first argument is a verb. usage starts with the verb's
+ * name; fn NULL: not in this build.
+ */
+struct mtc_verb {
+	const char *name;
+	int (*fn)(int argc, const char **argv);
+	const char *usage;
+};
+
+/*
+ * The verb argv[1] names among the n of verbs: its index, with argv[1]
+ * replaced by argv[0], so that the verb parses argc - 1, argv + 1 and popt
+ * prints "Usage: PROG VERB ...". n when argv[1] names none.
+ */
+int mtc_cli_verb(int argc, const char **argv, const struct mtc_verb *verbs, int n);
+
+/* mtc_cli_context for a verb: usage errors point to "PROG VERB --help". */
+poptContext mtc_cli_verb_context(int argc, const char **argv, const struct poptOption *opts,
+				 const char *usage);
+
+/*
+ * main of a program made of verbs: --help, --usage and --version, the
+ * verb's function run, or a usage error; the program's exit code.
+ */
+int mtc_cli_dispatch(int argc, const char **argv, const struct mtc_verb *verbs, int n);
+
+/* A usage error: one line to stderr, returns MTC_EXIT_USAGE. */
+int mtc_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * --slice-threshold SIZE and --slices N (store.h): the threshold parsed into
+ * *threshold when given. 0, or MTC_EXIT_USAGE after the one-line error.
+ */
+int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold);
+
+/*
+ * --dir of a program that writes the local dir: created when missing
+ * (local_dir.h), which a warning says once. MTC_EXIT_OK, or MTC_EXIT_USAGE
+ * after the one-line error naming the path and the reason.
+ */
+int mtc_cli_local_dir(const char *dir);
+
+#endif
