@@ -25,6 +25,7 @@
 #include "json_out.h"
 #include "log.h"
 #include "coord/coord_client.h"
+#include "walk.h"
 #include "xalloc.h"
 #include "mtc-handshake/rank.h"
 

@@ -54,6 +54,7 @@
 #include "store/store_tree.h"
 #include "tmpname.h"
 #include "token_file.h"
+#include "walk.h"
 #include "xalloc.h"
 
 enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };

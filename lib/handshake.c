@@ -18,6 +18,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "naming.h"
+#include "walk.h"
 #include "xalloc.h"
 
 #define POLL_MS 1000

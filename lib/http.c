@@ -12,7 +12,6 @@
 #include "clock.h"
 #include "fsutil.h"
 #include "log.h"
-#include "peer/tls.h"
 #include "xalloc.h"
 
 static CURLSH *pool;
@@ -58,7 +57,7 @@ void mtc_http_init(void) { pthread_once(&init_once, init); }
 
 int mtc_http_check(const struct mtc_http_opts *o, char *err, size_t errlen)
 {
-	return o->peer_tls ? mtc_tls_url_check(o->url, err, errlen) : 0;
+	return o->tls ? o->tls(NULL, o->url, err, errlen) : 0;
 }
 
 char *mtc_http_bearer(const char *token) { return xasprintf("Authorization: Bearer %s", token); }
@@ -67,7 +66,7 @@ int mtc_http_setup(CURL *h, const struct mtc_http_opts *o, struct curl_slist **h
 		   char *errbuf, char *err, size_t errlen)
 {
 	curl_easy_reset(h);
-	if (o->peer_tls && mtc_tls_curl(h, o->url, err, errlen) < 0)
+	if (o->tls && o->tls(h, o->url, err, errlen) < 0)
 		return -1;
 	if (o->token) {
 		char *auth = mtc_http_bearer(o->token);

@@ -35,7 +35,8 @@ struct mtc_http_opts {
 	const char *url;
 	const char *token; /* a bearer credential; NULL: none */
 	int idempotent;	   /* may be sent twice: a reused connection is fine */
-	int peer_tls;	   /* a peer or the coordinator: the node's TLS set-up applies (tls.h) */
+	/* a peer or the coordinator: the node's TLS set-up (peer/tls.h's mtc_tls_curl; h NULL: url checked only) */
+	int (*tls)(CURL *h, const char *url, char *err, size_t errlen);
 	double timeout_s;  /* the whole exchange; 0: no limit */
 	double connect_s;  /* the connection's set-up */
 	long stall_s;	   /* this long below 1 byte/s ends the exchange; 0: no limit */

@@ -16,6 +16,7 @@
 #include "fsutil.h"
 #include "http.h"
 #include "log.h"
+#include "peer/tls.h"
 #include "xalloc.h"
 
 #define ANSWER_MAX (256 << 20)
@@ -80,7 +81,7 @@ static int post_once(struct mtc_coord_client *cc, CURL *keep, const char *kind, 
 	struct curl_slist *hdr = NULL;
 	struct mtc_buf b = MTC_BUF_INIT(ANSWER_MAX);
 	char errbuf[CURL_ERROR_SIZE], *url = xasprintf("%s/v1/coord/%s", cc->url, kind);
-	struct mtc_http_opts o = { .url = url, .token = cc->token, .idempotent = 1, .peer_tls = 1,
+	struct mtc_http_opts o = { .url = url, .token = cc->token, .idempotent = 1, .tls = mtc_tls_curl,
 				   .timeout_s = timeout_s, .connect_s = 5 };
 	CURLcode rc;
 	json_error_t jerr;

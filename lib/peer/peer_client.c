@@ -13,6 +13,7 @@
 
 #include <curl/curl.h>
 
+#include "../walk.h"
 #include "blake3/blake3.h"
 #include "clock.h"
 #include "object.h"
@@ -370,7 +371,7 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 {
 	double left = deadline - mtc_now();
 	struct mtc_http_opts o = { .url = c->url, .token = pc->token, .idempotent = !c->once,
-				   .peer_tls = 1, .timeout_s = left > 0.001 ? left : 0.001,
+				   .tls = mtc_tls_curl, .timeout_s = left > 0.001 ? left : 0.001,
 				   .connect_s = 10, .stall_s = 60, .bulk = 1 };
 	char why[CURL_ERROR_SIZE] = "", line[320];
 	enum mtc_http_end end;

@@ -27,6 +27,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "../walk.h"
 #include "blake3/blake3.h"
 #include "buf.h"
 #include "cli.h"

@@ -1,3 +1,4 @@
+#include "../beneath.h"
 #include "peer_wire.h"
 
 #include <errno.h>

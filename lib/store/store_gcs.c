@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "backends.h"
 #include "crc32c.h"
 #include "gcs.h"
 #include "gcs_auth.h"
@@ -427,7 +428,7 @@ static long gcs_leftovers(struct mtc_store *s, const char *prefix, int remove,
 		if (!gcs_is_part(o->name) || !o->updated || now - o->updated < stale)
 			continue;
 		if (fn) {
-			char *where = xasprintf("%s/%s", mtc_store_url(s), o->name);
+			char *where = xasprintf("%s/%s", s->url, o->name);
 			fn(where, o->size, arg);
 			free(where);
 		}

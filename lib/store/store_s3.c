@@ -17,6 +17,7 @@
 
 #include <openssl/evp.h>
 
+#include "backends.h"
 #include "buf.h"
 #include "crc32c.h"
 #include "s3.h"
@@ -461,7 +462,7 @@ static struct op *batch_op(struct mtc_store *s, char **names, size_t n)
 	struct mtc_buf b = MTC_BUF_INIT(1 << 30);
 
 	op->state = K_BATCH;
-	op->name = xasprintf("%s/%s", mtc_store_url(s), names[0]);
+	op->name = xasprintf("%s/%s", s->url, names[0]);
 	mtc_buf_appendf(&b, "<Delete><Quiet>true</Quiet>");
 	for (size_t i = 0; i < n; i++) {
 		mtc_buf_appendf(&b, "<Object><Key>");

@@ -1,0 +1,19 @@
+#!/usr/bin/env bats
+# The shape of lib/ (lib/README.md): no two files that need each other.
+
+load helpers
+
+archive() { echo "$BATS_TEST_DIRNAME/../${MTC_BUILD:-build/release}/lib/libmtc.a"; }
+
+@test "lib: no cycle between the objects of libmtc.a but a backend's own two halves" {
+	[ -f "$(archive)" ] || skip "no $(archive)"
+	run python3 "$BATS_TEST_DIRNAME/lib_cycles.py" "$(archive)" \
+		--allow "store_gcs.o store_gcs_put.o" --allow "store_s3.o store_s3_put.o" \
+		--allow "transfer.o transfer_get.o"
+	assert_success
+}
+
+@test "lib: the HTTP client layer knows nothing of the peers" {
+	run grep -n '#include "peer/' "$BATS_TEST_DIRNAME/../lib/http.c" "$BATS_TEST_DIRNAME/../lib/http.h"
+	assert_failure
+}
