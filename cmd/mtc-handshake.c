@@ -23,6 +23,7 @@
 #include "handshake.h"
 #include "http.h"
 #include "json_out.h"
+#include "local_dir.h"
 #include "log.h"
 #include "coord/coord_client.h"
 #include "walk.h"

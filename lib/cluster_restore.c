@@ -29,6 +29,7 @@
 #include "inventory.h"
 #include "lkg.h"
 #include "lkg_inventory.h"
+#include "local_dir.h"
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"

@@ -43,7 +43,5 @@ struct mtc_cluster_restore_opts {
  */
 int mtc_cluster_restore(const struct mtc_cluster_restore_opts *o, json_t **summary);
 
-/* The local state of a restore pinned by restore.version: {"backup", "step"} (see steady.h). */
-#define MTC_PINNED_FILE ".mtc-pinned"
 
 #endif

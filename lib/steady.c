@@ -18,7 +18,6 @@
 
 #include "backups.h"
 #include "clock.h"
-#include "cluster_restore.h"
 #include "commit.h"
 #include "json_out.h"
 #include "coord/coord.h"
@@ -29,6 +28,7 @@
 #include "fsutil.h"
 #include "gc.h"
 #include "inventory.h"
+#include "local_dir.h"
 #include "log.h"
 #include "naming.h"
 #include "node_status.h"

@@ -17,3 +17,11 @@ archive() { echo "$BATS_TEST_DIRNAME/../${MTC_BUILD:-build/release}/lib/libmtc.a
 	run grep -n '#include "peer/' "$BATS_TEST_DIRNAME/../lib/http.c" "$BATS_TEST_DIRNAME/../lib/http.h"
 	assert_failure
 }
+
+@test "lib: the local dir's names are written in local_dir.h alone" {
+	cd "$BATS_TEST_DIRNAME/.."
+	run grep -rnE '"(replicator\.(yaml|errors|failed|prerestore)|jax-init-info\.txt|\.mtc-(status|pinned|trash|upload|shape))' \
+		--include='*.c' --include='*.h' --exclude=local_dir.h lib cmd
+	assert_failure
+	refute_output
+}

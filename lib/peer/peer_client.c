@@ -13,7 +13,6 @@
 
 #include <curl/curl.h>
 
-#include "../walk.h"
 #include "blake3/blake3.h"
 #include "clock.h"
 #include "object.h"
@@ -29,6 +28,7 @@
 #include "peer_ring.h"
 #include "tls.h"
 #include "tmpname.h"
+#include "walk.h"
 #include "xalloc.h"
 
 #define RETRY (-100)

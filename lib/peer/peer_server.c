@@ -27,11 +27,11 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "../walk.h"
 #include "blake3/blake3.h"
 #include "buf.h"
 #include "cli.h"
 #include "clock.h"
+#include "local_dir.h"
 #include "object.h"
 #include "framing.h"
 #include "fsutil.h"
@@ -51,6 +51,7 @@
 #include "tls_front.h"
 #include "tls_relay.h"
 #include "tmpname.h"
+#include "walk.h"
 #include "xalloc.h"
 
 #define OBJECTS "/v1/objects/"

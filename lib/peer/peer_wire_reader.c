@@ -1,4 +1,3 @@
-#include "../beneath.h"
 #include "peer_wire.h"
 
 #include <errno.h>
@@ -9,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "beneath.h"
 #include "fsutil.h"
 #include "log.h"
 #include "walk.h"
