@@ -25,3 +25,10 @@ archive() { echo "$BATS_TEST_DIRNAME/../${MTC_BUILD:-build/release}/lib/libmtc.a
 	assert_failure
 	refute_output
 }
+
+@test "lib: the tables hash with hash.c alone" {
+	cd "$BATS_TEST_DIRNAME/.."
+	run grep -rnE '1099511628211|146959810393466|0xFF51AFD7ED558CCD' --include='*.c' --exclude=hash.c lib
+	assert_failure
+	refute_output
+}
