@@ -32,3 +32,10 @@ archive() { echo "$BATS_TEST_DIRNAME/../${MTC_BUILD:-build/release}/lib/libmtc.a
 	assert_failure
 	refute_output
 }
+
+@test "lib: the retry constants are chosen in backoff.c alone" {
+	cd "$BATS_TEST_DIRNAME/.."
+	run grep -rnE 'mtc_retry_init\([^,]*, *[0-9]|backoff_(base|cap) *= *[0-9]' --include='*.c' lib
+	assert_failure
+	refute_output
+}

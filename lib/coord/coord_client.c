@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 
+#include "backoff.h"
 #include "buf.h"
 #include "clock.h"
 #include "exitcode.h"
@@ -221,7 +222,7 @@ int mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report
 		json_object_set_new(r, "wait", json_real(wait_s));
 	body = json_dumps(r, JSON_COMPACT);
 	json_decref(r);
-	mtc_retry_init(&retry, 0.2, 3.2, deadline);
+	mtc_retry_init(&retry, MTC_BACKOFF_COORD, deadline);
 	for (;;) {
 		json_t *a;
 		long code = 0;

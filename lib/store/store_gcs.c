@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "backends.h"
+#include "backoff.h"
 #include "crc32c.h"
 #include "gcs.h"
 #include "gcs_auth.h"
@@ -489,7 +490,7 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	size_t n;
 
 	xfer_init(&g->xf, s, &gcs_api, prefix,
-		  (double)env_ll("MTC_GCS_RETRY_BASE_MS", 100) / 1000.0);
+		  (double)env_ll("MTC_GCS_RETRY_BASE_MS", (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) / 1000.0);
 	s->impl = g;
 	s->ops = &gcs_ops;
 	g->bucket = xstrdup(bucket);

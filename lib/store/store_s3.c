@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 
 #include "backends.h"
+#include "backoff.h"
 #include "buf.h"
 #include "crc32c.h"
 #include "s3.h"
@@ -567,7 +568,7 @@ int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefi
 	struct s3 *b = xcalloc(1, sizeof *b);
 
 	xfer_init(&b->xf, s, &s3_api, prefix,
-		  (double)env_ll("MTC_S3_RETRY_BASE_MS", 100) / 1000.0);
+		  (double)env_ll("MTC_S3_RETRY_BASE_MS", (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) / 1000.0);
 	s->impl = b;
 	s->ops = &s3_ops;
 	b->bucket = xstrdup(bucket);

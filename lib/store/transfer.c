@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "crc32c.h"
 #include "http.h"
@@ -651,7 +652,7 @@ void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api,
 	if (xf->first < (64LL << 10))
 		xf->first = 64LL << 10;
 	xf->backoff_base = backoff_base;
-	xf->backoff_cap = 10.0;
+	xf->backoff_cap = mtc_backoff_of(MTC_BACKOFF_STORE)->cap;
 	xf->seed = (unsigned)getpid() ^ (unsigned)(mtc_now() * 1e6);
 	xf->multi = curl_multi_init();
 	curl_multi_setopt(xf->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)s->opt.parallel);
