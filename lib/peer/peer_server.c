@@ -24,7 +24,7 @@ static int authorized(struct mtc_peer_server *s, struct MHD_Connection *c, struc
 }
 
 enum MHD_Result psrv_queue(struct req *r, struct MHD_Connection *c, unsigned code,
-			     struct MHD_Response *resp)
+			   struct MHD_Response *resp)
 {
 	enum MHD_Result rc;
 	atomic_fetch_add(&r->s->codes[code < 600 ? code : 0], 1);
@@ -35,10 +35,10 @@ enum MHD_Result psrv_queue(struct req *r, struct MHD_Connection *c, unsigned cod
 }
 
 enum MHD_Result psrv_respond(struct req *r, struct MHD_Connection *c, unsigned code,
-			       const char *type, const char *fmt, ...)
+			     const char *type, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 enum MHD_Result psrv_respond(struct req *r, struct MHD_Connection *c, unsigned code,
-			       const char *type, const char *fmt, ...)
+			     const char *type, const char *fmt, ...)
 {
 	struct MHD_Response *resp;
 	va_list ap;
@@ -101,7 +101,7 @@ static enum MHD_Result admit_route(struct req *r, struct MHD_Connection *c, cons
 	}
 	if (code)
 		return psrv_respond(r, c, (unsigned)code, "application/json",
-			       "{\"status\":\"error\",\"error\":\"%s\"}\n", why);
+				    "{\"status\":\"error\",\"error\":\"%s\"}\n", why);
 	r->kind = REQ_ROUTE;
 	mtc_buf_init(&r->body, max);
 	if (cl)
@@ -146,12 +146,12 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 		return !s->o.ready_file || access(s->o.ready_file, F_OK) == 0
 			       ? psrv_respond(r, c, MHD_HTTP_OK, TEXT, "ready\n")
 			       : psrv_respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT,
-					 "not ready: waiting for the training job or the restore\n");
+					      "not ready: waiting for the training job or the restore\n");
 	if (!strcmp(url, "/metrics") && get)
 		return psrv_get_metrics(r, c);
 	if (s->tls && !psrv_client_cert(s, c))
 		return psrv_respond(r, c, MHD_HTTP_FORBIDDEN, TEXT,
-			       "mutual TLS: this needs a client certificate signed by the job's CA\n");
+				    "mutual TLS: this needs a client certificate signed by the job's CA\n");
 	if (!authorized(s, c, &r->who))
 		return psrv_respond(r, c, MHD_HTTP_UNAUTHORIZED, TEXT, "missing or wrong bearer token\n");
 	psrv_conn_head(s, c, 1);
@@ -181,9 +181,9 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 		kind = REQ_PUT_MANIFEST;
 	else
 		return psrv_respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT,
-			       "name is neither <hash>.data, <hash>.manifest nor "
-			       "<job>-s<step>-n<rank>-w<worker>.meta (a job name is UTF-8 text, "
-			       "not starting with '.')\n");
+				    "name is neither <hash>.data, <hash>.manifest nor "
+				    "<job>-s<step>-n<rank>-w<worker>.meta (a job name is UTF-8 text, "
+				    "not starting with '.')\n");
 	snprintf(r->name, sizeof r->name, "%s", name);
 	if (put && refused_writer(r, c, kind == REQ_PUT_META ? n.job : NULL,
 				  kind == REQ_PUT_META ? n.rank : -1, &rc))
@@ -297,8 +297,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		if (on_events(r->s, c) && (strcmp(method, "POST") ||
 					   strncmp(url, r->s->o.route_prefix, strlen(r->s->o.route_prefix))))
 			return psrv_respond(r, c, MHD_HTTP_MISDIRECTED_REQUEST, TEXT,
-				       "this connection carries coordinator reports only: "
-				       "open another one\n");
+					    "this connection carries coordinator reports only: "
+					    "open another one\n");
 		return route(r, c, url, method);
 	}
 	if (*upload_data_size) {
@@ -322,7 +322,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 }
 
 void psrv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-		      enum MHD_RequestTerminationCode why)
+		    enum MHD_RequestTerminationCode why)
 {
 	struct req *r = *con_cls;
 

@@ -29,7 +29,7 @@ static void conn_cut(struct mtc_peer_server *s, struct conn *k, atomic_llong *co
 }
 
 void psrv_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
-			enum MHD_ConnectionNotificationCode code)
+		      enum MHD_ConnectionNotificationCode code)
 {
 	struct mtc_peer_server *s = cls;
 	struct conn *k = *socket_context, *old;

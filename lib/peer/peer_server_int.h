@@ -236,11 +236,11 @@ struct conn {
 
 /* peer_server.c */
 void psrv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-		      enum MHD_RequestTerminationCode why);
+		    enum MHD_RequestTerminationCode why);
 enum MHD_Result psrv_queue(struct req *r, struct MHD_Connection *c, unsigned code,
-			     struct MHD_Response *resp);
+			   struct MHD_Response *resp);
 enum MHD_Result psrv_respond(struct req *r, struct MHD_Connection *c, unsigned code,
-			       const char *type, const char *fmt, ...)
+			     const char *type, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 
 /* peer_server_guard.c */
@@ -248,7 +248,7 @@ int psrv_client_cert(struct mtc_peer_server *s, struct MHD_Connection *c);
 void psrv_conn_answered(struct mtc_peer_server *s, struct MHD_Connection *c);
 void psrv_conn_head(struct mtc_peer_server *s, struct MHD_Connection *c, int trusted);
 void psrv_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
-			enum MHD_ConnectionNotificationCode code);
+		      enum MHD_ConnectionNotificationCode code);
 void *psrv_guard_main(void *arg);
 
 /* peer_server_metrics.c */
@@ -256,18 +256,18 @@ enum MHD_Result psrv_get_metrics(struct req *r, struct MHD_Connection *c);
 
 /* peer_server_reads.c */
 enum MHD_Result psrv_get_data(struct req *r, struct MHD_Connection *c, const char *path,
-				int head);
+			      int head);
 enum MHD_Result psrv_get_inventory(struct req *r, struct MHD_Connection *c);
 enum MHD_Result psrv_get_manifest(struct req *r, struct MHD_Connection *c, int head);
 enum MHD_Result psrv_get_meta(struct req *r, struct MHD_Connection *c, const char *path,
-				int head);
+			      int head);
 int psrv_manifest_name(const char *name, char hash[MTC_HASH_MAX + 1]);
 void psrv_split_free(struct split *x);
 
 /* peer_server_upgrade.c */
 enum MHD_Result psrv_start_upgrade(struct req *r, struct MHD_Connection *c);
 void psrv_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in,
-		     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh);
+		   size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh);
 
 /* peer_server_uploads.c */
 enum MHD_Result psrv_begin_put(struct req *r, struct MHD_Connection *c, enum req_kind kind);
@@ -283,7 +283,7 @@ void psrv_remove_staging(struct req *r);
 struct mtc_wire_limits psrv_server_limits(const struct mtc_peer_server *s);
 void psrv_session_free(struct mtc_peer_server *s, struct session *x);
 enum MHD_Result psrv_session_request(struct req *r, struct MHD_Connection *c, const char *rest,
-				       const char *method);
+				     const char *method);
 unsigned psrv_tree_outcome(struct req *r, int rc, const char *xwhy, char *err, size_t errlen);
 
 #endif

@@ -83,7 +83,7 @@ enum MHD_Result psrv_get_metrics(struct req *r, struct MHD_Connection *c)
 	if (s->o.metrics)
 		s->o.metrics(s->o.route_arg, &t);
 	rc = psrv_respond(r, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", "%s",
-		     mtc_buf_str(&t));
+			  mtc_buf_str(&t));
 	mtc_buf_free(&t);
 	return rc;
 }

@@ -164,7 +164,7 @@ static int byte_range(struct MHD_Connection *c, long long size, long long *off, 
 }
 
 enum MHD_Result psrv_get_data(struct req *r, struct MHD_Connection *c, const char *path,
-				int head)
+			      int head)
 {
 	struct MHD_Response *resp;
 	struct stat st;
@@ -189,8 +189,8 @@ enum MHD_Result psrv_get_data(struct req *r, struct MHD_Connection *c, const cha
 		if (ranged < 0) {
 			close(fd);
 			return psrv_respond(r, c, MHD_HTTP_RANGE_NOT_SATISFIABLE, TEXT,
-				       "'%s' is %lld bytes: one range 'bytes=A-B' inside them\n",
-				       r->name, (long long)st.st_size);
+					    "'%s' is %lld bytes: one range 'bytes=A-B' inside them\n",
+					    r->name, (long long)st.st_size);
 		}
 		resp = MHD_create_response_from_fd_at_offset64((uint64_t)len, fd, (uint64_t)off);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
@@ -245,7 +245,7 @@ enum MHD_Result psrv_get_data(struct req *r, struct MHD_Connection *c, const cha
 }
 
 enum MHD_Result psrv_get_meta(struct req *r, struct MHD_Connection *c, const char *path,
-				int head)
+			      int head)
 {
 	char hash[MTC_HASH_MAX + 1];
 	if (mtc_read_meta(path, hash) < 0)
@@ -309,10 +309,10 @@ enum MHD_Result psrv_get_manifest(struct req *r, struct MHD_Connection *c, int h
 	rc = local_manifest(r->s, r->hash, &m, &text, why, sizeof why);
 	if (rc == -2)
 		return psrv_respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, "'%s.manifest': %s; retry\n",
-			       r->hash, why);
+				    r->hash, why);
 	if (rc)
 		return psrv_respond(r, c, rc > 0 ? MHD_HTTP_CONFLICT : 500, TEXT, "cannot list '%s.data': %s\n",
-			       r->hash, why);
+				    r->hash, why);
 	mtc_manifest_free(&m);
 	res = psrv_respond(r, c, MHD_HTTP_OK, "application/json", "%s", text);
 	free(text);

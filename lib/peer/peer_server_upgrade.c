@@ -62,7 +62,7 @@ static void send_tree(struct req *r, int sock)
  * (psrv_completed() frees it once the connection is closed).
  */
 void psrv_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in,
-		     size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+		   size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
 	struct req *r = con_cls;
 	struct mtc_peer_server *s = r->s;

@@ -408,9 +408,9 @@ static enum MHD_Result start_range(struct req *r, struct MHD_Connection *c)
 	    (b + 1 < n && (b + 1 - a) % MTC_WIRE_UNIT) || (cl && strtoll(cl, NULL, 10) != b - a + 1)) {
 		piece_done(r, "a range that is not 'Content-Range: bytes A-B/N' on whole units");
 		return psrv_respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT,
-			       "'%s': a range is 'Content-Range: bytes A-B/%lld', A and its length whole "
-			       "units of %d bytes but for the last, its body that long\n",
-			       r->name, n, MTC_WIRE_UNIT);
+				    "'%s': a range is 'Content-Range: bytes A-B/%lld', A and its length whole "
+				    "units of %d bytes but for the last, its body that long\n",
+				    r->name, n, MTC_WIRE_UNIT);
 	}
 	/* its own descriptor at the range's place: the body is written as a whole file's is */
 	if ((r->fd = open(r->sess->obj, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
@@ -421,7 +421,7 @@ static enum MHD_Result start_range(struct req *r, struct MHD_Connection *c)
 		r->fd = -1;
 		piece_done(r, "the staging file is gone");
 		return psrv_respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot stage '%s': %s\n",
-			       r->name, strerror(e));
+				    r->name, strerror(e));
 	}
 	r->kind = REQ_PUT_RANGE;
 	r->limit = b - a + 1;
@@ -469,8 +469,8 @@ static enum MHD_Result start_piece(struct req *r, struct MHD_Connection *c)
 	r->limit = body_limit(r->s);
 	if (cl && strtoll(cl, NULL, 10) > r->limit)
 		return psrv_respond(r, c, HTTP_TOO_LARGE, TEXT,
-			       "'%s': a body of %s bytes is over the limit of %lld (--max-body or the "
-			       "local dir's free space)\n", r->name, cl, r->limit);
+				    "'%s': a body of %s bytes is over the limit of %lld (--max-body or the "
+				    "local dir's free space)\n", r->name, cl, r->limit);
 
 	r->kind = REQ_PUT_TREE;
 	r->transfer = 1;
@@ -483,7 +483,7 @@ static enum MHD_Result start_piece(struct req *r, struct MHD_Connection *c)
 	if (pthread_create(&r->extractor, NULL, extract_main, r)) {
 		psrv_remove_staging(r);
 		return psrv_respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT,
-			       "cannot psrv_receive '%s': out of threads\n", r->name);
+				    "cannot psrv_receive '%s': out of threads\n", r->name);
 	}
 	r->extracting = 1;
 	return MHD_YES;
@@ -507,8 +507,8 @@ enum MHD_Result psrv_begin_put(struct req *r, struct MHD_Connection *c, enum req
 								     : META_BODY_MAX;
 	if (cl && strtoll(cl, NULL, 10) > r->limit)
 		return psrv_respond(r, c, HTTP_TOO_LARGE, TEXT,
-			       "'%s': a body of %s bytes is over the limit of %lld%s\n", r->name, cl,
-			       r->limit, is_data ? " (--max-body or the local dir's free space)" : "");
+				    "'%s': a body of %s bytes is over the limit of %lld%s\n", r->name, cl,
+				    r->limit, is_data ? " (--max-body or the local dir's free space)" : "");
 	if (kind == REQ_PUT_META) {
 		r->kind = kind;
 		return MHD_YES;
@@ -522,7 +522,7 @@ enum MHD_Result psrv_begin_put(struct req *r, struct MHD_Connection *c, enum req
 	}
 	if (mtc_tmp_create(s->dir, "upload", 1, &r->staging) < 0)
 		return psrv_respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot stage '%s': %s\n",
-			       r->name, strerror(errno));
+				    r->name, strerror(errno));
 	r->obj = xasprintf("%s/obj", r->staging.path);
 	r->kind = kind;
 	if (is_data) {
@@ -536,7 +536,7 @@ enum MHD_Result psrv_begin_put(struct req *r, struct MHD_Connection *c, enum req
 		int e = errno;
 		psrv_remove_staging(r);
 		return psrv_respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot stage '%s': %s\n",
-			       r->name, strerror(e));
+				    r->name, strerror(e));
 	}
 	return MHD_YES;
 }
@@ -619,13 +619,13 @@ enum MHD_Result psrv_finish_meta(struct req *r, struct MHD_Connection *c)
 		r->meta[--r->meta_len] = '\0';
 	if (!mtc_is_hash(r->meta))
 		return psrv_respond(r, c, HTTP_UNPROCESSABLE, TEXT,
-			       "'%s': content is not a hash\n", r->name);
+				    "'%s': content is not a hash\n", r->name);
 	data = xasprintf("%s/%s.data", s->dir, r->meta);
 	rc = access(data, F_OK);
 	free(data);
 	if (rc < 0)
 		return psrv_respond(r, c, MHD_HTTP_CONFLICT, TEXT, "'%s': data '%s.data' is not present\n",
-			       r->name, r->meta);
+				    r->name, r->meta);
 	path = xasprintf("%s/%s", s->dir, r->name);
 	if (mtc_read_meta(path, old) == 0 && !strcmp(old, r->meta)) {
 		free(path);
@@ -635,7 +635,7 @@ enum MHD_Result psrv_finish_meta(struct req *r, struct MHD_Connection *c)
 	free(path);
 	if (rc < 0)
 		return psrv_respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot write '%s': %s\n",
-			       r->name, strerror(errno));
+				    r->name, strerror(errno));
 	mtc_info("received '%s'", r->name);
 	return psrv_respond(r, c, MHD_HTTP_CREATED, TEXT, "'%s' stored\n", r->name);
 }
@@ -655,10 +655,10 @@ enum MHD_Result psrv_finish_manifest(struct req *r, struct MHD_Connection *c)
 
 	if (r->fail_code || r->fd < 0 || fsync(r->fd) < 0)
 		return psrv_respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "%s\n",
-			       r->fail_code ? r->why : "cannot stage the manifest");
+				    r->fail_code ? r->why : "cannot stage the manifest");
 	if (!psrv_manifest_enter(s))
 		return psrv_respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT,
-			       "'%s': busy checking other manifests; retry\n", r->name);
+				    "'%s': busy checking other manifests; retry\n", r->name);
 	rc = parse_manifest(r->obj, r->hash, &lim, &m, why, sizeof why);
 	if (rc > 0)
 		snprintf(why, sizeof why, "cannot read it back: %s", strerror(errno));
@@ -681,7 +681,7 @@ enum MHD_Result psrv_finish_manifest(struct req *r, struct MHD_Connection *c)
 	free(path);
 	if (rc < 0 || mtc_fsync_dir(s->dir) < 0)
 		return psrv_respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot keep '%s': %s\n",
-			       r->name, strerror(errno));
+				    r->name, strerror(errno));
 	return psrv_respond(r, c, MHD_HTTP_CREATED, TEXT, "'%s' stored\n", r->name);
 }
 
@@ -860,15 +860,15 @@ enum MHD_Result psrv_open_session(struct req *r, struct MHD_Connection *c)
 		return psrv_respond(r, c, MHD_HTTP_OK, "application/json", "{\"present\":true}\n");
 	if (!mtc_is_dir_hash(r->hash) && (size = file_size_arg(c)) <= 0)
 		return psrv_respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT,
-			       "'%s': a file's upload session takes its size (?size=N); or PUT it whole\n",
-			       r->name);
+				    "'%s': a file's upload session takes its size (?size=N); or PUT it whole\n",
+				    r->name);
 	if (size > body_limit(s))
 		return psrv_respond(r, c, HTTP_TOO_LARGE, TEXT,
-			       "'%s': %lld bytes are over the limit of %lld (--max-body or the local "
-			       "dir's free space)\n", r->name, size, body_limit(s));
+				    "'%s': %lld bytes are over the limit of %lld (--max-body or the local "
+				    "dir's free space)\n", r->name, size, body_limit(s));
 	if (count_sessions(s) >= MAX_SESSIONS)
 		return psrv_respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT,
-			       "'%s': %d uploads open already; retry\n", r->name, MAX_SESSIONS);
+				    "'%s': %d uploads open already; retry\n", r->name, MAX_SESSIONS);
 	if (!(x = session_new(s, r->hash, size, &code, why, sizeof why)))
 		return psrv_respond(r, c, code, TEXT, "'%s': %s\n", r->name, why);
 	if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
@@ -882,12 +882,12 @@ enum MHD_Result psrv_open_session(struct req *r, struct MHD_Connection *c)
 	s->sessions = x;
 	pthread_mutex_unlock(&s->sessions_mu);
 	return psrv_respond(r, c, MHD_HTTP_CREATED, "application/json",
-		       "{\"session\":\"%s\",\"ranges\":true}\n", x->id);
+			    "{\"session\":\"%s\",\"ranges\":true}\n", x->id);
 }
 
 /* /v1/uploads/ID/PIECE (PUT), /v1/uploads/ID/commit (POST), /v1/uploads/ID (DELETE) */
 enum MHD_Result psrv_session_request(struct req *r, struct MHD_Connection *c, const char *rest,
-				       const char *method)
+				     const char *method)
 {
 	struct mtc_peer_server *s = r->s;
 	char id[33], why[1024];
