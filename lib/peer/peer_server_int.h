@@ -3,8 +3,9 @@
 
 /*
  * The peer daemon's parts, shared by its files and by no one else:
- * peer_server.c routes requests and runs the daemon's life, peer_server_reads.c
- * answers reads, peer_server_uploads.c takes uploads and their sessions,
+ * peer_server.c routes requests and runs the daemon's life,
+ * peer_server_respond.c sends every answer, peer_server_reads.c answers
+ * reads, peer_server_uploads.c takes uploads and their sessions,
  * peer_server_upgrade.c the tar stream over an upgraded connection,
  * peer_server_guard.c cuts connections that send no head in time, and
  * peer_server_metrics.c answers /metrics.
@@ -237,6 +238,8 @@ struct conn {
 /* peer_server.c */
 void psrv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		    enum MHD_RequestTerminationCode why);
+
+/* peer_server_respond.c */
 enum MHD_Result psrv_queue(struct req *r, struct MHD_Connection *c, unsigned code,
 			   struct MHD_Response *resp);
 enum MHD_Result psrv_respond(struct req *r, struct MHD_Connection *c, unsigned code,
