@@ -219,7 +219,9 @@ static void small_complete(struct op *op)
 		gcs_notify_parent(op);
 }
 
-const struct op_type gcs_small_type = { small_prepare, small_finish, small_complete };
+const struct op_type gcs_small_type = { .prepare = small_prepare,
+					.finish = small_finish,
+					.complete = small_complete };
 
 /* Deletes a composite upload's parts; one already gone is done. */
 void gcs_spawn_part_deletes(struct op *p)
@@ -338,7 +340,7 @@ static enum verdict list_finish(struct op *op, struct req *r)
 	return op->page_token ? V_AGAIN : V_DONE;
 }
 
-static const struct op_type list_type = { list_prepare, list_finish, NULL };
+static const struct op_type list_type = { .prepare = list_prepare, .finish = list_finish };
 
 /* temps: composite uploads' parts too, which listings skip. */
 static int list_all(struct mtc_store *s, const char *prefix, const char *delim, int temps,

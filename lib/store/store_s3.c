@@ -322,7 +322,7 @@ static enum verdict small_finish(struct op *op, struct req *r)
 	return V_FAIL;
 }
 
-static const struct op_type small_type = { small_prepare, small_finish, NULL };
+static const struct op_type small_type = { .prepare = small_prepare, .finish = small_finish };
 
 static struct op *small_op(struct mtc_store *s, int kind, const char *key)
 {
@@ -415,7 +415,7 @@ static enum verdict list_finish(struct op *op, struct req *r)
 	return op->page_token ? V_AGAIN : V_DONE;
 }
 
-static const struct op_type list_type = { list_prepare, list_finish, NULL };
+static const struct op_type list_type = { .prepare = list_prepare, .finish = list_finish };
 
 static int s3_list(struct mtc_store *s, const char *prefix, const char *delim,
 		   struct mtc_store_list *out)

@@ -174,8 +174,8 @@ static size_t on_write(char *buf, size_t size, size_t n, void *arg)
 			r->crc = mtc_crc32c(r->crc, buf, len);
 		r->written += (long long)len;
 		mtc_store_progress_add(op->s, (long long)len);
-		if (op->parent)
-			xfer_slice_progress(op, op->done + r->written, r->crc);
+		if (op->parent && op->t->received)
+			op->t->received(op, op->done + r->written, r->crc);
 		return len;
 	}
 	int ok = status >= 200 && status < 300;
