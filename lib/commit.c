@@ -30,6 +30,7 @@
 #include "fault.h"
 #include "figures.h"
 #include "fsutil.h"
+#include "local_dir.h"
 #include "log.h"
 #include "naming.h"
 #include "object.h"

@@ -57,8 +57,6 @@ int mtc_commit_scan_pending(const struct mtc_commit_opts *o, struct mtc_commit_p
 /* Scans, then keeps committing as steps arrive (inotify) until timeout_s (< 0: never). */
 int mtc_commit_watch(const struct mtc_commit_opts *o, double timeout_s);
 
-/* The private directory where entries are renamed before they are deleted. */
-#define MTC_TRASH_DIR ".mtc-trash"
 
 /* Renames dir/name into the trash, then deletes it: no half-deleted entry keeps its name. */
 int mtc_trash(const char *dir, const char *name);

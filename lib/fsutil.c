@@ -4,19 +4,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "fault.h"
 #include "tmpname.h"
-#include "walk.h"
 #include "xalloc.h"
 
 int mtc_fsync_dir(const char *dir)
@@ -145,34 +142,6 @@ int mtc_read_file_nofollow(const char *path, size_t max, char **out, size_t *out
 	return read_file(path, O_NOFOLLOW, max, out, outlen);
 }
 
-/* A walk's visit (walk.h): each entry removed, a directory after its contents. */
-static int remove_entry(const struct mtc_walk_entry *e, void *arg)
-{
-	if (e->error && e->error != ENOENT) {
-		errno = e->error;
-		return -1;
-	}
-	if (e->error || (S_ISDIR(e->st.st_mode) && !e->post))
-		return 0;
-	if (S_ISDIR(e->st.st_mode))
-		return rmdir(e->path) < 0 && errno != ENOENT ? -1 : 0;
-	return unlink(e->path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-int mtc_remove_tree(const char *path)
-{
-	struct stat st;
-	struct mtc_walk w = { .root = path,
-			      .flags = MTC_WALK_PHYS | MTC_WALK_POST,
-			      .max_depth = INT_MAX,
-			      .visit = remove_entry };
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-	return mtc_walk(&w);
-}
-
 int mtc_mkdir_p(const char *path, unsigned mode)
 {
 	char *copy = xstrdup(path);
@@ -192,62 +161,6 @@ int mtc_mkdir_p(const char *path, unsigned mode)
 		rc = -1;
 	int e = errno;
 	free(copy);
-	errno = e;
-	return rc;
-}
-
-/* The walk for kernels without openat2: every component opened without following a symlink. */
-static int open_walk(int dirfd, const char *rel, int flags)
-{
-	char *copy = xstrdup(rel), *save = NULL, *comp = strtok_r(copy, "/", &save);
-	int fd = dup(dirfd), e;
-
-	while (fd >= 0 && comp) {
-		char *next = strtok_r(NULL, "/", &save);
-		int nfd;
-		if (!strcmp(comp, "..")) {
-			close(fd);
-			fd = -1;
-			errno = EXDEV;
-			break;
-		}
-		nfd = openat(fd, comp, (next ? O_RDONLY | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
-		e = errno;
-		close(fd);
-		errno = e;
-		fd = nfd;
-		comp = next;
-	}
-	free(copy);
-	return fd;
-}
-
-int mtc_open_beneath(int dirfd, const char *rel, int flags)
-{
-	struct open_how how = { .flags = (unsigned long long)(flags | O_CLOEXEC),
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
-	long fd;
-
-	if (!*rel)
-		return openat(dirfd, ".", flags | O_CLOEXEC);
-	if (*rel == '/') {
-		errno = EXDEV;
-		return -1;
-	}
-	fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
-	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-		return (int)fd;
-	return open_walk(dirfd, rel, flags);
-}
-
-int mtc_stat_beneath(int dirfd, const char *rel, struct stat *st)
-{
-	int fd = mtc_open_beneath(dirfd, rel, O_PATH), rc, e;
-	if (fd < 0)
-		return -1;
-	rc = fstat(fd, st);
-	e = errno;
-	close(fd);
 	errno = e;
 	return rc;
 }

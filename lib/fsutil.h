@@ -25,20 +25,6 @@ int mtc_read_file(const char *path, size_t max, char **buf, size_t *len);
 int mtc_read_file_nofollow(const char *path, size_t max, char **buf, size_t *len);
 int mtc_read_fd(int fd, size_t max, char **buf, size_t *len);
 
-/*
- * Opens rel beneath the directory dirfd and never outside it: rel is
- * relative, and neither ".." nor a symlink may lead out (openat2 with
- * RESOLVE_BENEATH where the kernel has it, which follows a symlink that
- * stays inside; elsewhere a walk that follows no symlink at all). "" is
- * dirfd itself. EXDEV or ELOOP when the path would leave.
- */
-int mtc_open_beneath(int dirfd, const char *rel, int flags);
-/* The same for fstat: the type and size of what rel resolves to beneath dirfd. */
-int mtc_stat_beneath(int dirfd, const char *rel, struct stat *st);
-
-/* rm -rf without following symlinks; a missing path is not an error. */
-int mtc_remove_tree(const char *path);
-
 /* mkdir -p */
 int mtc_mkdir_p(const char *path, unsigned mode);
 

@@ -12,6 +12,7 @@
 #include "commit.h"
 #include "fsutil.h"
 #include "gc.h"
+#include "local_dir.h"
 #include "log.h"
 #include "naming.h"
 #include "strset.h"

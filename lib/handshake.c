@@ -15,8 +15,10 @@
 
 #include "dirwatch.h"
 #include "fsutil.h"
+#include "local_dir.h"
 #include "log.h"
 #include "naming.h"
+#include "walk.h"
 #include "xalloc.h"
 
 #define POLL_MS 1000
@@ -72,8 +74,8 @@ int mtc_wait_config(const char *dir, double deadline)
 static int keep(const char *name)
 {
 	return !fnmatch("*.meta", name, FNM_PERIOD) || !fnmatch("*.data", name, FNM_PERIOD) ||
-	       !fnmatch(".mtc-shape-*.json", name, FNM_PERIOD) ||
-	       !strcmp(name, "jax-init-info.txt") || !strcmp(name, MTC_CONFIG_FILE);
+	       !fnmatch(MTC_SHAPE_PREFIX "*" MTC_SHAPE_SUFFIX, name, FNM_PERIOD) ||
+	       !strcmp(name, MTC_JAX_INIT_INFO) || !strcmp(name, MTC_CONFIG_FILE);
 }
 
 int mtc_clean_local_dir(const char *dir)

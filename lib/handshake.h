@@ -8,10 +8,6 @@
  * replicator deletes the yaml only after cleaning the local dir: that
  * deletion is the "accepted" signal the training job waits for.
  */
-#define MTC_CONFIG_FILE "replicator.yaml"
-#define MTC_ERRORS_FILE "replicator.errors"
-#define MTC_FAILED_FILE "replicator.failed"
-#define MTC_PRERESTORE_FILE "replicator.prerestore"
 
 enum mtc_yaml_style { MTC_STYLE_ORBAX, MTC_STYLE_NEMO };
 

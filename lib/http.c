@@ -1,18 +1,13 @@
 #include "http.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <openssl/crypto.h>
 
 #include "buf.h"
-#include "clock.h"
 #include "fsutil.h"
 #include "log.h"
-#include "peer/tls.h"
 #include "xalloc.h"
 
 static CURLSH *pool;
@@ -58,7 +53,7 @@ void mtc_http_init(void) { pthread_once(&init_once, init); }
 
 int mtc_http_check(const struct mtc_http_opts *o, char *err, size_t errlen)
 {
-	return o->peer_tls ? mtc_tls_url_check(o->url, err, errlen) : 0;
+	return o->tls ? o->tls(NULL, o->url, err, errlen) : 0;
 }
 
 char *mtc_http_bearer(const char *token) { return xasprintf("Authorization: Bearer %s", token); }
@@ -67,7 +62,7 @@ int mtc_http_setup(CURL *h, const struct mtc_http_opts *o, struct curl_slist **h
 		   char *errbuf, char *err, size_t errlen)
 {
 	curl_easy_reset(h);
-	if (o->peer_tls && mtc_tls_curl(h, o->url, err, errlen) < 0)
+	if (o->tls && o->tls(h, o->url, err, errlen) < 0)
 		return -1;
 	if (o->token) {
 		char *auth = mtc_http_bearer(o->token);
@@ -146,35 +141,3 @@ enum mtc_http_end mtc_http_end_of(CURLcode cc)
 }
 
 int mtc_http_transient(long status) { return status == 408 || status == 429 || status >= 500; }
-
-void mtc_retry_init(struct mtc_retry *r, double base, double cap, double deadline)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	*r = (struct mtc_retry){ .base = base, .cap = cap, .deadline = deadline,
-				 .seed = (unsigned)ts.tv_nsec ^ (unsigned)getpid() ^
-					 (unsigned)(size_t)pthread_self() };
-}
-
-double mtc_backoff(int attempt, double base, double cap, unsigned *seed)
-{
-	double bound = base * (double)(1LL << (attempt < 20 ? attempt : 20));
-
-	if (bound > cap)
-		bound = cap;
-	return bound * ((double)rand_r(seed) / ((double)RAND_MAX + 1.0));
-}
-
-int mtc_retry_wait(struct mtc_retry *r)
-{
-	double s = mtc_backoff(r->attempt, r->base, r->cap, &r->seed);
-	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-
-	if (mtc_now() + s > r->deadline)
-		return -1;
-	r->attempt++;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-	return 0;
-}

@@ -12,7 +12,7 @@ struct mtc_buf;
  * make (GCS, its token endpoints, the peers, the coordinator) is set up here. One pool:
  * a curl share of DNS answers and TLS sessions across every handle and
  * thread (a multi handle also reuses its connections). One place that
- * adds credentials. One retry policy: full jitter within a deadline, and
+ * adds credentials. One retry policy (backoff.h): full jitter within a deadline, and
  * a call states whether it is idempotent: one that is not never goes on a
  * reused connection, which libcurl would resend on by itself. The peers'
  * raw-socket path (peer/peer_http.h) is a mode of the layer: it ends with
@@ -35,7 +35,8 @@ struct mtc_http_opts {
 	const char *url;
 	const char *token; /* a bearer credential; NULL: none */
 	int idempotent;	   /* may be sent twice: a reused connection is fine */
-	int peer_tls;	   /* a peer or the coordinator: the node's TLS set-up applies (tls.h) */
+	/* a peer or the coordinator: the node's TLS set-up (peer/tls.h's mtc_tls_curl; h NULL: url checked only) */
+	int (*tls)(CURL *h, const char *url, char *err, size_t errlen);
 	double timeout_s;  /* the whole exchange; 0: no limit */
 	double connect_s;  /* the connection's set-up */
 	long stall_s;	   /* this long below 1 byte/s ends the exchange; 0: no limit */
@@ -76,21 +77,5 @@ enum mtc_http_end mtc_http_end_of(CURLcode cc);
 
 /* 1 for an answer that another try may change: 408, 429 and 5xx. */
 int mtc_http_transient(long status);
-
-/*
- * The retry policy: before try attempt + 1, a wait drawn uniformly from
- * [0, min(cap, base * 2^attempt)) (full jitter), never past the deadline.
- */
-struct mtc_retry {
-	double base, cap; /* seconds */
-	double deadline;  /* mtc_now() clock */
-	int attempt;	  /* waits so far */
-	unsigned seed;
-};
-
-void mtc_retry_init(struct mtc_retry *r, double base, double cap, double deadline);
-double mtc_backoff(int attempt, double base, double cap, unsigned *seed);
-/* Waits before the next try: 0, or -1 at once when the wait would end past the deadline. */
-int mtc_retry_wait(struct mtc_retry *r);
 
 #endif

@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "hash.h"
 #include "xalloc.h"
 
 struct slot {
@@ -24,22 +25,6 @@ struct mtc_json_atoms {
 	uint64_t seed; /* random: a peer cannot choose values that collide */
 };
 
-/* A hash of an atom's bytes, eight at a time, under seed; never 0. */
-static uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
-{
-	const unsigned char *b = p;
-	uint64_t h = 0x9E3779B97F4A7C15ULL ^ seed ^ n, w;
-	for (; n >= 8; b += 8, n -= 8) {
-		memcpy(&w, b, 8);
-		h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-		h ^= h >> 32;
-	}
-	for (w = 0; n; n--)
-		w = w << 8 | b[n - 1];
-	h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL;
-	return (h ^ h >> 29) | 1;
-}
-
 /* What is looked for: a string of n bytes at s, or (s NULL) the integer i. */
 struct key {
 	const char *s;
@@ -50,12 +35,12 @@ struct key {
 
 static struct key string_key(const struct mtc_json_atoms *a, const char *s, size_t n)
 {
-	return (struct key){ .s = s, .n = n, .hash = hash_bytes(s, n, a->seed) };
+	return (struct key){ .s = s, .n = n, .hash = mtc_hash(s, n, a->seed) };
 }
 
 static struct key integer_key(const struct mtc_json_atoms *a, json_int_t i)
 {
-	return (struct key){ .i = i, .hash = hash_bytes(&i, sizeof i, ~a->seed) };
+	return (struct key){ .i = i, .hash = mtc_hash(&i, sizeof i, ~a->seed) };
 }
 
 static int matches(const json_t *v, const struct key *k)

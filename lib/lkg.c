@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "naming.h"
 #include "peers.h"
 #include "xalloc.h"
@@ -80,12 +81,7 @@ static int fail(struct lkg *L, const char *fmt, ...)
 
 static uint64_t hash_key(const struct lkg *L, const void *k)
 {
-	const unsigned char *s = k;
-	size_t n = L->bin ? MTC_LKG_HASH_BYTES : strlen(k);
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h ^ (h >> 29);
+	return mtc_hash(k, L->bin ? MTC_LKG_HASH_BYTES : strlen(k), 0);
 }
 
 static int same_key(const struct lkg *L, const void *a, const void *b)

@@ -12,10 +12,26 @@
 #define MTC_LOCAL_DIR_MODE 02770
 
 /*
- * The local state of a restore pinned by restore.version: {"backup", "step"};
- * mtc-restore writes it, mtc-replicate's steady state reads it.
+ * Every name the local dir holds besides the steps and their data
+ * (mtc(7) §3.3): the one home of each. The protocol's files first, then the
+ * state mtc keeps there for itself, all hidden.
  */
+#define MTC_CONFIG_FILE "replicator.yaml" /* the handshake (mtc(7) §3.2) */
+#define MTC_ERRORS_FILE "replicator.errors"
+#define MTC_FAILED_FILE "replicator.failed"
+#define MTC_PRERESTORE_FILE "replicator.prerestore"
+#define MTC_JAX_INIT_INFO "jax-init-info.txt" /* the ranks' coordinator address (JAX) */
+/* What the steady loop tells the daemon's /metrics (node_status.h). */
+#define MTC_NODE_STATUS_FILE ".mtc-status.json"
+/* A restore pinned by restore.version: {"backup", "step"}; mtc-restore writes it, the steady state reads it. */
 #define MTC_PINNED_FILE ".mtc-pinned"
+/* The private directory where entries are renamed before they are deleted. */
+#define MTC_TRASH_DIR ".mtc-trash"
+/* A manifest a peer sent ahead of its data: this prefix, then the hash. */
+#define MTC_PENDING_MANIFEST ".mtc-upload-manifest-"
+/* The job's shape (shape.h): the prefix, the job's name, the suffix. */
+#define MTC_SHAPE_PREFIX ".mtc-shape-"
+#define MTC_SHAPE_SUFFIX ".json"
 
 /*
  * Makes dir usable as the local dir: creates it when missing, with its

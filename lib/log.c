@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "local_dir.h"
+
 static const char *prog = "mtc";
 static int level = MTC_LOG_WARN;
 static int format = MTC_LOG_TEXT;
@@ -86,9 +88,9 @@ static void write_status(int l, const char *msg)
 		n = sizeof line - 1;
 		line[n - 1] = '\n';
 	}
-	append_line("replicator.errors", line, (size_t)n);
+	append_line(MTC_ERRORS_FILE, line, (size_t)n);
 	if (l == MTC_LOG_CRITICAL)
-		append_line("replicator.failed", line, (size_t)n);
+		append_line(MTC_FAILED_FILE, line, (size_t)n);
 }
 
 void mtc_log_keep_error(const char *msg)

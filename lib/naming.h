@@ -38,8 +38,6 @@ int mtc_is_dir_hash(const char *s);
 int mtc_parse_data_name(const char *name, char *out);
 /* "<hash>.manifest": the paths, sizes and file digests of <hash>.data (digest.h). */
 int mtc_parse_manifest_name(const char *name, char *out);
-/* A manifest a peer sent ahead of its data, in the local dir: this prefix, then the hash. */
-#define MTC_PENDING_MANIFEST ".mtc-upload-manifest-"
 
 int mtc_parse_backup_name(const char *name, time_t *when);
 /* Writes YYYY-MM-DD_HH-MM (17 bytes with the NUL) for a UTC time. */

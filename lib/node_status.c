@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "fsutil.h"
+#include "local_dir.h"
 #include "xalloc.h"
 
 #define STATUS_MAX 8192

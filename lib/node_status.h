@@ -7,7 +7,6 @@
  * and read by GET /metrics. The handshake's cleanup removes it at each start
  * of the job, so no figure outlives the job it describes.
  */
-#define MTC_NODE_STATUS_FILE ".mtc-status.json"
 
 #include "metrics.h"
 

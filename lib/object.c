@@ -9,6 +9,7 @@
 
 #include "data_name.h"
 #include "fsutil.h"
+#include "local_dir.h"
 #include "log.h"
 #include "naming.h"
 #include "xalloc.h"

@@ -8,11 +8,12 @@
 #include <jansson.h>
 
 #include "fsutil.h"
+#include "local_dir.h"
 #include "xalloc.h"
 
 static char *shape_path(const char *dir, const char *job)
 {
-	return xasprintf("%s/.mtc-shape-%s.json", dir, job);
+	return xasprintf("%s/" MTC_SHAPE_PREFIX "%s" MTC_SHAPE_SUFFIX, dir, job);
 }
 
 void mtc_shape_of_config(const struct mtc_config *cfg, struct mtc_shape *s)

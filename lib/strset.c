@@ -1,25 +1,16 @@
 /* A set of strings (see strset.h). */
 #include "strset.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "xalloc.h"
-
-/* FNV-1a */
-static size_t hash_of(const char *s)
-{
-	uint64_t h = 14695981039346656037ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return (size_t)h;
-}
 
 /* The slot holding s, or the empty one where it would go; cap is a power of two. */
 static size_t find(char *const *slot, size_t cap, const char *s)
 {
-	size_t i = hash_of(s) & (cap - 1);
+	size_t i = (size_t)mtc_hash(s, strlen(s), 0) & (cap - 1);
 	while (slot[i] && strcmp(slot[i], s))
 		i = (i + 1) & (cap - 1);
 	return i;

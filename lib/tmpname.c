@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fsutil.h"
 #include "walk.h"
 #include "xalloc.h"
 

@@ -4,11 +4,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "fsutil.h"
+#include "beneath.h"
 #include "xalloc.h"
 
 /* One directory's names, NUL-separated in buf; reused by every directory at its depth. */
@@ -189,4 +190,32 @@ int mtc_walk(const struct mtc_walk *w)
 	free(k.path);
 	errno = e;
 	return rc;
+}
+
+/* A walk's visit (walk.h): each entry removed, a directory after its contents. */
+static int remove_entry(const struct mtc_walk_entry *e, void *arg)
+{
+	if (e->error && e->error != ENOENT) {
+		errno = e->error;
+		return -1;
+	}
+	if (e->error || (S_ISDIR(e->st.st_mode) && !e->post))
+		return 0;
+	if (S_ISDIR(e->st.st_mode))
+		return rmdir(e->path) < 0 && errno != ENOENT ? -1 : 0;
+	return unlink(e->path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int mtc_remove_tree(const char *path)
+{
+	struct stat st;
+	struct mtc_walk w = { .root = path,
+			      .flags = MTC_WALK_PHYS | MTC_WALK_POST,
+			      .max_depth = INT_MAX,
+			      .visit = remove_entry };
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	return mtc_walk(&w);
 }

@@ -15,7 +15,7 @@
 enum {
 	MTC_WALK_SORTED = 1,  /* a directory's names by strcmp; else in readdir order */
 	MTC_WALK_PHYS = 2,    /* lstat: a symlink is an entry, never followed */
-	MTC_WALK_BENEATH = 4, /* resolved beneath rootfd (fsutil.h's mtc_open_beneath) */
+	MTC_WALK_BENEATH = 4, /* resolved beneath rootfd (beneath.h) */
 	MTC_WALK_POST = 8,    /* each directory visited again after its contents */
 };
 
@@ -55,5 +55,8 @@ struct mtc_walk {
 
 /* 0 when every visit went on; -1 when one stopped the walk (errno kept). */
 int mtc_walk(const struct mtc_walk *w);
+
+/* rm -rf without following symlinks; a missing path is not an error. */
+int mtc_remove_tree(const char *path);
 
 #endif

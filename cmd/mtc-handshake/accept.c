@@ -1,4 +1,6 @@
 #include "verbs.h"
+#include "local_dir.h"
+#include "walk.h"
 
 /* The accepted config: one JSON line, with or without --json. */
 static int print_config(const struct mtc_config *cfg)

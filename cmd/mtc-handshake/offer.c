@@ -1,4 +1,5 @@
 #include "verbs.h"
+#include "local_dir.h"
 
 static int build_offer(struct mtc_config *cfg, enum mtc_yaml_style *style)
 {

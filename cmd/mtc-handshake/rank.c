@@ -20,12 +20,11 @@
 #include "fsutil.h"
 #include "inventory.h"
 #include "json_out.h"
+#include "local_dir.h"
 #include "log.h"
 #include "peer/peer_auth.h"
 #include "token_file.h"
 #include "xalloc.h"
-
-#define JAX_INIT_INFO "jax-init-info.txt"
 
 static int cmp_desc(const void *a, const void *b)
 {
@@ -68,7 +67,7 @@ static json_t *holds(const char *dir)
 
 static int write_info(const char *dir, const char *text)
 {
-	char *path = xasprintf("%s/%s", dir, JAX_INIT_INFO);
+	char *path = xasprintf("%s/%s", dir, MTC_JAX_INIT_INFO);
 	int rc = mtc_write_atomic(path, text, strlen(text));
 	if (rc < 0)
 		mtc_error("cannot write '%s':", path);

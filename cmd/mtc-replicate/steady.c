@@ -29,6 +29,7 @@
 #include "fsutil.h"
 #include "gc.h"
 #include "inventory.h"
+#include "local_dir.h"
 #include "log.h"
 #include "naming.h"
 #include "node_status.h"

@@ -1,4 +1,5 @@
 #include "restore.h"
+#include "walk.h"
 
 struct mtc_store_options store_options(void)
 {

@@ -10,12 +10,14 @@
 
 #include <curl/curl.h>
 
+#include "backoff.h"
 #include "buf.h"
 #include "clock.h"
 #include "result.h"
 #include "fsutil.h"
 #include "http.h"
 #include "log.h"
+#include "peer/tls.h"
 #include "xalloc.h"
 
 #define ANSWER_MAX (256 << 20)
@@ -81,7 +83,7 @@ static enum mtc_result post_once(struct mtc_coord_client *cc, CURL *keep, const 
 	struct curl_slist *hdr = NULL;
 	struct mtc_buf b = MTC_BUF_INIT(ANSWER_MAX);
 	char errbuf[CURL_ERROR_SIZE], *url = xasprintf("%s/v1/coord/%s", cc->url, kind);
-	struct mtc_http_opts o = { .url = url, .token = cc->token, .idempotent = 1, .peer_tls = 1,
+	struct mtc_http_opts o = { .url = url, .token = cc->token, .idempotent = 1, .tls = mtc_tls_curl,
 				   .timeout_s = timeout_s, .connect_s = 5 };
 	CURLcode rc;
 	json_error_t jerr;
@@ -221,7 +223,7 @@ enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, js
 		json_object_set_new(r, "wait", json_real(wait_s));
 	body = json_dumps(r, JSON_COMPACT);
 	json_decref(r);
-	mtc_retry_init(&retry, 0.2, 3.2, deadline);
+	mtc_retry_init(&retry, MTC_BACKOFF_COORD, deadline);
 	for (;;) {
 		json_t *a;
 		long code = 0;

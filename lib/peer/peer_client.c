@@ -13,6 +13,7 @@
 
 #include <curl/curl.h>
 
+#include "backoff.h"
 #include "blake3/blake3.h"
 #include "clock.h"
 #include "object.h"
@@ -28,6 +29,7 @@
 #include "peer_ring.h"
 #include "tls.h"
 #include "tmpname.h"
+#include "walk.h"
 #include "xalloc.h"
 
 /* How one attempt went beyond enum mtc_result; never returned from this file. */
@@ -37,8 +39,6 @@ enum attempt {
 	WHOLE_ONLY,	/* the peer takes a one-file object only whole */
 };
 #define RING_BATCH (1 << 20)
-#define RETRY_BASE_S 0.2
-#define RETRY_CAP_S 6.4
 
 void mtc_peer_client_defaults(struct mtc_peer_client *pc)
 {
@@ -373,7 +373,7 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 {
 	double left = deadline - mtc_now();
 	struct mtc_http_opts o = { .url = c->url, .token = pc->token, .idempotent = !c->once,
-				   .peer_tls = 1, .timeout_s = left > 0.001 ? left : 0.001,
+				   .tls = mtc_tls_curl, .timeout_s = left > 0.001 ? left : 0.001,
 				   .connect_s = 10, .stall_s = 60, .bulk = 1 };
 	char why[CURL_ERROR_SIZE] = "", line[320];
 	enum mtc_http_end end;
@@ -631,7 +631,7 @@ static int run(const struct mtc_peer_client *pc, struct call *c,
 	struct mtc_retry retry;
 	int integrity = 0;
 
-	mtc_retry_init(&retry, RETRY_BASE_S, RETRY_CAP_S, deadline);
+	mtc_retry_init(&retry, MTC_BACKOFF_PEER, deadline);
 	for (;;) {
 		int rc = c->pieces > 1	    ? get_pieces(pc, c, deadline, err, errlen)
 			 : c->file_ranges > 1 ? get_ranges(pc, c, deadline, err, errlen)
@@ -835,7 +835,7 @@ static int put_file(const struct mtc_peer_client *pc, const char *base, const ch
 	struct mtc_retry retry;
 	int rc, rejected = 0, unsupported = 0;
 
-	mtc_retry_init(&retry, RETRY_BASE_S, RETRY_CAP_S, deadline);
+	mtc_retry_init(&retry, MTC_BACKOFF_PEER, deadline);
 	for (;;) {
 		rc = put_file_once(pc, base, path, hash, size, deadline, sent, &rejected, &unsupported,
 				   err, errlen);
@@ -874,7 +874,7 @@ static int put_tree(const struct mtc_peer_client *pc, const char *base, const ch
 	int rc, resent = 0, rejected = 0;
 
 	*sent = 0;
-	mtc_retry_init(&retry, RETRY_BASE_S, RETRY_CAP_S, deadline);
+	mtc_retry_init(&retry, MTC_BACKOFF_PEER, deadline);
 	rc = mtc_peer_manifest_local(dir, hash, &m, &text, why, sizeof why);
 	if (rc) {
 		snprintf(err, errlen, "cannot send '%s': %s", path, why);

@@ -27,54 +27,53 @@
 
 struct target {
 	char host[256], port[8];
-	const char *path;
-	int tls; /* https:// (tls.h) */
+	char *path; /* the path and query the request line carries */
+	int tls;    /* https:// (tls.h) */
 };
 
+/* url read by curl_url(): http:// or https://, no credentials in it. 0, or -1. */
 static int parse_url(const char *url, struct target *t)
 {
-	const char *a, *end, *colon;
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *query = NULL, *user = NULL;
+	const char *h;
 	size_t hl;
+	int rc = -1;
 
-	t->tls = !strncasecmp(url, "https://", 8);
-	if (strncasecmp(url, "http://", 7) && !t->tls)
-		return -1;
-	a = url + (t->tls ? 8 : 7);
-	end = a + strcspn(a, "/?#");
-	t->path = *end == '/' ? end : "/";
-	if (*end && *end != '/')
-		return -1;
-	if (memchr(a, '@', (size_t)(end - a)))
-		return -1;
-	if (*a == '[') {
-		const char *close = memchr(a, ']', (size_t)(end - a));
-		if (!close)
-			return -1;
-		hl = (size_t)(close - a - 1);
-		colon = close + 1 < end && close[1] == ':' ? close + 1 : NULL;
-		if (!colon && close + 1 != end)
-			return -1;
-		a++;
-	} else {
-		colon = memchr(a, ':', (size_t)(end - a));
-		hl = (size_t)((colon ? colon : end) - a);
-		if (colon && memchr(colon + 1, ':', (size_t)(end - colon - 1)))
-			return -1;
+	t->path = NULL;
+	if (!u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_USER, &user, 0) != CURLUE_NO_USER)
+		goto out;
+	t->tls = !strcasecmp(scheme, "https");
+	if (!t->tls && strcasecmp(scheme, "http"))
+		goto out;
+	h = host;
+	hl = strlen(h);
+	if (*h == '[') { /* an IPv6 address: the socket wants it bare */
+		h++;
+		hl -= 2;
 	}
-	if (!hl || hl >= sizeof t->host)
-		return -1;
-	memcpy(t->host, a, hl);
+	if (!hl || hl >= sizeof t->host || strlen(port) >= sizeof t->port)
+		goto out;
+	memcpy(t->host, h, hl);
 	t->host[hl] = '\0';
-	if (colon) {
-		size_t pl = (size_t)(end - colon - 1);
-		if (!pl || pl >= sizeof t->port || strspn(colon + 1, "0123456789") < pl)
-			return -1;
-		memcpy(t->port, colon + 1, pl);
-		t->port[pl] = '\0';
-	} else {
-		strcpy(t->port, t->tls ? "443" : "80");
-	}
-	return 0;
+	strcpy(t->port, port);
+	curl_url_get(u, CURLUPART_QUERY, &query, 0);
+	t->path = query ? xasprintf("%s?%s", path, query) : xstrdup(path);
+	rc = 0;
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(path);
+	curl_free(query);
+	curl_free(user);
+	curl_url_cleanup(u);
+	return rc;
 }
 
 int mtc_http_usable(const char *url)
@@ -88,7 +87,10 @@ int mtc_http_usable(const char *url)
 		if (v && *v)
 			return 0;
 	}
-	return parse_url(url, &t) == 0 && (!t.tls || mtc_tls_client_on());
+	if (parse_url(url, &t) < 0)
+		return 0;
+	free(t.path);
+	return !t.tls || mtc_tls_client_on();
 }
 
 /*
@@ -391,8 +393,10 @@ static int send_head(struct mtc_http_call *p, const char *method, const char *ex
 		snprintf(err, errlen, "not an http:// or https:// URL");
 		return -1;
 	}
-	if ((*fd = connect_to(p, &t, err, errlen)) < 0)
+	if ((*fd = connect_to(p, &t, err, errlen)) < 0) {
+		free(t.path);
 		return -1;
+	}
 	auth = p->token ? mtc_http_bearer(p->token) : NULL;
 	head = xasprintf("%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%s\r\n", method, t.path,
 			 strchr(t.host, ':') ? "[" : "", t.host, strchr(t.host, ':') ? "]" : "",
@@ -400,6 +404,7 @@ static int send_head(struct mtc_http_call *p, const char *method, const char *ex
 	rc = send_all(p, *fd, head, strlen(head), err, errlen);
 	free(head);
 	free(auth);
+	free(t.path);
 	return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "beneath.h"
 #include "fsutil.h"
 #include "log.h"
 #include "walk.h"

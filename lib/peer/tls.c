@@ -123,7 +123,7 @@ int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen)
 {
 	if (mtc_tls_url_check(url, err, errlen) < 0)
 		return -1;
-	if (state_now() != 2)
+	if (!h || state_now() != 2)
 		return 0;
 	curl_easy_setopt(h, CURLOPT_CAINFO, client.ca);
 	curl_easy_setopt(h, CURLOPT_CAPATH, NULL);

@@ -42,7 +42,7 @@ int mtc_tls_client_setup(const char *given, char *err, size_t errlen);
  * Prepares a curl handle for url. With TLS set up: an https:// url is
  * checked against ca.crt and shows tls.crt; an http:// url is refused
  * (the token would cross the network in clear) with -1 and err. Without
- * TLS, nothing is changed.
+ * TLS, nothing is changed. h NULL: url is only checked.
  */
 int mtc_tls_curl(CURL *h, const char *url, char *err, size_t errlen);
 

@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "backoff.h"
 #include "buf.h"
 #include "clock.h"
 #include "fsutil.h"
@@ -247,7 +248,7 @@ static int exchange(struct mtc_gcs_auth *a, const char *what, const char *uri, c
 	struct mtc_retry retry;
 	struct body b;
 
-	mtc_retry_init(&retry, 0.2, 1.6, mtc_now() + 60);
+	mtc_retry_init(&retry, MTC_BACKOFF_TOKEN, mtc_now() + 60);
 	for (;;) {
 		char why[256];
 		long status = http(uri, form, NULL, &b, why, sizeof why);
@@ -454,7 +455,7 @@ static int metadata_token(struct mtc_gcs_auth *a, char *err, size_t errlen)
 	struct body b;
 	long status;
 
-	mtc_retry_init(&retry, 0.1, 3.2, mtc_now() + a->metadata_wait);
+	mtc_retry_init(&retry, MTC_BACKOFF_METADATA, mtc_now() + a->metadata_wait);
 	for (;;) {
 		status = http(a->metadata_url, NULL, "Metadata-Flavor: Google", &b, why, sizeof why);
 		if (status == 200) {

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "aws_config.h"
+#include "backoff.h"
 #include "buf.h"
 #include "clock.h"
 #include "fsutil.h"
@@ -355,7 +356,7 @@ static int web_identity(struct mtc_s3_auth *a, char *err, size_t errlen)
 	free(r);
 	free(s);
 	free(token);
-	mtc_retry_init(&retry, 0.2, 1.6, mtc_now() + 60);
+	mtc_retry_init(&retry, MTC_BACKOFF_TOKEN, mtc_now() + 60);
 	for (;;) {
 		char why[256];
 		long status;
@@ -462,7 +463,7 @@ static int container(struct mtc_s3_auth *a, char *err, size_t errlen)
 		free(line);
 	}
 	free(token);
-	mtc_retry_init(&retry, 0.1, 1, mtc_now() + 10);
+	mtc_retry_init(&retry, MTC_BACKOFF_CONTAINER, mtc_now() + 10);
 	for (;;) {
 		mtc_buf_init(&b, ANSWER_MAX);
 		status = mtc_http_fetch(&o, NULL, NULL, h, &b, &cc, why, sizeof why);

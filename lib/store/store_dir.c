@@ -21,6 +21,7 @@
 
 #include "fault.h"
 #include "fsutil.h"
+#include "backends.h"
 #include "store_impl.h"
 #include "tmpname.h"
 #include "walk.h"

@@ -18,6 +18,8 @@
 
 #include <jansson.h>
 
+#include "backends.h"
+#include "backoff.h"
 #include "crc32c.h"
 #include "gcs.h"
 #include "gcs_auth.h"
@@ -218,7 +220,9 @@ static void small_complete(struct op *op)
 		gcs_notify_parent(op);
 }
 
-const struct op_type gcs_small_type = { small_prepare, small_finish, small_complete };
+const struct op_type gcs_small_type = { .prepare = small_prepare,
+					.finish = small_finish,
+					.complete = small_complete };
 
 /* Deletes a composite upload's parts; one already gone is done. */
 void gcs_spawn_part_deletes(struct op *p)
@@ -337,7 +341,7 @@ static enum verdict list_finish(struct op *op, struct req *r)
 	return op->page_token ? V_AGAIN : V_DONE;
 }
 
-static const struct op_type list_type = { list_prepare, list_finish, NULL };
+static const struct op_type list_type = { .prepare = list_prepare, .finish = list_finish };
 
 /* temps: composite uploads' parts too, which listings skip. */
 static int list_all(struct mtc_store *s, const char *prefix, const char *delim, int temps,
@@ -428,7 +432,7 @@ static long gcs_leftovers(struct mtc_store *s, const char *prefix, int remove,
 		if (!gcs_is_part(o->name) || !o->updated || now - o->updated < stale)
 			continue;
 		if (fn) {
-			char *where = xasprintf("%s/%s", mtc_store_url(s), o->name);
+			char *where = xasprintf("%s/%s", s->url, o->name);
 			fn(where, o->size, arg);
 			free(where);
 		}
@@ -489,7 +493,7 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	size_t n;
 
 	xfer_init(&g->xf, s, &gcs_api, prefix,
-		  (double)env_ll("MTC_GCS_RETRY_BASE_MS", 100) / 1000.0);
+		  (double)env_ll("MTC_GCS_RETRY_BASE_MS", (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) / 1000.0);
 	s->impl = g;
 	s->ops = &gcs_ops;
 	g->bucket = xstrdup(bucket);

@@ -365,7 +365,9 @@ static void up_complete(struct op *op)
 	xfer_upload_complete(op, gcs_notify_parent);
 }
 
-static const struct op_type upload_type = { up_prepare, up_finish, up_complete };
+static const struct op_type upload_type = { .prepare = up_prepare,
+					    .finish = up_finish,
+					    .complete = up_complete };
 
 static const char boundary[] = "mtc-part-boundary-7f3a9c2e";
 

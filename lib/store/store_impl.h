@@ -54,10 +54,4 @@ void mtc_store_list_add_object(struct mtc_store_list *l, const char *name, long 
 void mtc_store_list_add_prefix(struct mtc_store_list *l, const char *prefix);
 void mtc_store_list_sort(struct mtc_store_list *l);
 
-int mtc_store_dir_open(struct mtc_store *s, const char *root, char *err, size_t errlen);
-int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *prefix, char *err,
-		       size_t errlen);
-int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefix, char *err,
-		      size_t errlen);
-
 #endif

@@ -17,6 +17,8 @@
 
 #include <openssl/evp.h>
 
+#include "backends.h"
+#include "backoff.h"
 #include "buf.h"
 #include "crc32c.h"
 #include "log.h"
@@ -357,7 +359,7 @@ static enum verdict small_finish(struct op *op, struct req *r)
 	return V_FAIL;
 }
 
-static const struct op_type small_type = { small_prepare, small_finish, NULL };
+static const struct op_type small_type = { .prepare = small_prepare, .finish = small_finish };
 
 static struct op *small_op(struct mtc_store *s, int kind, const char *key)
 {
@@ -450,7 +452,7 @@ static enum verdict list_finish(struct op *op, struct req *r)
 	return op->page_token ? V_AGAIN : V_DONE;
 }
 
-static const struct op_type list_type = { list_prepare, list_finish, NULL };
+static const struct op_type list_type = { .prepare = list_prepare, .finish = list_finish };
 
 static int s3_list(struct mtc_store *s, const char *prefix, const char *delim,
 		   struct mtc_store_list *out)
@@ -498,7 +500,7 @@ static struct op *batch_op(struct mtc_store *s, char **names, size_t n)
 	struct mtc_buf b = MTC_BUF_INIT(1 << 30);
 
 	op->state = K_BATCH;
-	op->name = xasprintf("%s/%s", mtc_store_url(s), names[0]);
+	op->name = xasprintf("%s/%s", s->url, names[0]);
 	mtc_buf_appendf(&b, "<Delete><Quiet>true</Quiet>");
 	for (size_t i = 0; i < n; i++) {
 		mtc_buf_appendf(&b, "<Object><Key>");
@@ -609,7 +611,7 @@ int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefi
 	struct s3 *b = xcalloc(1, sizeof *b);
 
 	xfer_init(&b->xf, s, &s3_api, prefix,
-		  (double)env_ll("MTC_S3_RETRY_BASE_MS", 100) / 1000.0);
+		  (double)env_ll("MTC_S3_RETRY_BASE_MS", (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) / 1000.0);
 	s->impl = b;
 	s->ops = &s3_ops;
 	b->bucket = xstrdup(bucket);

@@ -368,7 +368,9 @@ static void up_complete(struct op *op)
 	xfer_upload_complete(op, notify_parent);
 }
 
-static const struct op_type upload_type = { up_prepare, up_finish, up_complete };
+static const struct op_type upload_type = { .prepare = up_prepare,
+					    .finish = up_finish,
+					    .complete = up_complete };
 
 /* Opens the file and computes its CRC32C, each part's for a multipart upload. */
 static int up_setup_file(struct op *op, const char *path)

@@ -184,7 +184,7 @@ static enum verdict up_finish(struct op *op, struct req *r)
 	}
 }
 
-static const struct op_type uploads_type = { up_prepare, up_finish, NULL };
+static const struct op_type uploads_type = { .prepare = up_prepare, .finish = up_finish };
 
 /*
  * The uploads under prefix (keys under the location) that are stale (all

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "crc32c.h"
 #include "http.h"
@@ -173,8 +174,8 @@ static size_t on_write(char *buf, size_t size, size_t n, void *arg)
 			r->crc = mtc_crc32c(r->crc, buf, len);
 		r->written += (long long)len;
 		mtc_store_progress_add(op->s, (long long)len);
-		if (op->parent)
-			xfer_slice_progress(op, op->done + r->written, r->crc);
+		if (op->parent && op->t->received)
+			op->t->received(op, op->done + r->written, r->crc);
 		return len;
 	}
 	int ok = status >= 200 && status < 300;
@@ -656,7 +657,7 @@ void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api,
 	if (xf->first < (64LL << 10))
 		xf->first = 64LL << 10;
 	xf->backoff_base = backoff_base;
-	xf->backoff_cap = 10.0;
+	xf->backoff_cap = mtc_backoff_of(MTC_BACKOFF_STORE)->cap;
 	xf->seed = (unsigned)getpid() ^ (unsigned)(mtc_now() * 1e6);
 	xf->multi = curl_multi_init();
 	curl_multi_setopt(xf->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)s->opt.parallel);

@@ -120,6 +120,8 @@ struct op_type {
 	int (*prepare)(struct op *op, struct req *r);
 	enum verdict (*finish)(struct op *op, struct req *r);
 	void (*complete)(struct op *op);
+	/* a slice's bytes so far into its sink, and their CRC32C (NULL: not kept) */
+	void (*received)(struct op *op, long long done, uint32_t crc);
 };
 
 struct op {
@@ -212,8 +214,6 @@ void xfer_put_body(struct req *r, int fd, long long off, long long len);
 
 void xfer_add_slice(struct op *p, long long off, long long len, uint32_t crc);
 int xfer_crc_of_range(int fd, long long off, long long size, uint32_t *crc);
-/* A child of a sliced download has done bytes of its range with crc. */
-void xfer_slice_progress(struct op *c, long long done, uint32_t crc);
 
 /* The store's get_many and get_file on the engine (transfer_get.c). */
 int xfer_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n);

@@ -170,8 +170,8 @@ static void save_slices(struct op *p)
 	free(text);
 }
 
-/* A slice's bytes so far: [off, off + done) with crc. */
-void xfer_slice_progress(struct op *c, long long done, uint32_t crc)
+/* A child of a sliced download has done bytes of its range with crc (op_type.received). */
+static void slice_progress(struct op *c, long long done, uint32_t crc)
 {
 	struct op *p = c->parent;
 	struct slice *sl = &p->sl[c->slot];
@@ -367,7 +367,10 @@ static void dl_complete(struct op *op)
 	}
 }
 
-static const struct op_type download_type = { dl_prepare, dl_finish, dl_complete };
+static const struct op_type download_type = { .prepare = dl_prepare,
+					      .finish = dl_finish,
+					      .complete = dl_complete,
+					      .received = slice_progress };
 
 /*
  * Continues a sliced partial from its sidecar: same generation, ranges inside

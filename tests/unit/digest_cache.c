@@ -15,6 +15,7 @@
 #include "manifest.h"
 #include "prehash.h"
 #include "tap.h"
+#include "walk.h"
 #include "xalloc.h"
 
 static char *root;

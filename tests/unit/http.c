@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "buf.h"
 #include "http.h"
 #include "tap.h"

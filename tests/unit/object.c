@@ -8,6 +8,7 @@
 #include "fsutil.h"
 #include "object.h"
 #include "tap.h"
+#include "walk.h"
 #include "xalloc.h"
 
 static char root[] = "/tmp/mtc-unit-object-XXXXXX";

@@ -15,6 +15,7 @@
 #include "store/store.h"
 #include "store/store_tree.h"
 #include "tap.h"
+#include "walk.h"
 #include "xalloc.h"
 
 static struct mtc_store *open_or_die(const char *url)

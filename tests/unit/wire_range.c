@@ -16,6 +16,7 @@
 #include "peer/peer_manifest.h"
 #include "peer/peer_wire.h"
 #include "tap.h"
+#include "walk.h"
 
 #define UNIT MTC_WIRE_UNIT
 
