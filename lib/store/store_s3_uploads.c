@@ -200,7 +200,7 @@ long s3_uploads(struct mtc_store *s, const char *prefix, long long stale_s, int 
 
 	op->lprefix = prefix;
 	op->arg = &sc;
-	op->name = xasprintf("%s/%s", mtc_store_url(s), prefix);
+	op->name = xasprintf("%s/%s", s->url, prefix);
 	rc = xfer_run_one(s, op);
 	if (rc == 0)
 		rc = xfer_run(s, sc.ops, sc.n);
@@ -208,7 +208,7 @@ long s3_uploads(struct mtc_store *s, const char *prefix, long long stale_s, int 
 		struct upload *up = sc.ops[i]->arg;
 		if (rc == 0 && up->stale) {
 			size_t plen = strlen(sc.ops[i]->xf->prefix);
-			char *where = xasprintf("%s/%s (upload %s)", mtc_store_url(s),
+			char *where = xasprintf("%s/%s (upload %s)", s->url,
 						sc.ops[i]->name + plen, sc.ops[i]->session);
 			if (fn)
 				fn(where, up->bytes, arg);
