@@ -28,18 +28,6 @@
 
 CL_JOB=${CL_JOB:-job}
 
-free_ports() {
-	python3 - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
-
 # cluster_tls: the nodes speak HTTPS to each other, mutual TLS (mtc-node --tls-dir).
 cluster_tls() {
 	make_tls "$CL_ROOT/pki"
