@@ -511,7 +511,8 @@ print(s.getsockname()[1], flush=True)
 held = []
 for _ in range(64):
     c, _ = s.accept(); held.append(c)
-time.sleep(120)' >"$T/mute.port" &
+    open(sys.argv[1], "w").write(str(len(held)))
+time.sleep(120)' "$T/mute.held" >"$T/mute.port" &
 	PIDS+=($!)
 	for _ in $(seq 50); do [ -s "$T/mute.port" ] && break; sleep 0.1; done
 	printf 'http://127.0.0.1:9\nhttp://127.0.0.1:%s\n' "$(cat "$T/mute.port")" >"$T/peers"
@@ -519,10 +520,12 @@ time.sleep(120)' >"$T/mute.port" &
 		--coordinator-url "$URL" --quiet-time 0.2 --timeout 60 2>"$T/run.err" &
 	RUN=$!
 	PIDS+=("$RUN")
-	sleep 1 # the push of step 6 is under way, and hangs
+	# the push of step 6 is under way, and hangs
+	for _ in $(seq 300); do [ -s "$T/mute.held" ] && break; sleep 0.1; done
+	[ -s "$T/mute.held" ]
 	# the loop goes on: a new step is committed while the push hangs
 	mkdir "$T/local/7.tmp" && head -c 1000 /dev/urandom >"$T/local/7.tmp/w" && mv "$T/local/7.tmp" "$T/local/7"
-	for _ in $(seq 50); do [ -e "$T/local/job-s7-n0-w0.meta" ] && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -e "$T/local/job-s7-n0-w0.meta" ] && break; sleep 0.1; done
 	[ -e "$T/local/job-s7-n0-w0.meta" ]
 	kill -TERM "$RUN"
 	start=$SECONDS
