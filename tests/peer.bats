@@ -166,11 +166,12 @@ only_staging_free() { # nothing in DIR but the given names
 }
 
 @test "push picks its peers from the config and a URL template" {
-	# ports BASE1 and BASE2 for a random BASE: another BASE when either is taken (its
-	# daemon exits); a slow start (under the sanitizers) is waited for, up to 10 s
+	# ports BASE1 and BASE2 for a BASE near a free port (the lane's): another BASE when
+	# either is taken (its daemon exits); a slow start (under the sanitizers) is waited
+	# for, up to 10 s
 	local up=0 p1 p2
 	for _ in 1 2 3 4 5; do
-		base=$((2000 + RANDOM % 4000))
+		base=$(($(free_port) / 10))
 		mkdir -p "$T/r1" "$T/r2"
 		mtc-replicate serve --dir "$T/r1" --listen "127.0.0.1:${base}1" >/dev/null 2>>"$T/r1.err" &
 		p1=$!
