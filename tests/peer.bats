@@ -568,14 +568,18 @@ time.sleep(120)' "$T/mute.held" >"$T/mute.port" &
 }
 
 @test "connections beyond --max-connections are refused and the daemon recovers" {
-	start_daemon p --max-connections 1 --timeout 2
+	# the stalled upload holds the one connection until it is killed (the daemon's
+	# timeout is longer than a busy machine's delays)
+	start_daemon p --max-connections 1 --timeout 30
 	H=$(printf 'f%.0s' $(seq 64))
-	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 1000 100000 1.5 &
+	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 1000 100000 30 "$T/held" &
 	STALL=$!
 	PIDS+=("$STALL")
-	sleep 0.5
+	for _ in $(seq 300); do [ -s "$T/held" ] && break; sleep 0.1; done
+	[ -s "$T/held" ]
 	run curl -s -m 1 -o /dev/null -w '%{http_code}' "$URL/healthz"
 	assert_output 000
+	kill "$STALL"
 	wait "$STALL" || true
 	for _ in $(seq 50); do
 		curl -sf -m 1 "$URL/healthz" >/dev/null && break
