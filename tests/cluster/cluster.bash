@@ -147,6 +147,10 @@ cluster_stop() {
 		[ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
 	done
 	leaks=$(node_leaks)
+	# a failed test shows what the trainers said and the nodes' last errors
+	[ -n "${BATS_TEST_COMPLETED:-}" ] || for f in "$CL_ROOT"/trainer*.err "$CL_ROOT"/node*.log; do
+		[ -s "$f" ] && grep -hE "error|fail|cannot|timed out|Error" "$f" | tail -n 5 | sed "s|^|# ${f##*/}: |" >&3
+	done
 	if [ -n "${CL_KEEP:-}" ]; then
 		echo "# kept $CL_ROOT" >&3
 	else
