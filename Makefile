@@ -9,7 +9,8 @@ PKGS      = yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libssl libcry
 DEBS      = build-essential pkg-config libyaml-dev libcurl4-openssl-dev libarchive-dev \
             libpopt-dev libjansson-dev libmicrohttpd-dev libssl-dev libzstd-dev \
             bats bats-support bats-assert bats-file b3sum rclone python3 \
-            python3-yaml inotify-tools jq clang libclang-rt-14-dev zstd procps rsync openssl
+            python3-yaml inotify-tools jq clang libclang-rt-14-dev zstd procps rsync openssl \
+            stress-ng clang-format
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
@@ -42,7 +43,7 @@ UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 LIBMTC   := $(B)/lib/libmtc.a
 
 .SECONDEXPANSION:
-.PHONY: all have-deps check check-long asan fuzz bench demo deps install clean venv node-client schemas
+.PHONY: all have-deps check-builds check check-stress check-long asan fuzz format format-check bench demo deps install clean venv node-client schemas
 all: $(PROGS) $(UNITS)
 	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
 
@@ -64,19 +65,37 @@ $(B)/unit/%: $(B)/tests/unit/%.o $(LIBMTC)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 asan:
-	$(MAKE) SANITIZE=1 all
+	@$(MAKE) --no-print-directory SANITIZE=1 all
 
-# make check: the whole suite on the release build, then again under ASan+UBSan.
+# make check: the whole suite on the release build and under ASan+UBSan, in parallel
+# lanes (tests/run; TESTS=tests/x.bats limits it to those files). The three builds and
+# the downloads for the tests share one make, so the venv's install overlaps compiling.
 # A missing build dependency brings `make deps` first, so a fresh machine needs no set-up.
 have-deps:
 	@pkg-config --exists $(PKGS) && command -v bats >/dev/null && command -v b3sum >/dev/null \
-	    && command -v clang >/dev/null && command -v jq >/dev/null && command -v inotifywait >/dev/null || $(MAKE) --no-print-directory deps
+	    && command -v clang >/dev/null && command -v jq >/dev/null && command -v inotifywait >/dev/null \
+	    && command -v stress-ng >/dev/null && command -v clang-format >/dev/null || $(MAKE) --no-print-directory deps
 
-check: have-deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all venv node-client schemas
-	@$(MAKE) --no-print-directory -j$(JOBS) SANITIZE=1 all
-	@$(MAKE) --no-print-directory -j$(JOBS) fuzz
-	@tests/run build/release build/asan
+check-builds: have-deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all venv node-client schemas asan fuzz
+
+check: check-builds
+	@tests/run build/release build/asan $(if $(TESTS),-- $(TESTS))
+
+# make check-stress: the same while stress-ng keeps every core busy, as CI's other lane
+# does: a test that passes only on an idle machine fails here. TESTS= as for check.
+check-stress: check-builds
+	@stress-ng --cpu $(JOBS) --timeout 2h --quiet & s=$$!; \
+	    tests/run build/release build/asan $(if $(TESTS),-- $(TESTS)); rc=$$?; \
+	    kill $$s; wait $$s; exit $$rc
+
+# make format-check: every C file as .clang-format says (clang-format 14, Debian 12's);
+# make format rewrites them so.
+FORMAT_SRC := $(wildcard lib/*.[ch] lib/*/*.[ch] cmd/*.[ch] cmd/*/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c)
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_SRC)
+format:
+	clang-format -i $(FORMAT_SRC)
 
 # The real frameworks, for tests only (oracles and the Orbax stand-in), and moto (a real S3
 # and STS that checks signatures), boto3 and the AWS CLI: a venv under the build dir. Where

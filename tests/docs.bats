@@ -218,7 +218,7 @@ setup() {
 	PIDS=()
 	serve_on "$W/local" 3>&-
 	PORT=${URL##*:}
-	PORT2=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	PORT2=$(free_port)
 	echo "$URL" >run/mtc/peers
 	mtc-lkg --dir local --config run/mtc/config.json --json |
 		jq -c '{nodes: 1, ranks: [{"node-rank": 0, "meta-files": [.ranks[0].metas[] | [100, 0, .worker, .hash]],

@@ -711,7 +711,7 @@ compose() {
 # ---- authentication
 
 @test "auth: 401 without a token; the metadata server needs Metadata-Flavor; tokens expire" {
-	fakegcs_start --require-auth --token-lifetime 1 --accept-token static-token
+	fakegcs_start --require-auth --token-lifetime 5 --accept-token static-token
 	run curl -s -o /dev/null -w '%{http_code}' "$(api)"
 	assert_output 401
 	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer static-token" "$(api)"
@@ -719,13 +719,19 @@ compose() {
 	run curl -s -o /dev/null -w '%{http_code}' "$FAKEGCS_URL/computeMetadata/v1/instance/service-accounts/default/token"
 	assert_output 403
 	curl -s -H 'Metadata-Flavor: Google' "$FAKEGCS_URL/computeMetadata/v1/instance/service-accounts/default/token" >"$WORK/out"
-	tok=$(field '["access_token"]')
-	[ "$(field '["token_type"]')" = Bearer ]
+	# the token lives 5 s: it is used at once (sed, not Python), then it expires
+	tok=$(sed -n 's/.*"access_token": *"\([^"]*\)".*/\1/p' "$WORK/out")
 	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" "$(api)"
 	assert_output 200
+	[ "$(field '["access_token"]')" = "$tok" ]
+	[ "$(field '["token_type"]')" = Bearer ]
+	[ "$(field '["expires_in"]')" = 5 ]
 	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer nonsense" "$(api)"
 	assert_output 401
-	sleep 1.2
+	for _ in $(seq 300); do
+		[ "$(curl -s -o "$WORK/out" -w '%{http_code}' -H "Authorization: Bearer $tok" "$(api)")" = 401 ] && break
+		sleep 0.1
+	done
 	run curl -s -o "$WORK/out" -w '%{http_code}' -H "Authorization: Bearer $tok" "$(api)"
 	assert_output 401
 	grep -q expired "$WORK/out"

@@ -39,7 +39,7 @@ start_fake() {
 	export MTC_GCS_ENDPOINT="$FAKEGCS_URL"
 }
 
-closed_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+closed_port() { free_port; }
 
 @test "a gcloud login in ~/.config/gcloud lets mtc-backup, mtc-lkg and a workstation restore work with no other credentials" {
 	start_fake

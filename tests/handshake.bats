@@ -107,13 +107,16 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 
 @test "the yaml is deleted only after the cleanup (seen from a second process)" {
 	for i in $(seq 1 200); do touch "$D/junk-$i"; done
-	inotifywait -m -q -e delete --format '%f' "$D" > "$BATS_TEST_TMPDIR/events" &
+	inotifywait -m -e delete --format '%f' "$D" >"$BATS_TEST_TMPDIR/events" 2>"$BATS_TEST_TMPDIR/watching" &
 	BG=$!
-	sleep 0.3
+	for _ in $(seq 300); do grep -q "Watches established" "$BATS_TEST_TMPDIR/watching" && break; sleep 0.1; done
+	grep -q "Watches established" "$BATS_TEST_TMPDIR/watching"
 	orbax_yaml 0 2 '[1]' > "$D/replicator.yaml"
 	accept
 	assert_success
-	sleep 0.3
+	# every deletion seen (the 200 and the yaml), in the order they happened
+	seen() { [ "$(grep -c '^junk-' "$BATS_TEST_TMPDIR/events")" = 200 ] && grep -qx replicator.yaml "$BATS_TEST_TMPDIR/events"; }
+	for _ in $(seq 300); do seen && break; sleep 0.1; done
 	kill $BG
 	BG=
 	run tail -n 1 "$BATS_TEST_TMPDIR/events"

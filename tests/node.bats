@@ -11,7 +11,7 @@ NODE=$BATS_TEST_DIRNAME/../contrib/mtc-node
 setup() {
 	W=$(mktemp -d /dev/shm/mtc-node.XXXXXX)
 	chmod 755 "$W"
-	PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	PORT=$(free_port)
 	printf 'job-name: job\nframework: orbax\nnode-rank: 0\nnodes: 1\npeer-ranks: []\nbackup-interval-minutes: 30\n' >"$W/y.yaml"
 	mtc-handshake check "$W/y.yaml" >"$W/cfg.json"
 	NPID=

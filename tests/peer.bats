@@ -166,11 +166,12 @@ only_staging_free() { # nothing in DIR but the given names
 }
 
 @test "push picks its peers from the config and a URL template" {
-	# ports BASE1 and BASE2 for a random BASE: another BASE when either is taken (its
-	# daemon exits); a slow start (under the sanitizers) is waited for, up to 10 s
+	# ports BASE1 and BASE2 for a BASE near a free port (the lane's): another BASE when
+	# either is taken (its daemon exits); a slow start (under the sanitizers) is waited
+	# for, up to 10 s
 	local up=0 p1 p2
 	for _ in 1 2 3 4 5; do
-		base=$((2000 + RANDOM % 4000))
+		base=$(($(free_port) / 10))
 		mkdir -p "$T/r1" "$T/r2"
 		mtc-replicate serve --dir "$T/r1" --listen "127.0.0.1:${base}1" >/dev/null 2>>"$T/r1.err" &
 		p1=$!
@@ -511,7 +512,8 @@ print(s.getsockname()[1], flush=True)
 held = []
 for _ in range(64):
     c, _ = s.accept(); held.append(c)
-time.sleep(120)' >"$T/mute.port" &
+    open(sys.argv[1], "w").write(str(len(held)))
+time.sleep(120)' "$T/mute.held" >"$T/mute.port" &
 	PIDS+=($!)
 	for _ in $(seq 50); do [ -s "$T/mute.port" ] && break; sleep 0.1; done
 	printf 'http://127.0.0.1:9\nhttp://127.0.0.1:%s\n' "$(cat "$T/mute.port")" >"$T/peers"
@@ -519,10 +521,12 @@ time.sleep(120)' >"$T/mute.port" &
 		--coordinator-url "$URL" --quiet-time 0.2 --timeout 60 2>"$T/run.err" &
 	RUN=$!
 	PIDS+=("$RUN")
-	sleep 1 # the push of step 6 is under way, and hangs
+	# the push of step 6 is under way, and hangs
+	for _ in $(seq 300); do [ -s "$T/mute.held" ] && break; sleep 0.1; done
+	[ -s "$T/mute.held" ]
 	# the loop goes on: a new step is committed while the push hangs
 	mkdir "$T/local/7.tmp" && head -c 1000 /dev/urandom >"$T/local/7.tmp/w" && mv "$T/local/7.tmp" "$T/local/7"
-	for _ in $(seq 50); do [ -e "$T/local/job-s7-n0-w0.meta" ] && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -e "$T/local/job-s7-n0-w0.meta" ] && break; sleep 0.1; done
 	[ -e "$T/local/job-s7-n0-w0.meta" ]
 	kill -TERM "$RUN"
 	start=$SECONDS
@@ -564,14 +568,18 @@ time.sleep(120)' >"$T/mute.port" &
 }
 
 @test "connections beyond --max-connections are refused and the daemon recovers" {
-	start_daemon p --max-connections 1 --timeout 2
+	# the stalled upload holds the one connection until it is killed (the daemon's
+	# timeout is longer than a busy machine's delays)
+	start_daemon p --max-connections 1 --timeout 30
 	H=$(printf 'f%.0s' $(seq 64))
-	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 1000 100000 1.5 &
+	python3 "$HOSTILE" stall "$URL/v1/objects/$H.data" 1000 100000 30 "$T/held" &
 	STALL=$!
 	PIDS+=("$STALL")
-	sleep 0.5
+	for _ in $(seq 300); do [ -s "$T/held" ] && break; sleep 0.1; done
+	[ -s "$T/held" ]
 	run curl -s -m 1 -o /dev/null -w '%{http_code}' "$URL/healthz"
 	assert_output 000
+	kill "$STALL"
 	wait "$STALL" || true
 	for _ in $(seq 50); do
 		curl -sf -m 1 "$URL/healthz" >/dev/null && break

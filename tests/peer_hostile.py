@@ -2,8 +2,9 @@
 """Hostile inputs for the peer daemon (tests/peer.bats).
 
   peer_hostile.py tar KIND > body.tar     a tar stream of one hostile kind
-  peer_hostile.py stall URL SENT TOTAL SEC a PUT declaring TOTAL bytes that
-                                          sends SENT of them, then waits SEC s
+  peer_hostile.py stall URL SENT TOTAL SEC [HELD]  a PUT declaring TOTAL bytes
+                                          that sends SENT of them, writes HELD
+                                          (when given), then waits SEC s
   peer_hostile.py swap DIR A B > body.tar   DIR as tar with the contents of its
                                           files A and B swapped
   peer_hostile.py upgrade URL FILE        a tree PUT the way push sends it (Upgrade:
@@ -121,12 +122,15 @@ def hostile_tar(kind):
     return data
 
 
-def stall(url, sent, total, seconds):
+def stall(url, sent, total, seconds, held=None):
     u = urllib.parse.urlsplit(url)
     s = socket.create_connection((u.hostname, u.port), timeout=30)
     s.sendall(("PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n"
                % (u.path, u.netloc, total)).encode())
     s.sendall(b"\0" * sent)
+    if held:
+        with open(held, "w") as f:
+            f.write("held\n")
     time.sleep(seconds)
     s.close()
 
@@ -678,4 +682,5 @@ if __name__ == "__main__":
             TLS = tls_context()
         sys.exit(framing(sys.argv[2], sys.argv[3], sys.argv[4]))
     elif sys.argv[1] == "stall":
-        stall(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+        stall(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]),
+              sys.argv[6] if len(sys.argv) > 6 else None)

@@ -8,7 +8,7 @@ load helpers
 setup() {
 	W=$(mktemp -d /dev/shm/mtc-readme.XXXXXX)
 	mkdir -p "$W/backups"
-	PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	PORT=$(free_port)
 }
 
 teardown() {

@@ -18,8 +18,6 @@ need_boto3() {
 	MTC_PY=$venv/bin/python
 }
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
 # moto_start DIR: moto on loopback, its log in DIR/moto.log; sets MOTO_URL and
 # MOTO_PID. Waits at most 30 s for it to answer (a bound, not a guess).
 moto_start() {

@@ -113,7 +113,8 @@ real_sbatch() {
 		command sbatch --parsable --output="$CL_ROOT/job-%j.out" "$MTC_TESTS/../contrib/slurm/mtc.sbatch" bash -c '
 			mtc-trainer --dir "$MTC_DIR" --rank "$NODE_RANK" --nodes 1 --job train \
 				--tick 0.1 --restore-timeout 900 --shard-bytes 65536 --save-every 0.3 --steps '"$1"' || exit 1
-			sleep 2 # the job goes on training while the last step is backed up')
+			# the job goes on training until mtc-node has committed the last step (60 s at most)
+			for _ in $(seq 600); do [ -e "$MTC_DIR/train-s'"$1"'-n0-w0.meta" ] && break; sleep 0.1; done')
 }
 
 job_state() { scontrol show job "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
@@ -202,7 +203,13 @@ sbatch() {
 			mtc-trainer --dir "$MTC_DIR" --rank "$NODE_RANK" --nodes '"$N"' --job train \
 				--peer-ranks $((NODE_RANK ^ 1)) --tick 0.1 --restore-timeout 900 \
 				--shard-bytes 65536 --save-every 0.3 --steps '"$1"' || exit 1
-			sleep 4 # the job goes on training while the last step is replicated'
+			# the job goes on training until the last step is here and on the peer (60 s at most)
+			s='"$1"' peer=$((NODE_RANK ^ 1))
+			for _ in $(seq 600); do
+				[ "$s" = 0 ] || { [ -e "$MTC_DIR/train-s$s-n$NODE_RANK-w0.meta" ] &&
+					[ -e "$MTC_DIR/train-s$s-n$peer-w0.meta" ]; } && break
+				sleep 0.1
+			done'
 }
 
 @test "the Slurm script on four hosts with stand-in srun: mtc-node on every node beside the training step; a requeued job restores from RAM" {

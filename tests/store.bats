@@ -223,11 +223,17 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	mkdir "$WORK/t"
 	for i in $(seq 1 16); do echo "$i" >"$WORK/t/$i"; done
 	# The new token is minted first, so only a rename stands between the
-	# uploads and it: it is in place long before the old one expires.
-	tok 3 >"$WORK/token"
+	# uploads and it: it is in place as soon as the first upload is stored,
+	# long before the old one (minted last, just before the uploads) expires.
 	tok 3600 >"$WORK/token.new"
-	fakegcs_fault '{"kind": "upload-multipart", "action": "delay", "seconds": 0.25, "times": -1}'
-	(sleep 0.5 && mv "$WORK/token.new" "$WORK/token") 3>&- &
+	# the old token lives 6 s, the uploads take 8 s: it expires among them
+	fakegcs_fault '{"kind": "upload-multipart", "action": "delay", "seconds": 0.5, "times": -1}'
+	tok 6 >"$WORK/token"
+	(for _ in $(seq 600); do
+		curl -s --max-time 5 "$FAKEGCS_URL/_fake/stats" | grep -q '"upload_bytes_stored": [1-9]' && break
+		sleep 0.05
+	done
+	mv "$WORK/token.new" "$WORK/token") 3>&- &
 	renewer=$!
 	TEST_TOKEN_FILE="$WORK/token" TEST_PARALLEL=1 run "$STORE" gs://bkt puttree t "$WORK/t"
 	wait "$renewer"

@@ -198,14 +198,15 @@ handshakes() {
 	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":2,"peers-per-node":1,"backup-interval-minutes":30}\n' >"$T/cfg.json"
 	serve_on "$T/p" --tls-dir "$T/pki/node"
 	mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 5 --peer "$URL" --tls-dir "$T/pki/node" \
-		--timeout 3 --retries 0 >"$T/push.out" 2>&1 &
+		--timeout 5 --retries 0 >"$T/push.out" 2>&1 &
 	local push=$! i
-	for i in $(seq 500); do
+	for i in $(seq 600); do
 		[ "$(du -sb "$T/p" | cut -f1)" -gt 10000000 ] && break
-		sleep 0.02
+		sleep 0.05
 	done
+	[ "$(du -sb "$T/p" | cut -f1)" -gt 10000000 ] || { cat "$T/push.out" >&3; false; }
 	kill -STOP "$PID" # the peer stops reading; the connections stay open
-	for i in $(seq 200); do
+	for i in $(seq 600); do
 		grep -q "deadline passed" "$T/push.out" && break
 		sleep 0.05
 	done

@@ -30,18 +30,6 @@
 
 CL_JOB=${CL_JOB:-job}
 
-free_ports() {
-	python3 - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
-
 # cluster_tls: the nodes speak HTTPS to each other, mutual TLS (mtc-node --tls-dir).
 cluster_tls() {
 	make_tls "$CL_ROOT/pki"
@@ -162,6 +150,10 @@ cluster_stop() {
 		[ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
 	done
 	leaks=$(node_leaks)
+	# a failed test shows what the trainers said and the nodes' last errors
+	[ -n "${BATS_TEST_COMPLETED:-}" ] || for f in "$CL_ROOT"/trainer*.err "$CL_ROOT"/node*.log; do
+		[ -s "$f" ] && grep -hE "error|fail|cannot|timed out|Error" "$f" | tail -n 5 | sed "s|^|# ${f##*/}: |" >&3
+	done
 	if [ -n "${CL_KEEP:-}" ]; then
 		echo "# kept $CL_ROOT" >&3
 	else

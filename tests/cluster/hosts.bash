@@ -8,7 +8,8 @@
 #   hosts_stop                removes every namespace (teardown)
 #   in_host RANK CMD...       runs CMD inside the node's namespace
 # Needs root, ip netns and veth; hosts_init skips the test, saying why, without them.
-# Addresses are the test's own (10.251.7.0/24), inside namespaces it made.
+# Addresses are the test's own (10.251.7.0/24), inside namespaces it made,
+# named by its PID (concurrent tests share no name).
 
 HOSTS_NET=10.251.7
 
@@ -18,6 +19,8 @@ hosts_init() {
 	command -v ip >/dev/null || skip "no ip (iproute2)"
 	HOSTS_ID=mtc$$
 	HOSTS_SW=${HOSTS_ID}sw
+	hosts_stop # names left by a killed test whose PID this one has now
+	HOSTS_ID=mtc$$
 	ip netns add "$HOSTS_SW" 2>/dev/null || skip "cannot create network namespaces here"
 	ip -n "$HOSTS_SW" link add br0 type bridge || skip "no bridge support"
 	ip -n "$HOSTS_SW" link set br0 up
@@ -68,7 +71,7 @@ link_shape() {
 hosts_stop() {
 	[ -n "${HOSTS_ID:-}" ] || return 0
 	local ns
-	for ns in $(ip netns list | awk '{ print $1 }' | grep "^$HOSTS_ID"); do
+	for ns in $(ip netns list | awk '{ print $1 }' | grep -E "^$HOSTS_ID(sw|h[0-9]+)\$"); do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
 	done
