@@ -55,8 +55,8 @@ static int run(const struct mtc_config *cfg, long long step)
 
 	if (rc == MTC_EXIT_OK) {
 		double rate = w.bytes / 1e6 / (w.seconds > 1e-6 ? w.seconds : 1e-6);
-		json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:i, s:o, s:f}", "backup",
-				      w.name, "location", w.location, "step", (json_int_t)step, "rank",
+		json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:i, s:o, s:f}", "backup", w.name,
+				      "location", w.location, "step", (json_int_t)step, "rank",
 				      cfg->node_rank, "bytes", (json_int_t)w.bytes, "objects",
 				      (json_int_t)w.objects, "skipped", (int)w.skipped, "seconds",
 				      mtc_json_seconds(w.seconds), "mb-per-s", round(rate * 10) / 10);
@@ -71,19 +71,32 @@ int main(int argc, const char **argv)
 {
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
-		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "accepted config (JSON, - for stdin)", "FILE" },
+		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "accepted config (JSON, - for stdin)",
+		  "FILE" },
 		{ "step", 's', POPT_ARG_STRING, &step_text, 0, "the step to back up", "S" },
-		{ "to", 't', POPT_ARG_STRING, &location, 0, "backup location: DIR, file://DIR, gs://BUCKET[/PREFIX] or s3://BUCKET[/PREFIX]", "LOCATION" },
-		{ "name", 'n', POPT_ARG_STRING, &name_opt, 0, "backup name (default: now, UTC)", "YYYY-MM-DD_HH-MM" },
+		{ "to", 't', POPT_ARG_STRING, &location, 0,
+		  "backup location: DIR, file://DIR, gs://BUCKET[/PREFIX] or s3://BUCKET[/PREFIX]",
+		  "LOCATION" },
+		{ "name", 'n', POPT_ARG_STRING, &name_opt, 0, "backup name (default: now, UTC)",
+		  "YYYY-MM-DD_HH-MM" },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
-		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
-		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0, "on gs://: upload a file at least this big as parallel parts composed into one object (default 64M)", "SIZE" },
-		{ "slices", '\0', POPT_ARG_INT, &slices, 0, "parts of one such file (default 16, at most 32; 1: one stream)", "N" },
-		{ "no-verify", '\0', POPT_ARG_NONE, &no_verify, 0, "do not check the data against its name, and upload no manifest", NULL },
-		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal", NULL },
-		{ "stall-timeout", '\0', POPT_ARG_INT, &stall_s, 0, "give up waiting for data another node uploads after it has not grown this long (default 300)", "SECONDS" },
-		{ "json", '\0', POPT_ARG_NONE, &json, 0, "the summary line is JSON (it is without this too)", NULL },
+		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
+		  "N" },
+		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0,
+		  "on gs://: upload a file at least this big as parallel parts composed into one object (default 64M)",
+		  "SIZE" },
+		{ "slices", '\0', POPT_ARG_INT, &slices, 0,
+		  "parts of one such file (default 16, at most 32; 1: one stream)", "N" },
+		{ "no-verify", '\0', POPT_ARG_NONE, &no_verify, 0,
+		  "do not check the data against its name, and upload no manifest", NULL },
+		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal",
+		  NULL },
+		{ "stall-timeout", '\0', POPT_ARG_INT, &stall_s, 0,
+		  "give up waiting for data another node uploads after it has not grown this long (default 300)",
+		  "SECONDS" },
+		{ "json", '\0', POPT_ARG_NONE, &json, 0,
+		  "the summary line is JSON (it is without this too)", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	struct mtc_config cfg;

@@ -15,7 +15,8 @@ static const struct mtc_verb verbs[NVERBS] = {
 	[WATCH] = { "watch", NULL, "watch --dir DIR [--timeout SEC] [--json]" },
 	[OFFER] = { "offer", NULL, "offer --dir DIR --job-name NAME --node-rank R --nodes N [OPTIONS]" },
 	[CHECK] = { "check", NULL, "check [--json] FILE" },
-	[RANK] = { "rank", NULL, "rank --dir DIR --coordinator-url URL --index I --host HOST [OPTIONS]" },
+	[RANK] = { "rank", NULL,
+		   "rank --dir DIR --coordinator-url URL --index I --host HOST [OPTIONS]" },
 };
 
 char *dir;
@@ -37,7 +38,8 @@ int main(int argc, const char **argv)
 		  "give up after SEC seconds with exit 3 (default: wait forever; offer: 300)", "SEC" },
 		{ "json", '\0', POPT_ARG_NONE, &json, 0,
 		  "result lines as JSON: watch's path, offer's restore marker (accept and check print "
-		  "JSON either way)", NULL },
+		  "JSON either way)",
+		  NULL },
 		POPT_TABLEEND
 	};
 	struct poptOption offer_opts[] = {
@@ -46,20 +48,23 @@ int main(int argc, const char **argv)
 		  "orbax, pytorch.distributed or pytorch (default orbax)", "NAME" },
 		{ "node-rank", '\0', POPT_ARG_INT, &o_rank, 0, "node-rank", "R" },
 		{ "nodes", '\0', POPT_ARG_INT, &o_nodes, 0, "nodes", "N" },
-		{ "peer-ranks", '\0', POPT_ARG_STRING, &o_peers, 0, "peer-ranks, comma separated ('' for [])",
-		  "R,R" },
+		{ "peer-ranks", '\0', POPT_ARG_STRING, &o_peers, 0,
+		  "peer-ranks, comma separated ('' for [])", "R,R" },
 		{ "peers-per-node", '\0', POPT_ARG_INT, &o_ppn, 0, "peers-per-node", "K" },
-		{ "assume-data-parallelism", '\0', POPT_ARG_INT, &o_dp, 0, "assume-data-parallelism", "D" },
-		{ "backup-interval-minutes", '\0', POPT_ARG_INT, &o_minutes, 0, "backup-interval-minutes",
-		  "M" },
-		{ "backup-interval-steps", '\0', POPT_ARG_INT, &o_steps, 0, "backup-interval-steps", "S" },
+		{ "assume-data-parallelism", '\0', POPT_ARG_INT, &o_dp, 0, "assume-data-parallelism",
+		  "D" },
+		{ "backup-interval-minutes", '\0', POPT_ARG_INT, &o_minutes, 0,
+		  "backup-interval-minutes", "M" },
+		{ "backup-interval-steps", '\0', POPT_ARG_INT, &o_steps, 0, "backup-interval-steps",
+		  "S" },
 		{ "workers-per-node", '\0', POPT_ARG_INT, &o_wpn, 0, "workers-per-node", "W" },
 		{ "style", '\0', POPT_ARG_STRING, &o_style, 0,
 		  "write the bytes as orbax (tmp+rename) or nemo (yaml.dump in place)", "orbax|nemo" },
 		{ "replace-stale", '\0', POPT_ARG_NONE, &o_replace, 0,
 		  "delete a leftover replicator.yaml instead of waiting for it to go", NULL },
 		{ "wait-restore", '\0', POPT_ARG_NONE, &o_wait_restore, 0,
-		  "then wait for a *.restore marker; print its step and path (exit 4 for step 0)", NULL },
+		  "then wait for a *.restore marker; print its step and path (exit 4 for step 0)",
+		  NULL },
 		{ "restore-timeout", '\0', POPT_ARG_DOUBLE, &o_restore_timeout, 0,
 		  "seconds to wait for the marker (default 300)", "SEC" },
 		{ "rename", '\0', POPT_ARG_NONE, &o_rename, 0,
@@ -101,7 +106,8 @@ int main(int argc, const char **argv)
 	if (verb == NVERBS) {
 		rc = argc > 1 && argv[1][0] != '-'
 			     ? mtc_usage_error("unknown command '%s'", argv[1])
-			     : mtc_usage_error("a command is needed: accept, watch, offer, check or rank");
+			     : mtc_usage_error(
+				       "a command is needed: accept, watch, offer, check or rank");
 		goto out;
 	}
 	if (verb == OFFER && timeout_s < 0)
@@ -109,7 +115,8 @@ int main(int argc, const char **argv)
 	if (verb == RANK && timeout_s < 0)
 		timeout_s = 900;
 	if (verb != RANK && (r_coord || r_host || r_token || ro.index >= 0)) {
-		rc = mtc_usage_error("--coordinator-url, --index, --host and --peer-token-file belong to 'rank'");
+		rc = mtc_usage_error(
+			"--coordinator-url, --index, --host and --peer-token-file belong to 'rank'");
 		goto out;
 	}
 	const char *arg = poptGetArg(ctx);

@@ -42,22 +42,37 @@ static int backups_mode(void)
 int main(int argc, const char **argv)
 {
 	struct poptOption opts[] = {
-		{ "backups", 'b', POPT_ARG_STRING, &backups_root, 0, "list the backups of the job at this bucket root (with --dir: consider them)", "LOCATION" },
-		{ "verify", '\0', POPT_ARG_NONE, &verify, 0, "with --backups: re-hash the newest valid backup (and older ones while they are damaged)", NULL },
-		{ "inventory", 'i', POPT_ARG_STRING, &inventory_path, 0, "plan from gathered inventories (JSON, - for stdin)", "FILE" },
-		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "plan from this local dir, the peers and the backups", "DIR" },
-		{ "peer", 'p', POPT_ARG_ARGV, &peer_urls, 0, "a peer's daemon, in rank order or as RANK=URL (repeatable)", "URL" },
-		{ "peer-url-template", '\0', POPT_ARG_STRING, &peer_template, 0, "every other rank's URL, e.g. http://job-0-{rank}.job:7070", "T" },
+		{ "backups", 'b', POPT_ARG_STRING, &backups_root, 0,
+		  "list the backups of the job at this bucket root (with --dir: consider them)",
+		  "LOCATION" },
+		{ "verify", '\0', POPT_ARG_NONE, &verify, 0,
+		  "with --backups: re-hash the newest valid backup (and older ones while they are damaged)",
+		  NULL },
+		{ "inventory", 'i', POPT_ARG_STRING, &inventory_path, 0,
+		  "plan from gathered inventories (JSON, - for stdin)", "FILE" },
+		{ "dir", 'd', POPT_ARG_STRING, &dir, 0,
+		  "plan from this local dir, the peers and the backups", "DIR" },
+		{ "peer", 'p', POPT_ARG_ARGV, &peer_urls, 0,
+		  "a peer's daemon, in rank order or as RANK=URL (repeatable)", "URL" },
+		{ "peer-url-template", '\0', POPT_ARG_STRING, &peer_template, 0,
+		  "every other rank's URL, e.g. http://job-0-{rank}.job:7070", "T" },
 		MTC_POPT_PEER_TOKEN_FILE(peer_token_file),
-		{ "peer-timeout", '\0', POPT_ARG_DOUBLE, &peer_timeout, 0, "seconds per peer, retries included", "SEC" },
-		{ "config", 'c', POPT_ARG_STRING, &config_path, 0, "the accepted config (JSON, - for stdin)", "CFG" },
-		{ "rank", 'r', POPT_ARG_INT, &rank_opt, 0, "the local dir's rank (default: the config's, else 0)", "R" },
-		{ "job", '\0', POPT_ARG_STRING, &job_opt, 0, "the job: its backups, its metas (default: the config's)", "NAME" },
+		{ "peer-timeout", '\0', POPT_ARG_DOUBLE, &peer_timeout, 0,
+		  "seconds per peer, retries included", "SEC" },
+		{ "config", 'c', POPT_ARG_STRING, &config_path, 0,
+		  "the accepted config (JSON, - for stdin)", "CFG" },
+		{ "rank", 'r', POPT_ARG_INT, &rank_opt, 0,
+		  "the local dir's rank (default: the config's, else 0)", "R" },
+		{ "job", '\0', POPT_ARG_STRING, &job_opt, 0,
+		  "the job: its backups, its metas (default: the config's)", "NAME" },
 		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "print JSON", NULL },
-		{ "nodes", '\0', POPT_ARG_INT, &nodes_opt, 0, "judge against N nodes (default: inferred)", "N" },
-		{ "workers", '\0', POPT_ARG_INT, &workers_opt, 0, "judge against W workers per node (default: inferred)", "W" },
+		{ "nodes", '\0', POPT_ARG_INT, &nodes_opt, 0,
+		  "judge against N nodes (default: inferred)", "N" },
+		{ "workers", '\0', POPT_ARG_INT, &workers_opt, 0,
+		  "judge against W workers per node (default: inferred)", "W" },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
-		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "gs:// requests in flight (default 32)", "N" },
+		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "gs:// requests in flight (default 32)",
+		  "N" },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	enum mode mode = MODE_NONE;
@@ -66,7 +81,9 @@ int main(int argc, const char **argv)
 
 	mtc_log_init(argv[0]);
 	mtc_http_init();
-	ctx = mtc_cli_context("mtc-lkg", argc, argv, opts, "--backups LOCATION (--job NAME | --config CFG) [--verify] | --inventory FILE|- | --dir DIR [--peer URL]... [--backups LOCATION] [--json]");
+	ctx = mtc_cli_context(
+		"mtc-lkg", argc, argv, opts,
+		"--backups LOCATION (--job NAME | --config CFG) [--verify] | --inventory FILE|- | --dir DIR [--peer URL]... [--backups LOCATION] [--json]");
 	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
@@ -75,7 +92,8 @@ int main(int argc, const char **argv)
 		goto out;
 	}
 	if (inventory_path && (dir || backups_root || peer_urls || peer_template || config_path)) {
-		mtc_usage_error("--inventory takes everything from its file: no --dir, --peer, --backups or --config");
+		mtc_usage_error(
+			"--inventory takes everything from its file: no --dir, --peer, --backups or --config");
 		goto out;
 	}
 	if (!dir && (peer_urls || peer_template || rank_opt >= 0)) {
@@ -101,17 +119,12 @@ int main(int argc, const char **argv)
 		goto out;
 	}
 	switch (mode) {
-	case MODE_BACKUPS:
-		rc = backups_mode();
-		break;
-	case MODE_INVENTORY:
-		rc = from_inventory();
-		break;
-	case MODE_GATHER:
-		rc = gather();
-		break;
+	case MODE_BACKUPS: rc = backups_mode(); break;
+	case MODE_INVENTORY: rc = from_inventory(); break;
+	case MODE_GATHER: rc = gather(); break;
 	case MODE_NONE:
-		mtc_usage_error("say what to compute: --inventory FILE, --dir DIR or --backups LOCATION");
+		mtc_usage_error(
+			"say what to compute: --inventory FILE, --dir DIR or --backups LOCATION");
 		break;
 	}
 out:

@@ -11,8 +11,8 @@
 
 /* The options, as main parses them (mtc-prune/prune.h). */
 char **counts[MTC_FREQ_COUNT]; /* every use of --hourly etc.; the last one counts */
-int prefer_recent, relaxed, do_delete, dry_run, print_deleted, print_kept,
-	print_not_deleted, json_out, utc, debug, silent, show_version, verify;
+int prefer_recent, relaxed, do_delete, dry_run, print_deleted, print_kept, print_not_deleted, json_out,
+	utc, debug, silent, show_version, verify;
 char *location, *path_opt, *list_file, *pattern, *grace_text, *config_file, *token_file, *s3_endpoint,
 	*job;
 char **include, **exclude, **include_list, **exclude_list;
@@ -24,49 +24,78 @@ long long grace;
 int main(int argc, const char **argv)
 {
 	struct poptOption policy_opts[] = {
-		{ "minutely", '\0', POPT_ARG_ARGV, &counts[MTC_MINUTELY], 0, "minutely backups to keep (default 0)", "N|always" },
-		{ "hourly", '\0', POPT_ARG_ARGV, &counts[MTC_HOURLY], 0, "hourly backups to keep (default 72)", "N|always" },
-		{ "daily", '\0', POPT_ARG_ARGV, &counts[MTC_DAILY], 0, "daily backups to keep (default 7)", "N|always" },
-		{ "weekly", '\0', POPT_ARG_ARGV, &counts[MTC_WEEKLY], 0, "weekly backups to keep (default 6)", "N|always" },
-		{ "monthly", '\0', POPT_ARG_ARGV, &counts[MTC_MONTHLY], 0, "monthly backups to keep (default 12)", "N|always" },
-		{ "yearly", '\0', POPT_ARG_ARGV, &counts[MTC_YEARLY], 0, "yearly backups to keep (default always)", "N|always" },
-		{ "prefer-recent", '\0', POPT_ARG_NONE, &prefer_recent, 0, "keep the newest backup of each period, not the oldest", NULL },
+		{ "minutely", '\0', POPT_ARG_ARGV, &counts[MTC_MINUTELY], 0,
+		  "minutely backups to keep (default 0)", "N|always" },
+		{ "hourly", '\0', POPT_ARG_ARGV, &counts[MTC_HOURLY], 0,
+		  "hourly backups to keep (default 72)", "N|always" },
+		{ "daily", '\0', POPT_ARG_ARGV, &counts[MTC_DAILY], 0,
+		  "daily backups to keep (default 7)", "N|always" },
+		{ "weekly", '\0', POPT_ARG_ARGV, &counts[MTC_WEEKLY], 0,
+		  "weekly backups to keep (default 6)", "N|always" },
+		{ "monthly", '\0', POPT_ARG_ARGV, &counts[MTC_MONTHLY], 0,
+		  "monthly backups to keep (default 12)", "N|always" },
+		{ "yearly", '\0', POPT_ARG_ARGV, &counts[MTC_YEARLY], 0,
+		  "yearly backups to keep (default always)", "N|always" },
+		{ "prefer-recent", '\0', POPT_ARG_NONE, &prefer_recent, 0,
+		  "keep the newest backup of each period, not the oldest", NULL },
 		{ "relaxed", '\0', POPT_ARG_NONE, &relaxed, 0, "do not enforce the time windows", NULL },
-		{ "include", '\0', POPT_ARG_ARGV, &include, 0, "only backups matching GLOB (repeatable)", "GLOB" },
-		{ "exclude", '\0', POPT_ARG_ARGV, &exclude, 0, "never backups matching GLOB (repeatable)", "GLOB" },
-		{ "include-list", 'I', POPT_ARG_ARGV, &include_list, 0, "comma-separated --include globs", "GLOB,..." },
-		{ "exclude-list", 'E', POPT_ARG_ARGV, &exclude_list, 0, "comma-separated --exclude globs", "GLOB,..." },
-		{ "timestamp-pattern", 't', POPT_ARG_STRING, &pattern, 0, "regex with named groups year, month, day[, hour, minute, second]", "REGEX" },
+		{ "include", '\0', POPT_ARG_ARGV, &include, 0, "only backups matching GLOB (repeatable)",
+		  "GLOB" },
+		{ "exclude", '\0', POPT_ARG_ARGV, &exclude, 0,
+		  "never backups matching GLOB (repeatable)", "GLOB" },
+		{ "include-list", 'I', POPT_ARG_ARGV, &include_list, 0,
+		  "comma-separated --include globs", "GLOB,..." },
+		{ "exclude-list", 'E', POPT_ARG_ARGV, &exclude_list, 0,
+		  "comma-separated --exclude globs", "GLOB,..." },
+		{ "timestamp-pattern", 't', POPT_ARG_STRING, &pattern, 0,
+		  "regex with named groups year, month, day[, hour, minute, second]", "REGEX" },
 		{ "utc", '\0', POPT_ARG_NONE, &utc, 0, "accepted; times are always UTC", NULL },
 		POPT_TABLEEND
 	};
 	struct poptOption action_opts[] = {
-		{ "job", '\0', POPT_ARG_STRING, &job, 0, "the job whose backups are at LOCATION/NAME (LOCATION is the bucket root)", "NAME" },
-		{ "path", 'p', POPT_ARG_STRING, &path_opt, 0, "the directory that holds the backups (backup-warden's -p)", "PATH" },
-		{ "list", '\0', POPT_ARG_STRING, &list_file, 0, "decide for the names in FILE (- for stdin); deletes nothing", "FILE" },
-		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "a backup-warden INI file, or the accepted config (JSON: the job's name and nodes)", "FILE" },
-		{ "delete", '\0', POPT_ARG_NONE, &do_delete, 0, "delete (the default is a dry run)", NULL },
+		{ "job", '\0', POPT_ARG_STRING, &job, 0,
+		  "the job whose backups are at LOCATION/NAME (LOCATION is the bucket root)", "NAME" },
+		{ "path", 'p', POPT_ARG_STRING, &path_opt, 0,
+		  "the directory that holds the backups (backup-warden's -p)", "PATH" },
+		{ "list", '\0', POPT_ARG_STRING, &list_file, 0,
+		  "decide for the names in FILE (- for stdin); deletes nothing", "FILE" },
+		{ "config", 'c', POPT_ARG_STRING, &config_file, 0,
+		  "a backup-warden INI file, or the accepted config (JSON: the job's name and nodes)",
+		  "FILE" },
+		{ "delete", '\0', POPT_ARG_NONE, &do_delete, 0, "delete (the default is a dry run)",
+		  NULL },
 		{ "dry-run", 'n', POPT_ARG_NONE, &dry_run, 0, "delete nothing (the default)", NULL },
-		{ "verify", '\0', POPT_ARG_NONE, &verify, 0, "protect the newest backup that re-hashes to its names, not only the newest intact by size", NULL },
-		{ "grace", '\0', POPT_ARG_STRING, &grace_text, 0, "a backup younger than this that is not valid is being written (default 6h)", "DURATION" },
-		{ "print-deleted", '\0', POPT_ARG_NONE, &print_deleted, 0, "print only the paths deleted (in a dry run: to delete), one a line", NULL },
-		{ "print-not-deleted", '\0', POPT_ARG_NONE, &print_not_deleted, 0, "print only the paths kept, one a line", NULL },
-		{ "print-kept", '\0', POPT_ARG_NONE, &print_kept, 0, "print only the names kept, one a line", NULL },
-		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "print one JSON line a backup, then a summary line", NULL },
+		{ "verify", '\0', POPT_ARG_NONE, &verify, 0,
+		  "protect the newest backup that re-hashes to its names, not only the newest intact by size",
+		  NULL },
+		{ "grace", '\0', POPT_ARG_STRING, &grace_text, 0,
+		  "a backup younger than this that is not valid is being written (default 6h)",
+		  "DURATION" },
+		{ "print-deleted", '\0', POPT_ARG_NONE, &print_deleted, 0,
+		  "print only the paths deleted (in a dry run: to delete), one a line", NULL },
+		{ "print-not-deleted", '\0', POPT_ARG_NONE, &print_not_deleted, 0,
+		  "print only the paths kept, one a line", NULL },
+		{ "print-kept", '\0', POPT_ARG_NONE, &print_kept, 0,
+		  "print only the names kept, one a line", NULL },
+		{ "json", '\0', POPT_ARG_NONE, &json_out, 0,
+		  "print one JSON line a backup, then a summary line", NULL },
 		{ "silent", '\0', POPT_ARG_NONE, &silent, 0, "errors only, and no table", NULL },
 		{ "debug", '\0', POPT_ARG_NONE, &debug, 0, "debug log output (as -vv)", NULL },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
-		{ "parallel", '\0', POPT_ARG_INT, &parallel, 0, "transfers in flight: gs:// requests, threads on a directory (default 32)", "N" },
+		{ "parallel", '\0', POPT_ARG_INT, &parallel, 0,
+		  "transfers in flight: gs:// requests, threads on a directory (default 32)", "N" },
 		{ NULL, 'V', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &show_version, 0, NULL, NULL },
-		{ "no-recency-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0, NULL, NULL },
-		{ "no-update-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0, NULL, NULL },
+		{ "no-recency-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0,
+		  NULL, NULL },
+		{ "no-update-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0,
+		  NULL, NULL },
 		POPT_TABLEEND
 	};
-	struct poptOption opts[] = {
-		{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, action_opts, 0, "Options:", NULL },
-		{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, policy_opts, 0, "Policy (backup-warden's):", NULL },
-		MTC_POPT_COMMON POPT_TABLEEND
-	};
+	struct poptOption opts[] = { { NULL, '\0', POPT_ARG_INCLUDE_TABLE, action_opts, 0,
+				       "Options:", NULL },
+				     { NULL, '\0', POPT_ARG_INCLUDE_TABLE, policy_opts, 0,
+				       "Policy (backup-warden's):", NULL },
+				     MTC_POPT_COMMON POPT_TABLEEND };
 	struct rules cli = { 0 }, *all = NULL;
 	struct totals t = { 0 };
 	poptContext ctx;
@@ -97,7 +126,8 @@ int main(int argc, const char **argv)
 	}
 	n_prints = !!print_deleted + !!print_kept + !!print_not_deleted;
 	if (n_prints > 1 || (json_out && n_prints)) {
-		rc = mtc_usage_error("--print-deleted, --print-not-deleted, --print-kept and --json do not mix");
+		rc = mtc_usage_error(
+			"--print-deleted, --print-not-deleted, --print-kept and --json do not mix");
 		goto out;
 	}
 	if (dry_run && do_delete) {

@@ -18,9 +18,12 @@ static const struct mtc_verb verbs[] = {
 	{ "digest", mtc_replicate_digest, DIGEST_USAGE },
 	{ "commit", mtc_replicate_commit, COMMIT_USAGE },
 	{ "gc", mtc_replicate_gc, GC_USAGE },
-	{ "serve", mtc_replicate_serve, "serve --dir DIR --listen HOST:PORT [--peer-token-file FILE] [--insecure] [--json]" },
-	{ "push", mtc_replicate_push, "push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] [--json]" },
-	{ "fetch", mtc_replicate_fetch, "fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--json]" },
+	{ "serve", mtc_replicate_serve,
+	  "serve --dir DIR --listen HOST:PORT [--peer-token-file FILE] [--insecure] [--json]" },
+	{ "push", mtc_replicate_push,
+	  "push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] [--json]" },
+	{ "fetch", mtc_replicate_fetch,
+	  "fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--json]" },
 	{ "run", mtc_replicate_run, RUN_USAGE },
 };
 

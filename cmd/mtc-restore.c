@@ -36,34 +36,62 @@ double timeout_s, heartbeat_s;
 int main(int argc, const char **argv)
 {
 	struct poptOption opts[] = {
-		{ "from", 'f', POPT_ARG_STRING, &from, 0, "restore from a backup of the job at this bucket root", "LOCATION" },
-		{ "job", '\0', POPT_ARG_STRING, &job_opt, 0, "the job whose backups --from, --pin and --unpin mean (default: the config's)", "NAME" },
-		{ "name", 'n', POPT_ARG_STRING, &name_opt, 0, "the backup (default: restore.version, else the newest valid)", "YYYY-MM-DD_HH-MM" },
-		{ "rank", 'r', POPT_ARG_STRING, &rank_text, 0, "the node whose data to restore (default 0 for one node)", "R" },
-		{ "out", 'o', POPT_ARG_STRING, &out_dir, 0, "write the step into DIR (see --layout)", "DIR" },
-		{ "layout", '\0', POPT_ARG_STRING, &layout, 0, "step: DIR/<step> as the framework saved it; hash: <hash>.data and the .meta files (default step)", "step|hash" },
-		{ "verify", '\0', POPT_ARG_NONE, &verify_only, 0, "with --from: re-hash the whole backup against its manifests and names, writing nothing", NULL },
-		{ "archive", 'a', POPT_ARG_STRING, &archive_path, 0, "write a tar stream instead (- for stdout), laid out as --layout, compressed as FILE's suffix says", "FILE|-" },
-		{ "compress", '\0', POPT_ARG_STRING, &compress, 0, "compress the archive whatever its suffix", "zstd" },
-		{ "pin", '\0', POPT_ARG_STRING, &pin_root, 0, "write restore.version naming NAME", "LOCATION" },
+		{ "from", 'f', POPT_ARG_STRING, &from, 0,
+		  "restore from a backup of the job at this bucket root", "LOCATION" },
+		{ "job", '\0', POPT_ARG_STRING, &job_opt, 0,
+		  "the job whose backups --from, --pin and --unpin mean (default: the config's)",
+		  "NAME" },
+		{ "name", 'n', POPT_ARG_STRING, &name_opt, 0,
+		  "the backup (default: restore.version, else the newest valid)", "YYYY-MM-DD_HH-MM" },
+		{ "rank", 'r', POPT_ARG_STRING, &rank_text, 0,
+		  "the node whose data to restore (default 0 for one node)", "R" },
+		{ "out", 'o', POPT_ARG_STRING, &out_dir, 0, "write the step into DIR (see --layout)",
+		  "DIR" },
+		{ "layout", '\0', POPT_ARG_STRING, &layout, 0,
+		  "step: DIR/<step> as the framework saved it; hash: <hash>.data and the .meta files (default step)",
+		  "step|hash" },
+		{ "verify", '\0', POPT_ARG_NONE, &verify_only, 0,
+		  "with --from: re-hash the whole backup against its manifests and names, writing nothing",
+		  NULL },
+		{ "archive", 'a', POPT_ARG_STRING, &archive_path, 0,
+		  "write a tar stream instead (- for stdout), laid out as --layout, compressed as FILE's suffix says",
+		  "FILE|-" },
+		{ "compress", '\0', POPT_ARG_STRING, &compress, 0,
+		  "compress the archive whatever its suffix", "zstd" },
+		{ "pin", '\0', POPT_ARG_STRING, &pin_root, 0, "write restore.version naming NAME",
+		  "LOCATION" },
 		{ "unpin", '\0', POPT_ARG_STRING, &unpin_root, 0, "remove restore.version", "LOCATION" },
 		{ "force", '\0', POPT_ARG_NONE, &force, 0, "pin a backup that is not valid", NULL },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
-		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)", "N" },
-		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0, "gs://: fetch a file at least this big as parallel ranged GETs (default 64M)", "SIZE" },
-		{ "slices", '\0', POPT_ARG_INT, &slices, 0, "ranged GETs of one such file (default 16, at most 32; 1: one stream)", "N" },
-		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal", NULL },
-		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "restore this node's local dir (cluster mode)", "DIR" },
-		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "the accepted config (JSON, - for stdin)", "CFG" },
-		{ "backup", 'b', POPT_ARG_STRING, &backup, 0, "the backup location (the job name is added)", "LOCATION" },
-		{ "coordinator-url", '\0', POPT_ARG_STRING, &coordinator_url, 0, "the coordinator (default $MTC_COORDINATOR)", "URL" },
-		{ "standalone", '\0', POPT_ARG_NONE, &standalone, 0, "decide alone, without a coordinator", NULL },
-		{ "address", '\0', POPT_ARG_STRING, &address, 0, "this node's peer URL as the others reach it", "URL" },
+		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
+		  "N" },
+		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0,
+		  "gs://: fetch a file at least this big as parallel ranged GETs (default 64M)",
+		  "SIZE" },
+		{ "slices", '\0', POPT_ARG_INT, &slices, 0,
+		  "ranged GETs of one such file (default 16, at most 32; 1: one stream)", "N" },
+		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal",
+		  NULL },
+		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "restore this node's local dir (cluster mode)",
+		  "DIR" },
+		{ "config", 'c', POPT_ARG_STRING, &config_file, 0,
+		  "the accepted config (JSON, - for stdin)", "CFG" },
+		{ "backup", 'b', POPT_ARG_STRING, &backup, 0,
+		  "the backup location (the job name is added)", "LOCATION" },
+		{ "coordinator-url", '\0', POPT_ARG_STRING, &coordinator_url, 0,
+		  "the coordinator (default $MTC_COORDINATOR)", "URL" },
+		{ "standalone", '\0', POPT_ARG_NONE, &standalone, 0,
+		  "decide alone, without a coordinator", NULL },
+		{ "address", '\0', POPT_ARG_STRING, &address, 0,
+		  "this node's peer URL as the others reach it", "URL" },
 		MTC_POPT_PEER_TOKEN_FILE(peer_token_file),
-		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout_s, 0, "seconds for the whole restore (default 600)", "SEC" },
-		{ "heartbeat", '\0', POPT_ARG_DOUBLE, &heartbeat_s, 0, "seconds between heartbeats (default 5)", "SEC" },
-		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "accepted: the summary line is always JSON", NULL },
+		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout_s, 0,
+		  "seconds for the whole restore (default 600)", "SEC" },
+		{ "heartbeat", '\0', POPT_ARG_DOUBLE, &heartbeat_s, 0,
+		  "seconds between heartbeats (default 5)", "SEC" },
+		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "accepted: the summary line is always JSON",
+		  NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	enum mode mode = MODE_NONE;
@@ -74,11 +102,12 @@ int main(int argc, const char **argv)
 
 	mtc_log_init(argv[0]);
 	mtc_http_init();
-	ctx = mtc_cli_context("mtc-restore", argc, argv, opts,
-			      "--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"
-			      "  or: mtc-restore --from LOCATION --job JOB [--name NAME] [--rank R] (--out DIR | --archive FILE|- | --verify)\n"
-			      "  or: mtc-restore --pin LOCATION --job JOB NAME [--force]\n"
-			      "  or: mtc-restore --unpin LOCATION --job JOB");
+	ctx = mtc_cli_context(
+		"mtc-restore", argc, argv, opts,
+		"--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"
+		"  or: mtc-restore --from LOCATION --job JOB [--name NAME] [--rank R] (--out DIR | --archive FILE|- | --verify)\n"
+		"  or: mtc-restore --pin LOCATION --job JOB NAME [--force]\n"
+		"  or: mtc-restore --unpin LOCATION --job JOB");
 	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
@@ -86,13 +115,20 @@ int main(int argc, const char **argv)
 		mtc_usage_error("--dir, --from, --pin and --unpin exclude each other");
 		goto out;
 	}
-	mode = from ? MODE_FROM : pin_root ? MODE_PIN : unpin_root ? MODE_UNPIN : dir ? MODE_CLUSTER : MODE_NONE;
-	if (mode != MODE_CLUSTER && (backup || coordinator_url || standalone || address || peer_token_file)) {
-		mtc_usage_error("--backup, --coordinator-url, --standalone, --address and --peer-token-file go with --dir");
+	mode = from	    ? MODE_FROM
+	       : pin_root   ? MODE_PIN
+	       : unpin_root ? MODE_UNPIN
+	       : dir	    ? MODE_CLUSTER
+			    : MODE_NONE;
+	if (mode != MODE_CLUSTER &&
+	    (backup || coordinator_url || standalone || address || peer_token_file)) {
+		mtc_usage_error(
+			"--backup, --coordinator-url, --standalone, --address and --peer-token-file go with --dir");
 		goto out;
 	}
 	if (mode == MODE_CLUSTER && job_opt) {
-		mtc_usage_error("--job goes with --from, --pin and --unpin (with --dir the config names the job)");
+		mtc_usage_error(
+			"--job goes with --from, --pin and --unpin (with --dir the config names the job)");
 		goto out;
 	}
 	if (config_file && !job_opt && mode != MODE_CLUSTER && load_job(&job) < 0)
@@ -113,8 +149,10 @@ int main(int argc, const char **argv)
 		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
 		goto out;
 	}
-	if (mode != MODE_FROM && (out_dir || archive_path || compress || rank_text || no_progress || name_opt || verify_only)) {
-		mtc_usage_error("--out, --archive, --compress, --rank, --name, --verify and --no-progress go with --from");
+	if (mode != MODE_FROM && (out_dir || archive_path || compress || rank_text || no_progress ||
+				  name_opt || verify_only)) {
+		mtc_usage_error(
+			"--out, --archive, --compress, --rank, --name, --verify and --no-progress go with --from");
 		goto out;
 	}
 	if (mode != MODE_PIN && force) {
@@ -152,21 +190,19 @@ int main(int argc, const char **argv)
 			break;
 		}
 		if (name_opt && mtc_parse_backup_name(name_opt, NULL) < 0) {
-			mtc_usage_error("--name takes a backup name (YYYY-MM-DD_HH-MM), not '%s'", name_opt);
+			mtc_usage_error("--name takes a backup name (YYYY-MM-DD_HH-MM), not '%s'",
+					name_opt);
 			break;
 		}
 		if (archive_path && !strcmp(archive_path, "-") && isatty(STDOUT_FILENO)) {
-			mtc_usage_error("--archive - would write a tar stream to a terminal: redirect it or pipe it into tar");
+			mtc_usage_error(
+				"--archive - would write a tar stream to a terminal: redirect it or pipe it into tar");
 			break;
 		}
 		rc = from_backup(job_opt ? job_opt : job);
 		break;
-	case MODE_PIN:
-		rc = pin(job_opt ? job_opt : job, name);
-		break;
-	case MODE_UNPIN:
-		rc = unpin(job_opt ? job_opt : job);
-		break;
+	case MODE_PIN: rc = pin(job_opt ? job_opt : job, name); break;
+	case MODE_UNPIN: rc = unpin(job_opt ? job_opt : job); break;
 	case MODE_CLUSTER:
 		if (!config_file) {
 			mtc_usage_error("--dir needs --config CFG");
@@ -174,9 +210,7 @@ int main(int argc, const char **argv)
 		}
 		rc = restore_cluster();
 		break;
-	case MODE_NONE:
-		mtc_usage_error("say what to do: --dir, --from, --pin or --unpin");
-		break;
+	case MODE_NONE: mtc_usage_error("say what to do: --dir, --from, --pin or --unpin"); break;
 	}
 out:
 	poptFreeContext(ctx);

@@ -10,8 +10,8 @@
 #include "clock.h"
 
 static const struct mtc_backoff policy[] = {
-	[MTC_BACKOFF_STORE] = { 0.1, 10.0 },	[MTC_BACKOFF_PEER] = { 0.2, 6.4 },
-	[MTC_BACKOFF_COORD] = { 0.2, 3.2 },	[MTC_BACKOFF_TOKEN] = { 0.2, 1.6 },
+	[MTC_BACKOFF_STORE] = { 0.1, 10.0 },   [MTC_BACKOFF_PEER] = { 0.2, 6.4 },
+	[MTC_BACKOFF_COORD] = { 0.2, 3.2 },    [MTC_BACKOFF_TOKEN] = { 0.2, 1.6 },
 	[MTC_BACKOFF_METADATA] = { 0.1, 3.2 }, [MTC_BACKOFF_CONTAINER] = { 0.1, 1.0 },
 };
 
@@ -22,7 +22,9 @@ void mtc_retry_init(struct mtc_retry *r, enum mtc_backoff_kind kind, double dead
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	*r = (struct mtc_retry){ .base = policy[kind].base, .cap = policy[kind].cap, .deadline = deadline,
+	*r = (struct mtc_retry){ .base = policy[kind].base,
+				 .cap = policy[kind].cap,
+				 .deadline = deadline,
 				 .seed = (unsigned)ts.tv_nsec ^ (unsigned)getpid() ^
 					 (unsigned)(size_t)pthread_self() };
 }

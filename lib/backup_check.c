@@ -21,8 +21,8 @@
 #define READ_PIECE (8 << 20)
 
 /* name/hash.manifest into m: 1 read, 0 there is none, -1 storage error; a bad one is EBADMSG. */
-static int load_manifest(struct mtc_store *s, const char *name, const char *hash,
-			 struct mtc_manifest *m, char *err, size_t errlen)
+static int load_manifest(struct mtc_store *s, const char *name, const char *hash, struct mtc_manifest *m,
+			 char *err, size_t errlen)
 {
 	char *key = xasprintf("%s/%s.manifest", name, hash), *text;
 	size_t len;
@@ -98,16 +98,18 @@ int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, lo
 		data = xasprintf("%s/%s.data", info->name, mt->hash);
 		if (have < 0 && errno == EBADMSG) {
 			info->state = MTC_BACKUP_DAMAGED;
-			snprintf(info->reason, sizeof info->reason, "node %d worker %d: %.12s.manifest: %s",
-				 mt->rank, mt->worker, mt->hash, err);
+			snprintf(info->reason, sizeof info->reason,
+				 "node %d worker %d: %.12s.manifest: %s", mt->rank, mt->worker, mt->hash,
+				 err);
 		} else if (have < 0) {
 			rc = -1;
 		} else if (have && mtc_backup_data_missing(&l, data, &m, NULL, &e, &found)) {
 			info->state = MTC_BACKUP_DAMAGED;
 			snprintf(info->reason, sizeof info->reason,
-				 found < 0 ? "node %d worker %d: '%.12s….data%s%s' is missing"
-					   : "node %d worker %d: '%.12s….data%s%s' holds %lld bytes, its "
-					     "manifest says %lld",
+				 found < 0
+					 ? "node %d worker %d: '%.12s….data%s%s' is missing"
+					 : "node %d worker %d: '%.12s….data%s%s' holds %lld bytes, its "
+					   "manifest says %lld",
 				 mt->rank, mt->worker, mt->hash, *e->path ? "/" : "", e->path, found,
 				 e->size);
 		}
@@ -133,7 +135,7 @@ struct verify {
 	struct check *c;
 	size_t n, next;
 	long long done, total;
-	int failed;	   /* 1 damaged, -1 storage error */
+	int failed; /* 1 damaged, -1 storage error */
 	char err[512];
 	mtc_store_progress_fn progress;
 	void *arg;
@@ -178,8 +180,7 @@ static void verify_one(struct verify *v, struct mtc_store *s, const struct check
 	mtc_blake3_final(&h, out, sizeof out);
 	mtc_hex(out, sizeof out, hex);
 	if (strcmp(hex, c->digest))
-		verify_fail(v, 1, "'%s': its bytes hash to %s, not what its manifest says", c->key,
-			    hex);
+		verify_fail(v, 1, "'%s': its bytes hash to %s, not what its manifest says", c->key, hex);
 }
 
 static void *verify_worker(void *arg)
@@ -281,7 +282,8 @@ int mtc_backup_verify(struct mtc_store *s, const struct mtc_store_options *opt,
 		else if (!have || (mtc_is_dir_hash(mt->hash) && strcmp(m.entries[0].digest, mt->hash)))
 			rc = verify_staged(s, info->name, mt->hash, have ? &m : NULL, threads, err,
 					   errlen);
-		else if (!mtc_is_dir_hash(mt->hash) && (m.n != 1 || strcmp(m.entries[0].digest, mt->hash)))
+		else if (!mtc_is_dir_hash(mt->hash) &&
+			 (m.n != 1 || strcmp(m.entries[0].digest, mt->hash)))
 			rc = 1, snprintf(err, errlen, "'%s.manifest' does not describe this file", data);
 		for (size_t k = 0; !rc && have && k < m.n; k++) {
 			const struct mtc_manifest_entry *e = &m.entries[k];

@@ -15,12 +15,12 @@ enum { NAMES_SHOWN = 3 };
 
 /* What one level of a location holds. */
 struct survey {
-	int exists;	    /* a directory location exists (gs:// always counts as existing) */
-	size_t backups;	    /* prefixes named like backups */
-	size_t other;	    /* other names, restore.version aside */
+	int exists;	/* a directory location exists (gs:// always counts as existing) */
+	size_t backups; /* prefixes named like backups */
+	size_t other;	/* other names, restore.version aside */
 	int restore_version;
-	char jobs[160];	    /* the first prefixes that could be jobs, comma separated */
-	char others[160];   /* the first other names */
+	char jobs[160];	  /* the first prefixes that could be jobs, comma separated */
+	char others[160]; /* the first other names */
 };
 
 static void append_name(char *buf, size_t len, size_t count, const char *name)
@@ -131,8 +131,8 @@ static int survey_or_fail(struct mtc_store *s, struct survey *sv, char *err, siz
 }
 
 /* What the bucket root holds: 0, or a result with err (no such location: not found). */
-static int survey_location(const char *location, const struct mtc_store_options *opt,
-			   struct survey *sv, char *err, size_t errlen)
+static int survey_location(const char *location, const struct mtc_store_options *opt, struct survey *sv,
+			   char *err, size_t errlen)
 {
 	struct mtc_store *s;
 	int rc = open_store(location, opt, &s, err, errlen);
@@ -146,8 +146,8 @@ static int survey_location(const char *location, const struct mtc_store_options 
 }
 
 /* Checks the bucket root when the job's root is missing or empty, to say why. */
-static int explain_missing(const char *location, const char *job,
-			   const struct mtc_store_options *opt, char *err, size_t errlen)
+static int explain_missing(const char *location, const char *job, const struct mtc_store_options *opt,
+			   char *err, size_t errlen)
 {
 	struct survey sv;
 	int rc = survey_location(location, opt, &sv, err, errlen);
@@ -177,8 +177,8 @@ static int no_job_given(const char *location, const struct mtc_store_options *op
 }
 
 enum mtc_result mtc_job_store_open(const char *location, const char *job, int flags,
-				   const struct mtc_store_options *opt, struct mtc_store **out, char *err,
-				   size_t errlen)
+				   const struct mtc_store_options *opt, struct mtc_store **out,
+				   char *err, size_t errlen)
 {
 	struct survey sv;
 	char *root;
@@ -192,16 +192,16 @@ enum mtc_result mtc_job_store_open(const char *location, const char *job, int fl
 	else if (!mtc_valid_job_name(job))
 		return mtc_fail(err, errlen, "'%s' is not a job name", job), MTC_USAGE;
 	else
-		root = xasprintf("%s%s%s", location,
-				 location[strlen(location) - 1] == '/' ? "" : "/", job);
+		root = xasprintf("%s%s%s", location, location[strlen(location) - 1] == '/' ? "" : "/",
+				 job);
 
 	rc = open_store(root, opt, out, err, errlen);
 	if (!rc)
 		rc = survey_or_fail(*out, &sv, err, errlen);
 	if (!rc && !sv.backups && !sv.restore_version) {
 		rc = (flags & MTC_LOCATION_JOB_ROOT)
-			     ? (mtc_fail(err, errlen, sv.exists ? "no backups at '%s'"
-								: "no such location: '%s'",
+			     ? (mtc_fail(err, errlen,
+					 sv.exists ? "no backups at '%s'" : "no such location: '%s'",
 					 root),
 				MTC_NOTFOUND)
 			     : explain_missing(location, job, opt, err, errlen);

@@ -24,8 +24,8 @@
 enum { MTC_LOCATION_JOB_ROOT = 1 };
 
 enum mtc_result mtc_job_store_open(const char *location, const char *job, int flags,
-				   const struct mtc_store_options *opt, struct mtc_store **out, char *err,
-				   size_t errlen);
+				   const struct mtc_store_options *opt, struct mtc_store **out,
+				   char *err, size_t errlen);
 
 /* The parent of a location and its last component ("gs://b/p/job" -> "gs://b/p", "job"); malloc'd. */
 void mtc_location_split(const char *location, char **parent, char **base);

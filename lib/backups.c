@@ -175,8 +175,7 @@ static int read_meta(struct mtc_store *s, const char *key, char *hash)
 	return 0;
 }
 
-static int read_metas_directly(struct mtc_store *s, char **keys, struct mtc_backup_meta *m,
-			       size_t n)
+static int read_metas_directly(struct mtc_store *s, char **keys, struct mtc_backup_meta *m, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (keys[i] && read_meta(s, keys[i], m[i].hash) < 0)
@@ -268,8 +267,8 @@ static void judge(struct mtc_backup_info *info, int nodes, int workers)
 	info->nodes = nodes > 0 ? nodes : max_rank + 1;
 	info->workers = workers > 0 ? workers : max_worker + 1;
 	if (max_rank >= info->nodes || max_worker >= info->workers) {
-		snprintf(info->reason, sizeof info->reason, "a .meta of rank %d worker %d is out of range",
-			 max_rank, max_worker);
+		snprintf(info->reason, sizeof info->reason,
+			 "a .meta of rank %d worker %d is out of range", max_rank, max_worker);
 		info->state = MTC_BACKUP_INCOMPLETE;
 		return;
 	}

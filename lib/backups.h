@@ -35,7 +35,7 @@ enum mtc_backup_state {
 	MTC_BACKUP_VALID,
 	MTC_BACKUP_INCOMPLETE, /* some .meta, but not every node x worker with its data */
 	MTC_BACKUP_EMPTY,      /* no .meta at all */
-	MTC_BACKUP_DAMAGED,    /* valid by its metas, but its data differs from its manifests (backup_check.h) */
+	MTC_BACKUP_DAMAGED, /* valid by its metas, but its data differs from its manifests (backup_check.h) */
 };
 
 struct mtc_backup_meta {
@@ -43,7 +43,7 @@ struct mtc_backup_meta {
 	int worker;
 	long long step;
 	char hash[MTC_HASH_MAX + 1]; /* "" when the .meta does not hold a hash */
-	int has_data;		      /* <hash>.data exists in the backup */
+	int has_data;		     /* <hash>.data exists in the backup */
 };
 
 struct mtc_backup_info {
@@ -51,8 +51,8 @@ struct mtc_backup_info {
 	enum mtc_backup_state state;
 	char reason[256]; /* why it is not valid; "" when valid */
 	char job[MTC_JOB_MAX + 1];
-	long long step;	   /* the newest step among its .meta; -1 when empty */
-	int nodes, workers; /* what it was judged against */
+	long long step;		       /* the newest step among its .meta; -1 when empty */
+	int nodes, workers;	       /* what it was judged against */
 	struct mtc_backup_meta *metas; /* of that step, sorted by (rank, worker) */
 	size_t n_metas;
 	int shape_nodes, shape_dp; /* its shape.json (mtc(7) §5.9); 0 when it has none */

@@ -15,7 +15,10 @@ struct mtc_buf {
 	size_t len, cap, max;
 };
 
-#define MTC_BUF_INIT(max_) { NULL, 0, 0, (max_) }
+#define MTC_BUF_INIT(max_)         \
+	{                          \
+		NULL, 0, 0, (max_) \
+	}
 
 void mtc_buf_init(struct mtc_buf *b, size_t max);
 /* 0, or -1 with errno EFBIG when max was reached (the prefix that fits is kept). */

@@ -66,8 +66,7 @@ int mtc_trash(const char *dir, const char *name)
 	return rc;
 }
 
-static char *ckpt_path(const struct mtc_commit_opts *o, long long step, int worker,
-		       enum mtc_ext ext)
+static char *ckpt_path(const struct mtc_commit_opts *o, long long step, int worker, enum mtc_ext ext)
 {
 	char *name = mtc_ckpt_name(o->cfg->job_name, step, o->cfg->node_rank, worker, ext);
 	char *path = xasprintf("%s/%s", o->dir, name);
@@ -103,8 +102,7 @@ static int exists(const char *path)
  * OCDBT store keeps its merkle name. A store that cannot be read also keeps
  * the merkle name, with an error: the step is kept, only not deduplicated.
  */
-static void logical_name(const struct mtc_commit_opts *o, const char *save,
-			 char hash[MTC_DIGEST_LEN])
+static void logical_name(const struct mtc_commit_opts *o, const char *save, char hash[MTC_DIGEST_LEN])
 {
 	char logical[MTC_DIGEST_LEN], err[512];
 	int rc = mtc_orbax_digest(save, o->threads, logical, err, sizeof err);
@@ -113,7 +111,8 @@ static void logical_name(const struct mtc_commit_opts *o, const char *save,
 		memcpy(hash, logical, MTC_DIGEST_LEN);
 	else if (rc < 0)
 		mtc_error("cannot compute the logical digest of '%s': %s; naming it by its merkle "
-			  "digest %s", save, err, hash);
+			  "digest %s",
+			  save, err, hash);
 }
 
 /*
@@ -125,7 +124,10 @@ static void logical_name(const struct mtc_commit_opts *o, const char *save,
  */
 static int sendable(const char *save, long long step, int worker)
 {
-	static struct refusal { long long step; int worker; } refused[64];
+	static struct refusal {
+		long long step;
+		int worker;
+	} refused[64];
 	static size_t n_refused;
 	struct mtc_wire_reader *rd;
 	struct stat st;
@@ -153,8 +155,8 @@ static int sendable(const char *save, long long step, int worker)
  * 0; 1 when the save changed while it was hashed (its figures before and
  * after differ, or a file was cut short under the hash); -1 on error.
  */
-static int name_save(const struct mtc_commit_opts *o, const char *save,
-		     struct mtc_commit_result *r, struct mtc_manifest *m, struct mtc_figures *after)
+static int name_save(const struct mtc_commit_opts *o, const char *save, struct mtc_commit_result *r,
+		     struct mtc_manifest *m, struct mtc_figures *after)
 {
 	struct mtc_figures before;
 	int rc;
@@ -198,8 +200,8 @@ static int name_save(const struct mtc_commit_opts *o, const char *save,
  * kept beside it removed. 0 when it had not changed; 1 when it was taken
  * back; -1 on error.
  */
-static int take_back_if_changed(const struct mtc_commit_opts *o, const char *save,
-				const char *data, const char *hash, const struct mtc_figures *after)
+static int take_back_if_changed(const struct mtc_commit_opts *o, const char *save, const char *data,
+				const char *hash, const struct mtc_figures *after)
 {
 	struct mtc_figures now;
 	char *manifest;
@@ -207,8 +209,8 @@ static int take_back_if_changed(const struct mtc_commit_opts *o, const char *sav
 	if (mtc_figures_take(data, &now) == 0 && mtc_figures_same(&now, after))
 		return 0;
 	if (mtc_publish(data, save) != 0) {
-		mtc_error("'%s' changed after it was hashed and cannot be renamed back to '%s':",
-			  data, save);
+		mtc_error("'%s' changed after it was hashed and cannot be renamed back to '%s':", data,
+			  save);
 		return -1;
 	}
 	manifest = xasprintf("%s/%s.manifest", o->dir, hash);
@@ -222,8 +224,7 @@ static int take_back_if_changed(const struct mtc_commit_opts *o, const char *sav
  * Commits <job>-s<step>-n<rank>-w<worker>.save, which must be complete.
  * 0; 1 when it kept changing while it was hashed (not committed); -1.
  */
-static int commit_save(const struct mtc_commit_opts *o, long long step, int worker,
-		       double appeared)
+static int commit_save(const struct mtc_commit_opts *o, long long step, int worker, double appeared)
 {
 	struct mtc_commit_result r = { .step = step, .worker = worker, .appeared = appeared };
 	struct mtc_manifest m;
@@ -268,8 +269,9 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 			mtc_warn("step %lld: its manifest (%zu entries, %zu MiB) is longer than the %d MiB "
 				 "a peer accepts: it is backed up, but not replicated",
 				 step, m.n, len >> 20, MTC_MANIFEST_BODY_MAX >> 20);
-		int published = mtc_object_publish(
-			save, o->dir, r.hash, &(struct mtc_object_manifest){ .text = text, .len = len });
+		int published = mtc_object_publish(save, o->dir, r.hash,
+						   &(struct mtc_object_manifest){ .text = text,
+										  .len = len });
 		free(text);
 		if (published != 0) {
 			if (published > 0)
@@ -312,7 +314,8 @@ static int commit_save(const struct mtc_commit_opts *o, long long step, int work
 	}
 	r.seconds = mtc_now() - t0;
 	mtc_info("committed step %lld worker %d: %s (%lld bytes, %.3f s, %lld of them hashed "
-		 "while it was written)", step, worker, r.hash, r.bytes, r.seconds, r.known);
+		 "while it was written)",
+		 step, worker, r.hash, r.bytes, r.seconds, r.known);
 	if (o->cb)
 		o->cb(&r, o->arg);
 	rc = 0;
@@ -334,8 +337,7 @@ static int recover_tmp(const struct mtc_commit_opts *o, long long step, int work
 	char *hash = NULL, *data = NULL;
 	int rc = 0;
 
-	if (!exists(save) && mtc_read_file(tmp, MTC_HASH_MAX, &hash, NULL) == 0 &&
-	    mtc_is_hash(hash)) {
+	if (!exists(save) && mtc_read_file(tmp, MTC_HASH_MAX, &hash, NULL) == 0 && mtc_is_hash(hash)) {
 		data = xasprintf("%s/%s.data", o->dir, hash);
 		if (exists(data)) {
 			if (rename(tmp, meta) < 0 || mtc_fsync_dir(o->dir) < 0) {
@@ -344,7 +346,9 @@ static int recover_tmp(const struct mtc_commit_opts *o, long long step, int work
 			} else {
 				mtc_info("finished the interrupted commit of step %lld worker %d", step,
 					 worker);
-				struct mtc_commit_result r = { .step = step, .worker = worker, .bytes = -1 };
+				struct mtc_commit_result r = { .step = step,
+							       .worker = worker,
+							       .bytes = -1 };
 				snprintf(r.hash, sizeof r.hash, "%s", hash);
 				if (o->cb)
 					o->cb(&r, o->arg);
@@ -504,8 +508,8 @@ static int list_dir(const struct mtc_commit_opts *o, struct listing *l)
 			if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
 				add(&l->steps, &l->nsteps, step, 0, e->d_name, ctime_of(&st));
 			free(p);
-		} else if (mtc_parse_ckpt_name(e->d_name, &n) == 0 &&
-			   !strcmp(n.job, o->cfg->job_name) && n.rank == o->cfg->node_rank) {
+		} else if (mtc_parse_ckpt_name(e->d_name, &n) == 0 && !strcmp(n.job, o->cfg->job_name) &&
+			   n.rank == o->cfg->node_rank) {
 			struct stat st;
 			char *p = xasprintf("%s/%s", o->dir, e->d_name);
 			double changed = lstat(p, &st) == 0 ? ctime_of(&st) : 0;
@@ -599,10 +603,7 @@ static int scan(const struct mtc_commit_opts *o, const struct seen *s,
 	return rc < 0 ? -1 : count;
 }
 
-int mtc_commit_scan(const struct mtc_commit_opts *o)
-{
-	return scan(o, NULL, NULL);
-}
+int mtc_commit_scan(const struct mtc_commit_opts *o) { return scan(o, NULL, NULL); }
 
 int mtc_commit_scan_pending(const struct mtc_commit_opts *o, struct mtc_commit_pendings *p)
 {
@@ -614,8 +615,9 @@ int mtc_commit_watch(const struct mtc_commit_opts *o, double timeout_s)
 	struct seen s = { 0 };
 	double deadline = timeout_s < 0 ? -1 : mtc_now() + timeout_s;
 	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (fd < 0 || inotify_add_watch(fd, o->dir, IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE |
-							   IN_ATTRIB | IN_DELETE_SELF) < 0) {
+	if (fd < 0 || inotify_add_watch(fd, o->dir,
+					IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE | IN_ATTRIB |
+						IN_DELETE_SELF) < 0) {
 		mtc_error("cannot watch '%s':", o->dir);
 		if (fd >= 0)
 			close(fd);

@@ -15,7 +15,7 @@ struct mtc_commit_result {
 	char hash[MTC_DIGEST_LEN];
 	long long bytes;
 	double seconds;
-	int redundant; /* <hash>.data existed: the new copy was deleted */
+	int redundant;	 /* <hash>.data existed: the new copy was deleted */
 	long long known; /* bytes whose digests the cache knew (hashed before the commit) */
 	double appeared; /* when the framework last changed the step (its ctime), 0: unknown */
 };
@@ -56,7 +56,6 @@ int mtc_commit_scan_pending(const struct mtc_commit_opts *o, struct mtc_commit_p
 
 /* Scans, then keeps committing as steps arrive (inotify) until timeout_s (< 0: never). */
 int mtc_commit_watch(const struct mtc_commit_opts *o, double timeout_s);
-
 
 /* Renames dir/name into the trash, then deletes it: no half-deleted entry keeps its name. */
 int mtc_trash(const char *dir, const char *name);

@@ -28,12 +28,12 @@ static char *expand_env(const char *s)
 	size_t cap = strlen(s) + 1, len = 0;
 	char *out = xmalloc(cap);
 
-#define PUT(p, n)                                              \
-	do {                                                   \
-		while (len + (n) + 1 > cap)                    \
-			out = xrealloc(out, cap *= 2);         \
-		memcpy(out + len, (p), (n));                   \
-		len += (n);                                    \
+#define PUT(p, n)                                      \
+	do {                                           \
+		while (len + (n) + 1 > cap)            \
+			out = xrealloc(out, cap *= 2); \
+		memcpy(out + len, (p), (n));           \
+		len += (n);                            \
 	} while (0)
 
 	while (*s) {
@@ -138,8 +138,8 @@ static int next_event(struct yaml_reader *r, yaml_event_t *ev)
 	if (yaml_parser_parse(&r->parser, ev))
 		return 0;
 	return mtc_fail(r->err, r->errlen, "not valid YAML: %s at line %zu column %zu",
-		    r->parser.problem ? r->parser.problem : "syntax error",
-		    r->parser.problem_mark.line + 1, r->parser.problem_mark.column + 1);
+			r->parser.problem ? r->parser.problem : "syntax error",
+			r->parser.problem_mark.line + 1, r->parser.problem_mark.column + 1);
 }
 
 static json_t *read_node(struct yaml_reader *r, yaml_event_t *ev, int depth);
@@ -151,7 +151,7 @@ static json_t *read_collection(struct yaml_reader *r, int mapping, int depth)
 
 	if (depth > MAX_DEPTH) {
 		mtc_fail(r->err, r->errlen, "not a replicator config: nested deeper than %d levels",
-		     MAX_DEPTH);
+			 MAX_DEPTH);
 		goto bad;
 	}
 	for (;;) {
@@ -170,7 +170,8 @@ static json_t *read_collection(struct yaml_reader *r, int mapping, int depth)
 		}
 		if (ev.type != YAML_SCALAR_EVENT) {
 			yaml_event_delete(&ev);
-			mtc_fail(r->err, r->errlen, "not a replicator config: a key is not a plain value");
+			mtc_fail(r->err, r->errlen,
+				 "not a replicator config: a key is not a plain value");
 			goto bad;
 		}
 		char *key = xstrdup((const char *)ev.data.scalar.value);
@@ -223,8 +224,9 @@ static json_t *read_node(struct yaml_reader *r, yaml_event_t *ev, int depth)
 		j = read_collection(r, 1, depth);
 		break;
 	case YAML_ALIAS_EVENT:
-	anchor:
-		mtc_fail(r->err, r->errlen, "not a replicator config: YAML anchors and aliases are not allowed");
+anchor:
+		mtc_fail(r->err, r->errlen,
+			 "not a replicator config: YAML anchors and aliases are not allowed");
 		break;
 	default:
 		mtc_fail(r->err, r->errlen, "not a replicator config: unexpected YAML structure");
@@ -257,7 +259,8 @@ static json_t *yaml_to_json(const char *text, size_t len, json_t *raw, char *err
 		if (ev.type == YAML_DOCUMENT_START_EVENT) {
 			yaml_event_delete(&ev);
 			if (++docs > 1) {
-				mtc_fail(err, errlen, "not a replicator config: more than one YAML document");
+				mtc_fail(err, errlen,
+					 "not a replicator config: more than one YAML document");
 				goto bad;
 			}
 			continue;
@@ -287,8 +290,7 @@ bad:
 
 static int validate(json_t *obj, json_t *raw, struct mtc_config *cfg, char *err, size_t errlen);
 
-int mtc_config_parse_yaml(const char *text, size_t len, struct mtc_config *cfg, char *err,
-			  size_t errlen)
+int mtc_config_parse_yaml(const char *text, size_t len, struct mtc_config *cfg, char *err, size_t errlen)
 {
 	json_t *doc, *raw;
 	int rc;
@@ -319,8 +321,8 @@ static const char *shown(json_t *raw, const char *key, const char *value)
 	return r ? r : value;
 }
 
-static int get_int(json_t *obj, json_t *raw, const char *key, long long min, long long max,
-		   int required, long long *out, char *err, size_t errlen)
+static int get_int(json_t *obj, json_t *raw, const char *key, long long min, long long max, int required,
+		   long long *out, char *err, size_t errlen)
 {
 	json_t *v = json_object_get(obj, key);
 	if (!v || json_is_null(v)) {
@@ -331,7 +333,7 @@ static int get_int(json_t *obj, json_t *raw, const char *key, long long min, lon
 	if (!json_is_integer(v)) {
 		if (json_is_string(v))
 			return mtc_fail(err, errlen, "'%s' must be an integer, not '%s'", key,
-				    shown(raw, key, json_string_value(v)));
+					shown(raw, key, json_string_value(v)));
 		return mtc_fail(err, errlen, "'%s' must be an integer", key);
 	}
 	long long x = json_integer_value(v);
@@ -380,8 +382,8 @@ static int validate(json_t *obj, json_t *raw, struct mtc_config *cfg, char *err,
 			break;
 	if (fwi == 3)
 		return mtc_fail(err, errlen,
-			    "'framework' must be orbax, pytorch.distributed or pytorch, not '%s'",
-			    shown(raw, "framework", fw));
+				"'framework' must be orbax, pytorch.distributed or pytorch, not '%s'",
+				shown(raw, "framework", fw));
 
 	if (get_int(obj, raw, "nodes", 1, 1 << 20, 1, &nodes, err, errlen) ||
 	    get_int(obj, raw, "node-rank", 0, INT_MAX, 1, &rank, err, errlen) ||
@@ -393,10 +395,11 @@ static int validate(json_t *obj, json_t *raw, struct mtc_config *cfg, char *err,
 		return -1;
 	if (rank >= nodes)
 		return mtc_fail(err, errlen, "'node-rank' %lld is out of range for %lld nodes", rank,
-			    nodes);
+				nodes);
 	if (mins < 0 && steps < 0)
-		return mtc_fail(err, errlen,
-			    "missing required key 'backup-interval-minutes' (or 'backup-interval-steps')");
+		return mtc_fail(
+			err, errlen,
+			"missing required key 'backup-interval-minutes' (or 'backup-interval-steps')");
 
 	v = json_object_get(obj, "peer-ranks");
 	if (v && !json_is_null(v)) {
@@ -413,22 +416,26 @@ static int validate(json_t *obj, json_t *raw, struct mtc_config *cfg, char *err,
 			long long r;
 			if (!json_is_integer(p)) {
 				mtc_config_free(cfg);
-				return mtc_fail(err, errlen, "'peer-ranks' entry %zu is not an integer", i + 1);
+				return mtc_fail(err, errlen, "'peer-ranks' entry %zu is not an integer",
+						i + 1);
 			}
 			r = json_integer_value(p);
 			if (r < 0 || r >= nodes) {
 				mtc_config_free(cfg);
-				return mtc_fail(err, errlen, "'peer-ranks' names rank %lld, out of range for %lld nodes",
-					    r, nodes);
+				return mtc_fail(err, errlen,
+						"'peer-ranks' names rank %lld, out of range for %lld nodes",
+						r, nodes);
 			}
 			if (r == rank) {
 				mtc_config_free(cfg);
-				return mtc_fail(err, errlen, "'peer-ranks' names this node's own rank %lld", r);
+				return mtc_fail(err, errlen,
+						"'peer-ranks' names this node's own rank %lld", r);
 			}
 			for (size_t k = 0; k < i; k++)
 				if (cfg->peer_ranks[k] == r) {
 					mtc_config_free(cfg);
-					return mtc_fail(err, errlen, "'peer-ranks' names rank %lld twice", r);
+					return mtc_fail(err, errlen,
+							"'peer-ranks' names rank %lld twice", r);
 				}
 			cfg->peer_ranks[i] = (int)r;
 		}
@@ -439,8 +446,8 @@ static int validate(json_t *obj, json_t *raw, struct mtc_config *cfg, char *err,
 	}
 	if (ppn > nodes - 1) {
 		mtc_config_free(cfg);
-		return mtc_fail(err, errlen, "'peers-per-node' %lld is more than the %lld other nodes", ppn,
-			    nodes - 1);
+		return mtc_fail(err, errlen, "'peers-per-node' %lld is more than the %lld other nodes",
+				ppn, nodes - 1);
 	}
 
 	cfg->job_name = xstrdup(job);
@@ -497,7 +504,8 @@ json_t *mtc_config_to_json(const struct mtc_config *cfg)
 		json_object_set_new(o, "backup-interval-minutes",
 				    json_integer(cfg->backup_interval_minutes));
 	if (cfg->backup_interval_steps >= 0)
-		json_object_set_new(o, "backup-interval-steps", json_integer(cfg->backup_interval_steps));
+		json_object_set_new(o, "backup-interval-steps",
+				    json_integer(cfg->backup_interval_steps));
 	json_object_set_new(o, "workers-per-node", json_integer(cfg->workers_per_node));
 	return o;
 }

@@ -20,8 +20,8 @@ struct mtc_config {
 	int *peer_ranks; /* NULL when not given */
 	int n_peer_ranks;
 	int peers_per_node;
-	int peers_per_node_ignored; /* a peers-per-node that disagreed with peer-ranks, else -1 */
-	int data_parallelism;		/* assume-data-parallelism, -1 when absent */
+	int peers_per_node_ignored;	   /* a peers-per-node that disagreed with peer-ranks, else -1 */
+	int data_parallelism;		   /* assume-data-parallelism, -1 when absent */
 	long long backup_interval_minutes; /* -1 when absent */
 	long long backup_interval_steps;   /* -1 when absent */
 	int workers_per_node;

@@ -8,8 +8,8 @@
 #include "naming.h"
 #include "ocdbt/orbax_digest.h"
 
-int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads,
-			char *err, size_t errlen)
+int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads, char *err,
+			size_t errlen)
 {
 	char logical[MTC_DIGEST_LEN], store_err[512];
 	int rc;
@@ -22,8 +22,8 @@ int mtc_data_name_check(const char *path, const char *name, const char *merkle, 
 	}
 	rc = mtc_orbax_digest(path, threads, logical, store_err, sizeof store_err);
 	if (rc < 0)
-		snprintf(err, errlen, "its digest is %s, and its OCDBT store cannot be read: %s",
-			 merkle, store_err);
+		snprintf(err, errlen, "its digest is %s, and its OCDBT store cannot be read: %s", merkle,
+			 store_err);
 	else if (rc == 0)
 		snprintf(err, errlen, "its digest is %s (it holds no OCDBT store)", merkle);
 	else if (strcmp(logical, name))

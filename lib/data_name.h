@@ -17,7 +17,7 @@
  * 0 it may; 1 it may not (err says what, including a store that cannot be
  * read: the caller has just read the same tree whole).
  */
-int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads,
-			char *err, size_t errlen);
+int mtc_data_name_check(const char *path, const char *name, const char *merkle, int threads, char *err,
+			size_t errlen);
 
 #endif

@@ -26,7 +26,7 @@
 #include "xalloc.h"
 
 #define MAX_DEPTH 64
-#define READ_MAX (64 * 1024) /* smaller files are read, larger ones mapped */
+#define READ_MAX (64 * 1024)		 /* smaller files are read, larger ones mapped */
 #define SEG_CHUNKS MTC_DIGEST_SEG_CHUNKS /* a segment: hashed by one thread */
 #define SEG_BYTES MTC_DIGEST_SEG_BYTES
 #define WHOLE_MAX (1LL << 30) /* one thread maps and populates a file up to this size at once */
@@ -126,8 +126,7 @@ static int add_entry(const struct mtc_walk_entry *e, void *arg)
 	} else {
 		k->size = e->st.st_size;
 		if (t->cache)
-			k->nprefix = mtc_digest_cache_prefix(t->cache, &e->st, -1, e->path,
-							     &k->prefix);
+			k->nprefix = mtc_digest_cache_prefix(t->cache, &e->st, -1, e->path, &k->prefix);
 		if (t->nfiles == t->cap) {
 			t->cap = t->cap ? 2 * t->cap : 64;
 			t->files = xrealloc(t->files, t->cap * sizeof *t->files);
@@ -356,7 +355,8 @@ static int hash_files(struct node **files, size_t n, int threads, int nomap)
 			memcpy(t[i].cvs, f->prefix, 32 * f->nprefix);
 		atomic_init(&t[i].left, t[i].segs - (long long)f->nprefix);
 		pthread_mutex_init(&t[i].lock, NULL);
-		njobs += t[i].segs > (long long)f->nprefix ? (size_t)(t[i].segs - (long long)f->nprefix) : 1;
+		njobs += t[i].segs > (long long)f->nprefix ? (size_t)(t[i].segs - (long long)f->nprefix)
+							   : 1;
 	}
 	struct pool p = { xcalloc(njobs ? njobs : 1, sizeof *p.jobs), njobs, 0, 0 };
 	for (size_t i = 0, k = 0; i < n; i++) {
@@ -384,8 +384,7 @@ static int hash_files(struct node **files, size_t n, int threads, int nomap)
 }
 
 /* The digest (and size) of the one file node n, which is freed. */
-static int digest_node(struct node *n, int threads, int nomap, char out[MTC_DIGEST_LEN],
-		       long long *size)
+static int digest_node(struct node *n, int threads, int nomap, char out[MTC_DIGEST_LEN], long long *size)
 {
 	int rc = hash_files(&n, 1, threads, nomap);
 	int e = errno;
@@ -400,8 +399,8 @@ static int digest_node(struct node *n, int threads, int nomap, char out[MTC_DIGE
 }
 
 /* The digest of one regular file, sized by the stat st. */
-static int digest_file(const char *path, const struct stat *st, int threads,
-		       char out[MTC_DIGEST_LEN], long long *size)
+static int digest_file(const char *path, const struct stat *st, int threads, char out[MTC_DIGEST_LEN],
+		       long long *size)
 {
 	struct node *n = new_node(path, strlen(path));
 	n->size = st->st_size;
@@ -492,7 +491,8 @@ static void *segments_worker(void *arg)
 	while (atomic_load(&g->err) == 0 && (i = atomic_fetch_add(&g->next, 1)) < g->to) {
 		if (mtc_pread_all(g->fd, buf, (size_t)SEG_BYTES, (long long)i * SEG_BYTES) < 0) {
 			int zero = 0;
-			atomic_compare_exchange_strong(&g->err, &zero, errno == ENODATA ? EAGAIN : errno);
+			atomic_compare_exchange_strong(&g->err, &zero,
+						       errno == ENODATA ? EAGAIN : errno);
 			break;
 		}
 		mtc_blake3_subtree(buf, SEG_CHUNKS, (uint64_t)i * SEG_CHUNKS, g->cvs + 32 * i);
@@ -523,8 +523,7 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 }
 
 int mtc_digest_path_cached(const char *path, int threads, struct mtc_digest_cache *cache,
-			   char out[MTC_DIGEST_LEN], struct mtc_manifest *manifest,
-			   long long *cached)
+			   char out[MTC_DIGEST_LEN], struct mtc_manifest *manifest, long long *cached)
 {
 	struct stat st;
 	if (threads <= 0)
@@ -566,4 +565,3 @@ int mtc_digest_path_cached(const char *path, int threads, struct mtc_digest_cach
 	errno = saved;
 	return rc;
 }
-

@@ -39,8 +39,7 @@ struct mtc_digest_cache;
  * *cached (may be NULL). A single file as path is always hashed.
  */
 int mtc_digest_path_cached(const char *path, int threads, struct mtc_digest_cache *cache,
-			   char out[MTC_DIGEST_LEN], struct mtc_manifest *manifest,
-			   long long *cached);
+			   char out[MTC_DIGEST_LEN], struct mtc_manifest *manifest, long long *cached);
 
 /* The digest of one regular file (64 hex), and its size when size is not NULL. */
 int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size);

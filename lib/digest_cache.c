@@ -22,7 +22,7 @@ struct rec {
 	uint8_t *prefix; /* chaining values of the first nprefix segments */
 	size_t nprefix;
 	long long birth; /* the file's birth time in ns, with its prefix */
-	double used; /* when last found or put (mtc_wall_now) */
+	double used;	 /* when last found or put (mtc_wall_now) */
 };
 
 struct mtc_digest_cache {
@@ -159,8 +159,7 @@ size_t mtc_digest_cache_prefix(struct mtc_digest_cache *c, const struct stat *st
 	struct rec *r = *slot(c, st);
 	if (r && r->nprefix && birth_of(fd, path) != r->birth)
 		r->nprefix = 0; /* another file with the inode of one gone */
-	if (r && r->nprefix &&
-	    (long long)st->st_size >= (long long)r->nprefix * MTC_DIGEST_SEG_BYTES) {
+	if (r && r->nprefix && (long long)st->st_size >= (long long)r->nprefix * MTC_DIGEST_SEG_BYTES) {
 		n = r->nprefix;
 		*cvs = memcpy(xmalloc(32 * n), r->prefix, 32 * n);
 		r->used = mtc_wall_now();
@@ -169,8 +168,8 @@ size_t mtc_digest_cache_prefix(struct mtc_digest_cache *c, const struct stat *st
 	return n;
 }
 
-void mtc_digest_cache_put_prefix(struct mtc_digest_cache *c, const struct stat *st, int fd,
-				 size_t from, size_t n, const uint8_t *cvs)
+void mtc_digest_cache_put_prefix(struct mtc_digest_cache *c, const struct stat *st, int fd, size_t from,
+				 size_t n, const uint8_t *cvs)
 {
 	long long birth = birth_of(fd, NULL);
 	if (!birth)

@@ -57,8 +57,8 @@ void mtc_digest_cache_put(struct mtc_digest_cache *c, double since, const struct
  */
 size_t mtc_digest_cache_prefix(struct mtc_digest_cache *c, const struct stat *st, int fd,
 			       const char *path, uint8_t **cvs);
-void mtc_digest_cache_put_prefix(struct mtc_digest_cache *c, const struct stat *st, int fd,
-				 size_t from, size_t n, const uint8_t *cvs);
+void mtc_digest_cache_put_prefix(struct mtc_digest_cache *c, const struct stat *st, int fd, size_t from,
+				 size_t n, const uint8_t *cvs);
 
 /*
  * Drops every file not found or put for keep_s. MTC_DIGEST_KEEP_S is long

@@ -31,7 +31,8 @@ static int armed(const char *env, const char *point, const char *subject)
 			if (match && !colon)
 				return 1;
 			if (match) {
-				char *file = xasprintf("%.*s", (int)(end - colon - 1), colon + 1), pid[32];
+				char *file = xasprintf("%.*s", (int)(end - colon - 1), colon + 1),
+				     pid[32];
 				int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 				free(file);
 				if (fd >= 0) {

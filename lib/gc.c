@@ -54,8 +54,8 @@ static int young(const struct mtc_gc_opts *o, const char *name)
 		return 0;
 	p = xasprintf("%s/%s", o->dir, name);
 	rc = lstat(p, &sb) == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0 &&
-	     (double)(now.tv_sec - sb.st_ctim.tv_sec) +
-			     (now.tv_nsec - sb.st_ctim.tv_nsec) / 1e9 < o->grace_s;
+	     (double)(now.tv_sec - sb.st_ctim.tv_sec) + (now.tv_nsec - sb.st_ctim.tv_nsec) / 1e9 <
+		     o->grace_s;
 	free(p);
 	return rc;
 }
@@ -65,8 +65,8 @@ static int young(const struct mtc_gc_opts *o, const char *name)
  * is here (committed locally, or arrived): removed then, and when no kept
  * step names it and it is older than mtc_tmp_stale_s() (its data never came).
  */
-static void drop_pending(const struct mtc_gc_opts *o, const struct mtc_strset *keep,
-			 const char *name, mtc_gc_cb *would_delete, void *arg)
+static void drop_pending(const struct mtc_gc_opts *o, const struct mtc_strset *keep, const char *name,
+			 mtc_gc_cb *would_delete, void *arg)
 {
 	const char *hash = name + strlen(MTC_PENDING_MANIFEST);
 	char *path = xasprintf("%s/%s", o->dir, name), *data = xasprintf("%s/%s.data", o->dir, hash);
@@ -108,8 +108,7 @@ int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st)
 	return mtc_gc_dry(o, st, NULL, NULL);
 }
 
-int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *would_delete,
-	       void *arg)
+int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *would_delete, void *arg)
 {
 	struct mtc_strset keep = { 0 };
 	char **metas = NULL, **datas = NULL, **manifests = NULL, **pendings = NULL;
@@ -154,7 +153,8 @@ int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *
 			st->kept_meta++;
 			if (o->own_data && n.rank != o->cfg->node_rank)
 				;
-			else if (mtc_read_file(path, MTC_HASH_MAX, &hash, NULL) == 0 && mtc_is_hash(hash))
+			else if (mtc_read_file(path, MTC_HASH_MAX, &hash, NULL) == 0 &&
+				 mtc_is_hash(hash))
 				mtc_strset_add(&keep, hash);
 			else
 				mtc_warn("kept '%s' does not hold a digest", path);

@@ -38,7 +38,6 @@ int mtc_gc(const struct mtc_gc_opts *o, struct mtc_gc_stats *st);
 
 /* mtc_gc; with dry_run, would_delete (if set) is called with each path that would go. */
 typedef void mtc_gc_cb(const char *path, void *arg);
-int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *would_delete,
-	       void *arg);
+int mtc_gc_dry(const struct mtc_gc_opts *o, struct mtc_gc_stats *st, mtc_gc_cb *would_delete, void *arg);
 
 #endif

@@ -170,8 +170,9 @@ static int needs_quotes(const char *s)
 	regex_t re;
 	int typed;
 
-	if (!n || strchr(",[]{}#&*!|>'\"%@` ", s[0]) || (strchr("-?:", s[0]) && (s[1] == ' ' || !s[1])) ||
-	    s[n - 1] == ':' || s[n - 1] == ' ' || strstr(s, ": ") || strstr(s, " #"))
+	if (!n || strchr(",[]{}#&*!|>'\"%@` ", s[0]) ||
+	    (strchr("-?:", s[0]) && (s[1] == ' ' || !s[1])) || s[n - 1] == ':' || s[n - 1] == ' ' ||
+	    strstr(s, ": ") || strstr(s, " #"))
 		return 1;
 	if (regcomp(&re, typed_scalar, REG_EXTENDED | REG_NOSUB))
 		return 1;

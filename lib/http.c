@@ -58,8 +58,8 @@ int mtc_http_check(const struct mtc_http_opts *o, char *err, size_t errlen)
 
 char *mtc_http_bearer(const char *token) { return xasprintf("Authorization: Bearer %s", token); }
 
-int mtc_http_setup(CURL *h, const struct mtc_http_opts *o, struct curl_slist **headers,
-		   char *errbuf, char *err, size_t errlen)
+int mtc_http_setup(CURL *h, const struct mtc_http_opts *o, struct curl_slist **headers, char *errbuf,
+		   char *err, size_t errlen)
 {
 	curl_easy_reset(h);
 	if (o->tls && o->tls(h, o->url, err, errlen) < 0)
@@ -135,9 +135,9 @@ size_t mtc_http_to_buf(char *p, size_t size, size_t n, void *buf)
 
 enum mtc_http_end mtc_http_end_of(CURLcode cc)
 {
-	return cc == CURLE_OK			 ? MTC_HTTP_ANSWERED
+	return cc == CURLE_OK			? MTC_HTTP_ANSWERED
 	       : cc == CURLE_OPERATION_TIMEDOUT ? MTC_HTTP_DEADLINE
-						 : MTC_HTTP_UNREACHED;
+						: MTC_HTTP_UNREACHED;
 }
 
 int mtc_http_transient(long status) { return status == 408 || status == 429 || status >= 500; }

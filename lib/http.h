@@ -37,10 +37,10 @@ struct mtc_http_opts {
 	int idempotent;	   /* may be sent twice: a reused connection is fine */
 	/* a peer or the coordinator: the node's TLS set-up (peer/tls.h's mtc_tls_curl; h NULL: url checked only) */
 	int (*tls)(CURL *h, const char *url, char *err, size_t errlen);
-	double timeout_s;  /* the whole exchange; 0: no limit */
-	double connect_s;  /* the connection's set-up */
-	long stall_s;	   /* this long below 1 byte/s ends the exchange; 0: no limit */
-	int bulk;	   /* large transfers: large buffers */
+	double timeout_s; /* the whole exchange; 0: no limit */
+	double connect_s; /* the connection's set-up */
+	long stall_s;	  /* this long below 1 byte/s ends the exchange; 0: no limit */
+	int bulk;	  /* large transfers: large buffers */
 };
 
 /*
@@ -50,8 +50,8 @@ struct mtc_http_opts {
  * appended to *headers. The caller adds its method, body, callbacks and
  * headers, then sets CURLOPT_HTTPHEADER. 0, or -1 with err.
  */
-int mtc_http_setup(CURL *h, const struct mtc_http_opts *o, struct curl_slist **headers,
-		   char *errbuf, char *err, size_t errlen);
+int mtc_http_setup(CURL *h, const struct mtc_http_opts *o, struct curl_slist **headers, char *errbuf,
+		   char *err, size_t errlen);
 
 /*
  * One small exchange, its answer kept whole in answer (its cap bounds it):

@@ -153,14 +153,14 @@ json_t *mtc_inventory_to_json(const struct mtc_inventory *inv)
 
 	for (size_t i = 0; i < inv->n_metas; i++) {
 		const struct mtc_inv_meta *m = &inv->metas[i];
-		json_array_append_new(metas, json_pack("{s:s, s:s, s:I, s:i, s:i, s:s}", "name",
-						       m->name, "job", m->job, "step",
-						       (json_int_t)m->step, "node", m->node, "worker",
-						       m->worker, "hash", m->hash));
+		json_array_append_new(metas,
+				      json_pack("{s:s, s:s, s:I, s:i, s:i, s:s}", "name", m->name, "job",
+						m->job, "step", (json_int_t)m->step, "node", m->node,
+						"worker", m->worker, "hash", m->hash));
 	}
 	for (size_t i = 0; i < inv->n_data; i++)
-		json_array_append_new(data, json_pack("{s:s, s:I}", "hash", inv->data[i].hash,
-						      "size", (json_int_t)inv->data[i].size));
+		json_array_append_new(data, json_pack("{s:s, s:I}", "hash", inv->data[i].hash, "size",
+						      (json_int_t)inv->data[i].size));
 	return json_pack("{s:o, s:o}", "metas", metas, "data", data);
 }
 
@@ -170,12 +170,12 @@ int mtc_inventory_from_json(json_t *obj, struct mtc_inventory *inv, char *err, s
 	size_t i, mcap = 0, dcap = 0;
 
 	memset(inv, 0, sizeof *inv);
-	if (json_unpack(obj, "{s:o, s:o}", "metas", &metas, "data", &data) ||
-	    !json_is_array(metas) || !json_is_array(data)) {
+	if (json_unpack(obj, "{s:o, s:o}", "metas", &metas, "data", &data) || !json_is_array(metas) ||
+	    !json_is_array(data)) {
 		snprintf(err, errlen, "an inventory needs arrays 'metas' and 'data'");
 		return -1;
 	}
-	json_array_foreach(metas, i, v) {
+	json_array_foreach (metas, i, v) {
 		const char *name = NULL, *hash = NULL;
 		struct mtc_ckpt_name n;
 		if (json_unpack(v, "{s:s, s:s}", "name", &name, "hash", &hash) ||
@@ -187,11 +187,11 @@ int mtc_inventory_from_json(json_t *obj, struct mtc_inventory *inv, char *err, s
 		}
 		add_meta(inv, &mcap, name, &n, hash);
 	}
-	json_array_foreach(data, i, v) {
+	json_array_foreach (data, i, v) {
 		const char *hash = NULL;
 		json_int_t size = -1;
-		if (json_unpack(v, "{s:s, s:I}", "hash", &hash, "size", &size) ||
-		    !mtc_is_hash(hash) || size < 0) {
+		if (json_unpack(v, "{s:s, s:I}", "hash", &hash, "size", &size) || !mtc_is_hash(hash) ||
+		    size < 0) {
 			snprintf(err, errlen, "inventory data %zu: needs a 'hash' and a 'size'", i);
 			goto fail;
 		}
@@ -210,8 +210,7 @@ void mtc_inventory_free(struct mtc_inventory *inv)
 	memset(inv, 0, sizeof *inv);
 }
 
-const struct mtc_inv_data *mtc_inventory_find_data(const struct mtc_inventory *inv,
-						   const char *hash)
+const struct mtc_inv_data *mtc_inventory_find_data(const struct mtc_inventory *inv, const char *hash)
 {
 	for (size_t i = 0; i < inv->n_data; i++)
 		if (!strcmp(inv->data[i].hash, hash))

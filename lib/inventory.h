@@ -51,7 +51,6 @@ json_t *mtc_inventory_to_json(const struct mtc_inventory *inv);
 int mtc_inventory_from_json(json_t *obj, struct mtc_inventory *inv, char *err, size_t errlen);
 void mtc_inventory_free(struct mtc_inventory *inv);
 
-const struct mtc_inv_data *mtc_inventory_find_data(const struct mtc_inventory *inv,
-						   const char *hash);
+const struct mtc_inv_data *mtc_inventory_find_data(const struct mtc_inventory *inv, const char *hash);
 
 #endif

@@ -47,7 +47,8 @@ static int matches(const json_t *v, const struct key *k)
 {
 	if (!k->s)
 		return json_is_integer(v) && json_integer_value(v) == k->i;
-	return json_is_string(v) && json_string_length(v) == k->n && !memcmp(json_string_value(v), k->s, k->n);
+	return json_is_string(v) && json_string_length(v) == k->n &&
+	       !memcmp(json_string_value(v), k->s, k->n);
 }
 
 /* The slot holding the value k names, or the empty one where it would go. */
@@ -108,7 +109,7 @@ void mtc_json_share(struct mtc_json_atoms *a, json_t *v)
 	struct key k;
 	struct slot *s;
 
-	json_array_foreach(v, i, e) {
+	json_array_foreach (v, i, e) {
 		if (json_is_array(e)) {
 			mtc_json_share(a, e);
 			continue;

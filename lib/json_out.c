@@ -16,7 +16,4 @@ int mtc_json_print(json_t *o)
 	return rc;
 }
 
-json_t *mtc_json_seconds(double s)
-{
-	return json_real(round(s * 1000.0) / 1000.0);
-}
+json_t *mtc_json_seconds(double s) { return json_real(round(s * 1000.0) / 1000.0); }

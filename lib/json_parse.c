@@ -42,7 +42,8 @@ __attribute__((format(printf, 2, 3))) static json_t *fail(struct parser *ps, con
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
 	if (ps->errlen && !*ps->err)
-		snprintf(ps->err, ps->errlen, "invalid JSON at byte %zu: %s", (size_t)(ps->p - ps->start), what);
+		snprintf(ps->err, ps->errlen, "invalid JSON at byte %zu: %s",
+			 (size_t)(ps->p - ps->start), what);
 	return NULL;
 }
 
@@ -169,9 +170,7 @@ static int string(struct parser *ps, const char **s, size_t *n)
 				return -1;
 			t += mtc_utf8_put(t, cp);
 			break;
-		default:
-			ps->p--;
-			return fail(ps, "invalid escape"), -1;
+		default: ps->p--; return fail(ps, "invalid escape"), -1;
 		}
 	}
 	ps->p++;
@@ -180,10 +179,7 @@ static int string(struct parser *ps, const char **s, size_t *n)
 	return 0;
 }
 
-static int is_digit(const char *p, const char *end)
-{
-	return p < end && *p >= '0' && *p <= '9';
-}
+static int is_digit(const char *p, const char *end) { return p < end && *p >= '0' && *p <= '9'; }
 
 /* The integer of the digits from s to ps->p, with its sign: what strtoll reads, ERANGE refused. */
 static json_t *integer(struct parser *ps, const char *s, const struct mtc_json_atoms *shared)
@@ -271,7 +267,8 @@ static json_t *literal(struct parser *ps)
 		size_t len;
 	} words[] = { { "true", 4 }, { "false", 5 }, { "null", 4 } };
 	for (size_t i = 0; i < 3; i++)
-		if ((size_t)(ps->end - ps->p) >= words[i].len && !memcmp(ps->p, words[i].word, words[i].len)) {
+		if ((size_t)(ps->end - ps->p) >= words[i].len &&
+		    !memcmp(ps->p, words[i].word, words[i].len)) {
 			ps->p += words[i].len;
 			return i == 0 ? json_true() : i == 1 ? json_false() : json_null();
 		}
@@ -470,12 +467,8 @@ static json_t *value(struct parser *ps, int in_array, struct within in)
 	if (++ps->depth > MAX_DEPTH)
 		return fail(ps, "nested deeper than %d", MAX_DEPTH);
 	switch (*ps->p) {
-	case '{':
-		v = object(ps, in);
-		break;
-	case '[':
-		v = array(ps, in);
-		break;
+	case '{': v = object(ps, in); break;
+	case '[': v = array(ps, in); break;
 	case '"':
 		ps->p++;
 		if (string(ps, &s, &n) < 0)
@@ -487,8 +480,7 @@ static json_t *value(struct parser *ps, int in_array, struct within in)
 		else
 			v = json_stringn_nocheck(s, n);
 		break;
-	default:
-		v = *ps->p == '-' || is_digit(ps->p, ps->end) ? number(ps, shared) : literal(ps);
+	default: v = *ps->p == '-' || is_digit(ps->p, ps->end) ? number(ps, shared) : literal(ps);
 	}
 	ps->depth--;
 	return v;
@@ -497,8 +489,13 @@ static json_t *value(struct parser *ps, int in_array, struct within in)
 static json_t *parse(const char *buf, size_t len, const struct mtc_json_atoms *atoms,
 		     const struct mtc_json_keep *keep, char *err, size_t errlen)
 {
-	struct parser ps = { .p = buf, .start = buf, .end = buf + len, .atoms = atoms, .err = err,
-			     .errlen = errlen, .filtered = keep != NULL };
+	struct parser ps = { .p = buf,
+			     .start = buf,
+			     .end = buf + len,
+			     .atoms = atoms,
+			     .err = err,
+			     .errlen = errlen,
+			     .filtered = keep != NULL };
 	json_t *v = NULL;
 
 	if (errlen)

@@ -63,8 +63,8 @@ struct lkg {
 
 	int *cell;
 	unsigned char *inferred, *skipped; /* skipped: by column, its replicas disagree */
-	int conflicts; /* of the step judged last */
-	unsigned char *avail_buf, *avail; /* avail: NULL while judging the cluster */
+	int conflicts;			   /* of the step judged last */
+	unsigned char *avail_buf, *avail;  /* avail: NULL while judging the cluster */
 	json_t *errors, *rejected;
 	char *err;
 	size_t errlen;
@@ -194,24 +194,21 @@ static int get_int(json_t *obj, const char *key, long long *out, int required)
 }
 
 /* Appends the metas of a "meta-files" array; those of nodes or workers out of range are ignored. */
-static int parse_metas(struct lkg *L, json_t *arr, const char *where, int reporter,
-		       struct meta **metas, size_t *n, size_t *cap)
+static int parse_metas(struct lkg *L, json_t *arr, const char *where, int reporter, struct meta **metas,
+		       size_t *n, size_t *cap)
 {
 	size_t i;
 	json_t *m;
 
 	if (!json_is_array(arr))
 		return fail(L, "%s: \"meta-files\" is not a list", where);
-	json_array_foreach(arr, i, m)
-	{
-		json_t *s = json_array_get(m, 0), *nd = json_array_get(m, 1),
-		       *w = json_array_get(m, 2);
+	json_array_foreach (arr, i, m) {
+		json_t *s = json_array_get(m, 0), *nd = json_array_get(m, 1), *w = json_array_get(m, 2);
 		int h;
 		if (!json_is_array(m) || json_array_size(m) != 4 || !json_is_integer(s) ||
-		    !json_is_integer(nd) || !json_is_integer(w) ||
-		    json_integer_value(s) < 0)
-			return fail(L, "%s: meta-files[%zu] is not [step, node, worker, hash]",
-				    where, i);
+		    !json_is_integer(nd) || !json_is_integer(w) || json_integer_value(s) < 0)
+			return fail(L, "%s: meta-files[%zu] is not [step, node, worker, hash]", where,
+				    i);
 		h = intern(L, json_string_value(json_array_get(m, 3)));
 		if (h < 0)
 			return fail(L, "%s: meta-files[%zu]: not a hash", where, i);
@@ -240,8 +237,7 @@ static int parse_data(struct lkg *L, json_t *arr, const char *where, int rank, s
 		return fail(L, "%s: \"data-files\" is not a list", where);
 	if (b)
 		b->data = xmalloc((json_array_size(arr) + 1) * sizeof *b->data);
-	json_array_foreach(arr, i, d)
-	{
+	json_array_foreach (arr, i, d) {
 		int h = intern(L, json_string_value(d));
 		if (h < 0)
 			return fail(L, "%s: data-files[%zu]: not a hash", where, i);
@@ -273,8 +269,10 @@ static int listed(struct lkg *L, const struct mtc_lkg_list *l, const char *where
 			return fail(L, "%s: meta %zu is not [step, node, worker, hash]", where, i);
 		if (m->node < 0 || m->node >= L->nodes || m->worker < 0 || m->worker >= L->workers)
 			continue;
-		(*metas)[(*n)++] = (struct meta){ .step = m->step, .node = m->node,
-						  .worker = m->worker, .hash = h,
+		(*metas)[(*n)++] = (struct meta){ .step = m->step,
+						  .node = m->node,
+						  .worker = m->worker,
+						  .hash = h,
 						  .reporter = reporter };
 	}
 	if (b)
@@ -299,8 +297,7 @@ static size_t count_entries(json_t *list)
 {
 	size_t i, total = 0;
 	json_t *r;
-	json_array_foreach(list, i, r)
-	{
+	json_array_foreach (list, i, r) {
 		total += json_array_size(json_object_get(r, "meta-files"));
 		total += json_array_size(json_object_get(r, "data-files"));
 	}
@@ -314,16 +311,15 @@ static int parse_ranks(struct lkg *L, json_t *ranks)
 
 	if (!json_is_array(ranks))
 		return fail(L, "\"ranks\" is not a list");
-	json_array_foreach(ranks, i, r)
-	{
+	json_array_foreach (ranks, i, r) {
 		long long rank;
 		char where[64];
 		json_t *addr = json_object_get(r, "node-address");
 		if (!json_is_object(r) || get_int(r, "node-rank", &rank, 1) < 0)
 			return fail(L, "ranks[%zu]: no integer \"node-rank\"", i);
 		if (rank < 0 || rank >= L->nodes)
-			return fail(L, "ranks[%zu]: node-rank %lld is out of range (nodes: %d)", i,
-				    rank, L->nodes);
+			return fail(L, "ranks[%zu]: node-rank %lld is out of range (nodes: %d)", i, rank,
+				    L->nodes);
 		if (L->rank_obj[rank])
 			return fail(L, "ranks[%zu]: node-rank %lld is reported twice", i, rank);
 		if (addr && !json_is_null(addr) && !json_is_string(addr))
@@ -331,8 +327,8 @@ static int parse_ranks(struct lkg *L, json_t *ranks)
 		L->rank_obj[rank] = r;
 		snprintf(where, sizeof where, "rank %lld", rank);
 		if (L->listing) {
-			if (listed(L, &L->listing->ranks[rank], where, (int)rank, &L->metas,
-				   &L->n_metas, &L->cap_metas, NULL) < 0)
+			if (listed(L, &L->listing->ranks[rank], where, (int)rank, &L->metas, &L->n_metas,
+				   &L->cap_metas, NULL) < 0)
 				return -1;
 			continue;
 		}
@@ -359,8 +355,7 @@ static int parse_backups(struct lkg *L, json_t *list)
 	if (!json_is_array(list))
 		return fail(L, "\"backups\" is not a list");
 	L->backups = xcalloc(json_array_size(list) + 1, sizeof *L->backups);
-	json_array_foreach(list, i, b)
-	{
+	json_array_foreach (list, i, b) {
 		struct backup *bk = &L->backups[L->n_backups];
 		const char *name = json_string_value(json_object_get(b, "name"));
 		size_t cap = 0;
@@ -369,8 +364,9 @@ static int parse_backups(struct lkg *L, json_t *list)
 		if (!name)
 			return fail(L, "backups[%zu]: no \"name\"", i);
 		if (mtc_parse_backup_name(name, &when) < 0) {
-			json_array_append_new(
-				L->errors, json_sprintf("backup '%s': not a backup name, ignored", name));
+			json_array_append_new(L->errors,
+					      json_sprintf("backup '%s': not a backup name, ignored",
+							   name));
 			continue;
 		}
 		for (size_t k = 0; k < L->n_backups; k++)
@@ -380,13 +376,13 @@ static int parse_backups(struct lkg *L, json_t *list)
 		L->n_backups++;
 		snprintf(where, sizeof where, "backup '%s'", name);
 		if (L->listing) {
-			if (listed(L, &L->listing->backups[i], where, -1, &bk->metas, &bk->n_metas,
-				   &cap, bk) < 0)
+			if (listed(L, &L->listing->backups[i], where, -1, &bk->metas, &bk->n_metas, &cap,
+				   bk) < 0)
 				return -1;
 			continue;
 		}
-		if (parse_metas(L, json_object_get(b, "meta-files"), where, -1, &bk->metas,
-				&bk->n_metas, &cap) < 0 ||
+		if (parse_metas(L, json_object_get(b, "meta-files"), where, -1, &bk->metas, &bk->n_metas,
+				&cap) < 0 ||
 		    parse_data(L, json_object_get(b, "data-files"), where, -1, bk) < 0)
 			return -1;
 	}
@@ -412,7 +408,8 @@ static void index_holdings(struct lkg *L)
 	L->hold_start = xcalloc((size_t)L->n_hash + 1, sizeof *L->hold_start);
 	L->hold_rank = xmalloc((L->n_hold + 1) * sizeof *L->hold_rank);
 	for (size_t i = 0; i < L->n_hold; i++) {
-		if (i && L->hold[i].hash == L->hold[i - 1].hash && L->hold[i].rank == L->hold[i - 1].rank)
+		if (i && L->hold[i].hash == L->hold[i - 1].hash &&
+		    L->hold[i].rank == L->hold[i - 1].rank)
 			continue;
 		L->hold_rank[k++] = L->hold[i].rank;
 		L->hold_start[L->hold[i].hash + 1]++;
@@ -421,10 +418,7 @@ static void index_holdings(struct lkg *L)
 		L->hold_start[h + 1] += L->hold_start[h];
 }
 
-static int n_holders(const struct lkg *L, int h)
-{
-	return L->hold_start[h + 1] - L->hold_start[h];
-}
+static int n_holders(const struct lkg *L, int h) { return L->hold_start[h + 1] - L->hold_start[h]; }
 
 static int rank_holds(const struct lkg *L, int rank, int h)
 {
@@ -467,10 +461,7 @@ static const char *holder_name(int reporter, char *buf, size_t len)
 	return buf;
 }
 
-static int available(const struct lkg *L, int h)
-{
-	return L->avail ? L->avail[h] : n_holders(L, h) > 0;
-}
+static int available(const struct lkg *L, int h) { return L->avail ? L->avail[h] : n_holders(L, h) > 0; }
 
 static void conflict(struct lkg *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void conflict(struct lkg *L, const char *fmt, ...)
@@ -489,8 +480,7 @@ static void conflict(struct lkg *L, const char *fmt, ...)
  * the node's own meta stands; without one, the first copy whose data is
  * available (copies that disagree are reported, never fatal).
  */
-static int cell_of_copies(struct lkg *L, const struct meta *m, size_t i, size_t j,
-			  const char *where)
+static int cell_of_copies(struct lkg *L, const struct meta *m, size_t i, size_t j, const char *where)
 {
 	size_t pick = i;
 	char a[32], b[32];
@@ -502,10 +492,10 @@ static int cell_of_copies(struct lkg *L, const struct meta *m, size_t i, size_t 
 			pick = k;
 			break;
 		}
-	conflict(L, "%s: node %d worker %d: its copies disagree: %s on %s, %s on %s; using %s",
-		 where, m[i].node, m[i].worker, hstr(L, m[i].hash),
-		 holder_name(m[i].reporter, a, sizeof a), hstr(L, m[j - 1].hash),
-		 holder_name(m[j - 1].reporter, b, sizeof b), hstr(L, m[pick].hash));
+	conflict(L, "%s: node %d worker %d: its copies disagree: %s on %s, %s on %s; using %s", where,
+		 m[i].node, m[i].worker, hstr(L, m[i].hash), holder_name(m[i].reporter, a, sizeof a),
+		 hstr(L, m[j - 1].hash), holder_name(m[j - 1].reporter, b, sizeof b),
+		 hstr(L, m[pick].hash));
 	return m[pick].hash;
 }
 
@@ -556,8 +546,8 @@ static void infer_column(struct lkg *L, int col, const char *where)
 }
 
 /* Fills the cells of one step (copies merged, columns inferred); 1 when it is valid. */
-static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char *where,
-		      char *why, size_t len)
+static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char *where, char *why,
+		      size_t len)
 {
 	size_t cells = (size_t)L->nodes * (size_t)L->workers;
 	int W = L->workers;
@@ -587,8 +577,7 @@ static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char 
 			}
 			if (!available(L, x)) {
 				snprintf(why, len, "node %d worker %d: %s.data is %s", node, w,
-					 hstr(L, x),
-					 L->avail ? "not in the backup" : "held by no rank");
+					 hstr(L, x), L->avail ? "not in the backup" : "held by no rank");
 				return 0;
 			}
 		}
@@ -596,8 +585,8 @@ static int judge_step(struct lkg *L, const struct meta *m, size_t n, const char 
 }
 
 /* The newest valid step among metas (sorted here), -1 when none; rejected steps are noted. */
-static long long newest_valid(struct lkg *L, struct meta *m, size_t n, const char *backup,
-			      char *why, size_t len)
+static long long newest_valid(struct lkg *L, struct meta *m, size_t n, const char *backup, char *why,
+			      size_t len)
 {
 	if (n)
 		qsort(m, n, sizeof *m, cmp_meta);
@@ -612,8 +601,8 @@ static long long newest_valid(struct lkg *L, struct meta *m, size_t n, const cha
 			snprintf(where, sizeof where, "step %lld", m[i].step);
 		if (judge_step(L, m + i, j - i, where, why, len))
 			return m[i].step;
-		json_t *r = json_pack("{s:s, s:I, s:s}", "source", backup ? "backup" : "cluster",
-				      "step", (json_int_t)m[i].step, "reason", why);
+		json_t *r = json_pack("{s:s, s:I, s:s}", "source", backup ? "backup" : "cluster", "step",
+				      (json_int_t)m[i].step, "reason", why);
 		if (backup)
 			json_object_set_new(r, "backup", json_string(backup));
 		json_array_append_new(L->rejected, r);
@@ -638,10 +627,7 @@ static long long judge_backup(struct lkg *L, struct backup *b, char *why, size_t
 	return step;
 }
 
-static int cyclic_after(int x, int rank, int n)
-{
-	return ((x - rank - 1) % n + n) % n;
-}
+static int cyclic_after(int x, int rank, int n) { return ((x - rank - 1) % n + n) % n; }
 
 /*
  * Up to MTC_LKG_MAX_SOURCES holders of h for rank, the least loaded first
@@ -676,7 +662,8 @@ static json_t *sources(const struct lkg *L, int rank, int h, int *load, int *pic
 static json_t *replication_peers(const struct lkg *L, int rank)
 {
 	json_t *given = L->rank_obj[rank] ? json_object_get(L->rank_obj[rank], "peer-ranks") : NULL;
-	struct mtc_peer_params p = { .rank = rank, .nodes = L->nodes,
+	struct mtc_peer_params p = { .rank = rank,
+				     .nodes = L->nodes,
 				     .peers_per_node = L->peers_per_node,
 				     .data_parallelism = L->dp };
 	int given_ranks[64], out[64], n;
@@ -685,8 +672,7 @@ static json_t *replication_peers(const struct lkg *L, int rank)
 	if (json_is_array(given)) {
 		size_t i;
 		json_t *v;
-		json_array_foreach(given, i, v)
-		{
+		json_array_foreach (given, i, v) {
 			if (i < 64 && json_is_integer(v))
 				given_ranks[p.n_peer_ranks++] = (int)json_integer_value(v);
 		}
@@ -730,9 +716,9 @@ static json_t *alternatives(struct lkg *L, int rank, int w)
 			dup = L->cell[(q * P + rank % P) * W + w] == x;
 		if (dup || x < 0 || !available(L, x))
 			continue;
-		json_array_append_new(alts, json_pack("{s:s, s:o, s:b}", "hash", hstr(L, x),
-						      "from", holders(L, rank, x), "backup",
-						      L->avail && L->avail[x]));
+		json_array_append_new(alts,
+				      json_pack("{s:s, s:o, s:b}", "hash", hstr(L, x), "from",
+						holders(L, rank, x), "backup", L->avail && L->avail[x]));
 	}
 	return alts;
 }
@@ -750,8 +736,8 @@ static json_t *rank_plan(struct lkg *L, int rank, long long step, int *load, int
 		json_object_set_new(r, "replication-peers", peers);
 	for (int w = 0; step >= 0 && w < W; w++) {
 		int c = rank * W + w, h = L->cell[c], dup = 0;
-		json_t *meta = json_pack("{s:i, s:s, s:b}", "worker", w, "hash", hstr(L, h),
-					 "inferred", L->inferred[c]);
+		json_t *meta = json_pack("{s:i, s:s, s:b}", "worker", w, "hash", hstr(L, h), "inferred",
+					 L->inferred[c]);
 		json_array_append_new(metas, meta);
 		for (int v = 0; v < w && !dup; v++)
 			dup = L->cell[rank * W + v] == h;
@@ -769,11 +755,11 @@ static json_t *rank_plan(struct lkg *L, int rank, long long step, int *load, int
 	return r;
 }
 
-static json_t *build_plan(struct lkg *L, long long step, const char *source,
-			  const char *backup, const char *reason)
+static json_t *build_plan(struct lkg *L, long long step, const char *source, const char *backup,
+			  const char *reason)
 {
-	json_t *plan = json_pack("{s:s?, s:i, s:i, s:o, s:s}", "job-name", L->job, "nodes",
-				 L->nodes, "workers-per-node", L->workers, "step",
+	json_t *plan = json_pack("{s:s?, s:i, s:i, s:o, s:s}", "job-name", L->job, "nodes", L->nodes,
+				 "workers-per-node", L->workers, "step",
 				 step >= 0 ? json_integer(step) : json_null(), "source", source);
 	json_t *ranks = json_array();
 	int *load = xcalloc((size_t)L->nodes, sizeof *load);
@@ -851,8 +837,8 @@ static json_t *choose(struct lkg *L)
 		if ((step = judge_backup(L, b, why, sizeof why)) >= 0)
 			return build_plan(L, step, "backup", b->name, NULL);
 		snprintf(reason, sizeof reason,
-			 "restore.version names backup '%s', which is not valid: %s",
-			 L->restore_version, why);
+			 "restore.version names backup '%s', which is not valid: %s", L->restore_version,
+			 why);
 		return build_plan(L, -1, "none", NULL, reason);
 	}
 	if ((step = newest_valid(L, L->metas, L->n_metas, NULL, why, sizeof why)) >= 0)
@@ -951,8 +937,7 @@ static json_t *addresses(json_t *ranks, json_t *list)
 {
 	json_t *out = json_array(), *v;
 	size_t i;
-	json_array_foreach(list, i, v)
-	{
+	json_array_foreach (list, i, v) {
 		json_t *a = address_of(ranks, json_integer_value(v));
 		if (json_is_string(a))
 			json_array_append(out, a);
@@ -976,16 +961,14 @@ json_t *mtc_lkg_rank_view(json_t *plan, int rank)
 	json_object_set_new(view, "replication-peers",
 			    addresses(ranks, json_object_get(r, "replication-peers")));
 	metas = json_array();
-	json_array_foreach(json_object_get(r, "metas"), i, m)
-	{
+	json_array_foreach (json_object_get(r, "metas"), i, m) {
 		json_t *v = json_pack("{s:O, s:O}", "worker", json_object_get(m, "worker"), "hash",
 				      json_object_get(m, "hash"));
 		json_array_append_new(metas, v);
 	}
 	json_object_set_new(view, "metas", metas);
 	fetch = json_array();
-	json_array_foreach(json_object_get(r, "fetch"), i, m)
-	{
+	json_array_foreach (json_object_get(r, "fetch"), i, m) {
 		json_t *f = json_pack("{s:O, s:o, s:O}", "hash", json_object_get(m, "hash"), "peers",
 				      addresses(ranks, json_object_get(m, "from")), "backup",
 				      json_object_get(m, "backup"));
@@ -993,11 +976,13 @@ json_t *mtc_lkg_rank_view(json_t *plan, int rank)
 		size_t k;
 		if (alts) {
 			va = json_array();
-			json_array_foreach(alts, k, a) {
-				json_array_append_new(
-					va, json_pack("{s:O, s:o, s:O}", "hash", json_object_get(a, "hash"),
-						      "peers", addresses(ranks, json_object_get(a, "from")),
-						      "backup", json_object_get(a, "backup")));
+			json_array_foreach (alts, k, a) {
+				json_array_append_new(va,
+						      json_pack("{s:O, s:o, s:O}", "hash",
+								json_object_get(a, "hash"), "peers",
+								addresses(ranks,
+									  json_object_get(a, "from")),
+								"backup", json_object_get(a, "backup")));
 			}
 			json_object_set_new(f, "alternatives", va);
 		}

@@ -13,8 +13,8 @@ json_t *mtc_lkg_rank_entry(const struct mtc_inventory *inv, int rank, const char
 		const struct mtc_inv_meta *m = &inv->metas[i];
 		if (job && strcmp(m->job, job))
 			continue;
-		json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)m->step,
-						       m->node, m->worker, m->hash));
+		json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)m->step, m->node,
+						       m->worker, m->hash));
 	}
 	for (size_t i = 0; i < inv->n_data; i++)
 		json_array_append_new(data, json_string(inv->data[i].hash));
@@ -22,8 +22,7 @@ json_t *mtc_lkg_rank_entry(const struct mtc_inventory *inv, int rank, const char
 			 "meta-files", metas, "data-files", data);
 }
 
-json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, int workers,
-			     int *valid)
+json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, int workers, int *valid)
 {
 	struct mtc_backup_info info;
 	json_t *metas, *data, *e;
@@ -47,8 +46,9 @@ json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, i
 	}
 	e = json_pack("{s:s, s:o, s:o}", "name", name, "meta-files", metas, "data-files", data);
 	if (info.shape_nodes)
-		json_object_set_new(e, "shape", json_pack("{s:i, s:i}", "nodes", info.shape_nodes,
-							  "assume-data-parallelism", info.shape_dp));
+		json_object_set_new(e, "shape",
+				    json_pack("{s:i, s:i}", "nodes", info.shape_nodes,
+					      "assume-data-parallelism", info.shape_dp));
 	mtc_backup_info_free(&info);
 	return e;
 }
@@ -56,8 +56,8 @@ json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, i
 json_t *mtc_lkg_inventory_head(const char *job, int nodes, int workers, int data_parallelism,
 			       int peers_per_node)
 {
-	json_t *inv = json_pack("{s:s?, s:i, s:i}", "job-name", job, "nodes", nodes,
-				"workers-per-node", workers);
+	json_t *inv = json_pack("{s:s?, s:i, s:i}", "job-name", job, "nodes", nodes, "workers-per-node",
+				workers);
 	if (data_parallelism > 1)
 		json_object_set_new(inv, "assume-data-parallelism", json_integer(data_parallelism));
 	if (peers_per_node > 0)

@@ -36,7 +36,6 @@ json_t *mtc_lkg_rank_entry(const struct mtc_inventory *inv, int rank, const char
  * nodes/workers <= 0: inferred. valid (may be NULL) says whether the backup
  * is valid. NULL only when storage fails (the reason is mtc_store_error(s)).
  */
-json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, int workers,
-			     int *valid);
+json_t *mtc_lkg_backup_entry(struct mtc_store *s, const char *name, int nodes, int workers, int *valid);
 
 #endif

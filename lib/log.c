@@ -129,7 +129,9 @@ static void escape_controls(char *dst, size_t len, const char *src)
 			dst[n++] = (char)c;
 		else if (c == '\n' || c == '\t' || c == '\r')
 			n += (size_t)snprintf(dst + n, len - n, "\\%c",
-					      c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+					      c == '\n'	  ? 'n'
+					      : c == '\t' ? 't'
+							  : 'r');
 		else
 			n += (size_t)snprintf(dst + n, len - n, "\\x%02x", c);
 	}
@@ -168,8 +170,8 @@ void mtc_vlog(int l, const char *fmt, va_list ap)
 		gmtime_r(&ts.tv_sec, &tm);
 		n = strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
 		snprintf(stamp + n, sizeof stamp - n, ".%03ldZ", ts.tv_nsec / 1000000);
-		json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "ts", stamp, "level", level_name[l],
-				      "prog", prog, "msg", msg);
+		json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "ts", stamp, "level", level_name[l], "prog",
+				      prog, "msg", msg);
 		char *line = json_dumps(o, JSON_COMPACT);
 		fprintf(stderr, "%s\n", line);
 		free(line);
@@ -182,13 +184,13 @@ void mtc_vlog(int l, const char *fmt, va_list ap)
 	errno = saved;
 }
 
-#define DEFINE_LOG(name, l)                        \
-	void name(const char *fmt, ...)            \
-	{                                          \
-		va_list ap;                        \
-		va_start(ap, fmt);                 \
-		mtc_vlog(l, fmt, ap);              \
-		va_end(ap);                        \
+#define DEFINE_LOG(name, l)             \
+	void name(const char *fmt, ...) \
+	{                               \
+		va_list ap;             \
+		va_start(ap, fmt);      \
+		mtc_vlog(l, fmt, ap);   \
+		va_end(ap);             \
 	}
 DEFINE_LOG(mtc_critical, MTC_LOG_CRITICAL)
 DEFINE_LOG(mtc_error, MTC_LOG_ERROR)

@@ -9,10 +9,7 @@
 #include "naming.h"
 #include "xalloc.h"
 
-void mtc_manifest_init(struct mtc_manifest *m)
-{
-	memset(m, 0, sizeof *m);
-}
+void mtc_manifest_init(struct mtc_manifest *m) { memset(m, 0, sizeof *m); }
 
 void mtc_manifest_free(struct mtc_manifest *m)
 {
@@ -22,8 +19,8 @@ void mtc_manifest_free(struct mtc_manifest *m)
 	mtc_manifest_init(m);
 }
 
-void mtc_manifest_append(struct mtc_manifest *m, const char *path, size_t len,
-			 enum mtc_entry_type type, long long size, const char *digest)
+void mtc_manifest_append(struct mtc_manifest *m, const char *path, size_t len, enum mtc_entry_type type,
+			 long long size, const char *digest)
 {
 	if (m->n == m->cap) {
 		m->cap = m->cap ? 2 * m->cap : 16;
@@ -58,10 +55,7 @@ long long mtc_manifest_bytes(const struct mtc_manifest *m)
 	return 0;
 }
 
-static const char *type_name(enum mtc_entry_type t)
-{
-	return t == MTC_ENTRY_DIR ? "dir" : "file";
-}
+static const char *type_name(enum mtc_entry_type t) { return t == MTC_ENTRY_DIR ? "dir" : "file"; }
 
 /* The difference between entries x (wanted, or NULL) and y (found, or NULL) in err; 0 when none. */
 static int entry_difference(const struct mtc_manifest_entry *x, const struct mtc_manifest_entry *y,
@@ -144,8 +138,8 @@ static int valid_rel_path(const char *p)
 	}
 }
 
-int mtc_manifest_add_entry(struct mtc_manifest *m, const char *path, const char *type,
-			   long long size, const char *digest, size_t i, char *err, size_t errlen)
+int mtc_manifest_add_entry(struct mtc_manifest *m, const char *path, const char *type, long long size,
+			   const char *digest, size_t i, char *err, size_t errlen)
 {
 	int dir = !strcmp(type, "dir");
 	if ((!dir && strcmp(type, "file")) || size < 0 || !valid_rel_path(path) ||
@@ -153,8 +147,7 @@ int mtc_manifest_add_entry(struct mtc_manifest *m, const char *path, const char 
 		snprintf(err, errlen, "manifest entry %zu ('%s') is not valid", i, path);
 		return -1;
 	}
-	mtc_manifest_append(m, path, strlen(path), dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, size,
-			    digest);
+	mtc_manifest_append(m, path, strlen(path), dir ? MTC_ENTRY_DIR : MTC_ENTRY_FILE, size, digest);
 	return 0;
 }
 
@@ -168,4 +161,3 @@ int mtc_manifest_seal(struct mtc_manifest *m, char *err, size_t errlen)
 		}
 	return 0;
 }
-

@@ -33,8 +33,8 @@ void mtc_manifest_init(struct mtc_manifest *m);
 void mtc_manifest_free(struct mtc_manifest *m);
 
 /* Appends the first len bytes of path as an entry (m stays unsorted until mtc_manifest_sort). */
-void mtc_manifest_append(struct mtc_manifest *m, const char *path, size_t len,
-			 enum mtc_entry_type type, long long size, const char *digest);
+void mtc_manifest_append(struct mtc_manifest *m, const char *path, size_t len, enum mtc_entry_type type,
+			 long long size, const char *digest);
 void mtc_manifest_sort(struct mtc_manifest *m);
 
 /* Total bytes of the files below path (after mtc_digest_path, manifest->entries of ""). */
@@ -58,8 +58,8 @@ json_t *mtc_manifest_to_json(const struct mtc_manifest *m);
  * added; the sealed manifest is sorted by path, each path once. 0, or -1
  * with err.
  */
-int mtc_manifest_add_entry(struct mtc_manifest *m, const char *path, const char *type,
-			   long long size, const char *digest, size_t i, char *err, size_t errlen);
+int mtc_manifest_add_entry(struct mtc_manifest *m, const char *path, const char *type, long long size,
+			   const char *digest, size_t i, char *err, size_t errlen);
 int mtc_manifest_seal(struct mtc_manifest *m, char *err, size_t errlen);
 
 #endif

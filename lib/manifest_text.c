@@ -51,8 +51,10 @@ static int hex4(struct cursor *c, unsigned *u)
 	*u = 0;
 	for (int i = 0; i < 4; i++, c->p++) {
 		char h = c->p < c->end ? *c->p : 0;
-		int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-			: h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+		int v = h >= '0' && h <= '9'   ? h - '0'
+			: h >= 'a' && h <= 'f' ? h - 'a' + 10
+			: h >= 'A' && h <= 'F' ? h - 'A' + 10
+					       : -1;
 		if (v < 0)
 			return bad(c, "a bad \\u escape");
 		*u = *u << 4 | (unsigned)v;
@@ -78,7 +80,9 @@ static int string(struct cursor *c, char *out)
 			char e = c->p < c->end ? *c->p++ : 0;
 			unsigned u, lo;
 			switch (e) {
-			case '"': case '\\': case '/': buf[0] = e; break;
+			case '"':
+			case '\\':
+			case '/': buf[0] = e; break;
 			case 'b': buf[0] = '\b'; break;
 			case 'f': buf[0] = '\f'; break;
 			case 'n': buf[0] = '\n'; break;
@@ -101,8 +105,7 @@ static int string(struct cursor *c, char *out)
 					return bad(c, "a NUL in a string");
 				k = mtc_utf8_put(buf, u);
 				break;
-			default:
-				return bad(c, "a bad escape");
+			default: return bad(c, "a bad escape");
 			}
 		}
 		if (n + k > FIELD_MAX)
@@ -257,8 +260,7 @@ out:
 	return rc;
 }
 
-int mtc_manifest_parse(const char *text, size_t len, struct mtc_manifest *m, char *err,
-		       size_t errlen)
+int mtc_manifest_parse(const char *text, size_t len, struct mtc_manifest *m, char *err, size_t errlen)
 {
 	return parse(text, len, m, err, errlen, 0);
 }

@@ -22,8 +22,7 @@
  * it. Every entry is checked as mtc_manifest_add_entry checks it. 0, or -1
  * with a one-line reason in err (m is then empty).
  */
-int mtc_manifest_parse(const char *text, size_t len, struct mtc_manifest *m, char *err,
-		       size_t errlen);
+int mtc_manifest_parse(const char *text, size_t len, struct mtc_manifest *m, char *err, size_t errlen);
 
 /*
  * The same from a regular file of at most max bytes, read through a

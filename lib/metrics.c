@@ -36,8 +36,7 @@ void mtc_metric_value(struct mtc_buf *t, const char *name, const char *labels, d
 		mtc_buf_appendf(t, "%s %.17g\n", name, v);
 }
 
-void mtc_metric_histogram(struct mtc_buf *t, const char *name, const char *help,
-			  struct mtc_histogram *h)
+void mtc_metric_histogram(struct mtc_buf *t, const char *name, const char *help, struct mtc_histogram *h)
 {
 	unsigned long long cum = 0;
 

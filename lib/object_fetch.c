@@ -15,8 +15,8 @@
 #include "xalloc.h"
 
 /* <prefix><hash>.data, a file or a tree, into f as <hash>.data. */
-static int plan_one(struct mtc_store *s, const char *prefix, const char *hash,
-		    struct mtc_fetch *f, char *err, size_t errlen)
+static int plan_one(struct mtc_store *s, const char *prefix, const char *hash, struct mtc_fetch *f,
+		    char *err, size_t errlen)
 {
 	char *key = xasprintf("%s%s.data", prefix, hash), *tree = xasprintf("%s/", key),
 	     *rel = xasprintf("%s.data", hash);
@@ -75,9 +75,8 @@ static int get_manifest(struct mtc_store *s, const char *prefix, const char *has
 	return rc;
 }
 
-static int verify_one(struct mtc_store *s, const char *prefix, const char *hash,
-		      const char *staging, int threads, struct mtc_object_manifest *kept,
-		      char *err, size_t errlen)
+static int verify_one(struct mtc_store *s, const char *prefix, const char *hash, const char *staging,
+		      int threads, struct mtc_object_manifest *kept, char *err, size_t errlen)
 {
 	char *path = xasprintf("%s/%s.data", staging, hash), why[512];
 	struct mtc_manifest m;
@@ -134,8 +133,8 @@ static int room_for(const char *staging, const struct mtc_fetch *f, long long ke
 }
 
 enum mtc_result mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashes, size_t n,
-				 const char *staging, int threads, int progress, struct mtc_object_fetched *out,
-				 char *err, size_t errlen)
+				 const char *staging, int threads, int progress,
+				 struct mtc_object_fetched *out, char *err, size_t errlen)
 {
 	struct mtc_fetch f = { 0 };
 	struct mtc_strset seen = { 0 };
@@ -180,8 +179,8 @@ enum mtc_result mtc_object_fetch(struct mtc_store *s, const char *prefix, char *
 	}
 	for (size_t i = 0; i < n && rc == MTC_OK; i++)
 		if (first[i])
-			rc = verify_one(s, prefix, hashes[i], staging, threads, &out->manifests[i],
-					err, errlen);
+			rc = verify_one(s, prefix, hashes[i], staging, threads, &out->manifests[i], err,
+					errlen);
 out:
 	mtc_fetch_free(&f);
 	mtc_strset_free(&seen);

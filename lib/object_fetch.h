@@ -27,8 +27,8 @@ struct mtc_object_fetched {
  * manifest does not parse; else the storage error's code. err says which.
  */
 enum mtc_result mtc_object_fetch(struct mtc_store *s, const char *prefix, char *const *hashes, size_t n,
-				 const char *staging, int threads, int progress, struct mtc_object_fetched *out,
-				 char *err, size_t errlen);
+				 const char *staging, int threads, int progress,
+				 struct mtc_object_fetched *out, char *err, size_t errlen);
 void mtc_object_fetched_free(struct mtc_object_fetched *f);
 
 #endif

@@ -16,7 +16,7 @@ struct mtc_peer_params {
 	int rank;
 	int nodes;
 	int peers_per_node;
-	int data_parallelism; /* <= 1: none */
+	int data_parallelism;  /* <= 1: none */
 	const int *peer_ranks; /* NULL: compute */
 	int n_peer_ranks;
 };

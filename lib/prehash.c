@@ -107,8 +107,7 @@ static int consider(const struct mtc_walk_entry *e, void *arg)
 	struct mtc_prehash *p = ps->p;
 	struct stat before, after;
 	char hex[MTC_DIGEST_LEN];
-	if (e->error || !S_ISREG(e->st.st_mode) ||
-	    mtc_digest_cache_get(p->cache, &e->st, hex))
+	if (e->error || !S_ISREG(e->st.st_mode) || mtc_digest_cache_get(p->cache, &e->st, hex))
 		return 0;
 	if (p->threaded && stopping(p))
 		return -1;
@@ -204,9 +203,8 @@ static void *run(void *arg)
 	}
 }
 
-struct mtc_prehash *mtc_prehash_start(const char *dir, const struct mtc_config *cfg,
-				      int threads, enum mtc_background bg,
-				      struct mtc_digest_cache *cache)
+struct mtc_prehash *mtc_prehash_start(const char *dir, const struct mtc_config *cfg, int threads,
+				      enum mtc_background bg, struct mtc_digest_cache *cache)
 {
 	struct mtc_prehash *p = xcalloc(1, sizeof *p);
 	*p = (struct mtc_prehash){

@@ -26,9 +26,8 @@
 struct mtc_prehash;
 
 /* Starts the thread, and its hashing threads, in class bg; NULL (with an error logged) when it cannot be. */
-struct mtc_prehash *mtc_prehash_start(const char *dir, const struct mtc_config *cfg,
-				      int threads, enum mtc_background bg,
-				      struct mtc_digest_cache *cache);
+struct mtc_prehash *mtc_prehash_start(const char *dir, const struct mtc_config *cfg, int threads,
+				      enum mtc_background bg, struct mtc_digest_cache *cache);
 
 /* Stops it after the file it is hashing, and frees it. NULL is a no-op. */
 void mtc_prehash_stop(struct mtc_prehash *p);

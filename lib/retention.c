@@ -9,7 +9,7 @@
 #include "timestamp.h"
 #include "xalloc.h"
 
-static const char *freq_names[MTC_FREQ_COUNT] = { "minutely", "hourly",  "daily",
+static const char *freq_names[MTC_FREQ_COUNT] = { "minutely", "hourly",	 "daily",
 						  "weekly",   "monthly", "yearly" };
 
 const char *mtc_freq_name(enum mtc_freq f) { return freq_names[f]; }
@@ -159,7 +159,8 @@ static int window_start(enum mtc_freq f, time_t newest, long long count, time_t 
 	long long months;
 
 	if (f <= MTC_WEEKLY) {
-		if (count > (LLONG_MAX / 2) / unit[f] || (long long)newest - count * unit[f] < -62135596800LL)
+		if (count > (LLONG_MAX / 2) / unit[f] ||
+		    (long long)newest - count * unit[f] < -62135596800LL)
 			return 0;
 		*start = (time_t)((long long)newest - count * unit[f]);
 		return 1;
@@ -197,8 +198,9 @@ static void apply_frequency(const struct mtc_retention_policy *p, enum mtc_freq 
 			chosen[nchosen++] = pick;
 		i = j;
 	}
-	first = count == MTC_KEEP_ALWAYS || (unsigned long long)count >= nchosen ? 0
-									      : nchosen - (size_t)count;
+	first = count == MTC_KEEP_ALWAYS || (unsigned long long)count >= nchosen
+			? 0
+			: nchosen - (size_t)count;
 	for (size_t k = first; k < nchosen; k++)
 		items[chosen[k]].kept_by |= 1u << f;
 }

@@ -51,8 +51,8 @@ enum mtc_protect {
 struct mtc_retention_item {
 	const char *name; /* borrowed */
 	time_t when;
-	unsigned kept_by;   /* out: bit (1 << enum mtc_freq) per frequency that keeps it */
-	unsigned protects;  /* in: enum mtc_protect bits */
+	unsigned kept_by;  /* out: bit (1 << enum mtc_freq) per frequency that keeps it */
+	unsigned protects; /* in: enum mtc_protect bits */
 };
 
 const char *mtc_freq_name(enum mtc_freq f);

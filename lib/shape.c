@@ -106,7 +106,7 @@ int mtc_shape_check_backup(json_t *view, json_t *backups, const struct mtc_shape
 
 	if (!name)
 		return 0;
-	json_array_foreach(backups, i, b) {
+	json_array_foreach (backups, i, b) {
 		if (!json_is_string(json_object_get(b, "name")) ||
 		    strcmp(json_string_value(json_object_get(b, "name")), name))
 			continue;

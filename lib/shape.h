@@ -18,10 +18,7 @@ struct mtc_shape {
 	int nodes, dp; /* dp >= 1 */
 };
 
-static inline int mtc_shape_columns(const struct mtc_shape *s)
-{
-	return s->nodes / s->dp;
-}
+static inline int mtc_shape_columns(const struct mtc_shape *s) { return s->nodes / s->dp; }
 
 /* The shape a config declares (dp 1 when absent or when it does not divide nodes). */
 void mtc_shape_of_config(const struct mtc_config *cfg, struct mtc_shape *s);

@@ -99,9 +99,8 @@ static int archive_meta(struct archive *a, const struct mtc_step_part *p)
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, 0644);
 	archive_entry_set_size(e, (la_int64_t)len);
-	rc = archive_write_header(a, e) != ARCHIVE_OK || archive_write_data(a, p->hash, len) < 0
-		     ? -1
-		     : 0;
+	rc = archive_write_header(a, e) != ARCHIVE_OK || archive_write_data(a, p->hash, len) < 0 ? -1
+												 : 0;
 	archive_entry_free(e);
 	return rc;
 }
@@ -110,10 +109,10 @@ const char *mtc_archive_filter_of(const char *path)
 {
 	/* GNU tar's -a suffixes, and bsdtar's .lz4 */
 	static const char *const suffixes[][2] = {
-		{ ".zst", "zstd" },	{ ".tzst", "zstd" },	 { ".gz", "gzip" },   { ".tgz", "gzip" },
-		{ ".taz", "gzip" },	{ ".bz2", "bzip2" },	 { ".tbz2", "bzip2" }, { ".tbz", "bzip2" },
-		{ ".tz2", "bzip2" },	{ ".xz", "xz" },	 { ".txz", "xz" },    { ".lzma", "lzma" },
-		{ ".tlz", "lzma" },	{ ".lz", "lzip" },	 { ".lzo", "lzop" },  { ".Z", "compress" },
+		{ ".zst", "zstd" },	{ ".tzst", "zstd" }, { ".gz", "gzip" },	   { ".tgz", "gzip" },
+		{ ".taz", "gzip" },	{ ".bz2", "bzip2" }, { ".tbz2", "bzip2" }, { ".tbz", "bzip2" },
+		{ ".tz2", "bzip2" },	{ ".xz", "xz" },     { ".txz", "xz" },	   { ".lzma", "lzma" },
+		{ ".tlz", "lzma" },	{ ".lz", "lzip" },   { ".lzo", "lzop" },   { ".Z", "compress" },
 		{ ".taZ", "compress" }, { ".lz4", "lz4" },
 	};
 	const char *dot = strrchr(path, '.');
@@ -135,9 +134,9 @@ static int archive_parts(struct archive *a, long long step, const char *dir,
 
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		char *src = xasprintf("%s/%s.data", dir, parts[i].hash);
-		char *name = step < 0	? xasprintf("%s.data", parts[i].hash)
-			     : n == 1	? xasprintf("%lld", step)
-					: xasprintf("w%d/%lld", parts[i].worker, step);
+		char *name = step < 0 ? xasprintf("%s.data", parts[i].hash)
+			     : n == 1 ? xasprintf("%lld", step)
+				      : xasprintf("w%d/%lld", parts[i].worker, step);
 		if ((step >= 0 || !mtc_strset_add(&seen, parts[i].hash)) &&
 		    archive_tree(a, src, name) < 0)
 			rc = -1;
@@ -156,7 +155,7 @@ static int archive_parts(struct archive *a, long long step, const char *dir,
 static void sweep_beside(const char *path)
 {
 	const char *slash = strrchr(path, '/');
-	char *dir = !slash	   ? xstrdup(".")
+	char *dir = !slash	    ? xstrdup(".")
 		    : slash == path ? xstrdup("/")
 				    : xasprintf("%.*s", (int)(slash - path), path);
 
@@ -175,8 +174,7 @@ int mtc_step_archive(const char *path, const char *filter, long long step, const
 	archive_write_set_format_pax_restricted(a);
 	archive_write_set_bytes_in_last_block(a, 1);
 	if (filter && archive_write_add_filter_by_name(a, filter) != ARCHIVE_OK) {
-		snprintf(err, errlen, "cannot write archive '%s': no %s compression here", path,
-			 filter);
+		snprintf(err, errlen, "cannot write archive '%s': no %s compression here", path, filter);
 		archive_write_free(a);
 		return -1;
 	}
@@ -189,9 +187,9 @@ int mtc_step_archive(const char *path, const char *filter, long long step, const
 	}
 	if (archive_write_open_fd(a, to_file ? t.fd : STDOUT_FILENO) != ARCHIVE_OK ||
 	    archive_parts(a, step, dir, parts, n) < 0 || archive_write_close(a) != ARCHIVE_OK)
-		why = archive_errno(a) > 0	   ? strerror(archive_errno(a))
+		why = archive_errno(a) > 0	? strerror(archive_errno(a))
 		      : archive_error_string(a) ? archive_error_string(a)
-						   : strerror(errno);
+						: strerror(errno);
 	else if (to_file && (fsync(t.fd) < 0 || rename(t.path, path) < 0))
 		why = strerror(errno);
 	else

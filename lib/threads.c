@@ -50,8 +50,7 @@ int mtc_background_enter(enum mtc_background b)
 	case MTC_BG_NICE:
 		/* PRIO_PROCESS with a thread id: that thread alone (Linux) */
 		return setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
-	case MTC_BG_NORMAL:
-		break;
+	case MTC_BG_NORMAL: break;
 	}
 	return 0;
 }

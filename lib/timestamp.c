@@ -9,8 +9,9 @@
 #include "xalloc.h"
 
 enum { YEAR, MONTH, DAY, HOUR, MINUTE, SECOND, UNIXTIME, FIELDS };
-static const char *field_names[FIELDS] = { "year",   "month",  "day",     "hour",
-					   "minute", "second", "unixtime" };
+static const char *field_names[FIELDS] = {
+	"year", "month", "day", "hour", "minute", "second", "unixtime"
+};
 
 struct mtc_ts_pattern {
 	regex_t re;
@@ -51,8 +52,8 @@ static long long days_from_civil(long long y, long long m, long long d)
 	return era * 146097 + doe - 719468;
 }
 
-int mtc_ts_from_civil(long long y, long long mo, long long d, long long h, long long mi,
-		      long long s, time_t *when)
+int mtc_ts_from_civil(long long y, long long mo, long long d, long long h, long long mi, long long s,
+		      time_t *when)
 {
 	if (y < 1 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h < 0 ||
 	    h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59)
@@ -68,7 +69,10 @@ static void emit(struct mtc_buf *o, const char *s) { mtc_buf_append(o, s, strlen
 
 static void emit_char(struct mtc_buf *o, char c) { mtc_buf_append(o, &c, 1); }
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 /* Verbose mode: the next significant character at or after p. */
 static const char *skip_verbose(const char *p)
@@ -95,7 +99,8 @@ static const char *escape_outside(char c)
 	case 'w': return "[[:alnum:]_]";
 	case 'W': return "[^[:alnum:]_]";
 	case 'A': return "^";
-	case 'Z': case 'z': return "$";
+	case 'Z':
+	case 'z': return "$";
 	case 'b': return "\\b";
 	case 'B': return "\\B";
 	case 'n': return "\n";
@@ -294,8 +299,7 @@ static int translate(const char *p, struct translation *t)
 			if (quantifier_follows(t, p))
 				return -1;
 			break;
-		default:
-			emit_char(&t->re, *p++);
+		default: emit_char(&t->re, *p++);
 		}
 	}
 }

@@ -34,7 +34,7 @@ void mtc_ts_free(struct mtc_ts_pattern *p);
 int mtc_ts_parse(const struct mtc_ts_pattern *p, const char *name, time_t *when);
 
 /* Seconds since the epoch of a UTC civil time; -1 when a field is out of range. */
-int mtc_ts_from_civil(long long y, long long mo, long long d, long long h, long long mi,
-		      long long s, time_t *when);
+int mtc_ts_from_civil(long long y, long long mo, long long d, long long h, long long mi, long long s,
+		      time_t *when);
 
 #endif

@@ -117,8 +117,9 @@ int mtc_tmp_create(const char *dir, const char *label, int is_dir, struct mtc_tm
 		struct stat st;
 
 		if (is_dir)
-			fd = mkdir(p, 0700) < 0 ? -1
-						: open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			fd = mkdir(p, 0700) < 0
+				     ? -1
+				     : open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		else
 			fd = open(p, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd < 0) {
@@ -170,10 +171,7 @@ static const char *tmpdir(void)
 }
 
 /* Once a process: a program that reads many backups would read $TMPDIR as often. */
-static void sweep_tmpdir(void)
-{
-	mtc_tmp_sweep(tmpdir(), 1, 1, NULL, NULL);
-}
+static void sweep_tmpdir(void) { mtc_tmp_sweep(tmpdir(), 1, 1, NULL, NULL); }
 
 int mtc_tmp_private_dir(const char *label, struct mtc_tmp *t)
 {
@@ -267,8 +265,9 @@ static int add_age(const struct mtc_walk_entry *e, void *arg)
 static int writer_gone(const char *path, const char *name, const struct stat *st, int *fd,
 		       struct tree_age *age)
 {
-	struct mtc_walk w = { .root = path, .flags = MTC_WALK_PHYS, .max_depth = 64,
-			      .visit = add_age, .arg = age };
+	struct mtc_walk w = {
+		.root = path, .flags = MTC_WALK_PHYS, .max_depth = 64, .visit = add_age, .arg = age
+	};
 	int locked;
 
 	age->bytes = S_ISREG(st->st_mode) ? st->st_size : 0;
@@ -276,8 +275,7 @@ static int writer_gone(const char *path, const char *name, const struct stat *st
 	if (S_ISDIR(st->st_mode))
 		*fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	else if (S_ISREG(st->st_mode) &&
-		 (*fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0 &&
-		 errno != ENOENT)
+		 (*fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0 && errno != ENOENT)
 		*fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	else if (!S_ISREG(st->st_mode))
 		*fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);

@@ -30,9 +30,10 @@ char *mtc_read_token_file(const char *path, char *err, size_t errlen)
 		end--;
 	*end = '\0';
 	if ((size_t)(end - buf) < MTC_TOKEN_MIN) {
-		snprintf(err, errlen, "token file '%s': the token is %s; it needs at least %d bytes "
-			 "(e.g. openssl rand -hex 32)", path, end == buf ? "empty" : "too short",
-			 MTC_TOKEN_MIN);
+		snprintf(err, errlen,
+			 "token file '%s': the token is %s; it needs at least %d bytes "
+			 "(e.g. openssl rand -hex 32)",
+			 path, end == buf ? "empty" : "too short", MTC_TOKEN_MIN);
 		free(buf);
 		return NULL;
 	}

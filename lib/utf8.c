@@ -3,8 +3,11 @@
 
 size_t mtc_utf8_len(const unsigned char *p, const unsigned char *end)
 {
-	size_t n = *p < 0x80 ? 1 : *p >= 0xc2 && *p <= 0xdf ? 2 : *p >= 0xe0 && *p <= 0xef ? 3
-		 : *p >= 0xf0 && *p <= 0xf4 ? 4 : 0;
+	size_t n = *p < 0x80		      ? 1
+		   : *p >= 0xc2 && *p <= 0xdf ? 2
+		   : *p >= 0xe0 && *p <= 0xef ? 3
+		   : *p >= 0xf0 && *p <= 0xf4 ? 4
+					      : 0;
 	uint32_t cp;
 
 	if (n < 2)

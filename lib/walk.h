@@ -25,7 +25,7 @@ struct mtc_walk_entry {
 	const char *name; /* the last component */
 	int depth;	  /* 1 for the root's children */
 	struct stat st;
-	int post;     /* MTC_WALK_POST's second visit; kids: how many names it held */
+	int post; /* MTC_WALK_POST's second visit; kids: how many names it held */
 	size_t kids;
 	/*
 	 * Not 0: the errno of an entry that could not be stat'ed (reading 0,

@@ -46,7 +46,10 @@ static int unescape(char *v, int line, char *err, size_t errlen)
 	for (char *r = v; *r; r++) {
 		if (*r == '%') {
 			if (r[1] != '%')
-				return mtc_fail(err, errlen, "line %d: '%%' references are not supported (write %%%% for a %%)", line);
+				return mtc_fail(
+					err, errlen,
+					"line %d: '%%' references are not supported (write %%%% for a %%)",
+					line);
 			r++;
 		}
 		*w++ = *r;
@@ -97,7 +100,8 @@ static int raw_read(FILE *f, struct raw *r, char *err, size_t errlen)
 			*end = '\0';
 			for (size_t i = 0; i < r->n; i++)
 				if (!strcmp(r->s[i].name, t + 1))
-					rc = mtc_fail(err, errlen, "line %d: section [%s] again (first at line %d)",
+					rc = mtc_fail(err, errlen,
+						      "line %d: section [%s] again (first at line %d)",
 						      no, t + 1, r->s[i].line);
 			r->s = xrealloc(r->s, (r->n + 1) * sizeof *r->s);
 			r->s[r->n++] = (struct raw_section){ .name = xstrdup(t + 1), .line = no };
@@ -119,8 +123,9 @@ static int raw_read(FILE *f, struct raw *r, char *err, size_t errlen)
 			*c = (char)tolower((unsigned char)*c);
 		for (size_t k = 0; k < s->n; k++)
 			if (!strcmp(s->kv[k].key, key))
-				rc = mtc_fail(err, errlen, "line %d: '%s' again in [%s] (first at line %d)", no,
-					      key, s->name, s->kv[k].line);
+				rc = mtc_fail(err, errlen,
+					      "line %d: '%s' again in [%s] (first at line %d)", no, key,
+					      s->name, s->kv[k].line);
 		if (rc == 0)
 			rc = unescape(value, no, err, errlen);
 		s->kv = xrealloc(s->kv, (s->n + 1) * sizeof *s->kv);
@@ -160,14 +165,16 @@ static int section_key(struct mtc_warden_section *s, const struct kv *kv, char *
 
 	if (f >= 0) {
 		if (*v && mtc_retention_parse_count(v, &s->policy.count[f]) < 0)
-			return mtc_fail(err, errlen, "line %d: %s: '%s' is not a count, a sum or 'always'",
-					kv->line, kv->key, v);
+			return mtc_fail(err, errlen,
+					"line %d: %s: '%s' is not a count, a sum or 'always'", kv->line,
+					kv->key, v);
 		return 0;
 	}
 	if (!strcmp(kv->key, "timestamp_pattern") || !strcmp(kv->key, "include_list") ||
 	    !strcmp(kv->key, "exclude_list")) {
-		char **dst = kv->key[0] == 't' ? &s->timestamp_pattern
-			     : kv->key[0] == 'i' ? &s->include_list : &s->exclude_list;
+		char **dst = kv->key[0] == 't'	 ? &s->timestamp_pattern
+			     : kv->key[0] == 'i' ? &s->include_list
+						 : &s->exclude_list;
 		free(*dst);
 		*dst = *v ? xstrdup(v) : NULL;
 		return 0;
@@ -175,14 +182,16 @@ static int section_key(struct mtc_warden_section *s, const struct kv *kv, char *
 	if (!strcmp(kv->key, "prefer_recent") || !strcmp(kv->key, "relaxed") ||
 	    !strcmp(kv->key, "utc") || !strcmp(kv->key, "filestat")) {
 		if (parse_bool(v, &b) < 0)
-			return mtc_fail(err, errlen, "line %d: %s: '%s' is not yes/no, true/false, on/off or 1/0",
+			return mtc_fail(err, errlen,
+					"line %d: %s: '%s' is not yes/no, true/false, on/off or 1/0",
 					kv->line, kv->key, v);
 		if (kv->key[0] == 'p')
 			s->policy.prefer_recent = b;
 		else if (kv->key[0] == 'r')
 			s->policy.relaxed = b;
 		else if (kv->key[0] == 'f' && b)
-			return mtc_fail(err, errlen, "line %d: filestat: backups are dated by their names only",
+			return mtc_fail(err, errlen,
+					"line %d: filestat: backups are dated by their names only",
 					kv->line);
 		return 0;
 	}
@@ -191,11 +200,16 @@ static int section_key(struct mtc_warden_section *s, const struct kv *kv, char *
 
 static int main_key(struct mtc_warden_config *c, const struct kv *kv, char *err, size_t errlen)
 {
-	static const char *ignored[] = { "environment",	      "syslog",
-					 "log_file",	      "slack_webhook",
-					 "s3_endpoint_url",   "s3_access_key_id",
-					 "s3_secret_access_key", "s3_session_token",
-					 "s3_only_prefixes",  "ssh_sudo" };
+	static const char *ignored[] = { "environment",
+					 "syslog",
+					 "log_file",
+					 "slack_webhook",
+					 "s3_endpoint_url",
+					 "s3_access_key_id",
+					 "s3_secret_access_key",
+					 "s3_session_token",
+					 "s3_only_prefixes",
+					 "ssh_sudo" };
 	const char *v = kv->value;
 
 	if (!strcmp(kv->key, "path")) {
@@ -205,14 +219,18 @@ static int main_key(struct mtc_warden_config *c, const struct kv *kv, char *err,
 	}
 	if (!strcmp(kv->key, "source")) {
 		if (*v && strcmp(v, "local"))
-			return mtc_fail(err, errlen, "line %d: source = %s: only local is read here; "
-					"name gs:// locations in the sections instead", kv->line, v);
+			return mtc_fail(err, errlen,
+					"line %d: source = %s: only local is read here; "
+					"name gs:// locations in the sections instead",
+					kv->line, v);
 		return 0;
 	}
 	if (!strcmp(kv->key, "bucket") || !strcmp(kv->key, "ssh_host")) {
 		if (*v)
-			return mtc_fail(err, errlen, "line %d: %s: not supported (name gs:// locations "
-					"in the sections instead)", kv->line, kv->key);
+			return mtc_fail(err, errlen,
+					"line %d: %s: not supported (name gs:// locations "
+					"in the sections instead)",
+					kv->line, kv->key);
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++)
@@ -257,8 +275,10 @@ static int interpret(const struct raw *r, struct mtc_warden_config *c, char *err
 					return -1;
 		}
 		if (mtc_retention_keeps_nothing(&s->policy))
-			return mtc_fail(err, errlen, "line %d: [%s] keeps nothing (no count other than 0): "
-					"it would delete every backup", rs->line, rs->name);
+			return mtc_fail(err, errlen,
+					"line %d: [%s] keeps nothing (no count other than 0): "
+					"it would delete every backup",
+					rs->line, rs->name);
 	}
 	if (!c->n)
 		return mtc_fail(err, errlen, "no section names a directory of backups");
@@ -314,7 +334,7 @@ void mtc_warden_ini_free(struct mtc_warden_config *c)
 }
 
 const struct mtc_warden_section *mtc_warden_section_for(const struct mtc_warden_config *c,
-							 const char *path)
+							const char *path)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		char *glob = xasprintf("%s*", c->sections[i].path);

@@ -52,6 +52,6 @@ void mtc_warden_ini_free(struct mtc_warden_config *c);
 
 /* The section a path belongs to, or NULL. */
 const struct mtc_warden_section *mtc_warden_section_for(const struct mtc_warden_config *c,
-							 const char *path);
+							const char *path);
 
 #endif

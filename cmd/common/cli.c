@@ -30,8 +30,8 @@ struct poptOption mtc_common_options[] = {
 /* What a usage error points to: the program, or the program and its verb. */
 static const char *help_name;
 
-poptContext mtc_cli_context(const char *name, int argc, const char **argv,
-			    const struct poptOption *opts, const char *usage)
+poptContext mtc_cli_context(const char *name, int argc, const char **argv, const struct poptOption *opts,
+			    const char *usage)
 {
 	poptContext ctx = poptGetContext(name, argc, argv, opts, 0);
 	help_name = name;
@@ -85,12 +85,8 @@ int mtc_cli_parse(poptContext ctx, int *code)
 
 	while ((rc = poptGetNextOpt(ctx)) > 0) {
 		switch (rc) {
-		case OPT_VERBOSE:
-			level++;
-			break;
-		case OPT_QUIET:
-			level = MTC_LOG_ERROR;
-			break;
+		case OPT_VERBOSE: level++; break;
+		case OPT_QUIET: level = MTC_LOG_ERROR; break;
 		case OPT_LOG_FORMAT:
 			arg = poptGetOptArg(ctx);
 			if (mtc_log_set_format(arg) < 0) {
@@ -103,9 +99,7 @@ int mtc_cli_parse(poptContext ctx, int *code)
 		case OPT_VERSION:
 			printf("%s (mtc) %s\n", mtc_prog(), MTC_VERSION);
 			return stop(code, MTC_EXIT_OK);
-		case OPT_HELP:
-			poptPrintHelp(ctx, stdout, 0);
-			return stop(code, MTC_EXIT_OK);
+		case OPT_HELP: poptPrintHelp(ctx, stdout, 0); return stop(code, MTC_EXIT_OK);
 		case OPT_TOKEN_FILE:
 			return stop(code, mtc_usage_error("'--token-file' is ambiguous: use "
 							  "--peer-token-file for the peers' bearer "
@@ -173,8 +167,7 @@ int mtc_cli_dispatch(int argc, const char **argv, const struct mtc_verb *verbs, 
 
 int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold)
 {
-	if (threshold_text &&
-	    (mtc_store_parse_size(threshold_text, threshold) < 0 || *threshold == 0))
+	if (threshold_text && (mtc_store_parse_size(threshold_text, threshold) < 0 || *threshold == 0))
 		return mtc_usage_error("--slice-threshold takes a size such as 64M, not '%s'",
 				       threshold_text);
 	if (slices < 0 || slices > MTC_STORE_SLICES_MAX)
@@ -193,6 +186,7 @@ int mtc_cli_local_dir(const char *dir)
 	}
 	if (created)
 		mtc_warn("created the local dir '%s' (mode %04o): it was missing, so nothing from "
-			 "before is in it", dir, MTC_LOCAL_DIR_MODE);
+			 "before is in it",
+			 dir, MTC_LOCAL_DIR_MODE);
 	return MTC_EXIT_OK;
 }

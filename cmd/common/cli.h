@@ -7,30 +7,37 @@
 
 /* -v/--verbose (repeatable), -q/--quiet, --log-format text|json, --version. */
 extern struct poptOption mtc_common_options[];
-#define MTC_POPT_COMMON                                                             \
-	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, mtc_common_options, 0, "Common options:", \
-	  NULL },                                                                   \
-	POPT_AUTOHELP
+#define MTC_POPT_COMMON                                                                         \
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, mtc_common_options, 0, "Common options:", NULL }, \
+		POPT_AUTOHELP
 
 /*
  * Options several programs take alike, each with its one help text. The
  * peers' token is read through mtc_peer_token_path (token_file.h).
  */
-#define MTC_POPT_PEER_TOKEN_FILE(var)                                                   \
-	{ "peer-token-file", '\0', POPT_ARG_STRING, &(var), 0,                          \
-	  "bearer token for the peers and the coordinator (else $MTC_PEER_TOKEN_FILE)", \
-	  "FILE" }
-#define MTC_POPT_STORE_AUTH(token_file, s3_endpoint)                                           \
-	{ "gcs-token-file", '\0', POPT_ARG_STRING, &(token_file), 0,                           \
-	  "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)",       \
-	  "FILE" },                                                                            \
-	{ "s3-endpoint", '\0', POPT_ARG_STRING, &(s3_endpoint), 0,                             \
-	  "s3:// endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, " \
-	  "AWS's)",                                                                            \
-	  "URL" }
+#define MTC_POPT_PEER_TOKEN_FILE(var)                                                                 \
+	{                                                                                             \
+		"peer-token-file", '\0', POPT_ARG_STRING, &(var), 0,                                  \
+			"bearer token for the peers and the coordinator (else $MTC_PEER_TOKEN_FILE)", \
+			"FILE"                                                                        \
+	}
+#define MTC_POPT_STORE_AUTH(token_file, s3_endpoint)                                                        \
+	{ "gcs-token-file",                                                                                 \
+	  '\0',                                                                                             \
+	  POPT_ARG_STRING,                                                                                  \
+	  &(token_file),                                                                                    \
+	  0,                                                                                                \
+	  "gs:// bearer token file (else $MTC_GCS_TOKEN, credentials, metadata server)",                    \
+	  "FILE" },                                                                                         \
+	{                                                                                                   \
+		"s3-endpoint", '\0', POPT_ARG_STRING, &(s3_endpoint), 0,                                    \
+			"s3:// endpoint URL (else $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, " \
+			"AWS's)",                                                                           \
+			"URL"                                                                               \
+	}
 
-poptContext mtc_cli_context(const char *name, int argc, const char **argv,
-			    const struct poptOption *opts, const char *usage);
+poptContext mtc_cli_context(const char *name, int argc, const char **argv, const struct poptOption *opts,
+			    const char *usage);
 
 /*
  * Runs popt over the whole command line. 0 to go on; -1 when the program

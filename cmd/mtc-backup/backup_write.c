@@ -137,8 +137,8 @@ static int bound_to_other_step(struct mtc_store *s, const char *prefix, long lon
 		if (mtc_parse_ckpt_name(base, &n) || n.ext != MTC_EXT_META || n.step == step)
 			continue;
 		mtc_error("cannot back up step %lld into '%s/%s': it holds step %lld ('%s'), and a "
-			  "backup name is bound to one step; give another --name", step,
-			  mtc_store_url(s), prefix, n.step, base);
+			  "backup name is bound to one step; give another --name",
+			  step, mtc_store_url(s), prefix, n.step, base);
 		rc = MTC_EXIT_FAILURE;
 		break;
 	}
@@ -235,14 +235,16 @@ static int claim(struct mtc_store *s, const char *prefix, const char *hash, cons
 
 	if (mtc_store_put_buf(s, key, text, strlen(text), 0) < 0) {
 		if (errno != EEXIST) {
-			mtc_error("cannot upload '%s/%s': %s", mtc_store_url(s), key, mtc_store_error(s));
+			mtc_error("cannot upload '%s/%s': %s", mtc_store_url(s), key,
+				  mtc_store_error(s));
 			rc = -1;
 		} else if (mtc_store_get_buf(s, key, MTC_MANIFEST_MAX, &theirs, &len) < 0) {
 			mtc_error("cannot read '%s/%s': %s", mtc_store_url(s), key, mtc_store_error(s));
 			rc = -1;
 		} else if (len != strlen(text) || memcmp(theirs, text, len)) {
 			mtc_info("'%s%s.data' is claimed by another replica of the same content: "
-				 "not uploading this node's copy", prefix, hash);
+				 "not uploading this node's copy",
+				 prefix, hash);
 			rc = 0;
 		}
 	}
@@ -305,8 +307,8 @@ static int wait_whole(struct mtc_store *s, const char *prefix, const char *hash,
 			since = mtc_now();
 		} else if (mtc_now() - since > stall_s) {
 			mtc_error("'%s/%s%s.data', uploaded by another node, has not grown for %d s: "
-				  "not uploading this node's .meta", mtc_store_url(s), prefix, hash,
-				  stall_s);
+				  "not uploading this node's .meta",
+				  mtc_store_url(s), prefix, hash, stall_s);
 			return MTC_EXIT_TIMEOUT;
 		}
 		usleep((useconds_t)(pause * 1e6));
@@ -419,8 +421,8 @@ fail_one:
 		free(key);
 		goto out;
 	}
-	mtc_info("uploading %zu objects (%lld bytes) to '%s/%s'; %zu already there", t.n,
-		 t.bytes, mtc_store_url(s), prefix, skipped);
+	mtc_info("uploading %zu objects (%lld bytes) to '%s/%s'; %zu already there", t.n, t.bytes,
+		 mtc_store_url(s), prefix, skipped);
 	bar = mtc_progress_new(t.bytes, 0, o->progress);
 	mtc_store_set_progress(s, mtc_progress_store, bar);
 	put_failed = mtc_store_put_many(s, t.x, t.n, 0) < 0;
@@ -463,4 +465,3 @@ out:
 	mtc_store_close(s);
 	return rc;
 }
-

@@ -32,7 +32,6 @@ struct mtc_backup_written {
  * another node uploads waited for, and the .meta files last. An exit code;
  * out is filled on MTC_EXIT_OK (free its location).
  */
-int mtc_backup_write(const struct mtc_backup_write *o, long long step,
-		     struct mtc_backup_written *out);
+int mtc_backup_write(const struct mtc_backup_write *o, long long step, struct mtc_backup_written *out);
 
 #endif

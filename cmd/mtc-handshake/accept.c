@@ -54,10 +54,12 @@ static void warn_inconsistent(const struct mtc_config *cfg)
 {
 	if (cfg->data_parallelism > 1 && mtc_config_replicas(cfg) == 1)
 		mtc_error("'assume-data-parallelism' %d does not divide 'nodes' %d: data-parallel "
-			  "deduplication is off", cfg->data_parallelism, cfg->nodes);
+			  "deduplication is off",
+			  cfg->data_parallelism, cfg->nodes);
 	if (cfg->peers_per_node_ignored >= 0)
 		mtc_error("'peers-per-node' %d does not match the %d entries of 'peer-ranks': "
-			  "'peer-ranks' is used", cfg->peers_per_node_ignored, cfg->n_peer_ranks);
+			  "'peer-ranks' is used",
+			  cfg->peers_per_node_ignored, cfg->n_peer_ranks);
 }
 
 int do_accept(void)

@@ -18,7 +18,7 @@ static int build_offer(struct mtc_config *cfg, enum mtc_yaml_style *style)
 	json_object_set_new(o, "framework", json_string(o_framework));
 #define SET_INT(key, v) \
 	if ((v) >= 0)   \
-		json_object_set_new(o, key, json_integer(v))
+	json_object_set_new(o, key, json_integer(v))
 	SET_INT("node-rank", o_rank);
 	SET_INT("nodes", o_nodes);
 	SET_INT("peers-per-node", o_ppn);
@@ -36,7 +36,8 @@ static int build_offer(struct mtc_config *cfg, enum mtc_yaml_style *style)
 				free(list);
 				json_decref(a);
 				json_decref(o);
-				return mtc_usage_error("--peer-ranks takes ranks like 1,2, not '%s'", o_peers);
+				return mtc_usage_error("--peer-ranks takes ranks like 1,2, not '%s'",
+						       o_peers);
 			}
 			json_array_append_new(a, json_integer(v));
 		}
@@ -128,8 +129,8 @@ static int wait_restore(const struct mtc_config *cfg, enum mtc_yaml_style style)
 	}
 	if (rc != MTC_EXIT_FAILURE) {
 		const char *where = to ? to : from;
-		if (json ? mtc_json_print(json_pack("{s:I, s:s}", "step", (json_int_t)step, "path",
-						    where))
+		if (json ? mtc_json_print(
+				   json_pack("{s:I, s:s}", "step", (json_int_t)step, "path", where))
 			 : printf("%lld %s\n", step, where) < 0 || fflush(stdout) != 0)
 			rc = MTC_EXIT_FAILURE;
 	}

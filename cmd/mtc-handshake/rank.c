@@ -36,7 +36,7 @@ static int cmp_desc(const void *a, const void *b)
 static json_t *holds(const char *dir)
 {
 	struct mtc_inventory inv;
-	long long (*pairs)[2];
+	long long(*pairs)[2];
 	size_t n = 0;
 	json_t *out = json_array();
 
@@ -59,7 +59,8 @@ static json_t *holds(const char *dir)
 	}
 	qsort(pairs, n, sizeof *pairs, cmp_desc);
 	for (size_t i = 0; i < n && i < 256; i++)
-		json_array_append_new(out, json_pack("[I, i]", (json_int_t)pairs[i][0], (int)pairs[i][1]));
+		json_array_append_new(out,
+				      json_pack("[I, i]", (json_int_t)pairs[i][0], (int)pairs[i][1]));
 	free(pairs);
 	mtc_inventory_free(&inv);
 	return out;
@@ -102,8 +103,7 @@ int do_rank(const struct rank_opts *o)
 		 json_array_size(json_object_get(report, "holds")), o->coordinator);
 	/* no job or rank is known yet: the job's secret speaks for the node */
 	mtc_coord_client_init(&cc, o->coordinator, secret, o->index);
-	rc = mtc_coord_call(&cc, "ranks", report, mtc_deadline(o->timeout_s), &answer, err,
-			    sizeof err);
+	rc = mtc_coord_call(&cc, "ranks", report, mtc_deadline(o->timeout_s), &answer, err, sizeof err);
 	mtc_coord_client_close(&cc);
 	json_decref(report);
 	if (secret) {

@@ -57,16 +57,16 @@ static int peer_list(int local, int nodes, struct peer **out, int *n)
 				free(p[q].url);
 			free(p);
 			*n = 0;
-			return mtc_usage_error("rank %d is given twice (the local dir is rank %d)",
-					       rank, local);
+			return mtc_usage_error("rank %d is given twice (the local dir is rank %d)", rank,
+					       local);
 		}
 	}
 	*out = p;
 	return MTC_EXIT_OK;
 }
 
-static void note_shape(const struct mtc_inventory *inv, const char *job, int *max_node,
-		       int *max_worker, char *seen_job, size_t len, int *jobs)
+static void note_shape(const struct mtc_inventory *inv, const char *job, int *max_node, int *max_worker,
+		       char *seen_job, size_t len, int *jobs)
 {
 	for (size_t i = 0; i < inv->n_metas; i++) {
 		const struct mtc_inv_meta *m = &inv->metas[i];
@@ -86,8 +86,7 @@ static void note_shape(const struct mtc_inventory *inv, const char *job, int *ma
 	}
 }
 
-static int backups_into(json_t *inv, json_t *plan_without, const char *job, int nodes,
-			int workers)
+static int backups_into(json_t *inv, json_t *plan_without, const char *job, int nodes, int workers)
 {
 	struct mtc_backup_entry *list = NULL;
 	struct mtc_store *s;
@@ -234,7 +233,7 @@ int gather(void)
 	for (int i = 0; i < n_peers; i++)
 		if (got[i + 1])
 			json_array_append_new(ranks, mtc_lkg_rank_entry(&invs[i + 1], peers[i].rank,
-									 peers[i].url, job));
+									peers[i].url, job));
 	if (backups_root) {
 		if (!(plan = mtc_lkg_plan(inv, err, sizeof err))) {
 			mtc_error("cannot plan: %s", err);
@@ -244,8 +243,8 @@ int gather(void)
 			goto out;
 	}
 	if (missing)
-		mtc_warn("%d of %d peers did not answer: the plan leaves out what they hold",
-			 missing, n_peers);
+		mtc_warn("%d of %d peers did not answer: the plan leaves out what they hold", missing,
+			 n_peers);
 	rc = plan_and_show(inv);
 out:
 	json_decref(plan);

@@ -115,14 +115,15 @@ int list_backups(const char *job, int nodes, int workers)
 		if (rc == MTC_EXIT_OK && info.state == MTC_BACKUP_VALID && !newest_valid)
 			newest_valid = list[i].name;
 		if (rc == MTC_EXIT_OK && json_out)
-			json_array_append_new(
-				arr, json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:I, s:b, s:b, s:b}",
-					       "name", list[i].name, "state",
-					       mtc_backup_state_name(info.state), "reason", info.reason,
-					       "step", (json_int_t)info.step, "nodes", info.nodes,
-					       "workers", info.workers, "bytes", (json_int_t)bytes,
-					       "verified", deep, "newest-valid",
-					       newest_valid == list[i].name, "pinned", is_pinned));
+			json_array_append_new(arr,
+					      json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:I, s:b, s:b, s:b}",
+							"name", list[i].name, "state",
+							mtc_backup_state_name(info.state), "reason",
+							info.reason, "step", (json_int_t)info.step,
+							"nodes", info.nodes, "workers", info.workers,
+							"bytes", (json_int_t)bytes, "verified", deep,
+							"newest-valid", newest_valid == list[i].name,
+							"pinned", is_pinned));
 		else if (rc == MTC_EXIT_OK)
 			print_backup_line(&info, bytes, newest_valid == list[i].name, is_pinned);
 		mtc_backup_info_free(&info);

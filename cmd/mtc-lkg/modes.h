@@ -37,8 +37,8 @@
 
 #define INVENTORY_MAX_BYTES (1024L * 1024 * 1024)
 
-extern char *backups_root, *token_file, *s3_endpoint, *inventory_path, *dir, *config_path,
-	*job_opt, *peer_template, *peer_token_file, **peer_urls;
+extern char *backups_root, *token_file, *s3_endpoint, *inventory_path, *dir, *config_path, *job_opt,
+	*peer_template, *peer_token_file, **peer_urls;
 extern int json_out, parallel, nodes_opt, workers_opt, rank_opt, verify;
 extern double peer_timeout;
 

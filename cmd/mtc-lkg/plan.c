@@ -16,20 +16,17 @@ static void print_summary(json_t *plan)
 
 	if (json_is_integer(step))
 		printf("step %lld from %s%s%s (%lld nodes x %lld worker%s)\n",
-		       (long long)json_integer_value(step),
-		       backup ? "backup " : "the cluster", backup ? backup : "",
-		       pinned ? ", forced by restore.version" : "",
+		       (long long)json_integer_value(step), backup ? "backup " : "the cluster",
+		       backup ? backup : "", pinned ? ", forced by restore.version" : "",
 		       (long long)json_integer_value(json_object_get(plan, "nodes")),
 		       (long long)json_integer_value(json_object_get(plan, "workers-per-node")),
 		       json_integer_value(json_object_get(plan, "workers-per-node")) == 1 ? "" : "s");
 	else
-		printf("nothing to restore: %s\n",
-		       json_string_value(json_object_get(plan, "reason")));
-	json_array_foreach(json_object_get(plan, "errors"), i, v)
+		printf("nothing to restore: %s\n", json_string_value(json_object_get(plan, "reason")));
+	json_array_foreach (json_object_get(plan, "errors"), i, v)
 		printf("error: %s\n", json_string_value(v));
 	n_rejected = json_array_size(json_object_get(plan, "rejected"));
-	json_array_foreach(json_object_get(plan, "rejected"), i, v)
-	{
+	json_array_foreach (json_object_get(plan, "rejected"), i, v) {
 		if (i == 10) {
 			printf("(%zu more rejected steps)\n", n_rejected - 10);
 			break;
@@ -37,18 +34,16 @@ static void print_summary(json_t *plan)
 		printf("rejected: step %lld in %s%s: %s\n",
 		       (long long)json_integer_value(json_object_get(v, "step")),
 		       json_object_get(v, "backup") ? "backup " : "the cluster",
-		       json_object_get(v, "backup")
-			       ? json_string_value(json_object_get(v, "backup"))
-			       : "",
+		       json_object_get(v, "backup") ? json_string_value(json_object_get(v, "backup"))
+						    : "",
 		       json_string_value(json_object_get(v, "reason")));
 	}
 	if (!json_is_integer(step) || !source)
 		return;
-	json_array_foreach(json_object_get(plan, "ranks"), i, r)
-	{
+	json_array_foreach (json_object_get(plan, "ranks"), i, r) {
 		json_t *m;
 		size_t k;
-		json_array_foreach(json_object_get(r, "metas"), k, m)
+		json_array_foreach (json_object_get(r, "metas"), k, m)
 			if (json_is_integer(json_object_get(m, "substituted-from")))
 				printf("rank %lld worker %lld: its own data exists nowhere; it takes "
 				       "rank %lld's (assume-data-parallelism)\n",
@@ -57,8 +52,7 @@ static void print_summary(json_t *plan)
 				       (long long)json_integer_value(
 					       json_object_get(m, "substituted-from")));
 	}
-	json_array_foreach(json_object_get(plan, "ranks"), i, r)
-	{
+	json_array_foreach (json_object_get(plan, "ranks"), i, r) {
 		json_t *fetch = json_object_get(r, "fetch"), *f;
 		size_t k;
 		if (!json_array_size(fetch)) {
@@ -69,16 +63,16 @@ static void print_summary(json_t *plan)
 			printf("%-6s %-8s %s\n", "RANK", "REPORTED", "FETCHES");
 		printf("%-6lld %-8s", (long long)json_integer_value(json_object_get(r, "node-rank")),
 		       json_is_true(json_object_get(r, "reported")) ? "yes" : "no");
-		json_array_foreach(fetch, k, f)
-		{
+		json_array_foreach (fetch, k, f) {
 			char h[16];
 			json_t *from = json_object_get(f, "from");
-			printf(" %s from ", short_hash(json_string_value(json_object_get(f, "hash")), h,
-						       sizeof h));
+			printf(" %s from ",
+			       short_hash(json_string_value(json_object_get(f, "hash")), h, sizeof h));
 			if (json_array_size(from))
 				printf("rank %lld%s",
 				       (long long)json_integer_value(json_array_get(from, 0)),
-				       json_is_true(json_object_get(f, "backup")) ? " or the backup" : "");
+				       json_is_true(json_object_get(f, "backup")) ? " or the backup"
+										  : "");
 			else
 				printf("the backup");
 			if (k + 1 < json_array_size(fetch))

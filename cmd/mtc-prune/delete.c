@@ -62,8 +62,8 @@ static void run_free(struct run *run)
 }
 
 /* Judges (and with --delete prunes) the backups of the directory s is opened at. */
-int prune_dir(struct mtc_store *s, const char *root, const struct rules *r, int nodes,
-	      int workers, int location_named, struct totals *t)
+int prune_dir(struct mtc_store *s, const char *root, const struct rules *r, int nodes, int workers,
+	      int location_named, struct totals *t)
 {
 	struct run run = { .root = root, .r = r, .location_named = location_named };
 	char **dirs = NULL, rv[4096];
@@ -81,8 +81,8 @@ int prune_dir(struct mtc_store *s, const char *root, const struct rules *r, int 
 	if (!run.n) {
 		if (run.ignored)
 			mtc_error("no backups at '%s' (%zu name%s without a timestamp: %s); for a "
-				  "bucket root give it as LOCATION with --job NAME", root, run.ignored,
-				  run.ignored == 1 ? "" : "s", run.ignored_names);
+				  "bucket root give it as LOCATION with --job NAME",
+				  root, run.ignored, run.ignored == 1 ? "" : "s", run.ignored_names);
 		else
 			mtc_error("no backups at '%s'", root);
 		rc = MTC_EXIT_NOTFOUND;
@@ -136,7 +136,8 @@ int prune_location(const struct rules *r, struct totals *t)
 			return MTC_EXIT_FAILURE;
 		}
 		if (job && strcmp(job, cfg.job_name)) {
-			rc = mtc_usage_error("--job %s and the config's job '%s' differ", job, cfg.job_name);
+			rc = mtc_usage_error("--job %s and the config's job '%s' differ", job,
+					     cfg.job_name);
 			goto out;
 		}
 		name = cfg.job_name;

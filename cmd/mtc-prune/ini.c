@@ -25,8 +25,7 @@ static const struct rules *rules_of(const struct rules *all, const struct mtc_wa
  * name holds a timestamp is a backup, in a group (its parent, the section);
  * with [main] path any other directory is searched in turn, SEARCH_DEPTH deep.
  */
-static int search(const char *dir, const struct rules *all, int depth, struct found **f,
-		  size_t *nf)
+static int search(const char *dir, const struct rules *all, int depth, struct found **f, size_t *nf)
 {
 	struct mtc_store *s = NULL;
 	char **names = NULL;

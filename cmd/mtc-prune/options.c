@@ -15,7 +15,8 @@ int parse_policy(struct mtc_retention_policy *p)
 					       mtc_freq_name((enum mtc_freq)f), text);
 	}
 	if (mtc_retention_keeps_nothing(p))
-		return mtc_usage_error("refusing a policy where every count is 0: it would delete every backup");
+		return mtc_usage_error(
+			"refusing a policy where every count is 0: it would delete every backup");
 	return MTC_EXIT_OK;
 }
 
@@ -51,16 +52,25 @@ void rules_free(struct rules *r)
  */
 static int refuse_beside_ini(void)
 {
-	static const char *freq_flags[MTC_FREQ_COUNT] = { "--minutely", "--hourly", "--daily",
-							  "--weekly", "--monthly", "--yearly" };
+	static const char *freq_flags[MTC_FREQ_COUNT] = { "--minutely", "--hourly",  "--daily",
+							  "--weekly",	"--monthly", "--yearly" };
 	const char *given = NULL;
 	for (int f = 0; f < MTC_FREQ_COUNT; f++)
 		if (counts[f])
 			given = freq_flags[f];
-	given = prefer_recent ? "--prefer-recent" : relaxed ? "--relaxed" : utc ? "--utc"
-		: include ? "--include" : exclude ? "--exclude" : include_list ? "--include-list"
-		: exclude_list ? "--exclude-list" : pattern ? "--timestamp-pattern" : path_opt ? "--path"
-		: list_file ? "--list" : job ? "--job" : location ? "a LOCATION" : given;
+	given = prefer_recent  ? "--prefer-recent"
+		: relaxed      ? "--relaxed"
+		: utc	       ? "--utc"
+		: include      ? "--include"
+		: exclude      ? "--exclude"
+		: include_list ? "--include-list"
+		: exclude_list ? "--exclude-list"
+		: pattern      ? "--timestamp-pattern"
+		: path_opt     ? "--path"
+		: list_file    ? "--list"
+		: job	       ? "--job"
+		: location     ? "a LOCATION"
+			       : given;
 	if (given)
 		return mtc_usage_error("%s cannot be given with the backup-warden config '%s': "
 				       "the file's sections say where and how to prune",
@@ -89,8 +99,9 @@ int load_ini(struct rules **all)
 		if (rc != MTC_EXIT_OK)
 			return rc;
 		if (!ini.main_path && strpbrk(sec->path, "*?["))
-			return mtc_usage_error("'%s': [%s] is a glob: globs need a [main] path to search below",
-					       config_file, sec->path);
+			return mtc_usage_error(
+				"'%s': [%s] is a glob: globs need a [main] path to search below",
+				config_file, sec->path);
 	}
 	return MTC_EXIT_OK;
 }
@@ -130,10 +141,12 @@ int check_modes(int ini_mode)
 	if (list_file && (path_opt || location))
 		return mtc_usage_error("--list and a location do not mix");
 	if (!list_file && !path_opt && !location)
-		return mtc_usage_error("a LOCATION with --job (or --config), -p PATH or --list FILE is needed");
+		return mtc_usage_error(
+			"a LOCATION with --job (or --config), -p PATH or --list FILE is needed");
 	if (path_opt && (job || config_file))
 		return mtc_usage_error("-p names the directory of the backups itself: give the bucket "
-				       "root as LOCATION with %s", job ? "--job" : "--config");
+				       "root as LOCATION with %s",
+				       job ? "--job" : "--config");
 	if (list_file && (do_delete || config_file || job))
 		return mtc_usage_error("--list decides only: no --delete, --config or --job");
 	return MTC_EXIT_OK;

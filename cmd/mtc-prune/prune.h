@@ -69,8 +69,8 @@ struct totals {
 };
 
 extern char **counts[MTC_FREQ_COUNT];
-extern int prefer_recent, relaxed, do_delete, dry_run, print_deleted, print_kept,
-	print_not_deleted, json_out, utc, debug, silent, show_version, verify;
+extern int prefer_recent, relaxed, do_delete, dry_run, print_deleted, print_kept, print_not_deleted,
+	json_out, utc, debug, silent, show_version, verify;
 extern char *location, *path_opt, *list_file, *pattern, *grace_text, *config_file, *token_file,
 	*s3_endpoint, *job;
 extern char **include, **exclude, **include_list, **exclude_list;
@@ -86,13 +86,12 @@ void add_item(struct run *run, const char *name);
 void report_ignored(const struct run *run);
 int read_list(const char *file, struct run *run);
 struct backup *backup_of(const struct run *run, const char *name);
-int protect(struct mtc_store *s, struct run *run, const char *restore_version, int nodes,
-	    int workers);
+int protect(struct mtc_store *s, struct run *run, const char *restore_version, int nodes, int workers);
 int report(const struct run *run, struct totals *t);
 int report_summary(const struct totals *t, const struct rules *r);
 int open_dir(const char *root, struct mtc_store **s);
-int prune_dir(struct mtc_store *s, const char *root, const struct rules *r, int nodes,
-	      int workers, int location_named, struct totals *t);
+int prune_dir(struct mtc_store *s, const char *root, const struct rules *r, int nodes, int workers,
+	      int location_named, struct totals *t);
 int prune_list(const struct rules *r, struct totals *t);
 int prune_location(const struct rules *r, struct totals *t);
 int prune_ini(const struct rules *all, struct totals *t);

@@ -53,8 +53,9 @@ static int report_json(const struct run *run)
 		reasons_json(it, why);
 		json_object_set_new(o, "reasons", why);
 		if (b->state != UNCHECKED)
-			json_object_set_new(o, "state", json_string(mtc_backup_state_name(
-								(enum mtc_backup_state)b->state)));
+			json_object_set_new(o, "state",
+					    json_string(mtc_backup_state_name(
+						    (enum mtc_backup_state)b->state)));
 		if (b->reason[0])
 			json_object_set_new(o, "why", json_string(b->reason));
 		rc |= mtc_json_print(o);

@@ -45,7 +45,8 @@ int parse_duration(const char *s, long long *out)
 	if (errno || end == s || v < 0)
 		return -1;
 	switch (*end) {
-	case '\0': case 's': break;
+	case '\0':
+	case 's': break;
 	case 'm': v *= 60; break;
 	case 'h': v *= 3600; break;
 	case 'd': v *= 86400; break;
@@ -194,8 +195,7 @@ static int inspect(struct mtc_store *s, struct backup *b, int nodes, int workers
  * the one in restore.version and every backup younger than the grace period
  * that is not valid (being written) are kept whatever the policy says.
  */
-int protect(struct mtc_store *s, struct run *run, const char *restore_version, int nodes,
-	    int workers)
+int protect(struct mtc_store *s, struct run *run, const char *restore_version, int nodes, int workers)
 {
 	struct mtc_retention_item *items = run->items;
 	time_t now = time(NULL);

@@ -15,9 +15,9 @@ int load_config(const char *path, struct mtc_config *cfg)
 static void print_commit(const struct mtc_commit_result *r, void *arg)
 {
 	(void)arg;
-	mtc_json_print(json_pack("{s:I, s:i, s:s, s:I, s:o, s:b}", "step", (json_int_t)r->step,
-				 "worker", r->worker, "hash", r->hash, "bytes", (json_int_t)r->bytes,
-				 "seconds", mtc_json_seconds(r->seconds), "redundant", r->redundant));
+	mtc_json_print(json_pack("{s:I, s:i, s:s, s:I, s:o, s:b}", "step", (json_int_t)r->step, "worker",
+				 r->worker, "hash", r->hash, "bytes", (json_int_t)r->bytes, "seconds",
+				 mtc_json_seconds(r->seconds), "redundant", r->redundant));
 }
 
 /*
@@ -39,21 +39,23 @@ static void report_pending(const struct mtc_commit_pendings *p, double quiet, in
 	for (size_t i = 0; i < p->n; i++)
 		if (p->v[i].saves < 0)
 			mtc_warn("step %lld is pending: it kept changing while it was hashed; not "
-				 "committed (--wait SEC waits for it)", p->v[i].step);
+				 "committed (--wait SEC waits for it)",
+				 p->v[i].step);
 		else if (p->v[i].saves < p->v[i].workers)
-			mtc_warn("step %lld is pending: %d of %d workers' saves are there",
-				 p->v[i].step, p->v[i].saves, p->v[i].workers);
+			mtc_warn("step %lld is pending: %d of %d workers' saves are there", p->v[i].step,
+				 p->v[i].saves, p->v[i].workers);
 		else
 			mtc_warn("step %lld is pending: written to within the last %g s (--quiet-time); "
-				 "not committed (--wait SEC waits for it)", p->v[i].step, quiet);
+				 "not committed (--wait SEC waits for it)",
+				 p->v[i].step, quiet);
 }
 
 /*
  * commit --wait: scans until no step is pending or wait_s has passed, taking
  * each step as it becomes quiet. Exit 3 when some stay pending.
  */
-static int commit_wait(const struct mtc_commit_opts *o, struct mtc_commit_pendings *p,
-		       double wait_s, int json)
+static int commit_wait(const struct mtc_commit_opts *o, struct mtc_commit_pendings *p, double wait_s,
+		       int json)
 {
 	double end = mtc_now() + wait_s;
 	for (;;) {
@@ -90,7 +92,8 @@ int mtc_replicate_commit(int argc, const char **argv)
 		  "with --watch, exit 0 after SEC s (default: never)", "SEC" },
 		{ "wait", '\0', POPT_ARG_DOUBLE, &wait_s, 0,
 		  "wait up to SEC s for pending steps to become quiet and commit them; exit 3 if "
-		  "some are still pending", "SEC" },
+		  "some are still pending",
+		  "SEC" },
 		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
 		  "N" },
 		{ "json", '\0', POPT_ARG_NONE, &json, 0,

@@ -75,8 +75,8 @@ int mtc_replicate_digest(int argc, const char **argv)
 	char *framework = NULL;
 	struct poptOption opts[] = {
 		{ "json", '\0', POPT_ARG_NONE, &json, 0, "one JSON object per line", NULL },
-		{ "threads", 't', POPT_ARG_INT, &threads, 0,
-		  "hashing threads (default: one per CPU)", "N" },
+		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
+		  "N" },
 		{ "manifest", 'm', POPT_ARG_NONE, &manifest, 0,
 		  "with --json, add the manifest (path, type, size, digest of every entry)", NULL },
 		{ "framework", '\0', POPT_ARG_STRING, &framework, 0,

@@ -31,12 +31,11 @@ static void print_would_delete(const char *path, void *arg)
 static int print_gc(const struct mtc_gc_stats *st, int dry_run, json_t *would, int json)
 {
 	if (json && dry_run)
-		return mtc_json_print(json_pack("{s:b, s:O, s:I, s:I, s:I, s:I}", "dry-run", 1,
-						"would-delete", would, "would-delete-meta",
-						(json_int_t)st->deleted_meta, "would-delete-data",
-						(json_int_t)st->deleted_data, "kept-meta",
-						(json_int_t)st->kept_meta, "kept-data",
-						(json_int_t)st->kept_data));
+		return mtc_json_print(
+			json_pack("{s:b, s:O, s:I, s:I, s:I, s:I}", "dry-run", 1, "would-delete", would,
+				  "would-delete-meta", (json_int_t)st->deleted_meta, "would-delete-data",
+				  (json_int_t)st->deleted_data, "kept-meta", (json_int_t)st->kept_meta,
+				  "kept-data", (json_int_t)st->kept_data));
 	if (json)
 		return mtc_json_print(json_pack("{s:b, s:I, s:I, s:I, s:I}", "dry-run", 0,
 						"deleted-meta", (json_int_t)st->deleted_meta,
@@ -44,8 +43,8 @@ static int print_gc(const struct mtc_gc_stats *st, int dry_run, json_t *would, i
 						"kept-meta", (json_int_t)st->kept_meta, "kept-data",
 						(json_int_t)st->kept_data));
 	printf("%s %zu .meta and %zu .data, kept %zu .meta and %zu .data\n",
-	       dry_run ? "would delete" : "deleted", st->deleted_meta, st->deleted_data,
-	       st->kept_meta, st->kept_data);
+	       dry_run ? "would delete" : "deleted", st->deleted_meta, st->deleted_data, st->kept_meta,
+	       st->kept_data);
 	return fflush(stdout) == 0 ? 0 : -1;
 }
 
@@ -58,8 +57,8 @@ int mtc_replicate_gc(int argc, const char **argv)
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
 		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (JSON, - for stdin)",
 		  "CFG" },
-		{ "keep", 'k', POPT_ARG_STRING, &keep, 0, "steps whose .meta and .data stay ('' for none)",
-		  "STEP[,STEP...]" },
+		{ "keep", 'k', POPT_ARG_STRING, &keep, 0,
+		  "steps whose .meta and .data stay ('' for none)", "STEP[,STEP...]" },
 		{ "own-only", '\0', POPT_ARG_NONE, &own_only, 0,
 		  "keep only this node's own .meta (data parallelism after a restore)", NULL },
 		{ "dry-run", 'n', POPT_ARG_NONE, &dry_run, 0, "print what would go, delete nothing",

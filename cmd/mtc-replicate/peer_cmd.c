@@ -28,14 +28,14 @@
 #include "token_file.h"
 #include "xalloc.h"
 
-#define SERVE_USAGE                                                                            \
+#define SERVE_USAGE                                                                                  \
 	"serve --dir DIR --listen HOST:PORT [--peer-token-file FILE [--strict-ranks]] [--insecure] " \
 	"[--tls-dir DIR] [--coordinator --nodes N] [--json]"
-#define PUSH_USAGE                                                                             \
-	"push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] "        \
+#define PUSH_USAGE                                                                      \
+	"push --dir DIR --config CFG --step S [--peer URL]... [--peer-url-template T] " \
 	"[--peer-token-file FILE] [--tls-dir DIR] [--streams N] [--json]"
-#define FETCH_USAGE                                                                            \
-	"fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--peer-token-file FILE] "       \
+#define FETCH_USAGE                                                                           \
+	"fetch --dir DIR --from URL [--hash H]... [--meta NAME]... [--peer-token-file FILE] " \
 	"[--tls-dir DIR] [--streams N] [--json]"
 
 int mtc_replicate_parse(int argc, const char **argv, struct poptOption *opts, const char *usage,
@@ -46,7 +46,10 @@ int mtc_replicate_parse(int argc, const char **argv, struct poptOption *opts, co
 }
 
 /* The output of these verbs is JSON with or without --json (accepted by each). */
-#define JSON_OPTION(help) { "json", '\0', POPT_ARG_NONE, NULL, 0, help, NULL }
+#define JSON_OPTION(help)                                        \
+	{                                                        \
+		"json", '\0', POPT_ARG_NONE, NULL, 0, help, NULL \
+	}
 
 int mtc_replicate_serve(int argc, const char **argv)
 {
@@ -54,7 +57,8 @@ int mtc_replicate_serve(int argc, const char **argv)
 	char *dir = NULL, *listen = NULL, *token = NULL, *ready_file = NULL, *tls_dir = NULL,
 	     *job = NULL, err[512];
 	long long max_body = -1, max_files = -1, min_rate = -1;
-	int insecure = 0, strict_ranks = 0, max_depth = -1, max_conn = -1, timeout = -1, session_timeout = -1, sig, rc;
+	int insecure = 0, strict_ranks = 0, max_depth = -1, max_conn = -1, timeout = -1,
+	    session_timeout = -1, sig, rc;
 	int coordinator = 0, nodes = 0, per_ip = -1, max_unauth = -1, head_timeout = -1;
 	double round_s = 0, heartbeat_s = 0, poll_s = 0;
 	struct mtc_coord *coord = NULL;
@@ -67,21 +71,26 @@ int mtc_replicate_serve(int argc, const char **argv)
 		MTC_POPT_PEER_TOKEN_FILE(token),
 		{ "strict-ranks", '\0', POPT_ARG_NONE, &strict_ranks, 0,
 		  "a write or a coordinator report that speaks for a rank needs that rank's "
-		  "credential: the token file's plain secret may only read", NULL },
+		  "credential: the token file's plain secret may only read",
+		  NULL },
 		{ "insecure", '\0', POPT_ARG_NONE, &insecure, 0,
 		  "allow a non-loopback address without a token", NULL },
 		{ "tls-dir", '\0', POPT_ARG_STRING, &tls_dir, 0,
 		  "serve HTTPS only, with DIR/tls.crt and tls.key; the data needs a client "
-		  "certificate signed by DIR/ca.crt (else $MTC_TLS_DIR)", "DIR" },
+		  "certificate signed by DIR/ca.crt (else $MTC_TLS_DIR)",
+		  "DIR" },
 		{ "ready-file", '\0', POPT_ARG_STRING, &ready_file, 0,
 		  "GET /readyz answers 200 while FILE exists, else 503 (the node's service creates "
-		  "it once the handshake and the restore are done)", "FILE" },
+		  "it once the handshake and the restore are done)",
+		  "FILE" },
 		{ "max-body", '\0', POPT_ARG_LONGLONG, &max_body, 0,
 		  "bytes per upload (default: the local dir's free space when the upload starts, "
-		  "which also caps any BYTES)", "BYTES" },
+		  "which also caps any BYTES)",
+		  "BYTES" },
 		{ "max-files", '\0', POPT_ARG_LONGLONG, &max_files, 0,
 		  "entries per uploaded tree (default 1000000)", "N" },
-		{ "max-depth", '\0', POPT_ARG_INT, &max_depth, 0, "path depth in a tree (default 64)", "N" },
+		{ "max-depth", '\0', POPT_ARG_INT, &max_depth, 0, "path depth in a tree (default 64)",
+		  "N" },
 		{ "max-connections", '\0', POPT_ARG_INT, &max_conn, 0,
 		  "concurrent connections (default 256; with --coordinator 3 * nodes + 64 if more)",
 		  "N" },
@@ -89,25 +98,28 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "concurrent connections from one client address (default 64; 0: no limit)", "N" },
 		{ "max-unauth", '\0', POPT_ARG_INT, &max_unauth, 0,
 		  "connections that have not shown a valid token yet; one more cuts the oldest "
-		  "(default 64; with --coordinator 64 + nodes)", "N" },
+		  "(default 64; with --coordinator 64 + nodes)",
+		  "N" },
 		{ "head-timeout", '\0', POPT_ARG_INT, &head_timeout, 0,
 		  "seconds an unauthenticated connection has to send a whole request head "
-		  "(default 10; 0: no deadline)", "SEC" },
+		  "(default 10; 0: no deadline)",
+		  "SEC" },
 		{ "timeout", '\0', POPT_ARG_INT, &timeout, 0,
 		  "seconds a connection may stay idle (default 120)", "SEC" },
 		{ "min-rate", '\0', POPT_ARG_LONGLONG, &min_rate, 0,
 		  "a request body slower than this on average is cut, after the idle timeout (at most "
-		  "30 s) (default 65536; 0: never)", "BYTES/S" },
+		  "30 s) (default 65536; 0: never)",
+		  "BYTES/S" },
 		{ "session-timeout", '\0', POPT_ARG_INT, &session_timeout, 0,
 		  "seconds an upload session may stay idle before it is discarded (default 600)",
 		  "SEC" },
 		{ "coordinator", '\0', POPT_ARG_NONE, &coordinator, 0,
-		  "also be the coordinator (rank 0): POST /v1/coord/{restore,restore-done,sync}",
-		  NULL },
+		  "also be the coordinator (rank 0): POST /v1/coord/{restore,restore-done,sync}", NULL },
 		{ "nodes", 'n', POPT_ARG_INT, &nodes, 0, "ranks the coordinator waits for", "N" },
 		{ "job", '\0', POPT_ARG_STRING, &job, 0,
 		  "the job the coordinator serves: a report of another job is refused (default: the "
-		  "first job a report names)", "NAME" },
+		  "first job a report names)",
+		  "NAME" },
 		{ "round-timeout", '\0', POPT_ARG_DOUBLE, &round_s, 0,
 		  "seconds before an incomplete round fails (default 300)", "SEC" },
 		{ "heartbeat-timeout", '\0', POPT_ARG_DOUBLE, &heartbeat_s, 0,
@@ -244,16 +256,27 @@ struct client_args {
 	int retries, streams;
 };
 
-#define CLIENT_ARGS_INIT { .retries = -1 }
-#define CLIENT_OPTIONS(a, streams_help)                                                          \
-	MTC_POPT_PEER_TOKEN_FILE((a).token_file),                                                \
-	{ "tls-dir", '\0', POPT_ARG_STRING, &(a).tls_dir, 0,                                      \
-	  "HTTPS: peers checked against DIR/ca.crt, DIR/tls.crt shown as the client "             \
-	  "certificate (else $MTC_TLS_DIR)", "DIR" },                                             \
-	{ "timeout", '\0', POPT_ARG_DOUBLE, &(a).timeout, 0,                                      \
-	  "seconds per object, retries included (default 3600)", "SEC" },                        \
-	{ "retries", '\0', POPT_ARG_INT, &(a).retries, 0, "retries per request (default 4)", "N" }, \
-	{ "streams", '\0', POPT_ARG_INT, &(a).streams, 0, streams_help, "N" }
+#define CLIENT_ARGS_INIT      \
+	{                     \
+		.retries = -1 \
+	}
+#define CLIENT_OPTIONS(a, streams_help)                                                                     \
+	MTC_POPT_PEER_TOKEN_FILE((a).token_file),                                                           \
+		{ "tls-dir",                                                                                \
+		  '\0',                                                                                     \
+		  POPT_ARG_STRING,                                                                          \
+		  &(a).tls_dir,                                                                             \
+		  0,                                                                                        \
+		  "HTTPS: peers checked against DIR/ca.crt, DIR/tls.crt shown as the client "               \
+		  "certificate (else $MTC_TLS_DIR)",                                                        \
+		  "DIR" },                                                                                  \
+		{ "timeout",	'\0', POPT_ARG_DOUBLE,                                                      \
+		  &(a).timeout, 0,    "seconds per object, retries included (default 3600)",                \
+		  "SEC" },                                                                                  \
+		{ "retries", '\0', POPT_ARG_INT, &(a).retries, 0, "retries per request (default 4)", "N" }, \
+	{                                                                                                   \
+		"streams", '\0', POPT_ARG_INT, &(a).streams, 0, streams_help, "N"                           \
+	}
 
 static int client_setup(struct mtc_peer_client *pc, const struct client_args *a, char **token)
 {
@@ -305,8 +328,8 @@ static void free_argv(char **v)
 
 int mtc_replicate_push(int argc, const char **argv)
 {
-	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token = NULL,
-	     **peers = NULL, **urls = NULL, err[512];
+	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token = NULL, **peers = NULL,
+	     **urls = NULL, err[512];
 	struct client_args ca = CLIENT_ARGS_INIT;
 	int n_urls = 0, failed = 0, rc;
 	long long step;
@@ -375,8 +398,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		free(token);
 		pc.token = token = cred;
 	}
-	summary = mtc_peer_push_step(&pc, dir, cfg.job_name, step, cfg.node_rank, urls, n_urls,
-				     &failed);
+	summary = mtc_peer_push_step(&pc, dir, cfg.job_name, step, cfg.node_rank, urls, n_urls, &failed);
 	mtc_json_print(summary);
 	if (failed < 0)
 		mtc_error("nothing to push: no .meta of step %lld for node %d in '%s'", step,

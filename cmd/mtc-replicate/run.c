@@ -24,8 +24,8 @@ static char *sibling_program(const char *name)
 }
 
 /* Peer URLs of this node's replication peers: a template with {rank}, or line r of a file. */
-static int peer_urls(const struct mtc_config *cfg, const char *tmpl, const char *file,
-		     char ***urls, int *n)
+static int peer_urls(const struct mtc_config *cfg, const char *tmpl, const char *file, char ***urls,
+		     int *n)
 {
 	int ranks[256], k = mtc_peers_from_config(cfg, ranks, 256);
 	char *text = NULL, **lines = NULL;
@@ -42,7 +42,8 @@ static int peer_urls(const struct mtc_config *cfg, const char *tmpl, const char 
 			mtc_error("cannot read peers file '%s':", file);
 			return -1;
 		}
-		for (char *save = NULL, *t = strtok_r(text, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+		for (char *save = NULL, *t = strtok_r(text, "\n", &save); t;
+		     t = strtok_r(NULL, "\n", &save)) {
 			lines = xrealloc(lines, (size_t)(nlines + 1) * sizeof *lines);
 			lines[nlines++] = t;
 		}
@@ -66,10 +67,7 @@ static int peer_urls(const struct mtc_config *cfg, const char *tmpl, const char 
 	return 0;
 }
 
-static json_t *step_or_null(long long step)
-{
-	return step >= 0 ? json_integer(step) : json_null();
-}
+static json_t *step_or_null(long long step) { return step >= 0 ? json_integer(step) : json_null(); }
 
 /*
  * run --json: a line for each step as it reaches every peer and a backup
@@ -80,12 +78,15 @@ static int print_run(const char *dir, int rank, int sig)
 {
 	struct mtc_node_status st;
 	mtc_node_status_read(dir, &st);
-	return mtc_json_print(json_pack(
-		"{s:i, s:o, s:o, s:o, s:o, s:I, s:s}", "rank", rank, "committed",
-		step_or_null(st.committed), "replicated", step_or_null(st.replicated), "backed-up",
-		step_or_null(st.backup_step), "backup-time", step_or_null(st.backup_time),
-		"backups-failed", (json_int_t)st.backups_failed, "stopped",
-		sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "timeout"));
+	return mtc_json_print(json_pack("{s:i, s:o, s:o, s:o, s:o, s:I, s:s}", "rank", rank, "committed",
+					step_or_null(st.committed), "replicated",
+					step_or_null(st.replicated), "backed-up",
+					step_or_null(st.backup_step), "backup-time",
+					step_or_null(st.backup_time), "backups-failed",
+					(json_int_t)st.backups_failed, "stopped",
+					sig == SIGTERM	? "SIGTERM"
+					: sig == SIGINT ? "SIGINT"
+							: "timeout"));
 }
 
 int mtc_replicate_run(int argc, const char **argv)
@@ -98,7 +99,8 @@ int mtc_replicate_run(int argc, const char **argv)
 	enum mtc_background bg = MTC_BG_IDLE;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
-		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (a JSON file)", "CFG" },
+		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (a JSON file)",
+		  "CFG" },
 		{ "backup", 'b', POPT_ARG_STRING, &backup, 0,
 		  "backup location (the job name is added); without it no backups", "LOCATION" },
 		{ "coordinator-url", '\0', POPT_ARG_STRING, &coord, 0,
@@ -125,7 +127,8 @@ int mtc_replicate_run(int argc, const char **argv)
 		  "CPU class of hashing before the commit, pushes and backups: idle (default), nice or normal",
 		  "CLASS" },
 		{ "json", '\0', POPT_ARG_NONE, &json, 0,
-		  "a JSON line for each step's time to safety, and the node's state when the loop stops", NULL },
+		  "a JSON line for each step's time to safety, and the node's state when the loop stops",
+		  NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -170,13 +173,25 @@ int mtc_replicate_run(int argc, const char **argv)
 		struct sigaction sa = { .sa_handler = on_stop_signal };
 		char *prog = sibling_program("mtc-backup");
 		struct mtc_steady_opts o = {
-			.dir = dir, .cfg = &cfg, .config_path = config, .backup = backup,
-			.coordinator = mtc_coord_url(coord), .peers = urls, .n_peers = n_urls,
-			.token = token, .store_token_file = store_token,
-			.store_s3_endpoint = s3_endpoint, .backup_prog = prog,
-			.sync_s = sync_s, .quiet_s = quiet, .heartbeat_s = heartbeat,
-			.timeout_s = timeout, .threads = threads, .no_prehash = no_prehash,
-			.background = bg, .json = json,
+			.dir = dir,
+			.cfg = &cfg,
+			.config_path = config,
+			.backup = backup,
+			.coordinator = mtc_coord_url(coord),
+			.peers = urls,
+			.n_peers = n_urls,
+			.token = token,
+			.store_token_file = store_token,
+			.store_s3_endpoint = s3_endpoint,
+			.backup_prog = prog,
+			.sync_s = sync_s,
+			.quiet_s = quiet,
+			.heartbeat_s = heartbeat,
+			.timeout_s = timeout,
+			.threads = threads,
+			.no_prehash = no_prehash,
+			.background = bg,
+			.json = json,
 			.stop = &run_stop,
 		};
 		sigaction(SIGTERM, &sa, NULL);

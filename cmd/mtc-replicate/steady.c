@@ -83,12 +83,12 @@ struct loop {
 	double seed_started;
 	int seed_late;
 	double sync_failing_since, sync_error_logged;
-	char attempted[17]; /* the last backup this process started or found done */
+	char attempted[17];			/* the last backup this process started or found done */
 	struct mtc_node_status status, written; /* for the daemon's metrics (node_status.h) */
 	struct safety {
 		long long step;
 		double appeared, committed; /* UTC seconds; committed 0: not yet */
-	} safe[SAFETY_STEPS]; /* the newest committed steps, by step */
+	} safe[SAFETY_STEPS];		    /* the newest committed steps, by step */
 };
 
 /* The loop after a phase (commit, push, sync, backup): a point of lib/fault.c. */
@@ -149,7 +149,8 @@ static void *seed_main(void *arg)
 		if (mtc_backups_list(s, &list, &n) == 0)
 			for (size_t i = 0; i < n && i < 8 && !sd->found; i++) {
 				struct mtc_backup_info info;
-				if (mtc_backup_inspect(s, list[i].name, sd->nodes, sd->workers, &info) < 0)
+				if (mtc_backup_inspect(s, list[i].name, sd->nodes, sd->workers, &info) <
+				    0)
 					continue;
 				if ((sd->found = info.state == MTC_BACKUP_VALID)) {
 					sd->step = info.step;
@@ -302,8 +303,8 @@ static void on_commit(const struct mtc_commit_result *r, void *arg)
 }
 
 /* Steps with a .meta of this node (any_node: of any node) in the dir, ascending; count or -1. */
-static int steps_in_dir(struct loop *l, int any_node, long long **steps,
-			char (*hash)[MTC_HASH_MAX + 1], long long for_step)
+static int steps_in_dir(struct loop *l, int any_node, long long **steps, char (*hash)[MTC_HASH_MAX + 1],
+			long long for_step)
 {
 	struct mtc_inventory inv;
 	int n = 0;
@@ -377,18 +378,17 @@ static void push_done(struct loop *l)
 	size_t i;
 
 	if (l->push.failed < 0) {
-		mtc_error("cannot push step %lld: no .meta of node %d in '%s'", step,
-			  o->cfg->node_rank, o->dir);
+		mtc_error("cannot push step %lld: no .meta of node %d in '%s'", step, o->cfg->node_rank,
+			  o->dir);
 		l->next_push_try = mtc_now() + (o->sync_s > 0 ? o->sync_s : 10);
 	} else if (l->push.failed == 0) {
 		mtc_info("pushed step %lld to %d peer%s in %.2f s", step, o->n_peers,
-			 o->n_peers == 1 ? "" : "s",
-			 json_real_value(json_object_get(sum, "seconds")));
+			 o->n_peers == 1 ? "" : "s", json_real_value(json_object_get(sum, "seconds")));
 		l->pushed = l->replicated = step;
 		safety_reached(l, step, MTC_SAFE_PEERS, l->push.ended);
 		phase_done("push");
 	} else {
-		json_array_foreach(json_object_get(sum, "peers"), i, p)
+		json_array_foreach (json_object_get(sum, "peers"), i, p)
 			if (!json_is_true(json_object_get(p, "ok")))
 				mtc_error("cannot push step %lld to '%s': %s", step,
 					  json_string_value(json_object_get(p, "peer")) ?: "?",
@@ -460,7 +460,8 @@ static void reap_backup(struct loop *l, int block)
 		l->status.backups_failed++;
 		mtc_error("backup '%s' of step %lld failed (mtc-backup killed by signal %d); it is "
 			  "retried at the next interval",
-			  l->child_name, l->child_step, p > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+			  l->child_name, l->child_step,
+			  p > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 	}
 	l->child = 0;
 }
@@ -620,8 +621,8 @@ out:
 static void *sync_main(void *arg)
 {
 	struct loop *l = arg;
-	l->sync.rc = mtc_coord_post(&l->cc, "sync", l->sync.report, 1, mtc_now() + 30,
-				    &l->sync.answer, l->sync.err, sizeof l->sync.err);
+	l->sync.rc = mtc_coord_post(&l->cc, "sync", l->sync.report, 1, mtc_now() + 30, &l->sync.answer,
+				    l->sync.err, sizeof l->sync.err);
 	atomic_store(&l->sync.done, 1);
 	return NULL;
 }
@@ -679,14 +680,13 @@ static int sync_once(struct loop *l)
 		return 1;
 	}
 	if (!l->sync.report) {
-		rep = json_pack("{s:I, s:b, s:b, s:o}", "replicated-step",
-				(json_int_t)l->replicated, "backup-running", l->child > 0,
-				"backup-requested", backup_requested(l), "config",
-				mtc_config_to_json(o->cfg));
+		rep = json_pack("{s:I, s:b, s:b, s:o}", "replicated-step", (json_int_t)l->replicated,
+				"backup-running", l->child > 0, "backup-requested", backup_requested(l),
+				"config", mtc_config_to_json(o->cfg));
 		if (l->last_backup_time >= 0)
 			json_object_set_new(rep, "last-backup",
-					    json_pack("{s:s, s:I}", "name", l->last_backup_name,
-						      "step", (json_int_t)l->last_backup_step));
+					    json_pack("{s:s, s:I}", "name", l->last_backup_name, "step",
+						      (json_int_t)l->last_backup_step));
 		sync_start(l, rep);
 	}
 	if (!sync_reap(l, 0))

@@ -24,18 +24,18 @@ struct mtc_steady_opts {
 	const char *coordinator; /* URL, or NULL: decide alone (one node) */
 	char *const *peers;	 /* peer URLs to push to */
 	int n_peers;
-	const char *token;	      /* peers and coordinator */
-	const char *store_token_file; /* handed to mtc-backup --token-file */
+	const char *token;	       /* peers and coordinator */
+	const char *store_token_file;  /* handed to mtc-backup --token-file */
 	const char *store_s3_endpoint; /* handed to mtc-backup --s3-endpoint */
-	const char *backup_prog;      /* path of mtc-backup */
-	double sync_s;		      /* between syncs (default 10) */
-	double quiet_s;		      /* commit quiet time (default 5) */
-	double heartbeat_s;	      /* default 5 */
-	double timeout_s;	      /* return after this long; < 0: never */
+	const char *backup_prog;       /* path of mtc-backup */
+	double sync_s;		       /* between syncs (default 10) */
+	double quiet_s;		       /* commit quiet time (default 5) */
+	double heartbeat_s;	       /* default 5 */
+	double timeout_s;	       /* return after this long; < 0: never */
 	int threads;
-	int no_prehash;		      /* hash steps only at their commit (prehash.h) */
+	int no_prehash;			/* hash steps only at their commit (prehash.h) */
 	enum mtc_background background; /* the class of prehash, pushes, backups, the seed (threads.h) */
-	int json;		      /* a line on stdout for each step's time to safety */
+	int json;			/* a line on stdout for each step's time to safety */
 	volatile sig_atomic_t *stop;
 };
 

@@ -35,8 +35,8 @@
 #define DIGEST_USAGE "digest [--json] [--threads N] [--framework F] PATH..."
 #define COMMIT_USAGE "commit --dir DIR --config CFG [--watch | --wait SEC] [--quiet-time SEC] [--json]"
 #define GC_USAGE "gc --dir DIR --config CFG --keep STEP[,STEP...] [--dry-run] [--json]"
-#define RUN_USAGE                                                                              \
-	"run --dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL] "              \
+#define RUN_USAGE                                                                 \
+	"run --dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL] " \
 	"[--peer-url-template T | --peers-file FILE] [--json]"
 
 int mtc_replicate_digest(int argc, const char **argv);

@@ -53,8 +53,8 @@ int choose_backup(struct mtc_store *s, char *name, size_t len)
 			mtc_info("the newest valid backup is %s", name);
 			rc = MTC_EXIT_OK;
 		} else {
-			mtc_info("backup %s is %s: %s", list[i].name,
-				 mtc_backup_state_name(info.state), info.reason);
+			mtc_info("backup %s is %s: %s", list[i].name, mtc_backup_state_name(info.state),
+				 info.reason);
 		}
 		mtc_backup_info_free(&info);
 	}
@@ -107,7 +107,8 @@ int verify_backup(struct mtc_store *s, const char *name)
 	if (judge(s, name, &info) < 0)
 		return MTC_EXIT_FAILURE;
 	if (info.state != MTC_BACKUP_VALID) {
-		snprintf(why, sizeof why, "%s", info.state == MTC_BACKUP_EMPTY ? "no such backup" : info.reason);
+		snprintf(why, sizeof why, "%s",
+			 info.state == MTC_BACKUP_EMPTY ? "no such backup" : info.reason);
 		v = 1;
 	} else {
 		bar = mtc_progress_new(0, 0, !no_progress && mtc_log_level() >= MTC_LOG_WARN);
@@ -128,15 +129,16 @@ int verify_backup(struct mtc_store *s, const char *name)
 	if (v == 0 && left.n)
 		mtc_warn("backup '%s/%s' holds %s", mtc_store_url(s), name, why);
 	if (v >= 0)
-		mtc_json_print(json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}",
-					 "location", mtc_store_url(s), "name", name, "step",
-					 (json_int_t)info.step, "state",
-					 v ? "damaged" : left.n ? "leftovers" : "intact", "reason",
-					 why, "objects", (json_int_t)st.objects, "files",
-					 (json_int_t)st.files, "bytes", (json_int_t)st.bytes,
-					 "leftovers", (json_int_t)left.n, "leftover-bytes",
-					 (json_int_t)left.bytes, "seconds",
-					 mtc_json_seconds(mtc_now() - start)));
+		mtc_json_print(
+			json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "location",
+				  mtc_store_url(s), "name", name, "step", (json_int_t)info.step, "state",
+				  v	   ? "damaged"
+				  : left.n ? "leftovers"
+					   : "intact",
+				  "reason", why, "objects", (json_int_t)st.objects, "files",
+				  (json_int_t)st.files, "bytes", (json_int_t)st.bytes, "leftovers",
+				  (json_int_t)left.n, "leftover-bytes", (json_int_t)left.bytes,
+				  "seconds", mtc_json_seconds(mtc_now() - start)));
 	mtc_backup_info_free(&info);
 	return rc;
 }
@@ -152,7 +154,7 @@ int pick_rank(const struct mtc_backup_info *info, long long *rank)
 		return mtc_usage_error("--rank takes a node rank, not '%s'", rank_text);
 	}
 	if (info->nodes > 1)
-		return mtc_usage_error("backup %s holds %d nodes: say which with --rank R",
-				       info->name, info->nodes);
+		return mtc_usage_error("backup %s holds %d nodes: say which with --rank R", info->name,
+				       info->nodes);
 	return MTC_EXIT_OK;
 }

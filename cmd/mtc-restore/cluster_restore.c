@@ -75,9 +75,10 @@ static json_t *local_inventory(struct ctx *x)
 	/* a rank past the job's nodes is a bigger run's (a shrink): not this job's to restore */
 	for (size_t i = 0; i < inv.n_metas; i++)
 		if (!strcmp(inv.metas[i].job, x->cfg->job_name) && inv.metas[i].node < x->cfg->nodes)
-			json_array_append_new(metas, json_pack("[I, i, i, s]", (json_int_t)inv.metas[i].step,
-							       inv.metas[i].node, inv.metas[i].worker,
-							       inv.metas[i].hash));
+			json_array_append_new(metas,
+					      json_pack("[I, i, i, s]", (json_int_t)inv.metas[i].step,
+							inv.metas[i].node, inv.metas[i].worker,
+							inv.metas[i].hash));
 	for (size_t i = 0; i < inv.n_data; i++)
 		json_array_append_new(data, json_string(inv.data[i].hash));
 	mtc_inventory_free(&inv);
@@ -85,15 +86,15 @@ static json_t *local_inventory(struct ctx *x)
 	if ((found = mtc_shape_read(x->o->dir, x->cfg->job_name, &sh, err, sizeof err)) < 0)
 		mtc_warn("%s: not reporting the shape of the steps it holds", err);
 	else if (found)
-		json_object_set_new(rep, "shape", json_pack("{s:i, s:i}", "nodes", sh.nodes,
-							    "assume-data-parallelism", sh.dp));
+		json_object_set_new(rep, "shape",
+				    json_pack("{s:i, s:i}", "nodes", sh.nodes, "assume-data-parallelism",
+					      sh.dp));
 	return rep;
 }
 
 static json_t *backup_entry(struct ctx *x, const char *name, int *valid)
 {
-	json_t *e = mtc_lkg_backup_entry(x->store, name, x->cfg->nodes, x->cfg->workers_per_node,
-					 valid);
+	json_t *e = mtc_lkg_backup_entry(x->store, name, x->cfg->nodes, x->cfg->workers_per_node, valid);
 	if (!e)
 		mtc_warn("cannot read backup '%s/%s': %s", mtc_store_url(x->store), name,
 			 mtc_store_error(x->store));
@@ -224,8 +225,8 @@ static int has_local(const char *dir, const char *hash)
  * <name>/<hash>.data of the backups into a private staging dir, verified,
  * then published (lib/object.h). MTC_EXIT_NOTFOUND when name does not hold it.
  */
-static int fetch_from_backup(struct ctx *x, struct mtc_store *store, const char *name,
-			     const char *hash, char *err, size_t errlen)
+static int fetch_from_backup(struct ctx *x, struct mtc_store *store, const char *name, const char *hash,
+			     char *err, size_t errlen)
 {
 	char *staging, *prefix = NULL, *path = NULL, *hashes[] = { (char *)hash };
 	struct mtc_object_fetched got = { 0 };
@@ -239,8 +240,7 @@ static int fetch_from_backup(struct ctx *x, struct mtc_store *store, const char 
 	}
 	staging = t.path;
 	prefix = xasprintf("%s/", name);
-	rc = mtc_object_fetch(store, prefix, hashes, 1, staging, x->o->threads, 0, &got, err,
-			      errlen);
+	rc = mtc_object_fetch(store, prefix, hashes, 1, staging, x->o->threads, 0, &got, err, errlen);
 	if (rc == MTC_EXIT_OK) {
 		path = xasprintf("%s/%s.data", staging, hash);
 		if (mtc_object_publish(path, x->o->dir, hash, &got.manifests[0]) < 0) {
@@ -273,7 +273,7 @@ static int fetch_hash(struct ctx *x, struct mtc_store *store, json_t *f, const c
 	size_t i;
 	int rc = MTC_EXIT_NOTFOUND;
 
-	json_array_foreach(peers, i, p) {
+	json_array_foreach (peers, i, p) {
 		struct mtc_peer_client pc = x->pc; /* within the restore's own deadline */
 		double left = x->deadline - mtc_now();
 		long long got = 0;
@@ -285,8 +285,7 @@ static int fetch_hash(struct ctx *x, struct mtc_store *store, json_t *f, const c
 		if (left < pc.deadline_s)
 			pc.deadline_s = left;
 		name = xasprintf("%s.data", hash);
-		rc = mtc_peer_get(&pc, json_string_value(p), x->o->dir, name, &got, why,
-				  sizeof why);
+		rc = mtc_peer_get(&pc, json_string_value(p), x->o->dir, name, &got, why, sizeof why);
 		free(name);
 		if (rc == 0) {
 			mtc_info("fetched '%s.data' from %s (%lld bytes)", hash, json_string_value(p),
@@ -330,8 +329,7 @@ static int fetch_hash(struct ctx *x, struct mtc_store *store, json_t *f, const c
 			}
 		mtc_backups_free_list(list, n);
 	}
-	snprintf(err, errlen, "cannot fetch '%s.data' from any source%s%s", hash, *why ? ": " : "",
-		 why);
+	snprintf(err, errlen, "cannot fetch '%s.data' from any source%s%s", hash, *why ? ": " : "", why);
 	return rc ? rc : MTC_EXIT_NOTFOUND;
 }
 
@@ -350,14 +348,14 @@ struct fetch_queue {
  * column's other data in the plan's order; the one fetched and verified is
  * noted in f as "used", and the node's meta and marker then name it.
  */
-static int fetch_alternative(struct ctx *x, struct mtc_store *store, json_t *f,
-			     const char *plan_backup, int rc, char *err, size_t errlen)
+static int fetch_alternative(struct ctx *x, struct mtc_store *store, json_t *f, const char *plan_backup,
+			     int rc, char *err, size_t errlen)
 {
 	const char *hash = json_string_value(json_object_get(f, "hash"));
 	json_t *a;
 	size_t i;
 
-	json_array_foreach(json_object_get(f, "alternatives"), i, a) {
+	json_array_foreach (json_object_get(f, "alternatives"), i, a) {
 		const char *alt = json_string_value(json_object_get(a, "hash"));
 		char why[1024];
 		if (!alt || !mtc_is_hash(alt))
@@ -376,7 +374,6 @@ static int fetch_alternative(struct ctx *x, struct mtc_store *store, json_t *f,
 	}
 	return rc;
 }
-
 
 static struct mtc_store_options backup_store_options(const struct mtc_cluster_restore_opts *o)
 {
@@ -437,7 +434,7 @@ static int fetch_all(struct ctx *x, json_t *view, char *err, size_t errlen)
 	size_t i;
 
 	q.items = xcalloc(json_array_size(fetch) + 1, sizeof *q.items);
-	json_array_foreach(fetch, i, f) {
+	json_array_foreach (fetch, i, f) {
 		const char *hash = json_string_value(json_object_get(f, "hash"));
 		int seen = 0;
 		if (!hash || !mtc_is_hash(hash)) {
@@ -457,10 +454,10 @@ static int fetch_all(struct ctx *x, json_t *view, char *err, size_t errlen)
 		fetch_worker(&q);
 	for (int k = 0; k < started; k++)
 		pthread_join(th[k], NULL);
-	json_array_foreach(fetch, i, f) {
+	json_array_foreach (fetch, i, f) {
 		json_t *used = json_object_get(f, "used"), *m;
 		size_t k;
-		json_array_foreach(json_object_get(view, "metas"), k, m)
+		json_array_foreach (json_object_get(view, "metas"), k, m)
 			if (used && json_equal(json_object_get(m, "hash"), json_object_get(f, "hash")))
 				json_object_set(m, "hash", used);
 	}
@@ -475,7 +472,7 @@ static int write_metas(struct ctx *x, long long step, json_t *metas, char *err, 
 	json_t *m;
 	size_t i;
 
-	json_array_foreach(metas, i, m) {
+	json_array_foreach (metas, i, m) {
 		const char *hash = json_string_value(json_object_get(m, "hash"));
 		int w = (int)json_integer_value(json_object_get(m, "worker"));
 		char *name = mtc_ckpt_name(x->cfg->job_name, step, x->cfg->node_rank, w, MTC_EXT_META);
@@ -510,8 +507,9 @@ static int write_markers(struct ctx *x, long long step, json_t *metas)
 		struct mtc_tmp t;
 		int rc;
 
-		json_array_foreach(metas, i, m) if (json_integer_value(json_object_get(m, "worker")) == w)
-			hash = json_string_value(json_object_get(m, "hash"));
+		json_array_foreach (metas, i, m)
+			if (json_integer_value(json_object_get(m, "worker")) == w)
+				hash = json_string_value(json_object_get(m, "hash"));
 		name = mtc_ckpt_name(x->cfg->job_name, step >= 0 && hash ? step : 0, x->cfg->node_rank,
 				     w, MTC_EXT_RESTORE);
 		path = xasprintf("%s/%s", x->o->dir, name);
@@ -612,15 +610,16 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 			goto out;
 		}
 	}
-	json_array_foreach(json_object_get(view, "errors"), i, v)
+	json_array_foreach (json_object_get(view, "errors"), i, v)
 		mtc_error("restore plan: %s", json_string_value(v));
-	json_array_foreach(json_object_get(view, "metas"), i, v)
+	json_array_foreach (json_object_get(view, "metas"), i, v)
 		if ((w = json_object_get(v, "substituted-from"))) {
 			char mate[64];
 			if (json_is_string(w))
 				snprintf(mate, sizeof mate, "%s", json_string_value(w));
 			else
-				snprintf(mate, sizeof mate, "rank %lld", (long long)json_integer_value(w));
+				snprintf(mate, sizeof mate, "rank %lld",
+					 (long long)json_integer_value(w));
 			mtc_info("worker %lld: its own data exists nowhere; restoring column-mate %s's "
 				 "data '%s.data' (assume-data-parallelism)",
 				 (long long)json_integer_value(json_object_get(v, "worker")), mate,
@@ -659,7 +658,8 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 		}
 		if (!json_is_true(json_object_get(done, "ok"))) {
 			mtc_critical("restore failed: %s",
-				     json_string_value(json_object_get(done, "error")) ?: "a rank failed");
+				     json_string_value(json_object_get(done, "error"))
+					     ?: "a rank failed");
 			rc = own_rc ? own_rc : MTC_EXIT_FAILURE;
 			goto out;
 		}
@@ -670,7 +670,9 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 	}
 	if (s >= 0) {
 		/* every node's .meta of the step stays, so that a second restore survives what this one did */
-		struct mtc_gc_opts g = { o->dir, x->cfg, &s, 1, 0, mtc_config_replicas(x->cfg) > 1, 0, 0 };
+		struct mtc_gc_opts g = {
+			o->dir, x->cfg, &s, 1, 0, mtc_config_replicas(x->cfg) > 1, 0, 0
+		};
 		struct mtc_gc_stats st;
 		if (mtc_gc(&g, &st) < 0)
 			mtc_warn("local gc after the restore failed");
@@ -689,8 +691,8 @@ static int restore(struct ctx *x, json_t **summary, struct mtc_coord_client *cc)
 		mtc_warn("%s", err);
 	if (summary) {
 		*summary = json_pack("{s:o, s:s, s:i, s:I, s:o}", "step",
-				     s >= 0 ? json_integer(s) : json_null(), "source", source,
-				     "fetched", x->fetched, "bytes", (json_int_t)x->bytes, "seconds",
+				     s >= 0 ? json_integer(s) : json_null(), "source", source, "fetched",
+				     x->fetched, "bytes", (json_int_t)x->bytes, "seconds",
 				     mtc_json_seconds(mtc_now() - t0));
 		if ((v = json_object_get(view, "backup")))
 			json_object_set(*summary, "backup", v);

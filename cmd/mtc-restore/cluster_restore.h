@@ -29,7 +29,7 @@ struct mtc_cluster_restore_opts {
 	const char *token;	 /* bearer token for peers and coordinator, or NULL */
 	const char *store_token_file;
 	const char *store_s3_endpoint; /* s3:// endpoint (store.h), or NULL */
-	long long slice_threshold; /* gs:// sliced fetches (store.h); 0: default */
+	long long slice_threshold;     /* gs:// sliced fetches (store.h); 0: default */
 	int slices;
 	double timeout_s;   /* for the whole restore (default 600) */
 	double heartbeat_s; /* heartbeat interval (default 5) */

@@ -25,11 +25,10 @@ static int node_parts(const struct mtc_backup_info *info, int rank, struct mtc_s
 				  info->name, rank, m->worker);
 			return MTC_EXIT_INTEGRITY;
 		}
-		(*out)[(*n)++] = (struct mtc_step_part){
-			.meta = mtc_ckpt_name(info->job, m->step, rank, m->worker, MTC_EXT_META),
-			.hash = m->hash,
-			.worker = m->worker
-		};
+		(*out)[(*n)++] = (struct mtc_step_part){ .meta = mtc_ckpt_name(info->job, m->step, rank,
+									       m->worker, MTC_EXT_META),
+							 .hash = m->hash,
+							 .worker = m->worker };
 	}
 	return *n ? MTC_EXIT_OK : MTC_EXIT_NOTFOUND;
 }
@@ -85,8 +84,8 @@ static char *step_path(const struct mtc_step_part *w, size_t n, size_t i, long l
 }
 
 /* --layout hash: DIR/<hash>.data with its manifest, then the .meta files, as on a local dir. */
-static int publish_hashes(const char *staging, const struct mtc_step_part *w, size_t n,
-			  const int *slot, const struct mtc_object_fetched *got)
+static int publish_hashes(const char *staging, const struct mtc_step_part *w, size_t n, const int *slot,
+			  const struct mtc_object_fetched *got)
 {
 	for (size_t i = 0; i < n; i++) {
 		char *src;
@@ -122,8 +121,8 @@ static int publish_hashes(const char *staging, const struct mtc_step_part *w, si
  * --layout step: the step as its framework saved it, DIR/<step> (with
  * several workers DIR/w<worker>/<step>), never over something already there.
  */
-static int publish_step(const char *staging, const struct mtc_step_part *w, size_t n,
-			const int *slot, long long step)
+static int publish_step(const char *staging, const struct mtc_step_part *w, size_t n, const int *slot,
+			long long step)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (slot[i] < 0) /* in place already */
@@ -135,13 +134,15 @@ static int publish_step(const char *staging, const struct mtc_step_part *w, size
 		int rc = 0;
 		if (lstat(src, &st) < 0) /* the same data as an earlier worker's: it moved there */
 			mtc_warn("worker %d holds the same data as an earlier worker: not written "
-				 "twice", w[i].worker);
+				 "twice",
+				 w[i].worker);
 		else if (mtc_mkdir_p(parent, 0755) < 0 || (rc = mtc_publish(src, dst)) < 0)
 			mtc_error("cannot create '%s':", dst), rc = -1;
 		else if (rc > 0)
 			mtc_error("'%s' is already there: restore into another --out, or remove it "
 				  "first",
-				  dst), rc = -1;
+				  dst),
+				rc = -1;
 		free(src);
 		free(dst);
 		free(parent);
@@ -180,8 +181,8 @@ static int check_present(const char *path, const char *hash, const char *what)
  * an earlier one follows it). Anything else in a part's place refuses the
  * restore (MTC_EXIT_FAILURE).
  */
-static int check_target(const struct mtc_backup_info *info, const struct mtc_step_part *w,
-			size_t n, char *done)
+static int check_target(const struct mtc_backup_info *info, const struct mtc_step_part *w, size_t n,
+			char *done)
 {
 	int hashes = !strcmp(layout, "hash");
 	char *what = xasprintf("step %lld of backup %s", info->step, info->name);
@@ -299,24 +300,23 @@ int restore_from(struct mtc_store *s, const struct mtc_backup_info *info, int ra
 	}
 	if (todo)
 		mtc_info("writing %s", archive_path ? archive_path : out_dir);
-	if (archive_path && mtc_step_archive(archive_path,
-					     compress ? compress : mtc_archive_filter_of(archive_path),
-					     strcmp(layout, "hash") ? info->step : -1, staging, w, n,
-					     err, sizeof err) < 0) {
+	if (archive_path &&
+	    mtc_step_archive(archive_path, compress ? compress : mtc_archive_filter_of(archive_path),
+			     strcmp(layout, "hash") ? info->step : -1, staging, w, n, err,
+			     sizeof err) < 0) {
 		mtc_error("%s", err);
 		rc = MTC_EXIT_FAILURE;
-	} else if (!archive_path && (!strcmp(layout, "hash")
-					     ? publish_hashes(staging, w, n, slot, &got)
-					     : publish_step(staging, w, n, slot, info->step)) < 0) {
+	} else if (!archive_path &&
+		   (!strcmp(layout, "hash") ? publish_hashes(staging, w, n, slot, &got)
+					    : publish_step(staging, w, n, slot, info->step)) < 0) {
 		rc = MTC_EXIT_FAILURE;
 	}
 	if (rc == MTC_EXIT_OK && (!archive_path || strcmp(archive_path, "-"))) {
 		double secs = mtc_now() - start;
-		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:I, s:o, s:f}", "backup", url,
-				      "rank", rank, "step", (json_int_t)info->step,
-				      "metas", (int)n, "bytes", (json_int_t)got.bytes, "kept",
-				      (json_int_t)got.kept, "seconds", mtc_json_seconds(secs),
-				      "mb-per-s",
+		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:I, s:o, s:f}", "backup", url, "rank",
+				      rank, "step", (json_int_t)info->step, "metas", (int)n, "bytes",
+				      (json_int_t)got.bytes, "kept", (json_int_t)got.kept, "seconds",
+				      mtc_json_seconds(secs), "mb-per-s",
 				      round((got.bytes - got.kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6) *
 					    10) /
 					      10);
@@ -329,8 +329,7 @@ int restore_from(struct mtc_store *s, const struct mtc_backup_info *info, int ra
 out:
 	if (staging && out_dir && rc != MTC_EXIT_OK && rc != MTC_EXIT_INTEGRITY &&
 	    (got.started || got.kept)) {
-		mtc_warn("'%s' keeps what was fetched; the same command continues from there",
-			 staging);
+		mtc_warn("'%s' keeps what was fetched; the same command continues from there", staging);
 	} else if (staging) {
 		mtc_remove_tree(staging);
 	}

@@ -43,10 +43,8 @@ int pin(const char *job, const char *name)
 			  name, info.state == MTC_BACKUP_EMPTY ? "no such backup" : "not valid: ",
 			  info.state == MTC_BACKUP_EMPTY ? "" : info.reason);
 		rc = state_exit(info.state);
-	} else if (mtc_store_put_buf(s, "restore.version", name, strlen(name), MTC_STORE_REPLACE) <
-		   0) {
-		mtc_error("cannot write '%s/restore.version': %s", mtc_store_url(s),
-			  mtc_store_error(s));
+	} else if (mtc_store_put_buf(s, "restore.version", name, strlen(name), MTC_STORE_REPLACE) < 0) {
+		mtc_error("cannot write '%s/restore.version': %s", mtc_store_url(s), mtc_store_error(s));
 		rc = MTC_EXIT_FAILURE;
 	} else {
 		mtc_info("pinned '%s/%s'", mtc_store_url(s), name);

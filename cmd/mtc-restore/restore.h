@@ -45,8 +45,8 @@
  * backup, choose.c picks and checks the backup. Each returns an exit code.
  */
 
-extern char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file,
-	*s3_endpoint, *rank_text, *job_opt, *name_opt, *layout;
+extern char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file, *s3_endpoint,
+	*rank_text, *job_opt, *name_opt, *layout;
 extern char *slice_threshold_text;
 extern int parallel, threads, force, json_out, no_progress, verify_only;
 extern long long slice_threshold;

@@ -13,7 +13,6 @@
 #include "blake3.h"
 #include "blake3_impl.h"
 
-
 #define CHUNK MTC_BLAKE3_CHUNK_LEN
 #define LEAF_CHUNKS 256		/* one subtree hashed with one CV buffer on the stack */
 #define PARALLEL_MIN (1u << 20) /* smaller subtrees stay on the calling thread */
@@ -31,20 +30,17 @@ static inline void store32(uint8_t *p, uint32_t w)
 	p[3] = (uint8_t)(w >> 24);
 }
 
-static inline uint32_t rotr(uint32_t x, int n)
-{
-	return (x >> n) | (x << (32 - n));
-}
+static inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-#define G(a, b, c, d, x, y)                  \
-	do {                                 \
-		v[a] = v[a] + v[b] + (x);    \
+#define G(a, b, c, d, x, y)                   \
+	do {                                  \
+		v[a] = v[a] + v[b] + (x);     \
 		v[d] = rotr(v[d] ^ v[a], 16); \
-		v[c] = v[c] + v[d];          \
+		v[c] = v[c] + v[d];           \
 		v[b] = rotr(v[b] ^ v[c], 12); \
-		v[a] = v[a] + v[b] + (y);    \
+		v[a] = v[a] + v[b] + (y);     \
 		v[d] = rotr(v[d] ^ v[a], 8);  \
-		v[c] = v[c] + v[d];          \
+		v[c] = v[c] + v[d];           \
 		v[b] = rotr(v[b] ^ v[c], 7);  \
 	} while (0)
 
@@ -76,8 +72,8 @@ static void compress_rounds(const uint32_t cv[8], const uint8_t block[64], uint8
 	}
 }
 
-static void compress_cv(uint32_t cv[8], const uint8_t block[64], uint8_t block_len,
-			uint64_t counter, uint8_t flags)
+static void compress_cv(uint32_t cv[8], const uint8_t block[64], uint8_t block_len, uint64_t counter,
+			uint8_t flags)
 {
 	uint32_t v[16];
 	compress_rounds(cv, block, block_len, counter, flags, v);
@@ -85,9 +81,8 @@ static void compress_cv(uint32_t cv[8], const uint8_t block[64], uint8_t block_l
 		cv[i] = v[i] ^ v[i + 8];
 }
 
-static void many_portable1(const uint8_t *in, size_t blocks, const uint32_t key[8],
-			   uint64_t counter, uint8_t flags, uint8_t flag_start, uint8_t flag_end,
-			   uint8_t *out)
+static void many_portable1(const uint8_t *in, size_t blocks, const uint32_t key[8], uint64_t counter,
+			   uint8_t flags, uint8_t flag_start, uint8_t flag_end, uint8_t *out)
 {
 	uint32_t cv[8];
 	memcpy(cv, key, sizeof cv);
@@ -142,10 +137,7 @@ static int simd_index(void)
 	return i;
 }
 
-const char *mtc_blake3_simd(void)
-{
-	return simds[simd_index()].name;
-}
+const char *mtc_blake3_simd(void) { return simds[simd_index()].name; }
 
 int mtc_blake3_set_simd(const char *name)
 {
@@ -163,9 +155,9 @@ int mtc_blake3_set_simd(const char *name)
 }
 
 /* n inputs at in + i * stride, each blocks full blocks; n CVs to out. */
-static void hash_many(const uint8_t *in, size_t stride, size_t n, size_t blocks,
-		      const uint32_t key[8], uint64_t counter, int inc, uint8_t flags,
-		      uint8_t flag_start, uint8_t flag_end, uint8_t *out)
+static void hash_many(const uint8_t *in, size_t stride, size_t n, size_t blocks, const uint32_t key[8],
+		      uint64_t counter, int inc, uint8_t flags, uint8_t flag_start, uint8_t flag_end,
+		      uint8_t *out)
 {
 	for (int s = simd_index(); s < (int)N_SIMD; s++) {
 		size_t w = (size_t)simds[s].width;
@@ -174,8 +166,8 @@ static void hash_many(const uint8_t *in, size_t stride, size_t n, size_t blocks,
 				simds[s].fn(in, stride, blocks, key, counter, inc, flags, flag_start,
 					    flag_end, out);
 			else
-				many_portable1(in, blocks, key, counter, flags, flag_start,
-					       flag_end, out);
+				many_portable1(in, blocks, key, counter, flags, flag_start, flag_end,
+					       out);
 			in += w * stride;
 			out += w * MTC_BLAKE3_OUT_LEN;
 			counter += inc ? w : 0;
@@ -237,14 +229,14 @@ static void *split_worker(void *arg)
 	struct split *s = arg;
 	size_t p;
 	while ((p = atomic_fetch_add(&s->next, 1)) < s->parts)
-		subtree_cvs(s->in + p * s->each * CHUNK, s->each, s->counter + p * s->each, s->key,
-			    1, s->cvs + 32 * p);
+		subtree_cvs(s->in + p * s->each * CHUNK, s->each, s->counter + p * s->each, s->key, 1,
+			    s->cvs + 32 * p);
 	return NULL;
 }
 
 /* subtree_cvs over several threads; falls back to the calling thread alone. */
-static void subtree_cvs_parallel(const uint8_t *in, size_t n, uint64_t counter,
-				 const uint32_t key[8], int threads, size_t keep, uint8_t *out)
+static void subtree_cvs_parallel(const uint8_t *in, size_t n, uint64_t counter, const uint32_t key[8],
+				 int threads, size_t keep, uint8_t *out)
 {
 	size_t parts = 1;
 	while (parts < (size_t)threads * 4 && parts < LEAF_CHUNKS && n / parts >= 2 * LEAF_CHUNKS)
@@ -316,8 +308,7 @@ static void push_cv(struct mtc_blake3 *h, const uint8_t cv[32], uint64_t total_c
 static void finish_chunk(struct mtc_blake3 *h)
 {
 	uint8_t out[32];
-	compress_cv(h->cv, h->buf, h->buf_len, h->chunk_counter,
-		    chunk_start_flag(h) | B3_CHUNK_END);
+	compress_cv(h->cv, h->buf, h->buf_len, h->chunk_counter, chunk_start_flag(h) | B3_CHUNK_END);
 	for (int i = 0; i < 8; i++)
 		store32(out + 4 * i, h->cv[i]);
 	push_cv(h, out, h->chunk_counter);
@@ -422,14 +413,12 @@ static void flush_stage(struct mtc_blake3 *h)
 	h->stage_len = 0;
 }
 
-void mtc_blake3_subtree(const void *in, size_t chunks, uint64_t counter,
-			uint8_t cv[MTC_BLAKE3_OUT_LEN])
+void mtc_blake3_subtree(const void *in, size_t chunks, uint64_t counter, uint8_t cv[MTC_BLAKE3_OUT_LEN])
 {
 	subtree_cvs(in, chunks, counter, mtc_blake3_iv, 1, cv);
 }
 
-void mtc_blake3_push_subtree(struct mtc_blake3 *h, const uint8_t cv[MTC_BLAKE3_OUT_LEN],
-			     size_t chunks)
+void mtc_blake3_push_subtree(struct mtc_blake3 *h, const uint8_t cv[MTC_BLAKE3_OUT_LEN], size_t chunks)
 {
 	flush_stage(h);
 	push_cv(h, cv, h->chunk_counter);

@@ -47,10 +47,8 @@ void mtc_blake3_final(const struct mtc_blake3 *h, uint8_t *out, size_t out_len);
  * which must hold no partial chunk and stand at chunk `counter`; at least one
  * more byte must follow before mtc_blake3_final.
  */
-void mtc_blake3_subtree(const void *in, size_t chunks, uint64_t counter,
-			uint8_t cv[MTC_BLAKE3_OUT_LEN]);
-void mtc_blake3_push_subtree(struct mtc_blake3 *h, const uint8_t cv[MTC_BLAKE3_OUT_LEN],
-			     size_t chunks);
+void mtc_blake3_subtree(const void *in, size_t chunks, uint64_t counter, uint8_t cv[MTC_BLAKE3_OUT_LEN]);
+void mtc_blake3_push_subtree(struct mtc_blake3 *h, const uint8_t cv[MTC_BLAKE3_OUT_LEN], size_t chunks);
 
 void mtc_blake3(const void *data, size_t len, uint8_t out[MTC_BLAKE3_OUT_LEN]);
 /* Lowercase hex of len bytes into out (2 * len + 1 bytes). */

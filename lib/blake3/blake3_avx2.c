@@ -11,14 +11,12 @@
 #define SET1(x) _mm256_set1_epi32((int)(x))
 #define ADD(a, b) _mm256_add_epi32(a, b)
 #define XOR(a, b) _mm256_xor_si256(a, b)
-#define ROT16(x)                                                                            \
-	_mm256_shuffle_epi8(x, _mm256_set_epi8(13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, \
-					       3, 2, 13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, \
-					       1, 0, 3, 2))
-#define ROT8(x)                                                                             \
-	_mm256_shuffle_epi8(x, _mm256_set_epi8(12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, \
-					       2, 1, 12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, \
-					       0, 3, 2, 1))
+#define ROT16(x)                                                                                     \
+	_mm256_shuffle_epi8(x, _mm256_set_epi8(13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, \
+					       13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2))
+#define ROT8(x)                                                                                      \
+	_mm256_shuffle_epi8(x, _mm256_set_epi8(12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1, \
+					       12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1))
 #define ROT12(x) _mm256_or_si256(_mm256_srli_epi32(x, 12), _mm256_slli_epi32(x, 20))
 #define ROT7(x) _mm256_or_si256(_mm256_srli_epi32(x, 7), _mm256_slli_epi32(x, 25))
 

@@ -18,7 +18,7 @@ enum {
 
 /* Static so that every compression unit can fold the schedule into constants. */
 static const uint32_t mtc_blake3_iv[8] = { 0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A,
-				    0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19 };
+					   0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19 };
 
 static const uint8_t mtc_blake3_schedule[7][16] = {
 	{ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 },

@@ -6,16 +6,16 @@
  * store_cvs(h, out) (the W chaining values, little-endian, one after another).
  */
 
-#define G(a, b, c, d, x, y)                       \
-	do {                                      \
-		v[a] = ADD(ADD(v[a], v[b]), x);   \
-		v[d] = ROT16(XOR(v[d], v[a]));    \
-		v[c] = ADD(v[c], v[d]);           \
-		v[b] = ROT12(XOR(v[b], v[c]));    \
-		v[a] = ADD(ADD(v[a], v[b]), y);   \
-		v[d] = ROT8(XOR(v[d], v[a]));     \
-		v[c] = ADD(v[c], v[d]);           \
-		v[b] = ROT7(XOR(v[b], v[c]));     \
+#define G(a, b, c, d, x, y)                     \
+	do {                                    \
+		v[a] = ADD(ADD(v[a], v[b]), x); \
+		v[d] = ROT16(XOR(v[d], v[a]));  \
+		v[c] = ADD(v[c], v[d]);         \
+		v[b] = ROT12(XOR(v[b], v[c]));  \
+		v[a] = ADD(ADD(v[a], v[b]), y); \
+		v[d] = ROT8(XOR(v[d], v[a]));   \
+		v[c] = ADD(v[c], v[d]);         \
+		v[b] = ROT7(XOR(v[b], v[c]));   \
 	} while (0)
 
 TARGET void MANY_FN(const uint8_t *in, size_t stride, size_t blocks, const uint32_t key[8],
@@ -42,7 +42,8 @@ TARGET void MANY_FN(const uint8_t *in, size_t stride, size_t blocks, const uint3
 		/* Chunk groups lie back to back: fetch the next group, W lines per block. */
 #pragma GCC unroll 16
 		for (int l = 0; l < W; l++)
-			_mm_prefetch((const char *)((uintptr_t)in + W * stride + (b * W + (size_t)l) * 64),
+			_mm_prefetch((const char *)((uintptr_t)in + W * stride +
+						    (b * W + (size_t)l) * 64),
 				     _MM_HINT_T1);
 		if (b + 1 < blocks)
 			load_msg(in, stride, (b + 1) * 64, mb[(b + 1) & 1]);

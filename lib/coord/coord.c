@@ -72,19 +72,19 @@ struct mtc_coord {
 	int watching;
 	struct mtc_coord_opts o;
 	struct round rounds[NKINDS];
-	double *last_seen; /* 0: never heard from */
+	double *last_seen;	       /* 0: never heard from */
 	unsigned char *refusal_logged; /* per rank: a report for it was refused (403) */
 	unsigned char *ignored_logged; /* per rank: a field only rank 0 may state was dropped */
 	char (*stale)[64];	       /* per rank: the session a newer process's report replaced */
 	struct mtc_rank_server *ranks;
-	char job[MTC_JOB_MAX + 1];     /* the job served: --job, else the first report's; "" until then */
-	json_t *job_cfg;	       /* rank 0's last config: the job's settings, the reports' limits */
+	char job[MTC_JOB_MAX + 1]; /* the job served: --job, else the first report's; "" until then */
+	json_t *job_cfg;	   /* rank 0's last config: the job's settings, the reports' limits */
 	struct mtc_json_keep keys[NKINDS + 1][16], config_keys[16], backup_keys[5], last_keys[3],
 		shape_keys[3];
 	int stopping;
 	long long last_backup_time, last_backup_step, last_agreed;
 	char last_backup_name[17];
-	int scheduled; /* the last backup was named by this coordinator */
+	int scheduled;				/* the last backup was named by this coordinator */
 	long long done[NKINDS], failed[NKINDS]; /* rounds, for the metrics */
 };
 
@@ -128,38 +128,66 @@ void mtc_coord_defaults(struct mtc_coord_opts *o)
 static void report_keys(struct mtc_coord *c)
 {
 #define KEY(k) { .key = k }
-#define STR(k, n) { .key = k, .max_bytes = n }
-#define LIST(k, n) { .key = k, .max_items = n, .max_bytes = MTC_HASH_MAX }
-#define OBJ(k, t) { .key = k, .sub = t }
-#define END { .key = NULL }
+#define STR(k, n)                        \
+	{                                \
+		.key = k, .max_bytes = n \
+	}
+#define LIST(k, n)                                                  \
+	{                                                           \
+		.key = k, .max_items = n, .max_bytes = MTC_HASH_MAX \
+	}
+#define OBJ(k, t)                  \
+	{                          \
+		.key = k, .sub = t \
+	}
+#define END                 \
+	{                   \
+		.key = NULL \
+	}
 	size_t n = (size_t)c->o.nodes, list = MTC_COORD_LIST_CAP(c->o.nodes);
 	const struct mtc_json_keep config[] = {
-		STR("job-name", MTC_JOB_MAX), STR("framework", 64), KEY("node-rank"), KEY("nodes"),
+		STR("job-name", MTC_JOB_MAX),
+		STR("framework", 64),
+		KEY("node-rank"),
+		KEY("nodes"),
 		{ .key = "peer-ranks", .max_items = n < MTC_COORD_PEERS_MAX ? n : MTC_COORD_PEERS_MAX },
 		KEY("peers-per-node"),
-		KEY("assume-data-parallelism"), KEY("workers-per-node"),
-		KEY("backup-interval-minutes"), KEY("backup-interval-steps"), END
+		KEY("assume-data-parallelism"),
+		KEY("workers-per-node"),
+		KEY("backup-interval-minutes"),
+		KEY("backup-interval-steps"),
+		END
 	};
-	const struct mtc_json_keep backup[] = {
-		STR("name", 64), LIST("meta-files", MTC_COORD_BACKUP_CAP(n)),
-		LIST("data-files", MTC_COORD_BACKUP_CAP(n)), OBJ("shape", c->shape_keys), END
-	};
+	const struct mtc_json_keep backup[] = { STR("name", 64),
+						LIST("meta-files", MTC_COORD_BACKUP_CAP(n)),
+						LIST("data-files", MTC_COORD_BACKUP_CAP(n)),
+						OBJ("shape", c->shape_keys), END };
 	const struct mtc_json_keep last[] = { STR("name", 64), KEY("step"), END };
 	const struct mtc_json_keep shape[] = { KEY("nodes"), KEY("assume-data-parallelism"), END };
 	const struct mtc_json_keep restore[] = {
-		KEY("rank"), STR("session", 63), KEY("wait"), STR("address", 1024),
-		OBJ("config", c->config_keys), LIST("meta-files", list), LIST("data-files", list),
+		KEY("rank"),
+		STR("session", 63),
+		KEY("wait"),
+		STR("address", 1024),
+		OBJ("config", c->config_keys),
+		LIST("meta-files", list),
+		LIST("data-files", list),
 		{ .key = "backups", .sub = c->backup_keys, .max_items = MTC_COORD_BACKUPS_MAX },
-		STR("restore-version", 64), OBJ("shape", c->shape_keys), END
+		STR("restore-version", 64),
+		OBJ("shape", c->shape_keys),
+		END
 	};
-	const struct mtc_json_keep done[] = {
-		KEY("rank"), STR("session", 63), KEY("wait"), KEY("ok"), KEY("error"), END
-	};
-	const struct mtc_json_keep sync[] = {
-		KEY("rank"), STR("session", 63), KEY("wait"), KEY("replicated-step"),
-		KEY("backup-running"), KEY("backup-requested"), OBJ("last-backup", c->last_keys),
-		OBJ("config", c->config_keys), END
-	};
+	const struct mtc_json_keep done[] = { KEY("rank"), STR("session", 63), KEY("wait"),
+					      KEY("ok"),   KEY("error"),       END };
+	const struct mtc_json_keep sync[] = { KEY("rank"),
+					      STR("session", 63),
+					      KEY("wait"),
+					      KEY("replicated-step"),
+					      KEY("backup-running"),
+					      KEY("backup-requested"),
+					      OBJ("last-backup", c->last_keys),
+					      OBJ("config", c->config_keys),
+					      END };
 	const struct mtc_json_keep beat[] = { KEY("rank"), STR("session", 63), KEY("wait"), END };
 #undef KEY
 #undef STR
@@ -243,7 +271,6 @@ void mtc_coord_shutdown(struct mtc_coord *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
-
 static void forget_reports(struct round *rd, int nodes)
 {
 	for (int r = 0; r < nodes; r++) {
@@ -302,9 +329,8 @@ static void check_round(struct mtc_coord *c, enum kind k)
 		return;
 	if (now - rd->opened > c->o.round_s) {
 		list_ranks(c, rd, 1, ranks, sizeof ranks);
-		snprintf(msg, sizeof msg,
-			 "round '%s' timed out after %.0f s: rank%s %s did not report", kind_names[k],
-			 c->o.round_s, strchr(ranks, ',') ? "s" : "", ranks);
+		snprintf(msg, sizeof msg, "round '%s' timed out after %.0f s: rank%s %s did not report",
+			 kind_names[k], c->o.round_s, strchr(ranks, ',') ? "s" : "", ranks);
 		fail_round(c, rd, msg);
 		return;
 	}
@@ -333,8 +359,7 @@ static long long cfg_int(json_t *cfg, const char *key, long long dflt)
 }
 
 /* 1 when a rank holds steps of the job cut into other columns (mtc(7) §5.9), and why. */
-static int shape_changed(struct mtc_coord *c, struct round *rd, json_t *cfg, char *err,
-			 size_t errlen)
+static int shape_changed(struct mtc_coord *c, struct round *rd, json_t *cfg, char *err, size_t errlen)
 {
 	struct mtc_shape now = { c->o.nodes, (int)cfg_int(cfg, "assume-data-parallelism", 1) };
 
@@ -516,8 +541,7 @@ static void complete_sync(struct mtc_coord *c, struct round *rd)
 	for (int r = 0; r < c->o.nodes; r++)
 		requested |= json_is_true(json_object_get(rd->s[r].report, "backup-requested")) &&
 			     cfg_int(rd->s[r].report, "replicated-step", -1) == agreed;
-	if (mtc_coord_backup_due(agreed, running, requested,
-				 cfg_int(cfg, "backup-interval-minutes", -1),
+	if (mtc_coord_backup_due(agreed, running, requested, cfg_int(cfg, "backup-interval-minutes", -1),
 				 cfg_int(cfg, "backup-interval-steps", -1), (long long)time(NULL),
 				 c->last_backup_time, c->last_backup_step,
 				 c->last_backup_time < 0 ? NULL : c->last_backup_name, name)) {
@@ -638,7 +662,7 @@ static const char *bad_listing(const struct mtc_coord *c, json_t *rep)
 
 	if ((metas && !json_is_array(metas)) || (data && !json_is_array(data)))
 		return "\"meta-files\" and \"data-files\" must be lists";
-	json_array_foreach(metas, i, m) {
+	json_array_foreach (metas, i, m) {
 		if (!json_is_array(m) || json_array_size(m) != 4 ||
 		    !in_range(json_array_get(m, 0), 0, MTC_COORD_STEP_MAX) ||
 		    !in_range(json_array_get(m, 1), 0, c->o.nodes - 1) ||
@@ -646,7 +670,7 @@ static const char *bad_listing(const struct mtc_coord *c, json_t *rep)
 		    !mtc_is_hash(json_string_value(json_array_get(m, 3)) ?: ""))
 			return "a meta is not [step, node in [0, nodes), worker, hash]";
 	}
-	json_array_foreach(data, i, m) {
+	json_array_foreach (data, i, m) {
 		if (!mtc_is_hash(json_string_value(m) ?: ""))
 			return "a data-files entry is not a hash";
 	}
@@ -656,7 +680,8 @@ static const char *bad_listing(const struct mtc_coord *c, json_t *rep)
 /* Why a sync report does not hold together; NULL when it does. */
 static const char *bad_sync(json_t *rep, char *buf, size_t len)
 {
-	json_t *last = json_object_get(rep, "last-backup"), *step = json_object_get(rep, "replicated-step");
+	json_t *last = json_object_get(rep, "last-backup"),
+	       *step = json_object_get(rep, "replicated-step");
 	const char *name = json_string_value(json_object_get(last, "name"));
 	time_t when;
 
@@ -670,7 +695,8 @@ static const char *bad_sync(json_t *rep, char *buf, size_t len)
 		snprintf(buf, len, "\"last-backup\" '%s' is later than this coordinator's clock", name);
 		return buf;
 	}
-	if (json_object_get(last, "step") && !in_range(json_object_get(last, "step"), -1, MTC_COORD_STEP_MAX))
+	if (json_object_get(last, "step") &&
+	    !in_range(json_object_get(last, "step"), -1, MTC_COORD_STEP_MAX))
 		return "\"last-backup\" has no valid step";
 	return NULL;
 }
@@ -687,7 +713,7 @@ static const char *bad_report(const struct mtc_coord *c, int k, json_t *rep, cha
 			return "\"address\" is not a URL";
 		if (backups && !json_is_null(backups) && !json_is_array(backups))
 			return "\"backups\" is not a list";
-		json_array_foreach(backups, i, b) {
+		json_array_foreach (backups, i, b) {
 			if (!json_is_string(json_object_get(b, "name")))
 				return "a backup has no name";
 			if ((why = bad_listing(c, b)))
@@ -718,8 +744,9 @@ static const char *over_limits(struct mtc_coord *c, json_t *rep, int rank, char 
 	snprintf(who, sizeof who, "rank %d", rank);
 	if ((why = mtc_coord_over(rep, l.list, l.list, who, buf, len)))
 		return why;
-	json_array_foreach(json_object_get(rep, "backups"), i, b) {
-		snprintf(who, sizeof who, "backup '%.64s'", json_string_value(json_object_get(b, "name")));
+	json_array_foreach (json_object_get(rep, "backups"), i, b) {
+		snprintf(who, sizeof who, "backup '%.64s'",
+			 json_string_value(json_object_get(b, "name")));
 		/* its data may be a bigger run's too, a column's one copy after a shrink (§5.9) */
 		if ((why = mtc_coord_over(b, l.backup, MTC_COORD_BACKUP_CAP(c->o.nodes), who, buf, len)))
 			return why;
@@ -727,7 +754,8 @@ static const char *over_limits(struct mtc_coord *c, json_t *rep, int rank, char 
 		data += json_array_size(json_object_get(b, "data-files"));
 	}
 	if (metas > cap || data > cap) {
-		snprintf(buf, len, "the backups list %zu %s in all; at most %zu are allowed (mtc(7) 5.1)",
+		snprintf(buf, len,
+			 "the backups list %zu %s in all; at most %zu are allowed (mtc(7) 5.1)",
 			 metas > cap ? metas : data, metas > cap ? "metas" : "data", cap);
 		return buf;
 	}
@@ -748,7 +776,8 @@ static int other_job(struct mtc_coord *c, const struct mtc_peer_cred *who, const
 		return 0;
 	if (!c->job[0]) {
 		snprintf(c->job, sizeof c->job, "%s", job);
-		mtc_info("coordinator: serving job '%s', the first a report named (--job names it)", job);
+		mtc_info("coordinator: serving job '%s', the first a report named (--job names it)",
+			 job);
 	}
 	if (!strcmp(job, c->job))
 		return 0;
@@ -816,7 +845,8 @@ static void keep_own(struct mtc_coord *c, const char *kind, json_t *rep, int ran
 		pthread_mutex_unlock(&c->mu);
 		if (first)
 			mtc_warn("ignored \"%s\" in rank %d's '%s' report: only rank 0 speaks for "
-				 "the backups", rank0_only[i], rank, kind);
+				 "the backups",
+				 rank0_only[i], rank, kind);
 	}
 	if (s && n > MTC_COORD_ERROR_MAX) {
 		for (n = MTC_COORD_ERROR_MAX; n && ((unsigned char)s[n] & 0xC0) == 0x80; n--)
@@ -830,7 +860,8 @@ static void keep_own(struct mtc_coord *c, const char *kind, json_t *rep, int ran
 static char *superseded_answer(int rank)
 {
 	return mtc_coord_failure("rank %d reported again from another process: this one's report is "
-		       "superseded (the newest report for a rank wins)", rank);
+				 "superseded (the newest report for a rank wins)",
+				 rank);
 }
 
 /*
@@ -900,7 +931,7 @@ static int parse_report(struct mtc_coord *c, const struct mtc_peer_cred *who, co
 	if (!json_is_object(rep) || !json_is_integer(v = json_object_get(rep, "rank")) ||
 	    json_integer_value(v) < 0 || json_integer_value(v) >= c->o.nodes) {
 		*answer = mtc_coord_failure("bad '%s' report: %s", kind,
-				  !rep ? jerr : "no \"rank\" in [0, nodes)");
+					    !rep ? jerr : "no \"rank\" in [0, nodes)");
 		json_decref(rep);
 		return 400;
 	}
@@ -947,8 +978,7 @@ static struct mtc_coord_wait *add_wait(struct mtc_coord *c, int k, int rank, con
  * make it, since a node has no rank yet; a rank credential of another job may not.
  */
 static int start_ranks(struct mtc_coord *c, const struct mtc_peer_cred *who, const char *body,
-		       size_t len, char **answer, void (*wake_fn)(void *), void *arg,
-		       void **wait_out)
+		       size_t len, char **answer, void (*wake_fn)(void *), void *arg, void **wait_out)
 {
 	char session[64], old[64], why[640];
 	int index, code;
@@ -1036,13 +1066,13 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 		mtc_coord_list_take(rep, &s->list);
 		for (int x = 0; rank == 0 && x < MTC_COORD_BACKUPS_MAX; x++)
 			mtc_coord_list_free(&rd->backups[x]);
-		json_array_foreach(json_object_get(rep, "backups"), i, b)
+		json_array_foreach (json_object_get(rep, "backups"), i, b)
 			mtc_coord_list_take(b, &rd->backups[i]);
 	}
 	/* what stays JSON (the peer ranks) repeats from rank to rank: one copy of each value */
 	if (!rd->atoms)
 		rd->atoms = mtc_json_atoms_new();
-	json_object_foreach(rep, key, v)
+	json_object_foreach (rep, key, v)
 		if (json_is_array(v))
 			mtc_json_share(rd->atoms, v);
 	snprintf(s->session, sizeof s->session, "%s", session);
@@ -1060,15 +1090,15 @@ static int start(struct mtc_coord *c, const struct mtc_peer_cred *who, const cha
 	return 0;
 }
 
-int mtc_coord_start(void *coord, const struct mtc_peer_cred *who, const char *method,
-		    const char *path, const char *body, size_t len, char **answer,
-		    void (*wake_fn)(void *), void *arg, void **wait)
+int mtc_coord_start(void *coord, const struct mtc_peer_cred *who, const char *method, const char *path,
+		    const char *body, size_t len, char **answer, void (*wake_fn)(void *), void *arg,
+		    void **wait)
 {
 	*wait = NULL;
 	if (!strcmp(path + strlen(MTC_COORD_PREFIX), "status") || strcmp(method, "POST"))
 		return mtc_coord_route(coord, who, method, path, body, len, answer);
-	return start(coord, who, path + strlen(MTC_COORD_PREFIX), body ? body : "", len, answer,
-		     wake_fn, arg, wait);
+	return start(coord, who, path + strlen(MTC_COORD_PREFIX), body ? body : "", len, answer, wake_fn,
+		     arg, wait);
 }
 
 int mtc_coord_collect(void *coord, void *wait, char **answer)
@@ -1082,7 +1112,8 @@ int mtc_coord_collect(void *coord, void *wait, char **answer)
 		LIST_REMOVE(w, link);
 	if (w->superseded) {
 		*answer = w->kind == K_RANKS ? NULL : superseded_answer(w->rank);
-		code = w->kind == K_RANKS ? mtc_rank_server_answer(c->ranks, w->rank, w->session, answer) : 409;
+		code = w->kind == K_RANKS ? mtc_rank_server_answer(c->ranks, w->rank, w->session, answer)
+					  : 409;
 	} else {
 		code = answer_now(c, w->kind, w->rank, w->session, answer);
 	}
@@ -1107,8 +1138,7 @@ static int handle_as(struct mtc_coord *c, const struct mtc_peer_cred *who, const
 	return mtc_coord_collect(c, w, answer);
 }
 
-int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len,
-		     char **answer)
+int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len, char **answer)
 {
 	return handle_as(c, NULL, kind, body, len, answer);
 }
@@ -1121,11 +1151,11 @@ static char *status_json(struct mtc_coord *c)
 	now = mtc_now();
 	for (int r = 0; r < c->o.nodes; r++)
 		json_array_append_new(seen, c->last_seen[r] > 0 ? json_real(now - c->last_seen[r])
-								 : json_null());
+								: json_null());
 	o = json_pack("{s:i, s:o, s:{s:i, s:i, s:i, s:i}}", "nodes", c->o.nodes, "seconds-since-seen",
-		      seen, "reported", "restore", c->rounds[K_RESTORE].n_reported,
-		      "restore-done", c->rounds[K_DONE].n_reported, "sync",
-		      c->rounds[K_SYNC].n_reported, "ranks", mtc_rank_server_reported(c->ranks));
+		      seen, "reported", "restore", c->rounds[K_RESTORE].n_reported, "restore-done",
+		      c->rounds[K_DONE].n_reported, "sync", c->rounds[K_SYNC].n_reported, "ranks",
+		      mtc_rank_server_reported(c->ranks));
 	if (c->last_backup_time >= 0)
 		json_object_set_new(o, "last-backup",
 				    json_pack("{s:s, s:I}", "name", c->last_backup_name, "step",
@@ -1146,11 +1176,13 @@ void mtc_coord_metrics(void *coord, struct mtc_buf *t)
 		heard += c->last_seen[r] > 0;
 		silent += c->last_seen[r] > 0 && now - c->last_seen[r] > c->o.heartbeat_s;
 	}
-	mtc_metric_header(t, "mtc_coord_ranks", "gauge", "the job's ranks: heard from, and silent for longer than the heartbeat timeout");
+	mtc_metric_header(t, "mtc_coord_ranks", "gauge",
+			  "the job's ranks: heard from, and silent for longer than the heartbeat timeout");
 	mtc_metric_value(t, "mtc_coord_ranks", "state=\"heard\"", heard);
 	mtc_metric_value(t, "mtc_coord_ranks", "state=\"silent\"", silent);
 	mtc_metric_value(t, "mtc_coord_ranks", "state=\"expected\"", c->o.nodes);
-	mtc_metric_header(t, "mtc_coord_round_reports", "gauge", "ranks that reported to the open round");
+	mtc_metric_header(t, "mtc_coord_round_reports", "gauge",
+			  "ranks that reported to the open round");
 	mtc_metric_header(t, "mtc_coord_rounds_total", "counter", "rounds by kind and outcome");
 	for (int k = 0; k < NKINDS; k++) {
 		char label[64];
@@ -1164,8 +1196,8 @@ void mtc_coord_metrics(void *coord, struct mtc_buf *t)
 	pthread_mutex_unlock(&c->mu);
 }
 
-int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *max_body,
-		    char *err, size_t errlen)
+int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *max_body, char *err,
+		    size_t errlen)
 {
 	const struct mtc_coord *c = coord;
 	const char *kind = path + strlen(MTC_COORD_PREFIX);
@@ -1187,8 +1219,8 @@ int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *m
 	return 0;
 }
 
-int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *method,
-		    const char *path, const char *body, size_t len, char **answer)
+int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *method, const char *path,
+		    const char *body, size_t len, char **answer)
 {
 	const char *kind = path + strlen(MTC_COORD_PREFIX);
 
@@ -1201,7 +1233,9 @@ int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *me
 		char why[640];
 		int code;
 		pthread_mutex_lock(&c->mu);
-		code = c->job[0] && who && who->kind == MTC_CRED_RANK ? other_job(c, who, NULL, why, sizeof why) : 0;
+		code = c->job[0] && who && who->kind == MTC_CRED_RANK
+			       ? other_job(c, who, NULL, why, sizeof why)
+			       : 0;
 		pthread_mutex_unlock(&c->mu);
 		if (code) {
 			*answer = mtc_coord_failure("refused a status read: %s", why);

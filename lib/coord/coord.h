@@ -88,8 +88,7 @@ struct mtc_coord *mtc_coord_new(const struct mtc_coord_opts *o);
  * the HTTP status and the JSON answer (malloc'd text) in *answer. The report
  * is taken as from a daemon without a token; mtc_coord_route checks who sent it.
  */
-int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len,
-		     char **answer);
+int mtc_coord_handle(struct mtc_coord *c, const char *kind, const char *body, size_t len, char **answer);
 /* Wakes every waiting report with "failed" and refuses new ones. */
 void mtc_coord_shutdown(struct mtc_coord *c);
 void mtc_coord_free(struct mtc_coord *c);
@@ -112,11 +111,11 @@ int mtc_coord_backup_due(long long agreed, int any_running, int requested, long 
  * backups' metas, so its limit grows with nodes; the others are small).
  */
 #define MTC_COORD_PREFIX "/v1/coord/"
-int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *max_body,
-		    char *err, size_t errlen);
+int mtc_coord_admit(void *coord, const char *method, const char *path, size_t *max_body, char *err,
+		    size_t errlen);
 struct mtc_peer_cred;
-int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *method,
-		    const char *path, const char *body, size_t len, char **answer);
+int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *method, const char *path,
+		    const char *body, size_t len, char **answer);
 
 /*
  * mtc_coord_route without blocking, for a server that holds a waiting
@@ -128,9 +127,9 @@ int mtc_coord_route(void *coord, const struct mtc_peer_cred *who, const char *me
  * mtc_coord_collect gives a wait's answer ("waiting" when it is collected
  * before it is woken) and frees it.
  */
-int mtc_coord_start(void *coord, const struct mtc_peer_cred *who, const char *method,
-		    const char *path, const char *body, size_t len, char **answer,
-		    void (*wake)(void *arg), void *arg, void **wait);
+int mtc_coord_start(void *coord, const struct mtc_peer_cred *who, const char *method, const char *path,
+		    const char *body, size_t len, char **answer, void (*wake)(void *arg), void *arg,
+		    void **wait);
 int mtc_coord_collect(void *coord, void *wait, char **answer);
 
 /* The coordinator's figures for GET /metrics: ranks heard and silent, rounds by outcome. */

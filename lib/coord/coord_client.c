@@ -30,8 +30,7 @@ const char *mtc_coord_url(const char *url)
 	return env && *env ? env : NULL;
 }
 
-void mtc_coord_client_init(struct mtc_coord_client *cc, const char *url, const char *token,
-			   int rank)
+void mtc_coord_client_init(struct mtc_coord_client *cc, const char *url, const char *token, int rank)
 {
 	size_t n;
 	struct timespec ts;
@@ -83,8 +82,12 @@ static enum mtc_result post_once(struct mtc_coord_client *cc, CURL *keep, const 
 	struct curl_slist *hdr = NULL;
 	struct mtc_buf b = MTC_BUF_INIT(ANSWER_MAX);
 	char errbuf[CURL_ERROR_SIZE], *url = xasprintf("%s/v1/coord/%s", cc->url, kind);
-	struct mtc_http_opts o = { .url = url, .token = cc->token, .idempotent = 1, .tls = mtc_tls_curl,
-				   .timeout_s = timeout_s, .connect_s = 5 };
+	struct mtc_http_opts o = { .url = url,
+				   .token = cc->token,
+				   .idempotent = 1,
+				   .tls = mtc_tls_curl,
+				   .timeout_s = timeout_s,
+				   .connect_s = 5 };
 	CURLcode rc;
 	json_error_t jerr;
 
@@ -206,8 +209,8 @@ void mtc_coord_client_close(struct mtc_coord_client *cc)
 	cc->url = cc->token = NULL;
 }
 
-enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report, double wait_s,
-			       double deadline, json_t **answer, char *err, size_t errlen)
+enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report,
+			       double wait_s, double deadline, json_t **answer, char *err, size_t errlen)
 {
 	json_t *r = json_deep_copy(report);
 	char *body;
@@ -257,7 +260,8 @@ enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, js
 		if (rc != MTC_OK || code == 503) {
 			if (a)
 				snprintf(err, errlen, "coordinator '%s': %s", cc->url,
-					 json_string_value(json_object_get(a, "error")) ?: "unavailable");
+					 json_string_value(json_object_get(a, "error"))
+						 ?: "unavailable");
 			json_decref(a);
 			mtc_debug("%s: %s; retrying", kind, err);
 			if (mtc_retry_wait(&retry) < 0) {
@@ -276,8 +280,9 @@ enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, js
 			json_decref(a);
 			return 0;
 		}
-		snprintf(err, errlen, "%s", json_string_value(json_object_get(a, "error"))
-						    ?: "the coordinator refused the report");
+		snprintf(err, errlen, "%s",
+			 json_string_value(json_object_get(a, "error"))
+				 ?: "the coordinator refused the report");
 		json_decref(a);
 		return MTC_FAILURE;
 	}
@@ -288,7 +293,10 @@ enum mtc_result mtc_coord_call(struct mtc_coord_client *cc, const char *kind, js
 {
 	for (;;) {
 		double left = deadline - mtc_now();
-		int rc = mtc_coord_post(cc, kind, report, left > 20 ? 20 : left > 0 ? left : 0,
+		int rc = mtc_coord_post(cc, kind, report,
+					left > 20  ? 20
+					: left > 0 ? left
+						   : 0,
 					deadline, answer, err, errlen);
 		if (rc != 0 || *answer)
 			return rc;

@@ -31,15 +31,14 @@ struct mtc_coord_client {
 	 * retrying until their deadline. Default: 6 heartbeats, at least 3 s.
 	 */
 	double lost_s;
-	_Atomic double last_ok; /* mtc_now() of the last answer; 0: never */
+	_Atomic double last_ok;	       /* mtc_now() of the last answer; 0: never */
 	volatile sig_atomic_t *cancel; /* when set and non-zero, reports stop with FAILURE */
 };
 
 /* The coordinator URL: url when given, else $MTC_COORDINATOR; NULL when neither. */
 const char *mtc_coord_url(const char *url);
 
-void mtc_coord_client_init(struct mtc_coord_client *cc, const char *url, const char *token,
-			   int rank);
+void mtc_coord_client_init(struct mtc_coord_client *cc, const char *url, const char *token, int rank);
 /* 1 when the coordinator answered once and has been silent for lost_s since. */
 int mtc_coord_client_lost(struct mtc_coord_client *cc);
 /* Starts the heartbeat thread: one POST /v1/coord/heartbeat every interval_s. */
@@ -55,11 +54,12 @@ void mtc_coord_client_close(struct mtc_coord_client *cc);
  * reached). Connection errors are retried until deadline (mtc_now() based)
  * or until the coordinator counts as lost.
  */
-enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report, double wait_s,
-		   double deadline, json_t **answer, char *err, size_t errlen);
+enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report,
+			       double wait_s, double deadline, json_t **answer, char *err,
+			       size_t errlen);
 
 /* Reports until the round is done (0 and the answer), it fails, or deadline passes (TIMEOUT). */
 enum mtc_result mtc_coord_call(struct mtc_coord_client *cc, const char *kind, json_t *report,
-		   double deadline, json_t **answer, char *err, size_t errlen);
+			       double deadline, json_t **answer, char *err, size_t errlen);
 
 #endif

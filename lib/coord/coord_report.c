@@ -57,13 +57,14 @@ const char *mtc_coord_over(json_t *holder, size_t metas, size_t data, const char
 
 void mtc_coord_list_take(json_t *holder, struct mtc_lkg_list *out)
 {
-	json_t *metas = json_object_get(holder, "meta-files"), *data = json_object_get(holder, "data-files"), *m;
+	json_t *metas = json_object_get(holder, "meta-files"),
+	       *data = json_object_get(holder, "data-files"), *m;
 	size_t i;
 
 	mtc_coord_list_free(out);
 	if (json_array_size(metas)) {
 		out->metas = xmalloc(json_array_size(metas) * sizeof *out->metas);
-		json_array_foreach(metas, i, m) {
+		json_array_foreach (metas, i, m) {
 			struct mtc_lkg_meta *p = &out->metas[out->n_metas++];
 			p->step = json_integer_value(json_array_get(m, 0));
 			p->node = (int)json_integer_value(json_array_get(m, 1));
@@ -73,7 +74,7 @@ void mtc_coord_list_take(json_t *holder, struct mtc_lkg_list *out)
 	}
 	if (json_array_size(data)) {
 		out->data = xmalloc(json_array_size(data) * sizeof *out->data);
-		json_array_foreach(data, i, m)
+		json_array_foreach (data, i, m)
 			mtc_lkg_hash_pack(json_string_value(m), out->data[out->n_data++]);
 	}
 	json_object_del(holder, "meta-files");
@@ -92,8 +93,7 @@ size_t mtc_coord_restore_body_max(int nodes)
 	/* [9007199254740992,1048575,1048575,"D<64 hex>"], and "D<64 hex>", each with its comma */
 	const size_t meta = 103, data = 68;
 	size_t lists = MTC_COORD_LIST_CAP(nodes) * (meta + data) +
-		       2 * MTC_COORD_BACKUP_CAP(nodes) * (meta + data) +
-		       MTC_COORD_BACKUPS_MAX * 256;
+		       2 * MTC_COORD_BACKUP_CAP(nodes) * (meta + data) + MTC_COORD_BACKUPS_MAX * 256;
 
 	return 2 * (16384 + lists) + (64u << 10);
 }

@@ -10,11 +10,11 @@
 struct hk {
 	const struct mtc_rank_node *nodes;
 	int n;
-	int *node_of;		 /* rank -> node, -1 */
-	int *rank_of;		 /* node -> rank, -1 */
-	int *dist;		 /* BFS layer of a node */
+	int *node_of; /* rank -> node, -1 */
+	int *rank_of; /* node -> rank, -1 */
+	int *dist;    /* BFS layer of a node */
 	int *queue, *stack;
-	size_t *next;		 /* the DFS's position in a node's holds */
+	size_t *next; /* the DFS's position in a node's holds */
 };
 
 static int held(const struct hk *h, int i, size_t k)
@@ -100,8 +100,7 @@ static int by_index(const void *a, const void *b, void *arg)
 	return ix != iy ? (ix < iy ? -1 : 1) : (x > y) - (x < y);
 }
 
-int mtc_rank_assign(const struct mtc_rank_node *nodes, int n, int *rank_of, char *err,
-		    size_t errlen)
+int mtc_rank_assign(const struct mtc_rank_node *nodes, int n, int *rank_of, char *err, size_t errlen)
 {
 	struct hk h = { .nodes = nodes, .n = n };
 	int *order, *index_used, matched = 0, free_rank = 0;
@@ -111,8 +110,9 @@ int mtc_rank_assign(const struct mtc_rank_node *nodes, int n, int *rank_of, char
 		int x = nodes[i].index;
 		if (x < -1 || x >= n || (x >= 0 && index_used[x]++)) {
 			free(index_used);
-			return mtc_fail(err, errlen, x >= n || x < -1 ? "pod index %d is not in [0, %d)"
-							       : "two nodes report pod index %d",
+			return mtc_fail(err, errlen,
+					x >= n || x < -1 ? "pod index %d is not in [0, %d)"
+							 : "two nodes report pod index %d",
 					x, n);
 		}
 	}

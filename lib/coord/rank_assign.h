@@ -20,7 +20,6 @@ struct mtc_rank_node {
 	size_t n_holds;
 };
 
-int mtc_rank_assign(const struct mtc_rank_node *nodes, int n, int *rank_of, char *err,
-		    size_t errlen);
+int mtc_rank_assign(const struct mtc_rank_node *nodes, int n, int *rank_of, char *err, size_t errlen);
 
 #endif

@@ -32,8 +32,8 @@ struct mtc_rank_server {
 	int nodes, n_reported;
 	double round_s, opened;
 	struct rank_slot *s;
-	int *rank_of;	 /* by index, once assigned */
-	json_t *shared;	 /* the answer's common part, once assigned */
+	int *rank_of;	  /* by index, once assigned */
+	json_t *shared;	  /* the answer's common part, once assigned */
 	char failed[512]; /* why the last round failed, for the reports it held */
 	unsigned char *failed_for;
 };
@@ -72,7 +72,6 @@ void mtc_rank_server_free(struct mtc_rank_server *rs)
 	json_decref(rs->shared);
 	free(rs);
 }
-
 
 /* The newest step at which every rank is held by some node; else the newest held at all; -1: none. */
 static long long judged_step(const struct mtc_rank_server *rs)
@@ -180,12 +179,11 @@ static const char *parse(struct mtc_rank_server *rs, json_t *rep, int *index, co
 		return "\"holds\" is not a list";
 	if (json_array_size(*holds) > MTC_RANK_HOLDS_MAX)
 		return "\"holds\" is longer than 256";
-	json_array_foreach(*holds, i, h) {
+	json_array_foreach (*holds, i, h) {
 		json_t *st = json_array_get(h, 0), *r = json_array_get(h, 1);
 		if (!json_is_array(h) || json_array_size(h) != 2 || !json_is_integer(st) ||
 		    json_integer_value(st) < 0 || json_integer_value(st) > MTC_COORD_STEP_MAX ||
-		    !json_is_integer(r) || json_integer_value(r) < 0 ||
-		    json_integer_value(r) > INT_MAX)
+		    !json_is_integer(r) || json_integer_value(r) < 0 || json_integer_value(r) > INT_MAX)
 			return "a \"holds\" entry is not [step, rank]";
 	}
 	return NULL;
@@ -215,8 +213,10 @@ int mtc_rank_server_report(struct mtc_rank_server *rs, const char *body, size_t 
 	s = &rs->s[*index];
 	snprintf(session, 64, "%s", sess);
 	if (s->stale[0] && !strcmp(s->stale, sess)) {
-		*answer = mtc_coord_failure("pod index %d reported again from another process: this one's "
-				 "report is superseded", *index);
+		*answer =
+			mtc_coord_failure("pod index %d reported again from another process: this one's "
+					  "report is superseded",
+					  *index);
 		json_decref(rep);
 		return 409;
 	}
@@ -226,7 +226,8 @@ int mtc_rank_server_report(struct mtc_rank_server *rs, const char *body, size_t 
 	}
 	if (s->reported && strcmp(s->session, sess)) {
 		mtc_warn("ranks: pod index %d reported from a new process ('%s' replaces '%s'); "
-			 "the older is refused", *index, sess, s->session);
+			 "the older is refused",
+			 *index, sess, s->session);
 		snprintf(superseded, 64, "%s", s->session);
 		snprintf(s->stale, sizeof s->stale, "%s", s->session);
 	}
@@ -239,7 +240,7 @@ int mtc_rank_server_report(struct mtc_rank_server *rs, const char *body, size_t 
 	s->host = xstrdup(host);
 	s->steps = xmalloc((json_array_size(holds) + 1) * sizeof *s->steps);
 	s->ranks = xmalloc((json_array_size(holds) + 1) * sizeof *s->ranks);
-	json_array_foreach(holds, i, h) {
+	json_array_foreach (holds, i, h) {
 		/* a rank past the nodes is of a bigger run of the job (a shrink): no place here */
 		if (json_integer_value(json_array_get(h, 1)) >= rs->nodes)
 			continue;
@@ -256,14 +257,15 @@ int mtc_rank_server_report(struct mtc_rank_server *rs, const char *body, size_t 
 	return 0;
 }
 
-int mtc_rank_server_answer(struct mtc_rank_server *rs, int index, const char *session,
-			   char **answer)
+int mtc_rank_server_answer(struct mtc_rank_server *rs, int index, const char *session, char **answer)
 {
 	const struct rank_slot *s = &rs->s[index];
 
 	if (s->stale[0] && !strcmp(s->stale, session)) {
-		*answer = mtc_coord_failure("pod index %d reported again from another process: this one's "
-				 "report is superseded", index);
+		*answer =
+			mtc_coord_failure("pod index %d reported again from another process: this one's "
+					  "report is superseded",
+					  index);
 		return 409;
 	}
 	if (rs->rank_of)
@@ -274,7 +276,7 @@ int mtc_rank_server_answer(struct mtc_rank_server *rs, int index, const char *se
 		return 200;
 	}
 	*answer = mtc_coord_dump(json_pack("{s:s, s:i, s:i}", "status", "waiting", "reported",
-					rs->n_reported, "nodes", rs->nodes));
+					   rs->n_reported, "nodes", rs->nodes));
 	return 200;
 }
 
@@ -302,8 +304,8 @@ int mtc_rank_server_check(struct mtc_rank_server *rs, double now)
 	}
 	snprintf(rs->failed, sizeof rs->failed,
 		 "rank assignment timed out after %.0f s: %d of %d nodes reported; pod index%s %s "
-		 "did not", rs->round_s, rs->n_reported, rs->nodes, strchr(missing, ',') ? "es" : "",
-		 missing);
+		 "did not",
+		 rs->round_s, rs->n_reported, rs->nodes, strchr(missing, ',') ? "es" : "", missing);
 	mtc_error("%s", rs->failed);
 	for (int i = 0; i < rs->nodes; i++) {
 		rs->failed_for[i] = (unsigned char)rs->s[i].reported;

@@ -38,8 +38,7 @@ void mtc_rank_server_free(struct mtc_rank_server *rs);
 int mtc_rank_server_report(struct mtc_rank_server *rs, const char *body, size_t len, int *index,
 			   char session[64], char superseded[64], char **answer);
 /* The answer of a woken or expired wait of index and session, and its HTTP status. */
-int mtc_rank_server_answer(struct mtc_rank_server *rs, int index, const char *session,
-			   char **answer);
+int mtc_rank_server_answer(struct mtc_rank_server *rs, int index, const char *session, char **answer);
 /* Nodes that reported to the open round, or every node once assigned. */
 int mtc_rank_server_reported(const struct mtc_rank_server *rs);
 /* Fails a round open longer than round_s; 1 when it did (the waits must be woken). */

@@ -18,7 +18,7 @@
 #include "ocdbt_format.h"
 #include "xalloc.h"
 
-#define MAX_NODES (1u << 22)	/* node reads per open (a tree may share nodes: bound the walk) */
+#define MAX_NODES (1u << 22) /* node reads per open (a tree may share nodes: bound the walk) */
 #define MAX_KEYS (1u << 28)
 
 struct walk {
@@ -104,8 +104,8 @@ static uint8_t *join_key(const uint8_t *prefix, size_t plen, const uint8_t *key,
 	return k;
 }
 
-static int add_kv(struct walk *w, const uint8_t *prefix, size_t plen,
-		  const struct mtc_ocdbt_entry *e, const struct mtc_ocdbt_node *node)
+static int add_kv(struct walk *w, const uint8_t *prefix, size_t plen, const struct mtc_ocdbt_entry *e,
+		  const struct mtc_ocdbt_node *node)
 {
 	struct mtc_ocdbt *s = w->s;
 	size_t klen = plen + e->key_len;
@@ -116,8 +116,7 @@ static int add_kv(struct walk *w, const uint8_t *prefix, size_t plen,
 		if (c == 0 && m > plen)
 			c = memcmp(last->key + plen, e->key, m - plen);
 		if (c > 0 || (c == 0 && last->key_len >= klen))
-			return fail(w->err, w->errlen, "'%s': keys out of order in the B+tree",
-				    s->root);
+			return fail(w->err, w->errlen, "'%s': keys out of order in the B+tree", s->root);
 	}
 	if (s->n == MAX_KEYS)
 		return fail(w->err, w->errlen, "'%s': more than %u keys", s->root, MAX_KEYS);
@@ -125,8 +124,7 @@ static int add_kv(struct walk *w, const uint8_t *prefix, size_t plen,
 		w->cap = w->cap ? 2 * w->cap : 1024;
 		s->kv = xrealloc(s->kv, w->cap * sizeof *s->kv);
 	}
-	struct mtc_ocdbt_kv kv = { join_key(prefix, plen, e->key, e->key_len), klen, e->len, NULL,
-				   0, 0 };
+	struct mtc_ocdbt_kv kv = { join_key(prefix, plen, e->key, e->key_len), klen, e->len, NULL, 0, 0 };
 	int rc = 0;
 	if (e->value) {
 		kv.value = xmalloc(e->len ? e->len : 1);
@@ -160,8 +158,7 @@ static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
  * per level, so the recursion is at most 256 deep.
  */
 static int visit(struct walk *w, const struct mtc_ocdbt_path *path, const struct mtc_ocdbt_ref *ref,
-		 unsigned height, const uint8_t *prefix, size_t plen, const uint8_t *min,
-		 size_t minlen)
+		 unsigned height, const uint8_t *prefix, size_t plen, const uint8_t *min, size_t minlen)
 {
 	struct mtc_ocdbt *s = w->s;
 	size_t f;
@@ -171,14 +168,13 @@ static int visit(struct walk *w, const struct mtc_ocdbt_path *path, const struct
 	    check_range(s, f, ref->offset, ref->length, w->err, w->errlen) < 0)
 		return -1;
 	if (ref->length > MTC_OCDBT_MAX_DECODED)
-		return fail(w->err, w->errlen, "'%s/%s': B+tree node of %llu bytes", s->root,
-			    path->path, (unsigned long long)ref->length);
+		return fail(w->err, w->errlen, "'%s/%s': B+tree node of %llu bytes", s->root, path->path,
+			    (unsigned long long)ref->length);
 	uint8_t *buf = xmalloc(ref->length ? ref->length : 1);
 	struct mtc_ocdbt_node node;
 	int rc = -1;
 	if (mtc_pread_all(s->files[f].fd, buf, ref->length, ref->offset) < 0) {
-		fail(w->err, w->errlen, "cannot read '%s/%s': %s", s->root, path->path,
-		     strerror(errno));
+		fail(w->err, w->errlen, "cannot read '%s/%s': %s", s->root, path->path, strerror(errno));
 		free(buf);
 		return -1;
 	}
@@ -234,8 +230,8 @@ static int newest_numbered(struct mtc_ocdbt *s, uint64_t *gen, char *err, size_t
 	*gen = 0;
 	while ((de = readdir(d))) {
 		const char *h = de->d_name + 9;
-		if (strncmp(de->d_name, "manifest.", 9) || strlen(h) != 16 || h[0] < '0' ||
-		    h[0] > '9' || strspn(h, "0123456789abcdefABCDEF") != 16)
+		if (strncmp(de->d_name, "manifest.", 9) || strlen(h) != 16 || h[0] < '0' || h[0] > '9' ||
+		    strspn(h, "0123456789abcdefABCDEF") != 16)
 			continue;
 		uint64_t g = strtoull(h, NULL, 16);
 		if (g > *gen)
@@ -245,8 +241,8 @@ static int newest_numbered(struct mtc_ocdbt *s, uint64_t *gen, char *err, size_t
 	return 0;
 }
 
-static int read_manifest(struct mtc_ocdbt *s, const char *name, struct mtc_ocdbt_manifest *m,
-			 char *err, size_t errlen)
+static int read_manifest(struct mtc_ocdbt *s, const char *name, struct mtc_ocdbt_manifest *m, char *err,
+			 size_t errlen)
 {
 	int fd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC);
 	char *buf;
@@ -287,8 +283,8 @@ int mtc_ocdbt_open(struct mtc_ocdbt *s, const char *dir, char *err, size_t errle
 		if (read_manifest(s, name, &m, err, errlen) < 0)
 			goto bad;
 		if (m.numbered || m.generation != gen) {
-			fail(err, errlen, "'%s/%s': not the single manifest of generation %llu",
-			     s->root, name, (unsigned long long)gen);
+			fail(err, errlen, "'%s/%s': not the single manifest of generation %llu", s->root,
+			     name, (unsigned long long)gen);
 			mtc_ocdbt_manifest_free(&m);
 			goto bad;
 		}
@@ -336,8 +332,8 @@ static void pages(const uint8_t *p, size_t len, uint8_t **start, size_t *n)
 	*n = (size_t)((uintptr_t)p + len - a);
 }
 
-const uint8_t *mtc_ocdbt_range(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv,
-			       uint64_t off, size_t len, uint8_t *buf, char *err, size_t errlen)
+const uint8_t *mtc_ocdbt_range(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv, uint64_t off,
+			       size_t len, uint8_t *buf, char *err, size_t errlen)
 {
 	if (off > kv->len || len > kv->len - off) {
 		fail(err, errlen, "read past the end of a value");

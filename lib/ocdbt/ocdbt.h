@@ -55,8 +55,8 @@ void mtc_ocdbt_close(struct mtc_ocdbt *s);
  * in now; mtc_ocdbt_drop lets them go), or read into buf (len bytes) where
  * the file is not mapped. NULL with a reason in err.
  */
-const uint8_t *mtc_ocdbt_range(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv,
-			       uint64_t off, size_t len, uint8_t *buf, char *err, size_t errlen);
+const uint8_t *mtc_ocdbt_range(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv, uint64_t off,
+			       size_t len, uint8_t *buf, char *err, size_t errlen);
 
 /* Unmaps the pages of a range mtc_ocdbt_range gave, if it was mapped. */
 void mtc_ocdbt_drop(const struct mtc_ocdbt *s, const struct mtc_ocdbt_kv *kv, const uint8_t *p,

@@ -250,10 +250,10 @@ bad:
 
 /* ids, offsets, lengths columns of n references; MTC_OCDBT_MISSING pairs only if allowed */
 static int read_refs(struct mtc_ocdbt_in *in, struct mtc_ocdbt_ref *r, size_t n, size_t stride,
-		     const struct mtc_ocdbt_table *t, int allow_missing, const char *what,
-		     char *err, size_t errlen)
+		     const struct mtc_ocdbt_table *t, int allow_missing, const char *what, char *err,
+		     size_t errlen)
 {
-#define REF(i) ((struct mtc_ocdbt_ref *)((char *)r + (i) * stride))
+#define REF(i) ((struct mtc_ocdbt_ref *)((char *)r + (i)*stride))
 	for (size_t i = 0; i < n; i++)
 		REF(i)->file = u64(in);
 	for (size_t i = 0; i < n; i++)
@@ -267,8 +267,7 @@ static int read_refs(struct mtc_ocdbt_in *in, struct mtc_ocdbt_ref *r, size_t n,
 		if (x->file >= t->n)
 			return fail(err, errlen, "%s: data file id %llu not in table of %zu", what,
 				    (unsigned long long)x->file, t->n);
-		if (allow_missing && x->offset == MTC_OCDBT_MISSING &&
-		    x->length == MTC_OCDBT_MISSING)
+		if (allow_missing && x->offset == MTC_OCDBT_MISSING && x->length == MTC_OCDBT_MISSING)
 			continue;
 		if (x->offset > INT64_MAX || x->length > INT64_MAX - x->offset)
 			return fail(err, errlen, "%s: bad offset/length %llu/%llu", what,
@@ -281,15 +280,14 @@ static int read_refs(struct mtc_ocdbt_in *in, struct mtc_ocdbt_ref *r, size_t n,
 void mtc_ocdbt_manifest_free(struct mtc_ocdbt_manifest *m) { mtc_ocdbt_table_free(&m->table); }
 
 /* The inline versions: count, generations, root heights, roots, statistics, commit times. */
-static int read_versions(struct mtc_ocdbt_in *in, struct mtc_ocdbt_manifest *m, char *err,
-			 size_t errlen)
+static int read_versions(struct mtc_ocdbt_in *in, struct mtc_ocdbt_manifest *m, char *err, size_t errlen)
 {
 	uint64_t n = u64(in);
 	if (truncated(in, "versions", err, errlen))
 		return -1;
 	if (n == 0 || n > (1u << m->arity_log2))
-		return fail(err, errlen, "versions: count %llu outside [1, %u]",
-			    (unsigned long long)n, 1u << m->arity_log2);
+		return fail(err, errlen, "versions: count %llu outside [1, %u]", (unsigned long long)n,
+			    1u << m->arity_log2);
 	struct ver {
 		struct mtc_ocdbt_ref ref;
 		uint64_t gen, stats[3];
@@ -336,8 +334,8 @@ static int read_version_nodes(struct mtc_ocdbt_in *in, struct mtc_ocdbt_manifest
 	if (truncated(in, "version nodes", err, errlen))
 		return -1;
 	if (n > max)
-		return fail(err, errlen, "version nodes: count %llu exceeds %llu",
-			    (unsigned long long)n, (unsigned long long)max);
+		return fail(err, errlen, "version nodes: count %llu exceeds %llu", (unsigned long long)n,
+			    (unsigned long long)max);
 	struct mtc_ocdbt_ref refs[64];
 	uint64_t gen[64];
 	for (size_t i = 0; i < n; i++)
@@ -358,15 +356,14 @@ static int read_version_nodes(struct mtc_ocdbt_in *in, struct mtc_ocdbt_manifest
 	return truncated(in, "version nodes", err, errlen);
 }
 
-int mtc_ocdbt_decode_manifest(const uint8_t *buf, size_t len, struct mtc_ocdbt_manifest *m,
-			      char *err, size_t errlen)
+int mtc_ocdbt_decode_manifest(const uint8_t *buf, size_t len, struct mtc_ocdbt_manifest *m, char *err,
+			      size_t errlen)
 {
 	const uint8_t *body;
 	size_t blen;
 	uint8_t *owned;
 	memset(m, 0, sizeof *m);
-	if (mtc_ocdbt_unframe(buf, len, MTC_OCDBT_MANIFEST_MAGIC, &body, &blen, &owned, err,
-			      errlen) < 0)
+	if (mtc_ocdbt_unframe(buf, len, MTC_OCDBT_MANIFEST_MAGIC, &body, &blen, &owned, err, errlen) < 0)
 		return -1;
 	struct mtc_ocdbt_in in = { body, body + blen, 0 };
 	const uint8_t *uuid = take(&in, 16);
@@ -379,8 +376,8 @@ int mtc_ocdbt_decode_manifest(const uint8_t *buf, size_t len, struct mtc_ocdbt_m
 		goto bad;
 	memcpy(m->uuid, uuid, 16);
 	if (kind > 1 || m->arity_log2 == 0 || m->arity_log2 > 16 || method > 1) {
-		fail(err, errlen, "config: bad manifest kind %u, arity log2 %u or compression %u",
-		     kind, m->arity_log2, method);
+		fail(err, errlen, "config: bad manifest kind %u, arity log2 %u or compression %u", kind,
+		     m->arity_log2, method);
 		goto bad;
 	}
 	m->numbered = kind == 1;
@@ -423,8 +420,7 @@ void mtc_ocdbt_node_free(struct mtc_ocdbt_node *node)
 }
 
 /* The key columns: prefix lengths, suffix lengths, (interior) subtree prefix lengths, suffixes. */
-static int read_keys(struct mtc_ocdbt_in *in, struct mtc_ocdbt_node *node, char *err,
-		     size_t errlen)
+static int read_keys(struct mtc_ocdbt_in *in, struct mtc_ocdbt_node *node, char *err, size_t errlen)
 {
 	size_t n = node->n, total = 0;
 	uint16_t *pre = xcalloc(2 * n, sizeof *pre), *suf = pre + n;
@@ -535,8 +531,8 @@ int mtc_ocdbt_decode_node(const uint8_t *buf, size_t len, const char *transitive
 	const uint8_t *body;
 	size_t blen;
 	memset(node, 0, sizeof *node);
-	if (mtc_ocdbt_unframe(buf, len, MTC_OCDBT_BTREE_MAGIC, &body, &blen, &node->owned, err,
-			      errlen) < 0)
+	if (mtc_ocdbt_unframe(buf, len, MTC_OCDBT_BTREE_MAGIC, &body, &blen, &node->owned, err, errlen) <
+	    0)
 		return -1;
 	if (!node->owned) { /* inline values point into the body: keep it */
 		node->owned = xmalloc(blen ? blen : 1);
@@ -564,8 +560,8 @@ int mtc_ocdbt_decode_node(const uint8_t *buf, size_t len, const char *transitive
 		if (read_leaf_values(&in, node, err, errlen) < 0)
 			goto bad;
 	} else {
-		if (read_refs(&in, &node->e[0].ref, n, sizeof *node->e, &node->table, 0, "children",
-			      err, errlen) < 0)
+		if (read_refs(&in, &node->e[0].ref, n, sizeof *node->e, &node->table, 0, "children", err,
+			      errlen) < 0)
 			goto bad;
 		for (size_t i = 0; i < 3 * (size_t)n; i++)
 			u64(&in); /* statistics */

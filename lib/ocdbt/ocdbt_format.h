@@ -64,7 +64,7 @@ int mtc_ocdbt_unframe(const uint8_t *buf, size_t len, uint32_t magic, const uint
 
 /* One file of a data file table. */
 struct mtc_ocdbt_path {
-	char *path;	 /* full path below the store root, NUL-terminated */
+	char *path; /* full path below the store root, NUL-terminated */
 	size_t len;
 	size_t base_len; /* bytes of path that nodes read through it take as transitive */
 };
@@ -98,16 +98,16 @@ struct mtc_ocdbt_manifest {
 	struct mtc_ocdbt_ref root; /* offset MTC_OCDBT_MISSING: no keys */
 };
 
-int mtc_ocdbt_decode_manifest(const uint8_t *buf, size_t len, struct mtc_ocdbt_manifest *m,
-			      char *err, size_t errlen);
+int mtc_ocdbt_decode_manifest(const uint8_t *buf, size_t len, struct mtc_ocdbt_manifest *m, char *err,
+			      size_t errlen);
 void mtc_ocdbt_manifest_free(struct mtc_ocdbt_manifest *m);
 
 struct mtc_ocdbt_entry {
 	const uint8_t *key; /* node-relative (without the subtree prefix), in the node's key buffer */
 	size_t key_len;
-	size_t subtree_prefix; /* interior: bytes of key that prefix every key below */
-	uint64_t len;		/* leaf: value bytes */
-	const uint8_t *value;	/* leaf: the inline value, or NULL when out of line */
+	size_t subtree_prefix;	  /* interior: bytes of key that prefix every key below */
+	uint64_t len;		  /* leaf: value bytes */
+	const uint8_t *value;	  /* leaf: the inline value, or NULL when out of line */
 	struct mtc_ocdbt_ref ref; /* leaf out of line: the value; interior: the child node */
 };
 

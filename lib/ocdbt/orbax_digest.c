@@ -168,8 +168,7 @@ static int by_len_desc(const void *a, const void *b)
 }
 
 /* The hex of every value into v (in s's key order), largest values first. */
-static int hash_values(const struct mtc_ocdbt *s, struct value *v, int threads, char *err,
-		       size_t errlen)
+static int hash_values(const struct mtc_ocdbt *s, struct value *v, int threads, char *err, size_t errlen)
 {
 	struct value **order = xcalloc(s->n ? s->n : 1, sizeof *order);
 	size_t njobs = 0;
@@ -182,8 +181,11 @@ static int hash_values(const struct mtc_ocdbt *s, struct value *v, int threads, 
 		order[i] = &v[i];
 	}
 	qsort(order, s->n, sizeof *order, by_len_desc);
-	struct pool p = { .s = s, .jobs = xcalloc(njobs ? njobs : 1, sizeof *p.jobs), .n = njobs,
-			  .err = err, .errlen = errlen };
+	struct pool p = { .s = s,
+			  .jobs = xcalloc(njobs ? njobs : 1, sizeof *p.jobs),
+			  .n = njobs,
+			  .err = err,
+			  .errlen = errlen };
 	atomic_init(&p.next, 0);
 	atomic_init(&p.failed, 0);
 	pthread_mutex_init(&p.lock, NULL);

@@ -10,8 +10,7 @@ struct heads {
 	int content_length, transfer_encoding, chunked, spaced;
 };
 
-static enum MHD_Result count(void *cls, enum MHD_ValueKind kind, const char *key,
-			     const char *value)
+static enum MHD_Result count(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
 	struct heads *h = cls;
 

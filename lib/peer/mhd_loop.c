@@ -90,8 +90,7 @@ static void *loop_main(void *arg)
 	}
 }
 
-struct mtc_mhd_loop *mtc_mhd_loop_start(struct MHD_Daemon *d, int pause_ms, char *err,
-					size_t errlen)
+struct mtc_mhd_loop *mtc_mhd_loop_start(struct MHD_Daemon *d, int pause_ms, char *err, size_t errlen)
 {
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
 	struct epoll_event daemon_ev = { .events = EPOLLIN }, wake_ev = { .events = EPOLLIN };
@@ -109,8 +108,7 @@ struct mtc_mhd_loop *mtc_mhd_loop_start(struct MHD_Daemon *d, int pause_ms, char
 	daemon_ev.data.fd = info->epoll_fd;
 	wake_ev.data.fd = l->wake;
 	pthread_mutex_init(&l->mu, NULL);
-	if (l->ep < 0 || l->wake < 0 ||
-	    epoll_ctl(l->ep, EPOLL_CTL_ADD, info->epoll_fd, &daemon_ev) ||
+	if (l->ep < 0 || l->wake < 0 || epoll_ctl(l->ep, EPOLL_CTL_ADD, info->epoll_fd, &daemon_ev) ||
 	    epoll_ctl(l->ep, EPOLL_CTL_ADD, l->wake, &wake_ev) ||
 	    (errno = pthread_create(&l->thread, NULL, loop_main, l))) {
 		mtc_fail(err, errlen, "cannot start a server loop: %s", strerror(errno));

@@ -15,8 +15,7 @@ struct mtc_mhd_loop;
  * body): requests that arrive within that time are served together, for one
  * wakeup. A loop that started owns d; NULL with err, d left to the caller.
  */
-struct mtc_mhd_loop *mtc_mhd_loop_start(struct MHD_Daemon *d, int pause_ms, char *err,
-					size_t errlen);
+struct mtc_mhd_loop *mtc_mhd_loop_start(struct MHD_Daemon *d, int pause_ms, char *err, size_t errlen);
 /* Hands a connection to the daemon, from any thread; it is closed if the daemon cannot take it. */
 void mtc_mhd_loop_add(struct mtc_mhd_loop *l, int fd, const struct sockaddr *sa, socklen_t salen);
 /*

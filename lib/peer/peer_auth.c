@@ -30,8 +30,7 @@ static void mac_hex(const char *secret, const char *job, int rank, char out[MAC_
 	unsigned int n = 0;
 	char *msg = xasprintf("mtc-rank:%s:%d", job, rank);
 
-	HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)msg, strlen(msg), md,
-	     &n);
+	HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)msg, strlen(msg), md, &n);
 	free(msg);
 	for (unsigned i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", md[i]);
@@ -101,8 +100,7 @@ static int parse_credential(const char *s, int *rank, const char **mac, const ch
 	return mtc_valid_job_name(*job) ? 0 : -1;
 }
 
-int mtc_peer_auth_check(const struct mtc_peer_auth *a, const char *header,
-			struct mtc_peer_cred *who)
+int mtc_peer_auth_check(const struct mtc_peer_auth *a, const char *header, struct mtc_peer_cred *who)
 {
 	unsigned char got[32];
 	const char *tok, *mac, *job;
@@ -134,8 +132,8 @@ int mtc_peer_auth_check(const struct mtc_peer_auth *a, const char *header,
 	return 0;
 }
 
-int mtc_cred_may_write(const struct mtc_peer_cred *who, int strict, const char *job, int rank,
-		       char *err, size_t errlen)
+int mtc_cred_may_write(const struct mtc_peer_cred *who, int strict, const char *job, int rank, char *err,
+		       size_t errlen)
 {
 	if (!who || who->kind == MTC_CRED_OPEN)
 		return 0;
@@ -143,10 +141,13 @@ int mtc_cred_may_write(const struct mtc_peer_cred *who, int strict, const char *
 		if (!strict)
 			return 0;
 		if (rank >= 0)
-			snprintf(err, errlen, "the job's shared secret cannot speak for rank %d here "
-				 "(--strict-ranks): send rank %d's credential", rank, rank);
+			snprintf(err, errlen,
+				 "the job's shared secret cannot speak for rank %d here "
+				 "(--strict-ranks): send rank %d's credential",
+				 rank, rank);
 		else
-			snprintf(err, errlen, "the job's shared secret cannot write here "
+			snprintf(err, errlen,
+				 "the job's shared secret cannot write here "
 				 "(--strict-ranks): send a rank's credential");
 		return 403;
 	}

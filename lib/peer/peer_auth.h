@@ -46,8 +46,7 @@ void mtc_peer_auth_free(struct mtc_peer_auth *a);
  * Checks an Authorization header value (NULL: none): 0 with *who filled in,
  * or -1 when it carries neither the secret nor a valid rank credential (401).
  */
-int mtc_peer_auth_check(const struct mtc_peer_auth *a, const char *header,
-			struct mtc_peer_cred *who);
+int mtc_peer_auth_check(const struct mtc_peer_auth *a, const char *header, struct mtc_peer_cred *who);
 
 /*
  * May who write something that speaks for rank of job (rank -1: for no rank
@@ -55,8 +54,8 @@ int mtc_peer_auth_check(const struct mtc_peer_auth *a, const char *header,
  * may, else 403 with a one-line reason: a rank credential speaks only for its
  * own rank and job; the plain secret speaks for any rank unless strict.
  */
-int mtc_cred_may_write(const struct mtc_peer_cred *who, int strict, const char *job, int rank,
-		       char *err, size_t errlen);
+int mtc_cred_may_write(const struct mtc_peer_cred *who, int strict, const char *job, int rank, char *err,
+		       size_t errlen);
 
 /*
  * 1 the first time rank is refused (so that a refusal is logged once per rank;

@@ -69,13 +69,13 @@ struct call {
 	long long file_size;
 	struct mtc_wire_entry *range; /* a GET of this range of a file into its place in down_path */
 	int down_shared; /* a piece: down_path is prepared, other pieces extract into it too */
-	int raw; /* a PUT or a tree's GET over a plain socket (peer_http.h), not through libcurl */
+	int raw;  /* a PUT or a tree's GET over a plain socket (peer_http.h), not through libcurl */
 	int once; /* not idempotent: a POST that opens or commits an upload session */
 	const volatile sig_atomic_t *cancel; /* the client's (peer_client.h) */
 
 	long code;
-	long long x_size;  /* a HEAD's X-Mtc-Size, -1 when none */
-	int accept_ranges; /* the answer said Accept-Ranges: bytes */
+	long long x_size;    /* a HEAD's X-Mtc-Size, -1 when none */
+	int accept_ranges;   /* the answer said Accept-Ranges: bytes */
 	struct mtc_buf body; /* small bodies (meta, inventory, errors), cut at MTC_HTTP_ANSWER_MAX */
 	long long bytes;
 
@@ -176,7 +176,9 @@ static void *tree_reader(void *arg)
 	struct call *c = arg;
 	c->thread_rc = mtc_wire_extract_from(mtc_ring_next, &c->ring, c->tree_root, c->limits,
 					     c->expected, &c->got_list, c->thread_why,
-					     sizeof c->thread_why) == MTC_OK ? 0 : -1;
+					     sizeof c->thread_why) == MTC_OK
+			       ? 0
+			       : -1;
 	mtc_ring_done(&c->ring);
 	return NULL;
 }
@@ -277,14 +279,21 @@ static void first_line(const char *body, char *out, size_t len)
 static enum mtc_http_end send_raw(const struct mtc_http_opts *o, struct call *c, double deadline,
 				  char *err, size_t errlen)
 {
-	struct mtc_http_call hp = { .url = o->url, .token = o->token,
+	struct mtc_http_call hp = { .url = o->url,
+				    .token = o->token,
 				    .content_type = c->up_tree ? "application/x-tar"
 							       : "application/octet-stream",
-				    .body = c->reader, .length = c->up_total, .deadline = deadline,
-				    .stall_s = (int)o->stall_s, .upgrade = c->up_tree,
-				    .fd = c->down_fd, .range = c->range,
+				    .body = c->reader,
+				    .length = c->up_total,
+				    .deadline = deadline,
+				    .stall_s = (int)o->stall_s,
+				    .upgrade = c->up_tree,
+				    .fd = c->down_fd,
+				    .range = c->range,
 				    .root = c->down_tree ? c->down_path : NULL,
-				    .limits = c->limits, .expected = c->expected, .got = &c->got_list,
+				    .limits = c->limits,
+				    .expected = c->expected,
+				    .got = &c->got_list,
 				    .stop = (const int *)c->cancel };
 	enum mtc_http_end end = c->up_path ? mtc_http_put(&hp, err, errlen)
 					   : mtc_http_get(&hp, err, errlen);
@@ -372,9 +381,14 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 		   size_t errlen)
 {
 	double left = deadline - mtc_now();
-	struct mtc_http_opts o = { .url = c->url, .token = pc->token, .idempotent = !c->once,
-				   .tls = mtc_tls_curl, .timeout_s = left > 0.001 ? left : 0.001,
-				   .connect_s = 10, .stall_s = 60, .bulk = 1 };
+	struct mtc_http_opts o = { .url = c->url,
+				   .token = pc->token,
+				   .idempotent = !c->once,
+				   .tls = mtc_tls_curl,
+				   .timeout_s = left > 0.001 ? left : 0.001,
+				   .connect_s = 10,
+				   .stall_s = 60,
+				   .bulk = 1 };
 	char why[CURL_ERROR_SIZE] = "", line[320];
 	enum mtc_http_end end;
 	int answered, rc;
@@ -404,10 +418,10 @@ static int attempt(const struct mtc_peer_client *pc, struct call *c, double dead
 	if (answered && c->code >= 300) {
 		first_line(c->body.p, line, sizeof line);
 		snprintf(err, errlen, "'%s': HTTP %ld%s%s", c->url, c->code, *line ? ": " : "", line);
-		rc = c->code == 404 ? MTC_NOTFOUND
-		     : c->code == 428 ? NEEDS_MANIFEST
+		rc = c->code == 404				     ? MTC_NOTFOUND
+		     : c->code == 428				     ? NEEDS_MANIFEST
 		     : mtc_http_transient(c->code) || c->code == 422 ? RETRY
-							      : MTC_FAILURE;
+								     : MTC_FAILURE;
 	} else if (c->thread_rc < 0 && c->down_path && (c->down_tree || c->range)) {
 		snprintf(err, errlen, "'%s': rejected: %s", c->url, c->thread_why);
 		c->code = 422;
@@ -463,8 +477,7 @@ struct piece_set {
 };
 
 /* k empty pieces, each to be given its call; n is k until a split says otherwise. */
-static void pieces_init(struct piece_set *ps, int k, const struct mtc_peer_client *pc,
-			double deadline)
+static void pieces_init(struct piece_set *ps, int k, const struct mtc_peer_client *pc, double deadline)
 {
 	ps->k = ps->n = k;
 	ps->bins = xcalloc((size_t)k, sizeof *ps->bins);
@@ -518,8 +531,8 @@ static void pieces_free(struct piece_set *ps)
  * extracted side by side into c->down_path: the daemon splits the
  * manifest into the same pieces (peer_manifest.h).
  */
-static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double deadline,
-		      char *err, size_t errlen)
+static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double deadline, char *err,
+		      size_t errlen)
 {
 	struct piece_set ps;
 	int rc;
@@ -537,8 +550,11 @@ static int get_pieces(const struct mtc_peer_client *pc, struct call *c, double d
 		ps.p[i].c = (struct call){ .method = "GET",
 					   .url = xasprintf("%s?piece=%d&pieces=%d&ranges=1", c->url, i,
 							    ps.k),
-					   .down_path = c->down_path, .down_tree = 1, .down_shared = 1,
-					   .expected = c->expected, .limits = c->limits };
+					   .down_path = c->down_path,
+					   .down_tree = 1,
+					   .down_shared = 1,
+					   .expected = c->expected,
+					   .limits = c->limits };
 	rc = pieces_run(&ps, err, errlen);
 	for (int i = 0; i < ps.n; i++) {
 		struct call *p = &ps.p[i].c;
@@ -570,7 +586,8 @@ static void split_ranges(struct mtc_wire_list *l, long long size, int k)
 
 	per = (per + MTC_WIRE_UNIT - 1) / MTC_WIRE_UNIT * MTC_WIRE_UNIT;
 	for (long long off = 0; off < size; off += per) {
-		struct mtc_wire_entry *w = mtc_wire_list_add(l, "", 0, off + per < size ? per : size - off);
+		struct mtc_wire_entry *w = mtc_wire_list_add(l, "", 0,
+							     off + per < size ? per : size - off);
 		w->off = off;
 		w->file_size = size;
 	}
@@ -581,8 +598,8 @@ static void split_ranges(struct mtc_wire_list *l, long long size, int k)
  * connections, each written into its place in c->down_path and hashed
  * there; their units join into the file's digest (c->got).
  */
-static int get_ranges(const struct mtc_peer_client *pc, struct call *c, double deadline,
-		      char *err, size_t errlen)
+static int get_ranges(const struct mtc_peer_client *pc, struct call *c, double deadline, char *err,
+		      size_t errlen)
 {
 	struct mtc_wire_list got = { 0 };
 	struct piece_set ps;
@@ -600,8 +617,10 @@ static int get_ranges(const struct mtc_peer_client *pc, struct call *c, double d
 	split_ranges(&got, c->file_size, c->file_ranges);
 	pieces_init(&ps, (int)got.n, pc, deadline);
 	for (size_t i = 0; i < got.n; i++)
-		ps.p[i].c = (struct call){ .method = "GET", .url = xstrdup(c->url),
-					   .down_path = c->down_path, .range = &got.e[i],
+		ps.p[i].c = (struct call){ .method = "GET",
+					   .url = xstrdup(c->url),
+					   .down_path = c->down_path,
+					   .range = &got.e[i],
 					   .limits = c->limits };
 	rc = pieces_run(&ps, err, errlen);
 	for (int i = 0; i < ps.n; i++) {
@@ -633,7 +652,7 @@ static int run(const struct mtc_peer_client *pc, struct call *c,
 
 	mtc_retry_init(&retry, MTC_BACKOFF_PEER, deadline);
 	for (;;) {
-		int rc = c->pieces > 1	    ? get_pieces(pc, c, deadline, err, errlen)
+		int rc = c->pieces > 1	      ? get_pieces(pc, c, deadline, err, errlen)
 			 : c->file_ranges > 1 ? get_ranges(pc, c, deadline, err, errlen)
 					      : attempt(pc, c, deadline, err, errlen);
 		if (rc == 0 && check)
@@ -679,8 +698,9 @@ static int put_manifest(const struct mtc_peer_client *pc, const char *base, cons
 			const char *text, char *err, size_t errlen)
 {
 	char *name = xasprintf("%s.manifest", hash);
-	struct call c = { .method = "PUT", .url = object_url(base, name), .up_mem = text,
-			  .up_len = strlen(text) };
+	struct call c = {
+		.method = "PUT", .url = object_url(base, name), .up_mem = text, .up_len = strlen(text)
+	};
 	int rc = run(pc, &c, NULL, NULL, err, errlen);
 	free(name);
 	free_call(&c);
@@ -694,8 +714,8 @@ static int put_manifest(const struct mtc_peer_client *pc, const char *base, cons
  * *ranges: the peer joins ranges of a tree's files.
  */
 static int session_open(const struct mtc_peer_client *pc, const char *base, const char *rest,
-			double deadline, char **id, int *ranges, long *code, int *rejected,
-			char *err, size_t errlen)
+			double deadline, char **id, int *ranges, long *code, int *rejected, char *err,
+			size_t errlen)
 {
 	struct call c = { .method = "POST", .url = uploads_url(base, rest), .once = 1 };
 	int rc = attempt(pc, &c, deadline, err, errlen);
@@ -726,11 +746,12 @@ static int session_open(const struct mtc_peer_client *pc, const char *base, cons
  * After a session's pieces: commits it when they all went (rc 0), else drops
  * it. rc, or the commit's outcome; *rejected when the commit was answered 422.
  */
-static int session_close(const struct mtc_peer_client *pc, const char *base, const char *id,
-			 int rc, double deadline, int *rejected, char *err, size_t errlen)
+static int session_close(const struct mtc_peer_client *pc, const char *base, const char *id, int rc,
+			 double deadline, int *rejected, char *err, size_t errlen)
 {
 	char *rest = xasprintf("%s%s", id, rc ? "" : "/commit"), ignored[256];
-	struct call c = { .method = rc ? "DELETE" : "POST", .url = uploads_url(base, rest),
+	struct call c = { .method = rc ? "DELETE" : "POST",
+			  .url = uploads_url(base, rest),
 			  .once = !rc };
 
 	free(rest);
@@ -750,8 +771,8 @@ static int session_close(const struct mtc_peer_client *pc, const char *base, con
  * RETRY or a result, with the bytes sent and any 422 added up.
  */
 static int session_send(const struct mtc_peer_client *pc, const char *base, char *id,
-			struct piece_set *ps, double deadline, long long *sent, int *rejected,
-			char *err, size_t errlen)
+			struct piece_set *ps, double deadline, long long *sent, int *rejected, char *err,
+			size_t errlen)
 {
 	int rc;
 
@@ -792,8 +813,11 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 		return rc;
 	pieces_split(&ps, m, pc->streams > 0 ? pc->streams : 1, ranges, pc, deadline);
 	for (int i = 0; i < ps.n; i++)
-		ps.p[i].c = (struct call){ .method = "PUT", .up_path = path, .up_tree = 1,
-					   .up_list = ps.bins[i], .up_n = ps.counts[i] };
+		ps.p[i].c = (struct call){ .method = "PUT",
+					   .up_path = path,
+					   .up_tree = 1,
+					   .up_list = ps.bins[i],
+					   .up_n = ps.counts[i] };
 	return session_send(pc, base, id, &ps, deadline, sent, rejected, err, errlen);
 }
 
@@ -888,8 +912,10 @@ static int put_tree(const struct mtc_peer_client *pc, const char *base, const ch
 					   errlen);
 		} else {
 			name = xasprintf("%s.data", hash);
-			struct call c = { .method = "PUT", .url = object_url(base, name),
-					  .up_path = path, .up_tree = 1 };
+			struct call c = { .method = "PUT",
+					  .url = object_url(base, name),
+					  .up_path = path,
+					  .up_tree = 1 };
 			free(name);
 			rc = attempt(pc, &c, deadline, err, errlen);
 			rejected = c.code == 422;
@@ -986,8 +1012,8 @@ struct publish {
 	const char *dir;
 };
 
-static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, void *arg,
-			      char *err, size_t errlen)
+static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, void *arg, char *err,
+			      size_t errlen)
 {
 	struct publish *p = arg;
 	struct mtc_manifest got;
@@ -1004,8 +1030,8 @@ static int verify_and_publish(const struct mtc_peer_client *pc, struct call *c, 
 	}
 	if (c->down_tree)
 		mtc_wire_manifest(&c->got_list, &got, c->got);
-	bad = mtc_object_check(p->obj, p->hash, c->down_tree ? p->expected : NULL, &got, c->got, 0,
-			       diff, sizeof diff);
+	bad = mtc_object_check(p->obj, p->hash, c->down_tree ? p->expected : NULL, &got, c->got, 0, diff,
+			       sizeof diff);
 	mtc_manifest_free(&got);
 	if (bad) {
 		snprintf(err, errlen, "'%s': not what its name and manifest say: %s", c->url, diff);
@@ -1031,8 +1057,8 @@ static int get_manifest(const struct mtc_peer_client *pc, const char *base, cons
 	free(name);
 	if (rc == MTC_FAILURE && c.code == 409)
 		rc = MTC_INTEGRITY; /* the peer's copy does not match its name */
-	if (rc == 0 && mtc_peer_manifest_parse(mtc_buf_str(&c.body), c.body.len, hash, &pc->limits,
-					       m, why, sizeof why) < 0) {
+	if (rc == 0 && mtc_peer_manifest_parse(mtc_buf_str(&c.body), c.body.len, hash, &pc->limits, m,
+					       why, sizeof why) < 0) {
 		snprintf(err, errlen, "'%s': %s", c.url, why);
 		rc = MTC_INTEGRITY;
 	}
@@ -1062,8 +1088,7 @@ static void plan_ranges(const struct mtc_peer_client *pc, struct call *c)
 }
 
 static int get_data(const struct mtc_peer_client *pc, const char *base, const char *dir,
-		    const char *name, const char *hash, long long *received, char *err,
-		    size_t errlen)
+		    const char *name, const char *hash, long long *received, char *err, size_t errlen)
 {
 	struct mtc_tmp staging;
 	char *obj, *text = NULL;
@@ -1162,8 +1187,7 @@ enum mtc_result mtc_peer_get(const struct mtc_peer_client *pc, const char *base,
 	return rc;
 }
 
-json_t *mtc_peer_inventory(const struct mtc_peer_client *pc, const char *base, char *err,
-			   size_t errlen)
+json_t *mtc_peer_inventory(const struct mtc_peer_client *pc, const char *base, char *err, size_t errlen)
 {
 	size_t n = strlen(base);
 	struct call c = { .method = "GET" };
@@ -1237,10 +1261,7 @@ out:
 	return NULL;
 }
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static char **step_metas(const char *dir, const char *job, long long step, int rank, int *n)
 {
@@ -1254,8 +1275,8 @@ static char **step_metas(const char *dir, const char *job, long long step, int r
 		return NULL;
 	while ((e = readdir(d))) {
 		struct mtc_ckpt_name c;
-		if (mtc_parse_ckpt_name(e->d_name, &c) || c.ext != MTC_EXT_META ||
-		    strcmp(c.job, job) || c.step != step || c.rank != rank)
+		if (mtc_parse_ckpt_name(e->d_name, &c) || c.ext != MTC_EXT_META || strcmp(c.job, job) ||
+		    c.step != step || c.rank != rank)
 			continue;
 		if (*n == cap)
 			out = xrealloc(out, (size_t)(cap = cap ? cap * 2 : 4) * sizeof *out);
@@ -1286,8 +1307,9 @@ json_t *mtc_peer_push_step(const struct mtc_peer_client *pc, const char *dir, co
 				 "no .meta of this node for the step", "peers", list);
 	}
 	for (int i = 0; i < n_peers; i++) {
-		pp[i] = (struct push_peer){ .pc = pc, .dir = dir, .url = peers[i], .metas = metas,
-					    .n_metas = n_metas };
+		pp[i] = (struct push_peer){
+			.pc = pc, .dir = dir, .url = peers[i], .metas = metas, .n_metas = n_metas
+		};
 		if (pthread_create(&th[i], NULL, push_one, &pp[i]))
 			push_one(&pp[i]), th[i] = 0;
 	}
@@ -1295,9 +1317,9 @@ json_t *mtc_peer_push_step(const struct mtc_peer_client *pc, const char *dir, co
 		json_t *one;
 		if (th[i])
 			pthread_join(th[i], NULL);
-		one = json_pack("{s:s, s:b, s:i, s:i, s:i, s:I, s:o}", "peer", pp[i].url, "ok",
-				pp[i].ok, "metas", n_metas, "data-sent", pp[i].sent, "data-skipped",
-				pp[i].skipped, "bytes", (json_int_t)pp[i].bytes, "seconds",
+		one = json_pack("{s:s, s:b, s:i, s:i, s:i, s:I, s:o}", "peer", pp[i].url, "ok", pp[i].ok,
+				"metas", n_metas, "data-sent", pp[i].sent, "data-skipped", pp[i].skipped,
+				"bytes", (json_int_t)pp[i].bytes, "seconds",
 				mtc_json_seconds(pp[i].seconds));
 		if (!pp[i].ok) {
 			json_object_set_new(one, "error", json_string(pp[i].err));
@@ -1306,8 +1328,8 @@ json_t *mtc_peer_push_step(const struct mtc_peer_client *pc, const char *dir, co
 		}
 		json_array_append_new(list, one);
 	}
-	out = json_pack("{s:I, s:b, s:o, s:o}", "step", (json_int_t)step, "ok", *failed == 0,
-			"seconds", mtc_json_seconds(mtc_now() - t0), "peers", list);
+	out = json_pack("{s:I, s:b, s:o, s:o}", "step", (json_int_t)step, "ok", *failed == 0, "seconds",
+			mtc_json_seconds(mtc_now() - t0), "peers", list);
 	for (int i = 0; i < n_metas; i++)
 		free(metas[i]);
 	free(metas);

@@ -22,8 +22,8 @@ struct mtc_peer_client {
 	const char *token; /* NULL: no Authorization header */
 	double deadline_s; /* per object, all attempts together */
 	int retries;
-	int streams; /* connections one tree upload may use at once */
-	struct mtc_wire_limits limits; /* what a fetched tree may hold */
+	int streams;			     /* connections one tree upload may use at once */
+	struct mtc_wire_limits limits;	     /* what a fetched tree may hold */
 	const volatile sig_atomic_t *cancel; /* when set: a transfer under way ends, no new try */
 };
 
@@ -43,8 +43,7 @@ enum mtc_result mtc_peer_put(const struct mtc_peer_client *pc, const char *base,
 enum mtc_result mtc_peer_get(const struct mtc_peer_client *pc, const char *base, const char *dir,
 			     const char *name, long long *received, char *err, size_t errlen);
 /* GET /v1/inventory; NULL with err on failure. */
-json_t *mtc_peer_inventory(const struct mtc_peer_client *pc, const char *base, char *err,
-			   size_t errlen);
+json_t *mtc_peer_inventory(const struct mtc_peer_client *pc, const char *base, char *err, size_t errlen);
 
 /*
  * Pushes this node's .meta files of step (job, rank) found in dir, data

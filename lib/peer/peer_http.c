@@ -78,8 +78,8 @@ out:
 
 int mtc_http_usable(const char *url)
 {
-	static const char *const proxies[] = { "http_proxy", "HTTP_PROXY",  "https_proxy",
-					       "HTTPS_PROXY", "all_proxy", "ALL_PROXY" };
+	static const char *const proxies[] = { "http_proxy",  "HTTP_PROXY", "https_proxy",
+					       "HTTPS_PROXY", "all_proxy",  "ALL_PROXY" };
 	struct target t;
 
 	for (size_t i = 0; i < sizeof proxies / sizeof *proxies; i++) {
@@ -155,8 +155,7 @@ static int wait_for(const struct mtc_http_call *p, int fd, short events, short *
 	return 1;
 }
 
-static int connect_to(const struct mtc_http_call *p, const struct target *t, char *err,
-		      size_t errlen)
+static int connect_to(const struct mtc_http_call *p, const struct target *t, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res, *ai;
 	int rc = getaddrinfo(t->host, t->port, &hints, &res), fd = -1, e = 0;
@@ -300,8 +299,8 @@ static int is_range(const char *head, const struct mtc_wire_entry *w)
  * head_only a 200 stops after its headers: answer holds the body's first
  * bytes, *length its Content-Length.
  */
-static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long *length,
-		       char *err, size_t errlen)
+static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long *length, char *err,
+		       size_t errlen)
 {
 	int ranged = 0;
 	char *buf = xmalloc(HEAD_MAX + 1), *end = NULL;
@@ -381,8 +380,8 @@ static int read_answer(struct mtc_http_call *p, int fd, int head_only, long long
  * send_all with the socket in *fd, or -1/-2 with err (*fd is -1 when no
  * connection was made).
  */
-static int send_head(struct mtc_http_call *p, const char *method, const char *extra, int *fd,
-		     char *err, size_t errlen)
+static int send_head(struct mtc_http_call *p, const char *method, const char *extra, int *fd, char *err,
+		     size_t errlen)
 {
 	struct target t;
 	char *head, *auth;
@@ -399,8 +398,8 @@ static int send_head(struct mtc_http_call *p, const char *method, const char *ex
 	}
 	auth = p->token ? mtc_http_bearer(p->token) : NULL;
 	head = xasprintf("%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%s\r\n", method, t.path,
-			 strchr(t.host, ':') ? "[" : "", t.host, strchr(t.host, ':') ? "]" : "",
-			 t.port, auth ? auth : "", auth ? "\r\n" : "", extra);
+			 strchr(t.host, ':') ? "[" : "", t.host, strchr(t.host, ':') ? "]" : "", t.port,
+			 auth ? auth : "", auth ? "\r\n" : "", extra);
 	rc = send_all(p, *fd, head, strlen(head), err, errlen);
 	free(head);
 	free(auth);
@@ -457,7 +456,7 @@ enum mtc_http_end mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen
 	long long length = -1;
 	int fd, rc;
 
-	char *extra = p->root ? xstrdup("Connection: Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE "\r\n")
+	char *extra = p->root	 ? xstrdup("Connection: Upgrade\r\nUpgrade: " MTC_HTTP_UPGRADE "\r\n")
 		      : p->range ? xasprintf("Range: bytes=%lld-%lld\r\nConnection: close\r\n",
 					     p->range->off, p->range->off + p->range->size - 1)
 				 : xstrdup("Connection: close\r\n");
@@ -481,12 +480,13 @@ enum mtc_http_end mtc_http_get(struct mtc_http_call *p, char *err, size_t errlen
 					   ? -1
 					   : 0)
 			: p->range && p->code != 206
-				? mtc_fail(why, sizeof why, "the whole file came, not the range asked for")
+				? mtc_fail(why, sizeof why,
+					   "the whole file came, not the range asked for")
 			: length < 0 || (p->range && length != p->range->size)
 				? mtc_fail(why, sizeof why, "no Content-Length, or not the range's")
 				: mtc_wire_receive(fd, p->answer.p, p->answer.len, p->stall_s, p->stop,
-						   p->fd, p->range ? p->range : &whole, &p->received, why,
-						   sizeof why);
+						   p->fd, p->range ? p->range : &whole, &p->received,
+						   why, sizeof why);
 		if (x == 0 && !p->root && !p->range)
 			memcpy(p->digest, whole.digest, sizeof p->digest);
 		if (x == 0 && p->root && p->code == 200 && p->received != length)

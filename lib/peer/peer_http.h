@@ -41,14 +41,15 @@ struct mtc_http_call {
 	int upgrade;	 /* a tree: asks the daemon to switch the connection to the raw stream */
 	const int *stop; /* when set, every wait ends (-1) */
 
-	long code; /* the answer's status, 0 when none arrived */
+	long code;	       /* the answer's status, 0 when none arrived */
 	struct mtc_buf answer; /* its body, cut at MTC_HTTP_ANSWER_MAX */
-	long long sent; /* body bytes */
+	long long sent;	       /* body bytes */
 
 	/* mtc_http_get: where a 200's body goes, a file (fd, digest) or a tree (root...) */
 	int fd;
 	char digest[66];
-	struct mtc_wire_entry *range; /* or a range of the file: asked for, its 206 into fd; a PUT's Content-Range */
+	struct mtc_wire_entry
+		*range; /* or a range of the file: asked for, its 206 into fd; a PUT's Content-Range */
 	const char *root;
 	const struct mtc_wire_limits *limits;
 	const struct mtc_manifest *expected;

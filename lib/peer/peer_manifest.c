@@ -100,8 +100,8 @@ int mtc_peer_manifest_parse(const char *text, size_t len, const char *hash,
 	return 0;
 }
 
-int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manifest *m,
-			    char **text, char *err, size_t errlen)
+int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manifest *m, char **text,
+			    char *err, size_t errlen)
 {
 	struct mtc_wire_limits lim = { 1LL << 62, 1LL << 40, 1 << 20 };
 	char *path = xasprintf("%s/%s.manifest", dir, hash), *data, *buf = NULL, d[MTC_DIGEST_LEN];

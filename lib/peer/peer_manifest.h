@@ -36,8 +36,8 @@ int mtc_peer_manifest_parse(const char *text, size_t len, const char *hash,
  * there for the next time. text (may be NULL) gets its text. 0; 1 when the
  * data does not match its name (err); -1 on I/O error (err).
  */
-int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manifest *m,
-			    char **text, char *err, size_t errlen);
+int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manifest *m, char **text,
+			    char *err, size_t errlen);
 
 /*
  * The files of m dealt into at most k pieces of about equal bytes (largest

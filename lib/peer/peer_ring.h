@@ -22,9 +22,9 @@ struct mtc_ring {
 	char *slot[MTC_RING_SLOTS];
 	size_t len[MTC_RING_SLOTS], cap[MTC_RING_SLOTS];
 	int head, count, taken; /* taken: the consumer still reads slot[head] */
-	size_t batch, filling; /* filling: bytes in the slot not yet handed over */
-	int end;	       /* the producer has no more */
-	int done;	       /* the consumer stopped reading */
+	size_t batch, filling;	/* filling: bytes in the slot not yet handed over */
+	int end;		/* the producer has no more */
+	int done;		/* the consumer stopped reading */
 };
 
 void mtc_ring_init(struct mtc_ring *r, size_t batch);

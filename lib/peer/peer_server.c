@@ -30,13 +30,12 @@ static enum MHD_Result admit_route(struct req *r, struct MHD_Connection *c, cons
 				   const char *method)
 {
 	struct mtc_peer_server *s = r->s;
-	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	size_t max = ROUTE_BODY_MAX;
 	char why[256] = "";
-	int code = s->o.route_admit ? s->o.route_admit(s->o.route_arg, method, url, &max, why,
-						       sizeof why)
-				    : 0;
+	int code = s->o.route_admit
+			   ? s->o.route_admit(s->o.route_arg, method, url, &max, why, sizeof why)
+			   : 0;
 
 	if (max > ROUTE_BODY_MAX)
 		max = ROUTE_BODY_MAX;
@@ -92,8 +91,7 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 			     const char *method)
 {
 	struct mtc_peer_server *s = r->s;
-	int get = !strcmp(method, "GET"), head = !strcmp(method, "HEAD"),
-	    put = !strcmp(method, "PUT");
+	int get = !strcmp(method, "GET"), head = !strcmp(method, "HEAD"), put = !strcmp(method, "PUT");
 	struct mtc_ckpt_name n;
 	const char *name;
 	char *path;
@@ -114,7 +112,8 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 		return psrv_respond(r, c, MHD_HTTP_FORBIDDEN, TEXT,
 				    "mutual TLS: this needs a client certificate signed by the job's CA\n");
 	if (!authorized(s, c, &r->who))
-		return psrv_respond(r, c, MHD_HTTP_UNAUTHORIZED, TEXT, "missing or wrong bearer token\n");
+		return psrv_respond(r, c, MHD_HTTP_UNAUTHORIZED, TEXT,
+				    "missing or wrong bearer token\n");
 	psrv_conn_head(s, c, 1);
 	if (s->o.route && !strncmp(url, s->o.route_prefix, strlen(s->o.route_prefix)))
 		return admit_route(r, c, url, method);
@@ -219,8 +218,7 @@ static enum MHD_Result finish_route(struct req *r, struct MHD_Connection *c, int
 				  &answer);
 		route_release(r);
 	}
-	resp = MHD_create_response_from_buffer(answer ? strlen(answer) : 0,
-					       answer ? answer : (void *)"",
+	resp = MHD_create_response_from_buffer(answer ? strlen(answer) : 0, answer ? answer : (void *)"",
 					       answer ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	r->kind = REQ_OTHER;
@@ -233,9 +231,9 @@ static int on_events(struct mtc_peer_server *s, struct MHD_Connection *c)
 	return s->events && ci && ci->daemon == s->events;
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
-			      const char *method, const char *version, const char *upload_data,
-			      size_t *upload_data_size, void **con_cls)
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			      const char *version, const char *upload_data, size_t *upload_data_size,
+			      void **con_cls)
 {
 	struct req *r = *con_cls;
 	char why[128];
@@ -255,8 +253,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			return psrv_respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT, "%s\n", why);
 		}
 		/* the events daemon's single thread must never block: it serves the routes alone */
-		if (on_events(r->s, c) && (strcmp(method, "POST") ||
-					   strncmp(url, r->s->o.route_prefix, strlen(r->s->o.route_prefix))))
+		if (on_events(r->s, c) &&
+		    (strcmp(method, "POST") ||
+		     strncmp(url, r->s->o.route_prefix, strlen(r->s->o.route_prefix))))
 			return psrv_respond(r, c, MHD_HTTP_MISDIRECTED_REQUEST, TEXT,
 					    "this connection carries coordinator reports only: "
 					    "open another one\n");
@@ -328,12 +327,10 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- lifecycle ---- */
 
-static int parse_listen(const char *listen, struct sockaddr_storage *ss, char *err,
-			size_t errlen)
+static int parse_listen(const char *listen, struct sockaddr_storage *ss, char *err, size_t errlen)
 {
 	char host[256], *port;
-	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
-				  .ai_socktype = SOCK_STREAM },
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM },
 			*res;
 	int rc;
 
@@ -402,8 +399,7 @@ static void remove_leftovers(const char *dir)
 }
 
 /* With TLS, the front hands over each client's plain end of its relay: MHD serves it as a connection. */
-static void tls_hand_over(void *cls, int fd, const struct sockaddr *sa, socklen_t salen,
-			  int verified)
+static void tls_hand_over(void *cls, int fd, const struct sockaddr *sa, socklen_t salen, int verified)
 {
 	struct mtc_peer_server *s = cls;
 
@@ -424,8 +420,7 @@ static void tls_hand_over(void *cls, int fd, const struct sockaddr *sa, socklen_
 }
 
 /* A listening socket on ss, for the TLS front or the sorter; -1 with err. */
-static int listen_on(const struct sockaddr_storage *ss, const char *listen_s, char *err,
-		     size_t errlen)
+static int listen_on(const struct sockaddr_storage *ss, const char *listen_s, char *err, size_t errlen)
 {
 	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						  : sizeof(struct sockaddr_in);
@@ -443,8 +438,7 @@ static int listen_on(const struct sockaddr_storage *ss, const char *listen_s, ch
 }
 
 /* The sorter hands a connection to the events daemon or the main one; MHD closes fd on failure. */
-static void sorted_hand_over(void *cls, int matched, int fd, const struct sockaddr *sa,
-			     socklen_t salen)
+static void sorted_hand_over(void *cls, int matched, int fd, const struct sockaddr *sa, socklen_t salen)
 {
 	struct mtc_peer_server *s = cls;
 	if (matched)
@@ -458,24 +452,27 @@ static int start_events(struct mtc_peer_server *s, int fd, int ipv6, char *err, 
 {
 	char prefix[80];
 	const struct mtc_peer_server_opts *o = &s->o;
-	struct mtc_sorter_opts so = { .listen_fd = fd, .prefix = prefix,
+	struct mtc_sorter_opts so = { .listen_fd = fd,
+				      .prefix = prefix,
 				      .max_pending = o->max_unauth,
 				      .timeout_s = o->head_timeout_s > 0 ? o->head_timeout_s
 									 : o->timeout_s,
-				      .hand_over = sorted_hand_over, .cls = s,
-				      .cut_pending = &s->cut_unauth, .cut_timeout = &s->cut_head };
+				      .hand_over = sorted_hand_over,
+				      .cls = s,
+				      .cut_pending = &s->cut_unauth,
+				      .cut_timeout = &s->cut_head };
 
 	snprintf(prefix, sizeof prefix, "POST %s", o->route_prefix);
-	s->events = MHD_start_daemon(
-		MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME |
-			MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-			(ipv6 ? MHD_USE_IPv6 : 0),
-		0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
-		psrv_completed, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)EVENTS_CONN_MEMORY,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_conns_per_ip,
-		MHD_OPTION_NOTIFY_CONNECTION, psrv_conn_notify, s, MHD_OPTION_END);
+	s->events = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME |
+					     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+					     (ipv6 ? MHD_USE_IPv6 : 0),
+				     0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+				     MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
+				     MHD_OPTION_NOTIFY_COMPLETED, psrv_completed, s,
+				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)EVENTS_CONN_MEMORY,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_conns_per_ip,
+				     MHD_OPTION_NOTIFY_CONNECTION, psrv_conn_notify, s, MHD_OPTION_END);
 	if (!s->events)
 		return mtc_fail(err, errlen, "cannot start the coordinator's server: %s",
 				errno ? strerror(errno) : "out of resources");
@@ -510,8 +507,8 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	socklen_t blen = sizeof bound;
 	const union MHD_DaemonInfo *info;
 	char host[INET6_ADDRSTRLEN];
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+			 MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
 	struct stat st;
 	int front_fd = -1; /* the TLS front's or the sorter's */
 	int sorted = o->route_start && o->route_collect && !o->tls_dir;
@@ -530,7 +527,8 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	}
 	if (!o->token_file && !is_loopback(&ss))
 		mtc_warn("listening on '%s' beyond loopback with no token (--insecure): anyone who "
-			 "reaches this address can read and replace this node's checkpoints", o->listen);
+			 "reaches this address can read and replace this node's checkpoints",
+			 o->listen);
 	/*
 	 * One malloc arena: a manifest checked in one connection's thread and
 	 * freed leaves its pages to the next, in another thread, instead of
@@ -565,15 +563,15 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		}
 		flags |= MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	}
-	s->daemon = MHD_start_daemon(
-		flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
-		psrv_completed, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-		MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)CONN_MEMORY / 4,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_conns_per_ip,
-		MHD_OPTION_NOTIFY_CONNECTION, psrv_conn_notify, s, MHD_OPTION_END);
+	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER,
+				     mhd_log, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				     MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
+				     MHD_OPTION_NOTIFY_COMPLETED, psrv_completed, s,
+				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+				     MHD_OPTION_CONNECTION_MEMORY_INCREMENT, (size_t)CONN_MEMORY / 4,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_conns_per_ip,
+				     MHD_OPTION_NOTIFY_CONNECTION, psrv_conn_notify, s, MHD_OPTION_END);
 	if (!s->daemon) {
 		snprintf(err, errlen, "cannot listen on '%s': %s", o->listen,
 			 errno ? strerror(errno) : "address in use or not available");
@@ -589,20 +587,23 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		return NULL;
 	}
 	if (o->tls_dir) {
-		struct mtc_tls_front_opts fo = { .dir = o->tls_dir, .listen_fd = front_fd,
-						 .max_handshakes = o->max_unauth,
-						 /* a handshake always has a deadline, the idle one at most */
-						 .handshake_timeout_s = o->head_timeout_s > 0
-										? o->head_timeout_s
-										: o->timeout_s,
-						 .idle_timeout_s = o->timeout_s,
-						 .hand_over = tls_hand_over, .cls = s };
+		struct mtc_tls_front_opts fo = {
+			.dir = o->tls_dir,
+			.listen_fd = front_fd,
+			.max_handshakes = o->max_unauth,
+			/* a handshake always has a deadline, the idle one at most */
+			.handshake_timeout_s = o->head_timeout_s > 0 ? o->head_timeout_s : o->timeout_s,
+			.idle_timeout_s = o->timeout_s,
+			.hand_over = tls_hand_over,
+			.cls = s
+		};
 		if (!(s->tls = mtc_tls_front_start(&fo, err, errlen))) {
 			close(front_fd);
 			MHD_stop_daemon(s->daemon);
 			server_free(s);
 			return NULL;
-		}		if (mtc_tls_kernel_available())
+		}
+		if (mtc_tls_kernel_available())
 			mtc_info("TLS: the kernel offers TLS on sockets; /metrics counts the "
 				 "connections it took over (mtc_peer_tls_kernel_total)");
 		else
@@ -627,9 +628,9 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
 	else
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
-	snprintf(s->address, sizeof s->address, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
-		 host, ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-						      : ((struct sockaddr_in *)&bound)->sin_port));
+	snprintf(s->address, sizeof s->address, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host,
+		 ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+						: ((struct sockaddr_in *)&bound)->sin_port));
 	return s;
 }
 

@@ -33,8 +33,8 @@ struct mtc_peer_server_opts {
 	int strict_ranks;	/* the plain secret may read but not write (peer_auth.h) */
 	int insecure;
 	const char *ready_file; /* /readyz: 200 while it exists, else 503 (NULL: always ready) */
-	long long max_body;  /* bytes per upload */
-	long long max_files; /* entries per tree */
+	long long max_body;	/* bytes per upload */
+	long long max_files;	/* entries per tree */
 	int max_depth;
 	int max_connections;
 	int max_conns_per_ip;  /* connections from one client address (0: no limit) */
@@ -54,8 +54,8 @@ struct mtc_peer_server_opts {
 	 * malloc'd JSON answer.
 	 */
 	const char *route_prefix;
-	int (*route_admit)(void *arg, const char *method, const char *url, size_t *max_body,
-			   char *err, size_t errlen);
+	int (*route_admit)(void *arg, const char *method, const char *url, size_t *max_body, char *err,
+			   size_t errlen);
 	int (*route)(void *arg, const struct mtc_peer_cred *who, const char *method, const char *url,
 		     const char *body, size_t len, char **answer);
 	/*

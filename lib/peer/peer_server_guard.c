@@ -73,8 +73,8 @@ void psrv_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context
 
 static struct conn *conn_of(struct MHD_Connection *c)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+								     MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	return ci ? ci->socket_context : NULL;
 }
 

@@ -121,7 +121,7 @@ struct mtc_peer_server {
 	pthread_mutex_t conns_mu;
 	pthread_cond_t conns_cv;
 	TAILQ_HEAD(, conn) conns;
-	int unauth;	  /* connections that have not shown a valid token yet */
+	int unauth; /* connections that have not shown a valid token yet */
 	int guard_stop;
 	pthread_t guard;
 	atomic_llong cut_unauth, cut_head;
@@ -166,7 +166,7 @@ enum req_kind {
 	REQ_OTHER,
 	REQ_PUT_FILE,
 	REQ_PUT_TREE,
-	REQ_PUT_RANGE, /* a byte range of a one-file object's upload session */
+	REQ_PUT_RANGE,	   /* a byte range of a one-file object's upload session */
 	REQ_PUT_TREE_SOCK, /* the tar comes over the socket after a 101 (UPGRADE) */
 	REQ_GET_TREE_SOCK, /* the tar goes over the socket after a 101 (UPGRADE) */
 	REQ_PUT_META,
@@ -189,7 +189,7 @@ struct req {
 	char hash[MTC_HASH_MAX + 1];
 	struct mtc_tmp staging; /* set when path is */
 	char *obj;
-	int fd; /* the file being written */
+	int fd;		      /* the file being written */
 	struct mtc_ring ring; /* body chunks to the extractor */
 	pthread_t extractor;
 	int extracting, extract_rc;
@@ -203,12 +203,12 @@ struct req {
 	int transfer;
 	struct mtc_blake3 *file_hash; /* REQ_PUT_FILE (18 KB: only a data upload has one) */
 	char got_digest[66];
-	char *url, *method;  /* REQ_ROUTE, REQ_PUT_MANIFEST */
-	struct mtc_buf body; /* REQ_ROUTE: capped at the largest body its endpoint takes */
-	long long held;	     /* REQ_ROUTE: its part of route_held */
-	struct session *sess; /* REQ_PUT_TREE, REQ_PUT_RANGE */
+	char *url, *method;		 /* REQ_ROUTE, REQ_PUT_MANIFEST */
+	struct mtc_buf body;		 /* REQ_ROUTE: capped at the largest body its endpoint takes */
+	long long held;			 /* REQ_ROUTE: its part of route_held */
+	struct session *sess;		 /* REQ_PUT_TREE, REQ_PUT_RANGE */
 	struct mtc_wire_hash range_hash; /* REQ_PUT_RANGE: into got's one entry */
-	int piece;	      /* sess is listed: this request is one piece of it */
+	int piece;			 /* sess is listed: this request is one piece of it */
 	struct mtc_wire_list got;
 	struct mtc_wire_reader *send; /* REQ_GET_TREE_SOCK */
 	struct mtc_peer_cred who;
@@ -221,7 +221,6 @@ struct req {
 
 #define TEXT "text/plain; charset=utf-8"
 
-
 #define GUARD_TICK_NS 250000000L
 #define GUARD_WARN_S 60
 
@@ -231,9 +230,8 @@ struct conn {
 	int fd;
 	int authed, in_request, cut;
 	int psrv_client_cert; /* TLS: the client's certificate checked out against ca.crt */
-	double since; /* accept, or the last answer */
+	double since;	      /* accept, or the last answer */
 };
-
 
 /* peer_server.c */
 void psrv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -242,9 +240,8 @@ void psrv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 /* peer_server_respond.c */
 enum MHD_Result psrv_queue(struct req *r, struct MHD_Connection *c, unsigned code,
 			   struct MHD_Response *resp);
-enum MHD_Result psrv_respond(struct req *r, struct MHD_Connection *c, unsigned code,
-			     const char *type, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+enum MHD_Result psrv_respond(struct req *r, struct MHD_Connection *c, unsigned code, const char *type,
+			     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* peer_server_guard.c */
 int psrv_client_cert(struct mtc_peer_server *s, struct MHD_Connection *c);
@@ -258,12 +255,10 @@ void *psrv_guard_main(void *arg);
 enum MHD_Result psrv_get_metrics(struct req *r, struct MHD_Connection *c);
 
 /* peer_server_reads.c */
-enum MHD_Result psrv_get_data(struct req *r, struct MHD_Connection *c, const char *path,
-			      int head);
+enum MHD_Result psrv_get_data(struct req *r, struct MHD_Connection *c, const char *path, int head);
 enum MHD_Result psrv_get_inventory(struct req *r, struct MHD_Connection *c);
 enum MHD_Result psrv_get_manifest(struct req *r, struct MHD_Connection *c, int head);
-enum MHD_Result psrv_get_meta(struct req *r, struct MHD_Connection *c, const char *path,
-			      int head);
+enum MHD_Result psrv_get_meta(struct req *r, struct MHD_Connection *c, const char *path, int head);
 int psrv_manifest_name(const char *name, char hash[MTC_HASH_MAX + 1]);
 void psrv_split_free(struct split *x);
 

@@ -8,7 +8,8 @@ static void node_metrics(struct mtc_peer_server *s, struct mtc_buf *t)
 	if (mtc_node_status_read(s->dir, &st) == 0)
 		mtc_node_status_metrics(&st, t);
 	if (statvfs(s->dir, &fs) == 0) {
-		mtc_metric_header(t, "mtc_local_dir_size_bytes", "gauge", "size of the local dir's filesystem");
+		mtc_metric_header(t, "mtc_local_dir_size_bytes", "gauge",
+				  "size of the local dir's filesystem");
 		mtc_metric_value(t, "mtc_local_dir_size_bytes", NULL, (double)fs.f_blocks * fs.f_frsize);
 		mtc_metric_header(t, "mtc_local_dir_free_bytes", "gauge", "free bytes there");
 		mtc_metric_value(t, "mtc_local_dir_free_bytes", NULL, (double)fs.f_bavail * fs.f_frsize);

@@ -2,7 +2,6 @@
 
 /* ---- reads ---- */
 
-
 struct tree_stream {
 	struct mtc_peer_server *s;
 	struct mtc_wire_reader *reader;
@@ -36,8 +35,7 @@ static void tree_free(void *cls)
  * 0, or the HTTP code of a bad request with why. ranges=1: the client joins
  * ranges of a big file (peer_wire.h).
  */
-static int tree_piece(struct MHD_Connection *c, int *k, int *i, int *ranges, char *err,
-		      size_t errlen)
+static int tree_piece(struct MHD_Connection *c, int *k, int *i, int *ranges, char *err, size_t errlen)
 {
 	const char *pr = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "ranges");
 	const char *pi = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "piece");
@@ -110,8 +108,8 @@ static int local_manifest(struct mtc_peer_server *s, const char *hash, struct mt
 
 /* Piece i of k of the tree at path. */
 static struct mtc_wire_reader *piece_reader(struct mtc_peer_server *s, const char *hash,
-					    const char *path, int k, int i, int ranges,
-					    long long *total, char *err, size_t errlen)
+					    const char *path, int k, int i, int ranges, long long *total,
+					    char *err, size_t errlen)
 {
 	struct mtc_wire_reader *reader = NULL;
 	struct split *x;
@@ -164,8 +162,7 @@ static int byte_range(struct MHD_Connection *c, long long size, long long *off, 
 	return 1;
 }
 
-enum MHD_Result psrv_get_data(struct req *r, struct MHD_Connection *c, const char *path,
-			      int head)
+enum MHD_Result psrv_get_data(struct req *r, struct MHD_Connection *c, const char *path, int head)
 {
 	struct MHD_Response *resp;
 	struct stat st;
@@ -245,15 +242,14 @@ enum MHD_Result psrv_get_data(struct req *r, struct MHD_Connection *c, const cha
 	return psrv_queue(r, c, MHD_HTTP_OK, resp);
 }
 
-enum MHD_Result psrv_get_meta(struct req *r, struct MHD_Connection *c, const char *path,
-			      int head)
+enum MHD_Result psrv_get_meta(struct req *r, struct MHD_Connection *c, const char *path, int head)
 {
 	char hash[MTC_HASH_MAX + 1];
 	if (mtc_read_meta(path, hash) < 0)
 		return psrv_respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s' not found\n", r->name);
 	if (head) {
-		struct MHD_Response *resp =
-			MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
+									    MHD_RESPMEM_PERSISTENT);
 		return psrv_queue(r, c, MHD_HTTP_OK, resp);
 	}
 	return psrv_respond(r, c, MHD_HTTP_OK, "application/octet-stream", "%s", hash);
@@ -303,17 +299,17 @@ enum MHD_Result psrv_get_manifest(struct req *r, struct MHD_Connection *c, int h
 	if (!present)
 		return psrv_respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "'%s.data' not found\n", r->hash);
 	if (head) {
-		struct MHD_Response *resp =
-			MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+		struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"",
+									    MHD_RESPMEM_PERSISTENT);
 		return psrv_queue(r, c, MHD_HTTP_OK, resp);
 	}
 	rc = local_manifest(r->s, r->hash, &m, &text, why, sizeof why);
 	if (rc == MANIFEST_BUSY)
-		return psrv_respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, "'%s.manifest': %s; retry\n",
-				    r->hash, why);
+		return psrv_respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT,
+				    "'%s.manifest': %s; retry\n", r->hash, why);
 	if (rc)
-		return psrv_respond(r, c, rc == 1 ? MHD_HTTP_CONFLICT : 500, TEXT, "cannot list '%s.data': %s\n",
-				    r->hash, why);
+		return psrv_respond(r, c, rc == 1 ? MHD_HTTP_CONFLICT : 500, TEXT,
+				    "cannot list '%s.data': %s\n", r->hash, why);
 	mtc_manifest_free(&m);
 	res = psrv_respond(r, c, MHD_HTTP_OK, "application/json", "%s", text);
 	free(text);

@@ -12,11 +12,10 @@ enum MHD_Result psrv_queue(struct req *r, struct MHD_Connection *c, unsigned cod
 	return rc;
 }
 
-enum MHD_Result psrv_respond(struct req *r, struct MHD_Connection *c, unsigned code,
-			     const char *type, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-enum MHD_Result psrv_respond(struct req *r, struct MHD_Connection *c, unsigned code,
-			     const char *type, const char *fmt, ...)
+enum MHD_Result psrv_respond(struct req *r, struct MHD_Connection *c, unsigned code, const char *type,
+			     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+enum MHD_Result psrv_respond(struct req *r, struct MHD_Connection *c, unsigned code, const char *type,
+			     const char *fmt, ...)
 {
 	struct MHD_Response *resp;
 	va_list ap;

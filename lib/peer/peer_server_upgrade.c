@@ -41,7 +41,8 @@ static void drain(int sock)
 /* After a GET's 101: the stream by sendfile, then the connection closes. */
 static void send_tree(struct req *r, int sock)
 {
-	struct mtc_http_call p = { .body = r->send, .deadline = mtc_now() + 1e9,
+	struct mtc_http_call p = { .body = r->send,
+				   .deadline = mtc_now() + 1e9,
 				   .stall_s = r->s->o.timeout_s,
 				   .stop = (const int *)&r->s->stopping };
 	char why[512];
@@ -50,8 +51,7 @@ static void send_tree(struct req *r, int sock)
 	r->bytes = p.sent;
 	atomic_fetch_add(&r->s->bytes_out, p.sent);
 	if (rc)
-		mtc_warn("sending '%s': %s", r->name,
-			 rc == 1 ? "the client went away" : why);
+		mtc_warn("sending '%s': %s", r->name, rc == 1 ? "the client went away" : why);
 }
 
 /*

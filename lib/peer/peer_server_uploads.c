@@ -114,7 +114,6 @@ struct mtc_wire_limits psrv_server_limits(const struct mtc_peer_server *s)
 	return (struct mtc_wire_limits){ body_limit(s), s->o.max_files, s->o.max_depth };
 }
 
-
 /*
  * Memory is bounded by construction: one manifest at a time is parsed and
  * checked; another waits up to MANIFEST_WAIT_S, then gets 503 and Retry-After.
@@ -187,8 +186,8 @@ static int hold_entries(struct mtc_peer_server *s, size_t n)
 }
 
 /* The manifest a tree upload is checked against: the one sent for it, else the one kept. */
-static int load_manifest(struct mtc_peer_server *s, const char *hash, struct mtc_manifest *m,
-			 char *err, size_t errlen)
+static int load_manifest(struct mtc_peer_server *s, const char *hash, struct mtc_manifest *m, char *err,
+			 size_t errlen)
 {
 	struct mtc_wire_limits lim = psrv_server_limits(s);
 	char *paths[2] = { xasprintf("%s/" MTC_PENDING_MANIFEST "%s", s->dir, hash),
@@ -331,8 +330,7 @@ static unsigned publish_staged(struct mtc_peer_server *s, struct session *x,
  * the tree by rename (never replacing), then its manifest beside it. The
  * HTTP code, with why.
  */
-static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char *err,
-			     size_t errlen)
+static unsigned publish_tree(struct mtc_peer_server *s, struct session *x, char *err, size_t errlen)
 {
 	struct mtc_manifest got;
 	char digest[MTC_DIGEST_LEN], diff[512], *pending;
@@ -470,7 +468,8 @@ static enum MHD_Result start_piece(struct req *r, struct MHD_Connection *c)
 	if (cl && strtoll(cl, NULL, 10) > r->limit)
 		return psrv_respond(r, c, HTTP_TOO_LARGE, TEXT,
 				    "'%s': a body of %s bytes is over the limit of %lld (--max-body or the "
-				    "local dir's free space)\n", r->name, cl, r->limit);
+				    "local dir's free space)\n",
+				    r->name, cl, r->limit);
 
 	r->kind = REQ_PUT_TREE;
 	r->transfer = 1;
@@ -503,12 +502,14 @@ enum MHD_Result psrv_begin_put(struct req *r, struct MHD_Connection *c, enum req
 		atomic_fetch_add(&s->already_present, 1);
 		return psrv_respond(r, c, MHD_HTTP_OK, TEXT, "'%s' is already present\n", r->name);
 	}
-	r->limit = is_data ? body_limit(s) : kind == REQ_PUT_MANIFEST ? MTC_MANIFEST_BODY_MAX
-								     : META_BODY_MAX;
+	r->limit = is_data		      ? body_limit(s)
+		   : kind == REQ_PUT_MANIFEST ? MTC_MANIFEST_BODY_MAX
+					      : META_BODY_MAX;
 	if (cl && strtoll(cl, NULL, 10) > r->limit)
 		return psrv_respond(r, c, HTTP_TOO_LARGE, TEXT,
-				    "'%s': a body of %s bytes is over the limit of %lld%s\n", r->name, cl,
-				    r->limit, is_data ? " (--max-body or the local dir's free space)" : "");
+				    "'%s': a body of %s bytes is over the limit of %lld%s\n", r->name,
+				    cl, r->limit,
+				    is_data ? " (--max-body or the local dir's free space)" : "");
 	if (kind == REQ_PUT_META) {
 		r->kind = kind;
 		return MHD_YES;
@@ -551,8 +552,8 @@ enum MHD_Result psrv_begin_put(struct req *r, struct MHD_Connection *c, enum req
 static int too_slow(struct req *r)
 {
 	const struct mtc_peer_server_opts *o = &r->s->o;
-	double t = mtc_now() - r->t0, grace = o->timeout_s < MIN_RATE_GRACE_S ? o->timeout_s
-									   : MIN_RATE_GRACE_S;
+	double t = mtc_now() - r->t0,
+	       grace = o->timeout_s < MIN_RATE_GRACE_S ? o->timeout_s : MIN_RATE_GRACE_S;
 	return o->min_rate > 0 && t > grace && (double)r->bytes < (double)o->min_rate * t;
 }
 
@@ -582,7 +583,8 @@ enum MHD_Result psrv_receive(struct req *r, const char *data, size_t len)
 	}
 	if (r->bytes > r->limit) {
 		mtc_warn("'%s': upload over %lld bytes%s, connection closed", r->name, r->limit,
-			 r->kind == REQ_PUT_MANIFEST ? "" : " (--max-body or the local dir's free space)");
+			 r->kind == REQ_PUT_MANIFEST ? ""
+						     : " (--max-body or the local dir's free space)");
 		return MHD_NO;
 	}
 	if (r->fail_code)
@@ -618,14 +620,14 @@ enum MHD_Result psrv_finish_meta(struct req *r, struct MHD_Connection *c)
 	if (r->meta_len && r->meta[r->meta_len - 1] == '\n')
 		r->meta[--r->meta_len] = '\0';
 	if (!mtc_is_hash(r->meta))
-		return psrv_respond(r, c, HTTP_UNPROCESSABLE, TEXT,
-				    "'%s': content is not a hash\n", r->name);
+		return psrv_respond(r, c, HTTP_UNPROCESSABLE, TEXT, "'%s': content is not a hash\n",
+				    r->name);
 	data = xasprintf("%s/%s.data", s->dir, r->meta);
 	rc = access(data, F_OK);
 	free(data);
 	if (rc < 0)
-		return psrv_respond(r, c, MHD_HTTP_CONFLICT, TEXT, "'%s': data '%s.data' is not present\n",
-				    r->name, r->meta);
+		return psrv_respond(r, c, MHD_HTTP_CONFLICT, TEXT,
+				    "'%s': data '%s.data' is not present\n", r->name, r->meta);
 	path = xasprintf("%s/%s", s->dir, r->name);
 	if (mtc_read_meta(path, old) == 0 && !strcmp(old, r->meta)) {
 		free(path);
@@ -859,13 +861,15 @@ enum MHD_Result psrv_open_session(struct req *r, struct MHD_Connection *c)
 	if (present)
 		return psrv_respond(r, c, MHD_HTTP_OK, "application/json", "{\"present\":true}\n");
 	if (!mtc_is_dir_hash(r->hash) && (size = file_size_arg(c)) <= 0)
-		return psrv_respond(r, c, MHD_HTTP_BAD_REQUEST, TEXT,
-				    "'%s': a file's upload session takes its size (?size=N); or PUT it whole\n",
-				    r->name);
+		return psrv_respond(
+			r, c, MHD_HTTP_BAD_REQUEST, TEXT,
+			"'%s': a file's upload session takes its size (?size=N); or PUT it whole\n",
+			r->name);
 	if (size > body_limit(s))
 		return psrv_respond(r, c, HTTP_TOO_LARGE, TEXT,
 				    "'%s': %lld bytes are over the limit of %lld (--max-body or the local "
-				    "dir's free space)\n", r->name, size, body_limit(s));
+				    "dir's free space)\n",
+				    r->name, size, body_limit(s));
 	if (count_sessions(s) >= MAX_SESSIONS)
 		return psrv_respond(r, c, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT,
 				    "'%s': %d uploads open already; retry\n", r->name, MAX_SESSIONS);
@@ -898,8 +902,7 @@ enum MHD_Result psrv_session_request(struct req *r, struct MHD_Connection *c, co
 	struct session *x;
 	unsigned code;
 
-	if (idlen != 32 || (!put && !del && !commit) || (put && (!slash || !slash[1])) ||
-	    (del && slash))
+	if (idlen != 32 || (!put && !del && !commit) || (put && (!slash || !slash[1])) || (del && slash))
 		return psrv_respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "no such endpoint\n");
 	memcpy(id, rest, 32);
 	id[32] = '\0';
@@ -908,7 +911,8 @@ enum MHD_Result psrv_session_request(struct req *r, struct MHD_Connection *c, co
 	x = find_session(s, id, 0);
 	if (x && (del || commit) && x->pieces) {
 		pthread_mutex_unlock(&s->sessions_mu);
-		return psrv_respond(r, c, MHD_HTTP_CONFLICT, TEXT, "upload %s: pieces still arriving\n", id);
+		return psrv_respond(r, c, MHD_HTTP_CONFLICT, TEXT, "upload %s: pieces still arriving\n",
+				    id);
 	}
 	if (x && put && !x->failed) {
 		x->pieces++;
@@ -921,7 +925,8 @@ enum MHD_Result psrv_session_request(struct req *r, struct MHD_Connection *c, co
 		return psrv_respond(r, c, MHD_HTTP_NOT_FOUND, TEXT, "no upload %s (expired?)\n", id);
 	snprintf(r->name, sizeof r->name, "%s.data", x->hash);
 	if (put && x->failed)
-		return psrv_respond(r, c, HTTP_UNPROCESSABLE, TEXT, "'%s' rejected: %s\n", r->name, x->why);
+		return psrv_respond(r, c, HTTP_UNPROCESSABLE, TEXT, "'%s' rejected: %s\n", r->name,
+				    x->why);
 	if (put) {
 		r->sess = x;
 		r->piece = 1;

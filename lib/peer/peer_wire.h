@@ -83,10 +83,10 @@ void mtc_wire_list_take(struct mtc_wire_list *to, struct mtc_wire_list *from);
 struct mtc_wire_hash {
 	struct mtc_wire_entry *w;
 	struct mtc_blake3 *whole;
-	uint8_t *unit;	/* a unit gathering, for a range */
-	size_t have;	/* its bytes */
-	uint64_t next;	/* the file's unit the range is at */
-	size_t cv_cap;	/* the range's chaining values w->cvs has room for */
+	uint8_t *unit; /* a unit gathering, for a range */
+	size_t have;   /* its bytes */
+	uint64_t next; /* the file's unit the range is at */
+	size_t cv_cap; /* the range's chaining values w->cvs has room for */
 };
 void mtc_wire_hash_start(struct mtc_wire_hash *h, struct mtc_wire_entry *w);
 void mtc_wire_hash_update(struct mtc_wire_hash *h, const void *data, size_t len);
@@ -140,8 +140,8 @@ enum mtc_result mtc_wire_extract(int fd, const char *root, const struct mtc_wire
 typedef ssize_t mtc_wire_source(void *arg, const void **buf);
 enum mtc_result mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 				      const struct mtc_wire_limits *lim,
-				      const struct mtc_manifest *expected,
-				      struct mtc_wire_list *got, char *err, size_t errlen);
+				      const struct mtc_manifest *expected, struct mtc_wire_list *got,
+				      char *err, size_t errlen);
 
 /*
  * The same from a socket (the rest of the connection is the stream; pre:
@@ -167,8 +167,8 @@ enum mtc_result mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len,
  * err (timeout_s without data, *stop, a short stream, a failed write).
  * consumed: the bytes read.
  */
-int mtc_wire_receive(int sock, const void *pre, size_t pre_len, int timeout_s, const int *stop,
-		     int fd, struct mtc_wire_entry *w, long long *consumed, char *err, size_t errlen);
+int mtc_wire_receive(int sock, const void *pre, size_t pre_len, int timeout_s, const int *stop, int fd,
+		     struct mtc_wire_entry *w, long long *consumed, char *err, size_t errlen);
 
 /*
  * The tree below root as a tar stream, produced as it is read: open scans
@@ -180,17 +180,15 @@ int mtc_wire_receive(int sock, const void *pre, size_t pre_len, int timeout_s, c
 struct mtc_wire_reader;
 struct mtc_wire_reader *mtc_wire_reader_open(const char *root, long long *total, char *err,
 					     size_t errlen);
-struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root,
-						  const struct mtc_wire_part *parts, size_t n,
-						  long long *total, char *err, size_t errlen);
+struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, const struct mtc_wire_part *parts,
+						  size_t n, long long *total, char *err, size_t errlen);
 /*
  * A reader of one file's bytes as they are (a file <hash>.data travels raw):
  * all of them (len < 0), or len bytes from off.
  */
 struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long off, long long len,
 						  long long *total, char *err, size_t errlen);
-ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *err,
-			     size_t errlen);
+ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *err, size_t errlen);
 /*
  * The same stream as segments, for sendfile: the next one is either len
  * bytes at *mem (*fd is -1) or len bytes of the open file *fd from *off;
@@ -198,8 +196,8 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
  * of the segment just peeked; a file segment that cannot be read to its
  * size (sendfile returned 0) is reported by the caller.
  */
-ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *fd, off_t *off,
-			     char *err, size_t errlen);
+ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *fd, off_t *off, char *err,
+			     size_t errlen);
 void mtc_wire_reader_advance(struct mtc_wire_reader *r, size_t n);
 void mtc_wire_reader_close(struct mtc_wire_reader *r);
 

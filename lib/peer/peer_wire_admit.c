@@ -29,14 +29,16 @@ int mtc_wire_check_path(const char *path, int max_depth, char *err, size_t errle
 			size_t len = (size_t)(p - comp);
 			if (len == 0 || (len == 1 && comp[0] == '.') ||
 			    (len == 2 && comp[0] == '.' && comp[1] == '.'))
-				return mtc_fail(err, errlen, "'%.200s': path component '%.*s' not allowed",
-					    path, (int)len, comp);
+				return mtc_fail(err, errlen,
+						"'%.200s': path component '%.*s' not allowed", path,
+						(int)len, comp);
 			if (len > 255)
 				return mtc_fail(err, errlen, "'%.200s': path component too long", path);
 			if (!*p)
 				break;
 			if (++depth > max_depth)
-				return mtc_fail(err, errlen, "'%.200s': deeper than %d", path, max_depth);
+				return mtc_fail(err, errlen, "'%.200s': deeper than %d", path,
+						max_depth);
 			comp = p + 1;
 		} else if ((unsigned char)*p < 0x20 || *p == 0x7f) {
 			return mtc_fail(err, errlen, "'%.200s': control character in path", path);
@@ -76,7 +78,8 @@ static int extract_dir(int rootfd, char *path, char *err, size_t errlen)
 	struct stat st;
 
 	if (dfd < 0)
-		return mtc_fail(err, errlen, "'%.200s': cannot create parent: %s", path, strerror(errno));
+		return mtc_fail(err, errlen, "'%.200s': cannot create parent: %s", path,
+				strerror(errno));
 	if (mkdirat(dfd, leaf, 0755) < 0 &&
 	    (errno != EEXIST || fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	     !S_ISDIR(st.st_mode))) {
@@ -88,8 +91,7 @@ static int extract_dir(int rootfd, char *path, char *err, size_t errlen)
 	return 0;
 }
 
-static const struct mtc_manifest_entry *expected_entry(const struct mtc_manifest *m,
-						       const char *path)
+static const struct mtc_manifest_entry *expected_entry(const struct mtc_manifest *m, const char *path)
 {
 	size_t lo = 0, hi = m->n;
 	while (lo < hi) {
@@ -106,9 +108,8 @@ static const struct mtc_manifest_entry *expected_entry(const struct mtc_manifest
 }
 
 /* 0 when the entry is in the expected manifest with its type and size; else -1 and err. */
-static int check_expected(const struct mtc_manifest *m, const char *path, int is_dir,
-			  long long size, const struct mtc_manifest_entry **x, char *err,
-			  size_t errlen)
+static int check_expected(const struct mtc_manifest *m, const char *path, int is_dir, long long size,
+			  const struct mtc_manifest_entry **x, char *err, size_t errlen)
 {
 	if (!m)
 		return 0;
@@ -116,10 +117,10 @@ static int check_expected(const struct mtc_manifest *m, const char *path, int is
 		return mtc_fail(err, errlen, "'%.200s' is not in the manifest", path);
 	if (((*x)->type == MTC_ENTRY_DIR) != is_dir)
 		return mtc_fail(err, errlen, "'%.200s' is a %s, the manifest says a %s", path,
-			    is_dir ? "dir" : "file", is_dir ? "file" : "dir");
+				is_dir ? "dir" : "file", is_dir ? "file" : "dir");
 	if (!is_dir && (*x)->size != size)
-		return mtc_fail(err, errlen, "'%.200s' has %lld bytes, the manifest says %lld", path, size,
-			    (*x)->size);
+		return mtc_fail(err, errlen, "'%.200s' has %lld bytes, the manifest says %lld", path,
+				size, (*x)->size);
 	return 0;
 }
 
@@ -139,8 +140,8 @@ int mtc_wire_parse_range(const char *value, long long *off, long long *file_size
 }
 
 /* A range must lie in its file, start at a unit and hold whole units unless it ends the file. */
-static int check_range(const char *path, long long size, long long off, long long file_size,
-		       char *err, size_t errlen)
+static int check_range(const char *path, long long size, long long off, long long file_size, char *err,
+		       size_t errlen)
 {
 	if (size <= 0 || off % MTC_WIRE_UNIT || off > file_size || size > file_size - off ||
 	    (off + size < file_size && size % MTC_WIRE_UNIT))
@@ -149,8 +150,8 @@ static int check_range(const char *path, long long size, long long off, long lon
 	return 0;
 }
 
-int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long long size,
-		   long long off, long long file_size, int *fd, struct mtc_wire_entry **w,
+int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long long size, long long off,
+		   long long file_size, int *fd, struct mtc_wire_entry **w,
 		   const struct mtc_manifest_entry **x, char *err, size_t errlen)
 {
 	char *leaf, *copy;
@@ -161,8 +162,7 @@ int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long l
 		return mtc_fail(err, errlen, "more than %lld entries", ad->lim->max_files);
 	if (file_size && (is_dir || check_range(path, size, off, file_size, err, errlen) < 0))
 		return is_dir ? mtc_fail(err, errlen, "'%.200s': a range of a directory", path) : -1;
-	if (check_expected(ad->expected, path, is_dir, file_size ? file_size : size, x, err,
-			   errlen) < 0)
+	if (check_expected(ad->expected, path, is_dir, file_size ? file_size : size, x, err, errlen) < 0)
 		return -1;
 	if (is_dir) {
 		if (extract_dir(ad->rootfd, path, err, errlen) < 0)
@@ -197,8 +197,8 @@ int mtc_wire_digest_matches(const struct mtc_manifest_entry *x, const struct mtc
 {
 	if (!x || w->file_size || !strcmp(x->digest, w->digest))
 		return 0; /* a range is checked once its file is joined */
-	return mtc_fail(err, errlen, "'%.200s' has digest %s, the manifest says %s", w->path,
-			w->digest, x->digest);
+	return mtc_fail(err, errlen, "'%.200s' has digest %s, the manifest says %s", w->path, w->digest,
+			x->digest);
 }
 
 uint8_t *mtc_wire_map_range(int fd, const struct mtc_wire_entry *w, char *err, size_t errlen)

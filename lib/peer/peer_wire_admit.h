@@ -24,8 +24,8 @@ struct mtc_wire_admission {
  * (file_size > 0: size bytes from off of a file of file_size) opens its
  * file, made by whichever range comes first, at off.
  */
-int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long long size,
-		   long long off, long long file_size, int *fd, struct mtc_wire_entry **w,
+int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long long size, long long off,
+		   long long file_size, int *fd, struct mtc_wire_entry **w,
 		   const struct mtc_manifest_entry **x, char *err, size_t errlen);
 
 /*

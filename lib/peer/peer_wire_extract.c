@@ -22,8 +22,8 @@
 #define TRAILING_MAX (1 << 20)
 
 /* The entry's data from the archive into fd (closed here), hashed into w. */
-static int extract_file(struct archive *a, int fd, const char *path, struct mtc_wire_entry *w,
-			char *err, size_t errlen)
+static int extract_file(struct archive *a, int fd, const char *path, struct mtc_wire_entry *w, char *err,
+			size_t errlen)
 {
 	struct mtc_wire_hash h;
 	long long done = 0, size = w->size;
@@ -89,8 +89,8 @@ static int entry_range(struct archive_entry *e, long long *off, long long *file_
 }
 
 /* 0: extract into path; 1: the root entry, skip; -1: rejected. */
-static int check_entry(struct archive_entry *e, const struct mtc_wire_limits *lim, char *path,
-		       char *err, size_t errlen)
+static int check_entry(struct archive_entry *e, const struct mtc_wire_limits *lim, char *path, char *err,
+		       size_t errlen)
 {
 	const char *name = archive_entry_pathname(e);
 	mode_t type = archive_entry_filetype(e);
@@ -118,7 +118,7 @@ static int check_entry(struct archive_entry *e, const struct mtc_wire_limits *li
 		return mtc_fail(err, errlen, "'%.200s': symbolic links are not accepted", path);
 	if (type != AE_IFREG && type != AE_IFDIR)
 		return mtc_fail(err, errlen, "'%.200s': only regular files and directories are accepted",
-			    path);
+				path);
 	if (type == AE_IFREG && (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0))
 		return mtc_fail(err, errlen, "'%.200s': no size", path);
 	if (archive_entry_sparse_count(e) > 0)
@@ -160,8 +160,8 @@ static int drain_trailer(struct source *src, char *err, size_t errlen)
 
 enum mtc_result mtc_wire_extract_from(mtc_wire_source *next, void *arg, const char *root,
 				      const struct mtc_wire_limits *lim,
-				      const struct mtc_manifest *expected,
-				      struct mtc_wire_list *got, char *err, size_t errlen)
+				      const struct mtc_manifest *expected, struct mtc_wire_list *got,
+				      char *err, size_t errlen)
 {
 	struct source src = { next, arg };
 	struct archive *a = archive_read_new();

@@ -156,8 +156,7 @@ static void compose(struct mtc_wire_item *e, size_t n, struct mtc_manifest *m, c
 			add_kid(&stack[depth - 1], (char *)e[i].digest, 0);
 			stack[depth - 1].size += e[i].size;
 			if (files && m)
-				mtc_manifest_append(m, p, plen, MTC_ENTRY_FILE, e[i].size,
-						    e[i].digest);
+				mtc_manifest_append(m, p, plen, MTC_ENTRY_FILE, e[i].size, e[i].digest);
 		}
 	}
 	while (depth > 1)

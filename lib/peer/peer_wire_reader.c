@@ -21,7 +21,7 @@
 struct wire_file {
 	char *abs, *rel;
 	int is_dir;
-	long long size;		 /* the bytes sent: the file's, or its range's */
+	long long size;		  /* the bytes sent: the file's, or its range's */
 	long long off, file_size; /* a range (file_size > 0) */
 };
 
@@ -41,8 +41,7 @@ static long long stream_total(const struct mtc_wire_reader *r);
 
 static const char *leave_reason(int e)
 {
-	return e == EXDEV || e == ELOOP ? "a symlink that leads out of the tree: refused"
-					: strerror(e);
+	return e == EXDEV || e == ELOOP ? "a symlink that leads out of the tree: refused" : strerror(e);
 }
 
 struct scan {
@@ -63,8 +62,7 @@ static int scan_entry(const struct mtc_walk_entry *e, void *arg)
 	if (e->error)
 		return mtc_fail(sc->err, sc->errlen, "'%s': %s", e->path, leave_reason(e->error));
 	if (!S_ISREG(e->st.st_mode) && !S_ISDIR(e->st.st_mode))
-		return mtc_fail(sc->err, sc->errlen, "'%s': neither a file nor a directory",
-				e->path);
+		return mtc_fail(sc->err, sc->errlen, "'%s': neither a file nor a directory", e->path);
 	if (strlen(e->rel) >= MTC_WIRE_PATH_MAX)
 		return mtc_fail(sc->err, sc->errlen, "'%s': path too long", e->path);
 	if (r->n == r->cap) {
@@ -72,8 +70,10 @@ static int scan_entry(const struct mtc_walk_entry *e, void *arg)
 		r->files = xrealloc(r->files, r->cap * sizeof *r->files);
 	}
 	is_dir = S_ISDIR(e->st.st_mode);
-	r->files[r->n++] = (struct wire_file){ .abs = xstrdup(e->path), .rel = xstrdup(e->rel),
-						.is_dir = is_dir, .size = is_dir ? 0 : e->st.st_size };
+	r->files[r->n++] = (struct wire_file){ .abs = xstrdup(e->path),
+					       .rel = xstrdup(e->rel),
+					       .is_dir = is_dir,
+					       .size = is_dir ? 0 : e->st.st_size };
 	return 0;
 }
 
@@ -149,15 +149,17 @@ static int add_part(struct mtc_wire_reader *r, const char *root, const struct mt
 		free(abs);
 		return -1;
 	}
-	r->files[r->n++] = (struct wire_file){ abs, xstrdup(p->path), S_ISDIR(st.st_mode),
-						p->len >= 0 ? p->len : size, p->len >= 0 ? p->off : 0,
-						p->len >= 0 ? size : 0 };
+	r->files[r->n++] = (struct wire_file){ abs,
+					       xstrdup(p->path),
+					       S_ISDIR(st.st_mode),
+					       p->len >= 0 ? p->len : size,
+					       p->len >= 0 ? p->off : 0,
+					       p->len >= 0 ? size : 0 };
 	return 0;
 }
 
-struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root,
-						  const struct mtc_wire_part *parts, size_t n,
-						  long long *total, char *err, size_t errlen)
+struct mtc_wire_reader *mtc_wire_reader_open_list(const char *root, const struct mtc_wire_part *parts,
+						  size_t n, long long *total, char *err, size_t errlen)
 {
 	struct mtc_wire_reader *r = reader_at(root, err, errlen);
 	if (!r)
@@ -182,7 +184,9 @@ struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long of
 	errno = 0;
 	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
 		mtc_fail(err, errlen, "'%s': %s", path,
-			 errno ? strerror(errno) : S_ISLNK(st.st_mode) ? "a symlink: refused" : "not a file");
+			 errno		       ? strerror(errno)
+			 : S_ISLNK(st.st_mode) ? "a symlink: refused"
+					       : "not a file");
 		return NULL;
 	}
 	if (len < 0) {
@@ -196,8 +200,9 @@ struct mtc_wire_reader *mtc_wire_reader_open_file(const char *path, long long of
 	r->fd = -1;
 	r->rootfd = -1;
 	r->files = xcalloc(1, sizeof *r->files);
-	r->files[0] = (struct wire_file){ .abs = xstrdup(path), .rel = xstrdup(""), .size = len,
-					  .off = off };
+	r->files[0] = (struct wire_file){
+		.abs = xstrdup(path), .rel = xstrdup(""), .size = len, .off = off
+	};
 	r->n = 1;
 	r->raw = 1;
 	r->phase = 1;
@@ -302,8 +307,7 @@ static long long stream_total(const struct mtc_wire_reader *r)
 }
 
 /* The stream copied out segment by segment: the same state as peek and advance. */
-ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *err,
-			     size_t errlen)
+ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, char *err, size_t errlen)
 {
 	size_t done = 0;
 
@@ -336,8 +340,8 @@ ssize_t mtc_wire_reader_read(struct mtc_wire_reader *r, char *buf, size_t len, c
 
 #define SEGMENT_MAX (64LL << 20)
 
-ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *fd, off_t *off,
-			     char *err, size_t errlen)
+ssize_t mtc_wire_reader_peek(struct mtc_wire_reader *r, const char **mem, int *fd, off_t *off, char *err,
+			     size_t errlen)
 {
 	static const char zeros[512];
 

@@ -141,8 +141,8 @@ static int sock_skip(struct sock_in *in, size_t len, char *err, size_t errlen)
  * w's bytes of the stream into fd, hashed into w: a whole file through the
  * buffer, a range straight into its place in fd's mapping (hashed there).
  */
-static int sock_file(struct sock_in *in, int fd, const char *path, struct mtc_wire_entry *w,
-		     char *err, size_t errlen)
+static int sock_file(struct sock_in *in, int fd, const char *path, struct mtc_wire_entry *w, char *err,
+		     size_t errlen)
 {
 	struct mtc_wire_hash h;
 	uint8_t *map = NULL;
@@ -152,7 +152,8 @@ static int sock_file(struct sock_in *in, int fd, const char *path, struct mtc_wi
 		return -1;
 	mtc_wire_hash_start(&h, w);
 	for (long long off = 0; off < w->size && !rc;) {
-		size_t k = w->size - off < (long long)in->buf_len ? (size_t)(w->size - off) : in->buf_len;
+		size_t k = w->size - off < (long long)in->buf_len ? (size_t)(w->size - off)
+								  : in->buf_len;
 		uint8_t *dst = map ? map + off : (uint8_t *)in->buf;
 		if (map)
 			madvise(dst, k, MADV_POPULATE_WRITE); /* one call, not a fault a page */
@@ -216,7 +217,8 @@ static int pax_parse(char *p, size_t len, char *path, long long *size, long long
 		*eq = '\0';
 		if (!strcmp(key, "path")) {
 			if (strlen(eq + 1) >= MTC_WIRE_PATH_MAX)
-				return mtc_fail(err, errlen, "path longer than %d bytes", MTC_WIRE_PATH_MAX - 1);
+				return mtc_fail(err, errlen, "path longer than %d bytes",
+						MTC_WIRE_PATH_MAX - 1);
 			strcpy(path, eq + 1);
 		} else if (!strcmp(key, "size")) {
 			char *e;
@@ -235,11 +237,12 @@ static int pax_parse(char *p, size_t len, char *path, long long *size, long long
 	return 0;
 }
 
-int mtc_wire_receive(int sock, const void *pre, size_t pre_len, int timeout_s, const int *stop,
-		     int fd, struct mtc_wire_entry *w, long long *consumed, char *err, size_t errlen)
+int mtc_wire_receive(int sock, const void *pre, size_t pre_len, int timeout_s, const int *stop, int fd,
+		     struct mtc_wire_entry *w, long long *consumed, char *err, size_t errlen)
 {
-	struct sock_in in = { .fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s,
-			      .stop = stop };
+	struct sock_in in = {
+		.fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s, .stop = stop
+	};
 	int rc;
 
 	in.buf = recv_buffer(&in.buf_len);
@@ -256,8 +259,9 @@ enum mtc_result mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len,
 				      const struct mtc_manifest *expected, struct mtc_wire_list *got,
 				      long long *consumed, char *err, size_t errlen)
 {
-	struct sock_in in = { .fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s,
-			      .stop = stop };
+	struct sock_in in = {
+		.fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s, .stop = stop
+	};
 	unsigned char hdr[512];
 	char *path = xmalloc(MTC_WIRE_PATH_MAX), *pax = NULL;
 	struct mtc_wire_admission ad = { .lim = lim, .expected = expected, .got = got };
@@ -294,7 +298,8 @@ enum mtc_result mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len,
 			break;
 		}
 		if (!header_ok(hdr)) {
-			mtc_fail(err, errlen, "bad tar header (not ustar, or its checksum does not match)");
+			mtc_fail(err, errlen,
+				 "bad tar header (not ustar, or its checksum does not match)");
 			goto out;
 		}
 		type = (char)hdr[156];
@@ -310,7 +315,8 @@ enum mtc_result mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len,
 				goto out;
 			path[0] = '\0';
 			pax_size = -1;
-			if (pax_parse(pax, (size_t)size, path, &pax_size, &off, &file_size, err, errlen) < 0)
+			if (pax_parse(pax, (size_t)size, path, &pax_size, &off, &file_size, err,
+				      errlen) < 0)
 				goto out;
 			have_pax = 1;
 			continue;

@@ -19,13 +19,12 @@
  * for timeout_s is closed.
  */
 struct mtc_sorter_opts {
-	int listen_fd;	/* bound and listening; the sorter owns it */
+	int listen_fd;	    /* bound and listening; the sorter owns it */
 	const char *prefix; /* at most 64 bytes; copied */
-	int max_pending; /* 0: no limit */
+	int max_pending;    /* 0: no limit */
 	double timeout_s;
 	/* Takes fd for a client at sa: matched says whether its first bytes are prefix. */
-	void (*hand_over)(void *cls, int matched, int fd, const struct sockaddr *sa,
-			  socklen_t salen);
+	void (*hand_over)(void *cls, int matched, int fd, const struct sockaddr *sa, socklen_t salen);
 	void *cls;
 	atomic_llong *cut_pending, *cut_timeout; /* counted here when given */
 };

@@ -41,8 +41,7 @@ static int present(const char *path, char *err, size_t errlen)
 	return mtc_fail(err, errlen, "cannot read '%s': %s", path, strerror(errno));
 }
 
-int mtc_tls_files(const char *dir, int need_cert, struct mtc_tls_files *f, char *err,
-		  size_t errlen)
+int mtc_tls_files(const char *dir, int need_cert, struct mtc_tls_files *f, char *err, size_t errlen)
 {
 	struct stat st;
 	int cert, key;
@@ -54,10 +53,8 @@ int mtc_tls_files(const char *dir, int need_cert, struct mtc_tls_files *f, char 
 	snprintf(f->cert, sizeof f->cert, "%s/tls.crt", dir);
 	snprintf(f->key, sizeof f->key, "%s/tls.key", dir);
 	switch (present(f->ca, err, errlen)) {
-	case -1:
-		return -1;
-	case 0:
-		return mtc_fail(err, errlen, "TLS dir '%s' has no ca.crt", dir);
+	case -1: return -1;
+	case 0: return mtc_fail(err, errlen, "TLS dir '%s' has no ca.crt", dir);
 	}
 	if ((cert = present(f->cert, err, errlen)) < 0 || (key = present(f->key, err, errlen)) < 0)
 		return -1;
@@ -68,7 +65,8 @@ int mtc_tls_files(const char *dir, int need_cert, struct mtc_tls_files *f, char 
 		return mtc_fail(err, errlen, "TLS dir '%s' has no tls.crt and tls.key", dir);
 	if (key && stat(f->key, &st) == 0 && (st.st_mode & 0077))
 		mtc_warn("'%s' is readable by group or others (mode %04o): anyone who reads it can "
-			 "pose as this node", f->key, (unsigned)(st.st_mode & 07777));
+			 "pose as this node",
+			 f->key, (unsigned)(st.st_mode & 07777));
 	f->has_cert = cert;
 	return 0;
 }
@@ -77,7 +75,7 @@ int mtc_tls_files(const char *dir, int need_cert, struct mtc_tls_files *f, char 
 static void setup_locked(const char *given)
 {
 	const char *dir = mtc_tls_dir_path(given);
-	client_state = !dir ? 1
+	client_state = !dir								    ? 1
 		       : mtc_tls_files(dir, 0, &client, client_err, sizeof client_err) == 0 ? 2
 											    : 3;
 }
@@ -115,7 +113,8 @@ int mtc_tls_url_check(const char *url, char *err, size_t errlen)
 	if (state == 2 && strncasecmp(url, "https://", 8))
 		return mtc_fail(err, errlen,
 				"TLS is set up (--tls-dir or $MTC_TLS_DIR), so '%s' must be https://: "
-				"plain http would carry the token in clear", url);
+				"plain http would carry the token in clear",
+				url);
 	return 0;
 }
 
@@ -232,8 +231,9 @@ int mtc_tls_connect(int tcp, const char *host, double deadline, const int *stop,
 	}
 	SSL_set_connect_state(ssl);
 	if ((rc = mtc_tls_handshake(ssl, tcp, deadline, stop, why, sizeof why)) != MTC_OK) {
-		mtc_fail(err, errlen, rc == MTC_TIMEOUT ? "TLS handshake with '%s': %s"
-					       : "TLS handshake with '%s' failed: %s",
+		mtc_fail(err, errlen,
+			 rc == MTC_TIMEOUT ? "TLS handshake with '%s': %s"
+					   : "TLS handshake with '%s' failed: %s",
 			 host, why);
 		goto fail;
 	}

@@ -29,8 +29,7 @@ const char *mtc_tls_dir_path(const char *given);
  * absent, and the key not readable by others (a warning). need_cert: a
  * server, which cannot do without them. 0, or -1 with err.
  */
-int mtc_tls_files(const char *dir, int need_cert, struct mtc_tls_files *f, char *err,
-		  size_t errlen);
+int mtc_tls_files(const char *dir, int need_cert, struct mtc_tls_files *f, char *err, size_t errlen);
 
 /*
  * This process's client side: the dir given here (--tls-dir, else

@@ -19,7 +19,6 @@
 #include "tls_relay.h"
 #include "xalloc.h"
 
-
 /* One client connection and the thread that serves it. */
 struct link {
 	struct mtc_tls_front *f;
@@ -52,7 +51,7 @@ static int ssl_fail(char *err, size_t errlen, const char *what, const char *path
 static SSL_CTX *server_ctx(const struct mtc_tls_files *t, char *err, size_t errlen)
 {
 	SSL_CTX *ctx = mtc_tls_ctx(TLS_server_method());
-	STACK_OF(X509_NAME) *cas;
+	STACK_OF(X509_NAME) * cas;
 
 	if (!ctx) {
 		mtc_fail(err, errlen, "cannot start TLS: out of memory");
@@ -71,9 +70,8 @@ static SSL_CTX *server_ctx(const struct mtc_tls_files *t, char *err, size_t errl
 		else
 			mtc_fail(err, errlen, "'%s' is not the key of '%s'", t->key, t->cert);
 		ERR_clear_error();
-	}
-	else if (SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1 ||
-		 !(cas = SSL_load_client_CA_file(t->ca)))
+	} else if (SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1 ||
+		   !(cas = SSL_load_client_CA_file(t->ca)))
 		ssl_fail(err, errlen, "the CA", t->ca);
 	else {
 		/* Asked for, not required: probes and metrics come without one (mtc(7) §4.4). */
@@ -97,8 +95,8 @@ static void *link_main(void *arg)
 
 	if (ssl && SSL_set_fd(ssl, l->tcp) == 1) {
 		SSL_set_accept_state(ssl);
-		rc = mtc_tls_handshake(ssl, l->tcp, l->since + f->o.handshake_timeout_s,
-				       &f->stopping, why, sizeof why);
+		rc = mtc_tls_handshake(ssl, l->tcp, l->since + f->o.handshake_timeout_s, &f->stopping,
+				       why, sizeof why);
 	}
 	if ((ok = rc == 0) == 0)
 		mtc_debug("TLS handshake with a client failed: %s", why);
@@ -146,8 +144,8 @@ static void cut_oldest_handshake(struct mtc_tls_front *f)
 
 	struct link *l;
 	LIST_FOREACH(l, &f->links, link)
-		if (l->handshaking)
-			old = l;
+	if (l->handshaking)
+		old = l;
 	if (old && !mtc_guard_cuts(mtc_now() - old->since, f->handshakes, f->o.max_handshakes))
 		return;
 	if (old) {
@@ -207,8 +205,7 @@ static void *accept_main(void *arg)
 	}
 }
 
-struct mtc_tls_front *mtc_tls_front_start(const struct mtc_tls_front_opts *o, char *err,
-					  size_t errlen)
+struct mtc_tls_front *mtc_tls_front_start(const struct mtc_tls_front_opts *o, char *err, size_t errlen)
 {
 	struct mtc_tls_files t;
 	struct mtc_tls_front *f;
@@ -247,7 +244,7 @@ void mtc_tls_front_stop(struct mtc_tls_front *f)
 	pthread_mutex_lock(&f->mu);
 	struct link *l;
 	LIST_FOREACH(l, &f->links, link)
-		shutdown(l->tcp, SHUT_RDWR);
+	shutdown(l->tcp, SHUT_RDWR);
 	while (f->threads)
 		pthread_cond_wait(&f->cv, &f->mu);
 	pthread_mutex_unlock(&f->mu);

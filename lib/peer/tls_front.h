@@ -31,26 +31,24 @@ static inline int mtc_guard_cuts(double age, int n, int max)
 }
 
 struct mtc_tls_front_opts {
-	const char *dir;	/* the TLS dir (tls.h) */
-	int listen_fd;		/* bound and listening; the front owns it */
-	int max_handshakes;	/* at once; 0: no limit */
+	const char *dir;    /* the TLS dir (tls.h) */
+	int listen_fd;	    /* bound and listening; the front owns it */
+	int max_handshakes; /* at once; 0: no limit */
 	int handshake_timeout_s;
-	int idle_timeout_s;	/* of a relay whose server side has closed, to deliver the rest */
+	int idle_timeout_s; /* of a relay whose server side has closed, to deliver the rest */
 	/*
 	 * Takes fd (the server's end of the pair) for a client at sa;
 	 * verified: 1 when the client's certificate checked out against
 	 * ca.crt. Closes fd on failure.
 	 */
-	void (*hand_over)(void *cls, int fd, const struct sockaddr *sa, socklen_t salen,
-			  int verified);
+	void (*hand_over)(void *cls, int fd, const struct sockaddr *sa, socklen_t salen, int verified);
 	void *cls;
 };
 
 struct mtc_tls_front;
 
 /* Loads tls.crt, tls.key and ca.crt and starts accepting; NULL with err. */
-struct mtc_tls_front *mtc_tls_front_start(const struct mtc_tls_front_opts *o, char *err,
-					  size_t errlen);
+struct mtc_tls_front *mtc_tls_front_start(const struct mtc_tls_front_opts *o, char *err, size_t errlen);
 /* Handshakes so far, by how they ended (beyond the limit: cut; within it: ok, failed, timed out). */
 struct mtc_tls_front_counts {
 	long long ok, failed, timed_out, cut;

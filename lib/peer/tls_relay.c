@@ -112,13 +112,9 @@ int mtc_tls_pair(int pair[2])
 static short ssl_wants(SSL *ssl, int n)
 {
 	switch (SSL_get_error(ssl, n)) {
-	case SSL_ERROR_WANT_READ:
-		return POLLIN;
-	case SSL_ERROR_WANT_WRITE:
-		return POLLOUT;
-	default:
-		ERR_clear_error();
-		return 0;
+	case SSL_ERROR_WANT_READ: return POLLIN;
+	case SSL_ERROR_WANT_WRITE: return POLLOUT;
+	default: ERR_clear_error(); return 0;
 	}
 }
 
@@ -192,7 +188,8 @@ void mtc_tls_relay(SSL *ssl, int tcp, int plain, const int *stop, int flush_s)
 			p[1].events |= POLLRDHUP; /* plain is not read while tcp is full: see it close */
 		for (int i = 0; i < 2; i++)
 			if (!p[i].events)
-				p[i].fd = -1; /* a hung-up fd waited for nothing would wake poll at once */
+				p[i].fd =
+					-1; /* a hung-up fd waited for nothing would wake poll at once */
 		if (poll(p, 2, POLL_MS) < 0 && errno != EINTR)
 			break;
 		plain_gone |= !!(p[1].revents & (POLLRDHUP | POLLHUP));

@@ -36,10 +36,7 @@ static char *home_file(const char *var, const char *name)
 
 char *mtc_aws_config_file(void) { return home_file("AWS_CONFIG_FILE", "config"); }
 
-char *mtc_aws_credentials_file(void)
-{
-	return home_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
-}
+char *mtc_aws_credentials_file(void) { return home_file("AWS_SHARED_CREDENTIALS_FILE", "credentials"); }
 
 static char *trim(char *s)
 {

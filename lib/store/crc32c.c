@@ -31,9 +31,9 @@ uint32_t mtc_crc32c_portable(uint32_t crc, const void *buf, size_t len)
 	while (len >= 8) {
 		uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 				     (uint32_t)p[3] << 24);
-		crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^
-		      table[5][(lo >> 16) & 0xff] ^ table[4][lo >> 24] ^ table[3][p[4]] ^
-		      table[2][p[5]] ^ table[1][p[6]] ^ table[0][p[7]];
+		crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^ table[5][(lo >> 16) & 0xff] ^
+		      table[4][lo >> 24] ^ table[3][p[4]] ^ table[2][p[5]] ^ table[1][p[6]] ^
+		      table[0][p[7]];
 		p += 8;
 		len -= 8;
 	}
@@ -108,8 +108,8 @@ static uint64_t shift(const uint32_t t[4][256], uint64_t c)
 }
 
 __attribute__((target("sse4.2"))) static uint64_t three_way(uint64_t c, const unsigned char **p,
-							     size_t *len, size_t block,
-							     const uint32_t t[4][256])
+							    size_t *len, size_t block,
+							    const uint32_t t[4][256])
 {
 	for (; *len >= 3 * block; *p += 3 * block, *len -= 3 * block) {
 		const unsigned char *a = *p, *b = a + block, *d = b + block;
@@ -131,8 +131,7 @@ __attribute__((target("sse4.2"))) static uint64_t three_way(uint64_t c, const un
 }
 
 /* The unaligned head and the tail a byte at a time. */
-__attribute__((target("sse4.2"))) uint32_t mtc_crc32c_hw(uint32_t crc, const void *buf,
-							  size_t len)
+__attribute__((target("sse4.2"))) uint32_t mtc_crc32c_hw(uint32_t crc, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 	uint64_t c = ~crc;

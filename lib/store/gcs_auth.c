@@ -29,8 +29,8 @@
 #define TOKEN_URI "https://oauth2.googleapis.com/token"
 #define METADATA_PATH "/computeMetadata/v1/instance/service-accounts/default/token"
 #define ADC_FILE "application_default_credentials.json"
-#define WORKSTATION_HINT                                                                        \
-	"on a workstation run 'gcloud auth application-default login' or set "                  \
+#define WORKSTATION_HINT                                                       \
+	"on a workstation run 'gcloud auth application-default login' or set " \
 	"MTC_GCS_TOKEN=$(gcloud auth print-access-token)"
 
 struct mtc_gcs_auth {
@@ -43,7 +43,7 @@ struct mtc_gcs_auth {
 	pthread_mutex_t lock;
 	char *token;
 	double expires; /* mtc_now() clock; 0: never */
-	char *failure;  /* the last refresh's error, answered again until failed_until */
+	char *failure;	/* the last refresh's error, answered again until failed_until */
 	double failed_until;
 };
 
@@ -76,9 +76,9 @@ static int credentials_kind(json_t *j, const char *path, enum mtc_gcs_auth_kind 
 		return mtc_fail(err, errlen, "credentials '%s' have no \"type\"", path);
 	else
 		return mtc_fail(err, errlen,
-			       "credentials '%s' are of type '%s': mtc takes service_account or "
-			       "authorized_user",
-			       path, type);
+				"credentials '%s' are of type '%s': mtc takes service_account or "
+				"authorized_user",
+				path, type);
 	return 0;
 }
 
@@ -120,8 +120,7 @@ int mtc_gcs_auth_new(const char *token_file, struct mtc_gcs_auth **out, char *er
 		a->kind = MTC_GCS_AUTH_METADATA;
 		a->passed_over = xasprintf("no --gcs-token-file, $MTC_GCS_TOKEN unset, "
 					   "$GOOGLE_APPLICATION_CREDENTIALS unset, %s%s",
-					   adc ? "no gcloud login at " : "$HOME unset",
-					   adc ? adc : "");
+					   adc ? "no gcloud login at " : "$HOME unset", adc ? adc : "");
 		host = getenv("GCE_METADATA_HOST");
 		a->metadata_wait = host && *host ? 30 : 3;
 		if (!host || !*host)
@@ -156,8 +155,7 @@ enum mtc_gcs_auth_kind mtc_gcs_auth_kind(const struct mtc_gcs_auth *a) { return 
 
 char *mtc_base64url(const void *buf, size_t len)
 {
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 	const unsigned char *p = buf;
 	char *out = xmalloc(len * 4 / 3 + 4), *o = out;
 	size_t i;
@@ -191,8 +189,8 @@ struct body {
  * One HTTP exchange; returns the status (0 on a transport error, with the
  * reason in err and the curl code in b->cc) with the body in b.
  */
-static long http(const char *url, const char *post, const char *header, struct body *b,
-		 char *err, size_t errlen)
+static long http(const char *url, const char *post, const char *header, struct body *b, char *err,
+		 size_t errlen)
 {
 	struct curl_slist *h = NULL;
 	struct mtc_http_opts o = { .url = url, .idempotent = 1, .timeout_s = 30, .connect_s = 5 };
@@ -263,10 +261,10 @@ static int exchange(struct mtc_gcs_auth *a, const char *what, const char *uri, c
 			const char *desc = json_string_value(json_object_get(j, "error_description"));
 			if (code)
 				mtc_fail(err, errlen, "%s: token request at '%s': HTTP %ld: %s%s%.200s",
-					what, uri, status, code, desc ? ": " : "", desc ? desc : "");
+					 what, uri, status, code, desc ? ": " : "", desc ? desc : "");
 			else
 				mtc_fail(err, errlen, "%s: token request at '%s': HTTP %ld: %.200s",
-					what, uri, status, one_line(b.buf.p));
+					 what, uri, status, one_line(b.buf.p));
 			json_decref(j);
 		} else {
 			mtc_fail(err, errlen, "%s: token request at '%s': %s", what, uri, why);
@@ -320,7 +318,6 @@ done:
 	return out;
 }
 
-
 /* An RS256 JWT signed with the key's private key, exchanged at its token_uri. */
 static int service_account_token(struct mtc_gcs_auth *a, json_t *key, char *err, size_t errlen)
 {
@@ -336,15 +333,15 @@ static int service_account_token(struct mtc_gcs_auth *a, json_t *key, char *err,
 	kid = json_string_value(json_object_get(key, "private_key_id"));
 	if (!email || !pem)
 		return mtc_fail(err, errlen,
-			       "service-account key '%s' lacks client_email or private_key",
-			       a->cred_file);
+				"service-account key '%s' lacks client_email or private_key",
+				a->cred_file);
 	if (!uri)
 		uri = TOKEN_URI;
 	hdr = json_pack("{s:s, s:s}", "alg", "RS256", "typ", "JWT");
 	if (kid)
 		json_object_set_new(hdr, "kid", json_string(kid));
-	claims = json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss", email, "scope", SCOPE, "aud", uri,
-			   "iat", (json_int_t)now, "exp", (json_int_t)now + 3600);
+	claims = json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss", email, "scope", SCOPE, "aud", uri, "iat",
+			   (json_int_t)now, "exp", (json_int_t)now + 3600);
 	s = json_dumps(hdr, JSON_COMPACT);
 	h64 = mtc_base64url(s, strlen(s));
 	free(s);
@@ -387,15 +384,15 @@ static int authorized_user_token(struct mtc_gcs_auth *a, json_t *cred, char *err
 
 	if (!id || !secret || !refresh)
 		return mtc_fail(err, errlen,
-			       "user credentials '%s' lack client_id, client_secret or refresh_token",
-			       a->cred_file);
+				"user credentials '%s' lack client_id, client_secret or refresh_token",
+				a->cred_file);
 	if (!uri)
 		uri = TOKEN_URI;
 	id_f = form_value(id);
 	secret_f = form_value(secret);
 	refresh_f = form_value(refresh);
-	form = xasprintf("grant_type=refresh_token&client_id=%s&client_secret=%s&refresh_token=%s",
-			 id_f, secret_f, refresh_f);
+	form = xasprintf("grant_type=refresh_token&client_id=%s&client_secret=%s&refresh_token=%s", id_f,
+			 secret_f, refresh_f);
 	what = xasprintf("user credentials '%s'", a->cred_file);
 	rc = exchange(a, what, uri, form, err, errlen);
 	if (rc < 0 && (strstr(err, ": invalid_grant") || strstr(err, ": invalid_client"))) {
@@ -418,8 +415,7 @@ static int credentials_token(struct mtc_gcs_auth *a, char *err, size_t errlen)
 	int rc;
 
 	if (!j)
-		return mtc_fail(err, errlen, "cannot read credentials '%s': %s", a->cred_file,
-			       je.text);
+		return mtc_fail(err, errlen, "cannot read credentials '%s': %s", a->cred_file, je.text);
 	rc = credentials_kind(j, a->cred_file, &a->kind, err, errlen);
 	if (rc == 0 && a->kind == MTC_GCS_AUTH_SERVICE_ACCOUNT)
 		rc = service_account_token(a, j, err, errlen);
@@ -470,10 +466,9 @@ static int metadata_token(struct mtc_gcs_auth *a, char *err, size_t errlen)
 			break;
 	}
 	if (status)
-		return mtc_fail(err, errlen, "metadata server '%s': HTTP %ld", a->metadata_url,
-			       status);
+		return mtc_fail(err, errlen, "metadata server '%s': HTTP %ld", a->metadata_url, status);
 	return mtc_fail(err, errlen, "no gs:// credentials: %s, metadata server unreachable (%s); %s",
-		       a->passed_over, why, WORKSTATION_HINT);
+			a->passed_over, why, WORKSTATION_HINT);
 }
 
 static int token_from_file(struct mtc_gcs_auth *a, char *err, size_t errlen)
@@ -483,7 +478,7 @@ static int token_from_file(struct mtc_gcs_auth *a, char *err, size_t errlen)
 
 	if (mtc_read_file(a->token_file, 64 * 1024, &buf, &len) < 0)
 		return mtc_fail(err, errlen, "cannot read token file '%s': %s", a->token_file,
-			       strerror(errno));
+				strerror(errno));
 	while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' '))
 		buf[--len] = '\0';
 	if (!len) {
@@ -496,19 +491,14 @@ static int token_from_file(struct mtc_gcs_auth *a, char *err, size_t errlen)
 	return 0;
 }
 
-
 static int refresh(struct mtc_gcs_auth *a, char *err, size_t errlen)
 {
 	switch (a->kind) {
-	case MTC_GCS_AUTH_TOKEN:
-		return a->token_file ? token_from_file(a, err, errlen) : 0;
+	case MTC_GCS_AUTH_TOKEN: return a->token_file ? token_from_file(a, err, errlen) : 0;
 	case MTC_GCS_AUTH_SERVICE_ACCOUNT:
-	case MTC_GCS_AUTH_AUTHORIZED_USER:
-		return credentials_token(a, err, errlen);
-	case MTC_GCS_AUTH_METADATA:
-		return metadata_token(a, err, errlen);
-	case MTC_GCS_AUTH_NONE:
-		break;
+	case MTC_GCS_AUTH_AUTHORIZED_USER: return credentials_token(a, err, errlen);
+	case MTC_GCS_AUTH_METADATA: return metadata_token(a, err, errlen);
+	case MTC_GCS_AUTH_NONE: break;
 	}
 	return 0;
 }
@@ -518,8 +508,7 @@ static int refresh(struct mtc_gcs_auth *a, char *err, size_t errlen)
  * attempt, so that a thousand requests do not each wait out the metadata
  * server; a token not yet expired is still used when its early refresh fails.
  */
-int mtc_gcs_auth_token(struct mtc_gcs_auth *a, int force, char **token, char *err,
-		       size_t errlen)
+int mtc_gcs_auth_token(struct mtc_gcs_auth *a, int force, char **token, char *err, size_t errlen)
 {
 	int rc = 0;
 	double now;

@@ -23,8 +23,13 @@
  * refresh is answered again for 30 s without a new attempt.
  */
 
-enum mtc_gcs_auth_kind { MTC_GCS_AUTH_NONE, MTC_GCS_AUTH_TOKEN, MTC_GCS_AUTH_SERVICE_ACCOUNT,
-			 MTC_GCS_AUTH_AUTHORIZED_USER, MTC_GCS_AUTH_METADATA };
+enum mtc_gcs_auth_kind {
+	MTC_GCS_AUTH_NONE,
+	MTC_GCS_AUTH_TOKEN,
+	MTC_GCS_AUTH_SERVICE_ACCOUNT,
+	MTC_GCS_AUTH_AUTHORIZED_USER,
+	MTC_GCS_AUTH_METADATA
+};
 
 struct mtc_gcs_auth;
 
@@ -37,8 +42,7 @@ enum mtc_gcs_auth_kind mtc_gcs_auth_kind(const struct mtc_gcs_auth *a);
  * (http.h adds it), or NULL in *token without auth. force refreshes a
  * cached token (after a 401). Thread-safe. -1 with a reason in err.
  */
-int mtc_gcs_auth_token(struct mtc_gcs_auth *a, int force, char **token, char *err,
-		       size_t errlen);
+int mtc_gcs_auth_token(struct mtc_gcs_auth *a, int force, char **token, char *err, size_t errlen);
 
 /* base64url without padding, as a JWT uses; malloc'd. */
 char *mtc_base64url(const void *buf, size_t len);

@@ -66,8 +66,7 @@ double mtc_s3_parse_time(const char *s)
 	return t == (time_t)-1 ? -1 : (double)t;
 }
 
-static void set_static(struct mtc_s3_auth *a, const char *key, const char *secret,
-		       const char *token)
+static void set_static(struct mtc_s3_auth *a, const char *key, const char *secret, const char *token)
 {
 	a->creds.access_key = xstrdup(key);
 	a->creds.secret_key = xstrdup(secret);
@@ -105,10 +104,15 @@ static int use_web_identity(struct mtc_s3_auth *a, const char *region, const cha
 /* 1 when url may carry the container's token: https, or http to loopback or the agents. */
 static int container_host_ok(const char *url)
 {
-	static const char *const ok[] = { "http://127.", "http://localhost:", "http://localhost/",
-					  "http://[::1]", "http://169.254.170.2:",
-					  "http://169.254.170.2/", "http://169.254.170.23:",
-					  "http://169.254.170.23/", "http://[fd00:ec2::23]" };
+	static const char *const ok[] = { "http://127.",
+					  "http://localhost:",
+					  "http://localhost/",
+					  "http://[::1]",
+					  "http://169.254.170.2:",
+					  "http://169.254.170.2/",
+					  "http://169.254.170.23:",
+					  "http://169.254.170.23/",
+					  "http://[fd00:ec2::23]" };
 
 	if (!strncmp(url, "https://", 8))
 		return 1;
@@ -124,8 +128,8 @@ static int from_profile(struct mtc_s3_auth *a, const char *region, char *err, si
 {
 	struct mtc_aws_profile p;
 	const char *key, *secret, *file, *role, *v;
-	static const char *const unrun[] = { "credential_process", "source_profile",
-					     "credential_source", "sso_session", "sso_start_url" };
+	static const char *const unrun[] = { "credential_process", "source_profile", "credential_source",
+					     "sso_session", "sso_start_url" };
 	char *from;
 	int rc = 0;
 
@@ -162,8 +166,8 @@ static int from_profile(struct mtc_s3_auth *a, const char *region, char *err, si
 		for (size_t i = 0; i < sizeof unrun / sizeof unrun[0] && !rc; i++)
 			if ((v = mtc_aws_profile_get(&p, unrun[i])))
 				rc = mtc_fail(err, errlen,
-					      "profile '%s' uses %s, which mtc does not run: %s",
-					      p.name, unrun[i], HINT);
+					      "profile '%s' uses %s, which mtc does not run: %s", p.name,
+					      unrun[i], HINT);
 		if (!rc && role)
 			rc = mtc_fail(err, errlen,
 				      "profile '%s' has role_arn without web_identity_token_file: %s",
@@ -196,8 +200,8 @@ int mtc_s3_auth_new(const char *region, struct mtc_s3_auth **out, char *err, siz
 				      "$AWS_WEB_IDENTITY_TOKEN_FILE is set but $AWS_ROLE_ARN is not");
 		else
 			rc = use_web_identity(a, region, v, env("AWS_ROLE_ARN"),
-					      env("AWS_ROLE_SESSION_NAME"), "$AWS_WEB_IDENTITY_TOKEN_FILE",
-					      err, errlen);
+					      env("AWS_ROLE_SESSION_NAME"),
+					      "$AWS_WEB_IDENTITY_TOKEN_FILE", err, errlen);
 	} else if ((rc = from_profile(a, region, err, errlen)) != 0) {
 		rc = rc < 0 ? -1 : 0;
 	} else if ((v = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")) ||
@@ -269,10 +273,7 @@ void mtc_s3_auth_free(struct mtc_s3_auth *a)
 
 enum mtc_s3_auth_kind mtc_s3_auth_kind(const struct mtc_s3_auth *a) { return a->kind; }
 
-const char *mtc_s3_auth_source(const struct mtc_s3_auth *a)
-{
-	return a->source ? a->source : "none";
-}
+const char *mtc_s3_auth_source(const struct mtc_s3_auth *a) { return a->source ? a->source : "none"; }
 
 /* buf with its control characters made spaces, for a one-line error. */
 static const char *one_line(char *buf)
@@ -333,8 +334,7 @@ static char *form_value(const char *s)
  */
 static int web_identity(struct mtc_s3_auth *a, char *err, size_t errlen)
 {
-	struct mtc_http_opts o = { .url = a->sts_url, .idempotent = 1, .timeout_s = 30,
-				   .connect_s = 5 };
+	struct mtc_http_opts o = { .url = a->sts_url, .idempotent = 1, .timeout_s = 30, .connect_s = 5 };
 	struct curl_slist *h = curl_slist_append(NULL, "Accept: application/xml");
 	char *token, *t, *r, *s, *form;
 	struct mtc_retry retry;
@@ -416,8 +416,8 @@ static int web_identity(struct mtc_s3_auth *a, char *err, size_t errlen)
 }
 
 /* Credentials as the container endpoint and IMDS answer them, in JSON. */
-static int take_json(struct mtc_s3_auth *a, const struct mtc_buf *b, const char *from,
-		     char *err, size_t errlen)
+static int take_json(struct mtc_s3_auth *a, const struct mtc_buf *b, const char *from, char *err,
+		     size_t errlen)
 {
 	json_t *j = json_loadb(mtc_buf_str(b), b->len, 0, NULL);
 	const char *key = json_string_value(json_object_get(j, "AccessKeyId"));
@@ -443,8 +443,9 @@ static int take_json(struct mtc_s3_auth *a, const struct mtc_buf *b, const char 
 /* The container endpoint, its Authorization token read again from its file. */
 static int container(struct mtc_s3_auth *a, char *err, size_t errlen)
 {
-	struct mtc_http_opts o = { .url = a->container_url, .idempotent = 1, .timeout_s = 10,
-				   .connect_s = 2 };
+	struct mtc_http_opts o = {
+		.url = a->container_url, .idempotent = 1, .timeout_s = 10, .connect_s = 2
+	};
 	struct curl_slist *h = NULL;
 	struct mtc_retry retry;
 	struct mtc_buf b;
@@ -454,8 +455,7 @@ static int container(struct mtc_s3_auth *a, char *err, size_t errlen)
 	int rc = -1;
 
 	if (a->auth_token_file &&
-	    !(token = read_token(a->auth_token_file, "container authorization token file", err,
-				 errlen)))
+	    !(token = read_token(a->auth_token_file, "container authorization token file", err, errlen)))
 		return -1;
 	if (token || a->auth_token) {
 		line = xasprintf("Authorization: %s", token ? token : a->auth_token);
@@ -511,8 +511,8 @@ static int instance(struct mtc_s3_auth *a, char *err, size_t errlen)
 	long status;
 	int rc;
 
-	status = imds(a, "PUT", "/latest/api/token",
-		      "X-aws-ec2-metadata-token-ttl-seconds: 21600", &b, why, sizeof why);
+	status = imds(a, "PUT", "/latest/api/token", "X-aws-ec2-metadata-token-ttl-seconds: 21600", &b,
+		      why, sizeof why);
 	if (!status) {
 		mtc_buf_free(&b);
 		return mtc_fail(err, errlen,
@@ -534,8 +534,8 @@ static int instance(struct mtc_s3_auth *a, char *err, size_t errlen)
 			mtc_fail(err, errlen, "instance metadata '%s': the instance has no IAM role",
 				 a->imds_url);
 		else if (status)
-			mtc_fail(err, errlen, "instance metadata '%s': role: HTTP %ld",
-				 a->imds_url, status);
+			mtc_fail(err, errlen, "instance metadata '%s': role: HTTP %ld", a->imds_url,
+				 status);
 		else
 			mtc_fail(err, errlen, "instance metadata '%s': %s", a->imds_url, why);
 		mtc_buf_free(&b);
@@ -557,8 +557,8 @@ static int instance(struct mtc_s3_auth *a, char *err, size_t errlen)
 		rc = take_json(a, &b, from, err, errlen);
 		free(from);
 	} else if (status) {
-		rc = mtc_fail(err, errlen, "instance metadata '%s': role '%s': HTTP %ld",
-			      a->imds_url, role, status);
+		rc = mtc_fail(err, errlen, "instance metadata '%s': role '%s': HTTP %ld", a->imds_url,
+			      role, status);
 	} else {
 		rc = mtc_fail(err, errlen, "instance metadata '%s': %s", a->imds_url, why);
 	}
@@ -572,21 +572,16 @@ static int instance(struct mtc_s3_auth *a, char *err, size_t errlen)
 static int refresh(struct mtc_s3_auth *a, char *err, size_t errlen)
 {
 	switch (a->kind) {
-	case MTC_S3_AUTH_WEB_IDENTITY:
-		return web_identity(a, err, errlen);
-	case MTC_S3_AUTH_CONTAINER:
-		return container(a, err, errlen);
-	case MTC_S3_AUTH_INSTANCE:
-		return instance(a, err, errlen);
+	case MTC_S3_AUTH_WEB_IDENTITY: return web_identity(a, err, errlen);
+	case MTC_S3_AUTH_CONTAINER: return container(a, err, errlen);
+	case MTC_S3_AUTH_INSTANCE: return instance(a, err, errlen);
 	case MTC_S3_AUTH_ENV:
-	case MTC_S3_AUTH_PROFILE:
-		break;
+	case MTC_S3_AUTH_PROFILE: break;
 	}
 	return 0;
 }
 
-int mtc_s3_auth_get(struct mtc_s3_auth *a, int force, struct mtc_s3_creds *out, char *err,
-		    size_t errlen)
+int mtc_s3_auth_get(struct mtc_s3_auth *a, int force, struct mtc_s3_creds *out, char *err, size_t errlen)
 {
 	int rc = 0, fixed = a->kind == MTC_S3_AUTH_ENV || a->kind == MTC_S3_AUTH_PROFILE;
 	double now;

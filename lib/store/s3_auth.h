@@ -32,8 +32,13 @@
  * and credentials not yet expired are still used while their refresh fails.
  */
 
-enum mtc_s3_auth_kind { MTC_S3_AUTH_ENV, MTC_S3_AUTH_WEB_IDENTITY, MTC_S3_AUTH_PROFILE,
-			MTC_S3_AUTH_CONTAINER, MTC_S3_AUTH_INSTANCE };
+enum mtc_s3_auth_kind {
+	MTC_S3_AUTH_ENV,
+	MTC_S3_AUTH_WEB_IDENTITY,
+	MTC_S3_AUTH_PROFILE,
+	MTC_S3_AUTH_CONTAINER,
+	MTC_S3_AUTH_INSTANCE
+};
 
 #define MTC_S3_REFRESH_MARGIN 300
 

@@ -46,8 +46,8 @@ int mtc_s3_dns_bucket(const char *bucket, int dots)
 		int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 		if ((i == 0 || i == n - 1) && !alnum)
 			return 0;
-		if (c == '.' && (!dots || bucket[i - 1] == '.' || bucket[i - 1] == '-' ||
-				 bucket[i + 1] == '-'))
+		if (c == '.' &&
+		    (!dots || bucket[i - 1] == '.' || bucket[i - 1] == '-' || bucket[i + 1] == '-'))
 			return 0;
 		if (!alnum && c != '-' && c != '.')
 			return 0;
@@ -75,8 +75,7 @@ static int split_endpoint(const char *url, char **scheme, char **host, char **po
 	auth = p + 3;
 	end = auth + strcspn(auth, "/?#");
 	if ((at = memchr(auth, '@', (size_t)(end - auth))))
-		return mtc_fail(err, errlen, "endpoint '%s' holds credentials: give them as keys",
-				url);
+		return mtc_fail(err, errlen, "endpoint '%s' holds credentials: give them as keys", url);
 	if (end == auth)
 		return mtc_fail(err, errlen, "endpoint '%s' names no host", url);
 	if (*end == '?' || *end == '#')
@@ -109,8 +108,7 @@ static const char *configured_endpoint(const char *given, const struct mtc_aws_p
 }
 
 int mtc_s3_target_resolve(const char *bucket, const char *endpoint, const char *region,
-			  enum mtc_s3_style style, struct mtc_s3_target *out, char *err,
-			  size_t errlen)
+			  enum mtc_s3_style style, struct mtc_s3_target *out, char *err, size_t errlen)
 {
 	struct mtc_aws_profile p;
 	char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *aws_host = NULL;
@@ -147,13 +145,13 @@ int mtc_s3_target_resolve(const char *bucket, const char *endpoint, const char *
 	       (style == MTC_S3_STYLE_AUTO && !out->custom &&
 		mtc_s3_dns_bucket(bucket, strcmp(scheme, "https") != 0));
 	if (style == MTC_S3_STYLE_VIRTUAL && (is_ip(host) || !mtc_s3_dns_bucket(bucket, 1))) {
-		mtc_fail(err, errlen, "bucket '%s' cannot be addressed virtual-hosted on '%s'",
-			 bucket, e);
+		mtc_fail(err, errlen, "bucket '%s' cannot be addressed virtual-hosted on '%s'", bucket,
+			 e);
 		goto done;
 	}
 	out->path_style = !virt;
-	out->host = xasprintf("%s%s%s%s%s", virt ? bucket : "", virt ? "." : "", host,
-			      *port ? ":" : "", port);
+	out->host = xasprintf("%s%s%s%s%s", virt ? bucket : "", virt ? "." : "", host, *port ? ":" : "",
+			      port);
 	out->base = xasprintf("%s://%s", scheme, out->host);
 	out->path_prefix = virt ? xstrdup(path) : xasprintf("%s/%s", path, bucket);
 	rc = 0;

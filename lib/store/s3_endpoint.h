@@ -26,7 +26,7 @@ struct mtc_s3_target {
 	char *path_prefix; /* not encoded: "" virtual-hosted, "/bucket" path-style, after any
 			      path of the endpoint's own */
 	int path_style;
-	int custom;	   /* the endpoint was named, not AWS's */
+	int custom; /* the endpoint was named, not AWS's */
 };
 
 enum mtc_s3_style { MTC_S3_STYLE_AUTO, MTC_S3_STYLE_PATH, MTC_S3_STYLE_VIRTUAL };
@@ -37,8 +37,7 @@ enum mtc_s3_style { MTC_S3_STYLE_AUTO, MTC_S3_STYLE_PATH, MTC_S3_STYLE_VIRTUAL }
  * an unreadable config file).
  */
 int mtc_s3_target_resolve(const char *bucket, const char *endpoint, const char *region,
-			  enum mtc_s3_style style, struct mtc_s3_target *out, char *err,
-			  size_t errlen);
+			  enum mtc_s3_style style, struct mtc_s3_target *out, char *err, size_t errlen);
 void mtc_s3_target_free(struct mtc_s3_target *t);
 
 /* The region alone, as above (malloc'd). 0, or -1 with err. */

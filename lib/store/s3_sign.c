@@ -62,8 +62,8 @@ static void hmac(const void *key, size_t keylen, const char *msg, unsigned char 
 	HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, strlen(msg), out, &n);
 }
 
-void mtc_s3_signing_key(const char *secret, const char *date, const char *region,
-			const char *service, unsigned char key[32])
+void mtc_s3_signing_key(const char *secret, const char *date, const char *region, const char *service,
+			unsigned char key[32])
 {
 	char *k = xasprintf("AWS4%s", secret);
 
@@ -77,7 +77,8 @@ void mtc_s3_signing_key(const char *secret, const char *date, const char *region
 
 static int unreserved(unsigned char c)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+	       c == '_' || c == '.' || c == '~';
 }
 
 static void encode_into(struct mtc_buf *b, const char *s, int keep_slash)
@@ -186,8 +187,8 @@ static char *lower(const char *s)
 
 static int has_blank_line(const char *s) { return strchr(s, '\n') || strchr(s, '\r'); }
 
-int mtc_s3_sign(const struct mtc_s3_request *r, const struct mtc_s3_creds *c,
-		struct mtc_s3_signed *out, char *err, size_t errlen)
+int mtc_s3_sign(const struct mtc_s3_request *r, const struct mtc_s3_creds *c, struct mtc_s3_signed *out,
+		char *err, size_t errlen)
 {
 	size_t n = 0;
 	struct entry *h;
@@ -244,16 +245,17 @@ int mtc_s3_sign(const struct mtc_s3_request *r, const struct mtc_s3_creds *c,
 	out->canonical_request = mtc_buf_take(&cr);
 
 	mtc_s3_sha256_hex(out->canonical_request, strlen(out->canonical_request), cr_hash);
-	out->string_to_sign = xasprintf(ALGORITHM "\n%s\n%s/%s/%s/aws4_request\n%s", amz_date,
-					date, r->region, r->service, cr_hash);
+	out->string_to_sign = xasprintf(ALGORITHM "\n%s\n%s/%s/%s/aws4_request\n%s", amz_date, date,
+					r->region, r->service, cr_hash);
 	mtc_s3_signing_key(c->secret_key, date, r->region, r->service, key);
 	hmac(key, sizeof key, out->string_to_sign, mac);
 	OPENSSL_cleanse(key, sizeof key);
 	hex(mac, sizeof mac, sig);
-	out->authorization =
-		xasprintf(ALGORITHM " Credential=%s/%s/%s/%s/aws4_request, SignedHeaders=%s, "
-				    "Signature=%s",
-			  c->access_key, date, r->region, r->service, mtc_buf_str(&names), sig);
+	out->authorization = xasprintf(ALGORITHM
+				       " Credential=%s/%s/%s/%s/aws4_request, SignedHeaders=%s, "
+				       "Signature=%s",
+				       c->access_key, date, r->region, r->service, mtc_buf_str(&names),
+				       sig);
 
 	for (size_t i = 0; i < r->n_headers; i++) {
 		line = xasprintf("%s: %s", r->headers[i].name, r->headers[i].value);

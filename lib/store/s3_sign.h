@@ -53,8 +53,8 @@ struct mtc_s3_request {
 };
 
 struct mtc_s3_signed {
-	char *path;  /* the path as the URL must carry it */
-	char *query; /* the canonical query, as the URL must carry it ("" when none) */
+	char *path;		    /* the path as the URL must carry it */
+	char *query;		    /* the canonical query, as the URL must carry it ("" when none) */
 	struct curl_slist *headers; /* every header to send: the caller's, x-amz-*, Authorization */
 	char *canonical_request;
 	char *string_to_sign;
@@ -62,16 +62,16 @@ struct mtc_s3_signed {
 };
 
 /* Signs r with c; fills out (free it with mtc_s3_signed_free). 0, or -1 with err. */
-int mtc_s3_sign(const struct mtc_s3_request *r, const struct mtc_s3_creds *c,
-		struct mtc_s3_signed *out, char *err, size_t errlen);
+int mtc_s3_sign(const struct mtc_s3_request *r, const struct mtc_s3_creds *c, struct mtc_s3_signed *out,
+		char *err, size_t errlen);
 void mtc_s3_signed_free(struct mtc_s3_signed *s);
 
 /* s URI-encoded as SigV4 asks (malloc'd); '/' kept when keep_slash. */
 char *mtc_s3_uri_encode(const char *s, int keep_slash);
 
 /* The signing key: HMAC chain of "AWS4" secret, date (YYYYMMDD), region, service, "aws4_request". */
-void mtc_s3_signing_key(const char *secret, const char *date, const char *region,
-			const char *service, unsigned char key[32]);
+void mtc_s3_signing_key(const char *secret, const char *date, const char *region, const char *service,
+			unsigned char key[32]);
 
 /* The lower-case hex SHA-256 of buf (65 bytes with the NUL). */
 void mtc_s3_sha256_hex(const void *buf, size_t len, char hex[65]);

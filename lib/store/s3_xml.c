@@ -21,8 +21,9 @@ static size_t unescape(const char *p, const char *end, char *out)
 	static const struct {
 		const char *name;
 		char c;
-	} ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' },
-		     { "&apos;", '\'' } };
+	} ents[] = {
+		{ "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' }, { "&apos;", '\'' }
+	};
 	size_t n = 0;
 
 	while (p < end) {

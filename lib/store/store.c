@@ -35,10 +35,7 @@ int mtc_store_valid_key(const char *key)
 	}
 }
 
-const char *mtc_store_error(const struct mtc_store *s)
-{
-	return s->err[0] ? s->err : "unknown error";
-}
+const char *mtc_store_error(const struct mtc_store *s) { return s->err[0] ? s->err : "unknown error"; }
 
 void mtc_store_set_progress(struct mtc_store *s, mtc_store_progress_fn fn, void *arg)
 {
@@ -137,11 +134,11 @@ static int bad_key(struct mtc_store *s, const char *key)
 	return -1;
 }
 
-#define CHECK_KEY(s, key)                        \
-	do {                                     \
-		if (!mtc_store_valid_key(key))   \
-			return bad_key(s, key);  \
-		(s)->err[0] = '\0';              \
+#define CHECK_KEY(s, key)                       \
+	do {                                    \
+		if (!mtc_store_valid_key(key))  \
+			return bad_key(s, key); \
+		(s)->err[0] = '\0';             \
 	} while (0)
 
 int mtc_store_put_file(struct mtc_store *s, const char *key, const char *path, int flags)
@@ -150,8 +147,7 @@ int mtc_store_put_file(struct mtc_store *s, const char *key, const char *path, i
 	return s->ops->put_file(s, key, path, flags);
 }
 
-int mtc_store_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len,
-		      int flags)
+int mtc_store_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags)
 {
 	CHECK_KEY(s, key);
 	return s->ops->put_buf(s, key, buf, len, flags);
@@ -192,8 +188,7 @@ int mtc_store_get_buf(struct mtc_store *s, const char *key, size_t max, char **b
 	return s->ops->get_buf(s, key, max, buf, len);
 }
 
-int mtc_store_get_range(struct mtc_store *s, const char *key, long long offset, void *buf,
-			size_t len)
+int mtc_store_get_range(struct mtc_store *s, const char *key, long long offset, void *buf, size_t len)
 {
 	CHECK_KEY(s, key);
 	if (offset < 0) {
@@ -243,8 +238,8 @@ int mtc_store_delete_prefix(struct mtc_store *s, const char *prefix)
 	return s->ops->delete_prefix(s, prefix);
 }
 
-long mtc_store_leftovers(struct mtc_store *s, const char *prefix, int remove,
-			 mtc_store_leftover_fn *fn, void *arg)
+long mtc_store_leftovers(struct mtc_store *s, const char *prefix, int remove, mtc_store_leftover_fn *fn,
+			 void *arg)
 {
 	if (!prefix || !*prefix)
 		return bad_key(s, prefix);
@@ -277,4 +272,3 @@ int mtc_store_parse_size(const char *text, long long *out)
 	*out = v << shift;
 	return 0;
 }
-

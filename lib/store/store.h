@@ -28,10 +28,10 @@ enum mtc_result mtc_store_result(int e);
 struct mtc_store;
 
 struct mtc_store_options {
-	const char *token_file; /* gs:// bearer token file (--token-file); NULL: environment */
+	const char *token_file;	 /* gs:// bearer token file (--token-file); NULL: environment */
 	const char *s3_endpoint; /* s3:// endpoint URL (--s3-endpoint); NULL: as the AWS CLI finds it */
-	int parallel;		/* transfers in flight; 0: default (32) */
-	double deadline;	/* seconds for one operation with its retries; 0: default (600) */
+	int parallel;		 /* transfers in flight; 0: default (32) */
+	double deadline;	 /* seconds for one operation with its retries; 0: default (600) */
 	/*
 	 * gs:// and s3://: a file of at least slice_threshold bytes moves as up to
 	 * `slices` parallel streams: a get as ranged GETs into one file, a put as
@@ -48,10 +48,10 @@ struct mtc_store_options {
 #define MTC_STORE_SLICES_MAX 32
 
 struct mtc_store_object {
-	char *name;		/* relative to the listed prefix's location root: the full key */
+	char *name; /* relative to the listed prefix's location root: the full key */
 	long long size;
-	long long generation;	/* gs:// generation; 0 on a directory */
-	long long updated;	/* gs://: its last write, seconds since the epoch; 0 on a directory */
+	long long generation; /* gs:// generation; 0 on a directory */
+	long long updated;    /* gs://: its last write, seconds since the epoch; 0 on a directory */
 };
 
 struct mtc_store_list {
@@ -102,8 +102,7 @@ const char *mtc_store_error(const struct mtc_store *s);
 void mtc_store_set_progress(struct mtc_store *s, mtc_store_progress_fn fn, void *arg);
 
 int mtc_store_put_file(struct mtc_store *s, const char *key, const char *path, int flags);
-int mtc_store_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len,
-		      int flags);
+int mtc_store_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags);
 /* Parallel puts; returns -1 if any failed (see each err; errno is the first failure's). */
 int mtc_store_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags);
 
@@ -112,8 +111,7 @@ int mtc_store_get_file(struct mtc_store *s, const char *key, const char *path);
 /* Whole object of at most max bytes into a NUL-terminated malloc'd buffer; EFBIG if larger. */
 int mtc_store_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len);
 /* Exactly len bytes at offset into buf; EIO if the object ends before. */
-int mtc_store_get_range(struct mtc_store *s, const char *key, long long offset, void *buf,
-			size_t len);
+int mtc_store_get_range(struct mtc_store *s, const char *key, long long offset, void *buf, size_t len);
 int mtc_store_get_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n);
 
 /*
@@ -125,8 +123,7 @@ int mtc_store_list(struct mtc_store *s, const char *prefix, const char *delim,
 		   struct mtc_store_list *out);
 void mtc_store_list_free(struct mtc_store_list *l);
 /* The object named name in a listing (sorted: a binary search), or NULL. */
-const struct mtc_store_object *mtc_store_list_find(const struct mtc_store_list *l,
-						    const char *name);
+const struct mtc_store_object *mtc_store_list_find(const struct mtc_store_list *l, const char *name);
 
 /* Size and generation of one object (out->name is set to NULL). */
 int mtc_store_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out);
@@ -141,8 +138,8 @@ int mtc_store_delete_prefix(struct mtc_store *s, const char *prefix);
  * temporaries of its own under a prefix has none.
  */
 typedef void mtc_store_leftover_fn(const char *where, long long bytes, void *arg);
-long mtc_store_leftovers(struct mtc_store *s, const char *prefix, int remove,
-			 mtc_store_leftover_fn *fn, void *arg);
+long mtc_store_leftovers(struct mtc_store *s, const char *prefix, int remove, mtc_store_leftover_fn *fn,
+			 void *arg);
 
 /* "123", "64K", "64M", "1G", "1T" (powers of 1024; "KiB" and "MiB" too) → bytes; -1 if not one. */
 int mtc_store_parse_size(const char *text, long long *out);

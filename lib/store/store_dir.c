@@ -238,8 +238,7 @@ static int dir_put_file(struct mtc_store *s, const char *key, const char *path, 
 	return put_with(s, key, flags, fill_from_file, path, &n);
 }
 
-static int dir_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len,
-		       int flags)
+static int dir_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags)
 {
 	struct buf_arg b = { buf, len };
 	long long n = 0;
@@ -290,8 +289,8 @@ static long long continue_partial(int in, int out, long long object_size)
 	return have;
 }
 
-static int get_to_path(struct mtc_store *s, const char *key, const char *path,
-		       const char *partial, long long *size)
+static int get_to_path(struct mtc_store *s, const char *key, const char *path, const char *partial,
+		       long long *size)
 {
 	struct stat st;
 	struct mtc_tmp t = { NULL, -1 };
@@ -388,8 +387,7 @@ static int dir_get_buf(struct mtc_store *s, const char *key, size_t max, char **
 	return rc;
 }
 
-static int dir_get_range(struct mtc_store *s, const char *key, long long off, void *buf,
-			 size_t len)
+static int dir_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len)
 {
 	struct stat st;
 	int fd = open_object(s, key, &st);
@@ -603,8 +601,8 @@ static int dir_delete_prefix(struct mtc_store *s, const char *prefix)
 	return rc;
 }
 
-static long dir_leftovers(struct mtc_store *s, const char *prefix, int remove,
-			  mtc_store_leftover_fn *fn, void *arg)
+static long dir_leftovers(struct mtc_store *s, const char *prefix, int remove, mtc_store_leftover_fn *fn,
+			  void *arg)
 {
 	char *path = path_of(s, prefix);
 	long n;

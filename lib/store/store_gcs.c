@@ -65,10 +65,9 @@ char *gcs_upload_url(struct gcs *g, const char *type, int create_only)
 	return url;
 }
 
-
 /* Object metadata JSON → size, generation, crc32c. */
-int gcs_parse_meta(const char *buf, size_t len, long long *size, long long *gen,
-		      uint32_t *crc, int *have_crc)
+int gcs_parse_meta(const char *buf, size_t len, long long *size, long long *gen, uint32_t *crc,
+		   int *have_crc)
 {
 	json_t *j = json_loadb(buf ? buf : "", len, 0, NULL);
 	const char *sz, *gn, *cr;
@@ -129,8 +128,7 @@ static void gcs_get(struct op *op, struct req *r)
 	r->url = gcs_object_url((struct gcs *)op->xf, op->name, q);
 }
 
-static const struct xfer_api gcs_api = { gcs_authorize, gcs_header, gcs_message, gcs_get, NULL,
-					 NULL };
+static const struct xfer_api gcs_api = { gcs_authorize, gcs_header, gcs_message, gcs_get, NULL, NULL };
 
 /* ----------------------------------------------------- small reads, stat, delete */
 
@@ -154,9 +152,7 @@ static int small_prepare(struct op *op, struct req *r)
 		r->mem_max = (size_t)op->len;
 		xfer_header(r, "Range: bytes=%lld-%lld", op->off, op->off + op->len - 1);
 		break;
-	case K_STAT:
-		r->url = gcs_object_url(g, op->name, NULL);
-		break;
+	case K_STAT: r->url = gcs_object_url(g, op->name, NULL); break;
 	case K_DELETE:
 		r->url = gcs_object_url(g, op->name, NULL);
 		r->method = "DELETE";
@@ -193,8 +189,9 @@ static enum verdict small_finish(struct op *op, struct req *r)
 	case K_RANGE:
 		if (r->status == 416 || ((r->status == 206 || (r->status == 200 && !op->off)) &&
 					 r->mem.len != (size_t)op->len))
-			return xfer_fail(op, EIO, "cannot read %lld bytes at %lld of '%s': object too short",
-				       op->len, op->off, op->name);
+			return xfer_fail(op, EIO,
+					 "cannot read %lld bytes at %lld of '%s': object too short",
+					 op->len, op->off, op->name);
 		if (r->status != 206 && r->status != 200)
 			return xfer_fail_with(op, r, "cannot read");
 		memcpy(op->rangebuf, r->mem.p, (size_t)op->len);
@@ -203,7 +200,7 @@ static enum verdict small_finish(struct op *op, struct req *r)
 		if (r->status != 200)
 			return xfer_fail_with(op, r, "cannot stat");
 		if (gcs_parse_meta(r->mem.p, r->mem.len, &op->stat_out->size, &op->stat_out->generation,
-			       &op->crc, &op->have_expect) < 0)
+				   &op->crc, &op->have_expect) < 0)
 			return xfer_fail(op, EIO, "cannot stat '%s': not object metadata", op->name);
 		return V_DONE;
 	case K_DELETE:
@@ -248,8 +245,7 @@ static int gcs_get_buf(struct mtc_store *s, const char *key, size_t max, char **
 	return xfer_read_buf(gcs_small_op(s, K_BUF, key), max, buf, len);
 }
 
-static int gcs_get_range(struct mtc_store *s, const char *key, long long off, void *buf,
-			 size_t len)
+static int gcs_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len)
 {
 	return xfer_read_range(gcs_small_op(s, K_RANGE, key), off, buf, len);
 }
@@ -272,8 +268,10 @@ static long long rfc3339(const char *text)
 	struct tm tm = { 0 };
 	int n = 0;
 
-	if (!text || sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-			    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 || !n)
+	if (!text ||
+	    sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+		   &tm.tm_min, &tm.tm_sec, &n) != 6 ||
+	    !n)
 		return 0;
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;
@@ -314,8 +312,7 @@ static enum verdict list_finish(struct op *op, struct req *r)
 		json_decref(j);
 		return xfer_fail(op, EIO, "cannot list '%s': the answer is not JSON", op->name);
 	}
-	json_array_foreach(json_object_get(j, "items"), i, v)
-	{
+	json_array_foreach (json_object_get(j, "items"), i, v) {
 		const char *name = json_string_value(json_object_get(v, "name"));
 		const char *size = json_string_value(json_object_get(v, "size"));
 		const char *gen = json_string_value(json_object_get(v, "generation"));
@@ -323,12 +320,11 @@ static enum verdict list_finish(struct op *op, struct req *r)
 		    (op->ltemps || !gcs_is_part(name + plen))) {
 			mtc_store_list_add_object(op->list, name + plen, size ? atoll(size) : 0,
 						  gen ? atoll(gen) : 0);
-			op->list->objects[op->list->n_objects - 1].updated =
-				rfc3339(json_string_value(json_object_get(v, "updated")));
+			op->list->objects[op->list->n_objects - 1].updated = rfc3339(
+				json_string_value(json_object_get(v, "updated")));
 		}
 	}
-	json_array_foreach(json_object_get(j, "prefixes"), i, v)
-	{
+	json_array_foreach (json_object_get(j, "prefixes"), i, v) {
 		const char *name = json_string_value(v);
 		if (name && !strncmp(name, op->xf->prefix, plen) &&
 		    (op->ltemps || !gcs_is_part(name + plen)))
@@ -412,8 +408,8 @@ static int gcs_delete_prefix(struct mtc_store *s, const char *prefix)
  * (mtc_tmp_stale_s(), against the time the store gives them). A part
  * reused by the next upload of its object is rewritten, so young again.
  */
-static long gcs_leftovers(struct mtc_store *s, const char *prefix, int remove,
-			  mtc_store_leftover_fn *fn, void *arg)
+static long gcs_leftovers(struct mtc_store *s, const char *prefix, int remove, mtc_store_leftover_fn *fn,
+			  void *arg)
 {
 	struct mtc_store_list l;
 	struct op **ops;
@@ -493,7 +489,9 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	size_t n;
 
 	xfer_init(&g->xf, s, &gcs_api, prefix,
-		  (double)env_ll("MTC_GCS_RETRY_BASE_MS", (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) / 1000.0);
+		  (double)env_ll("MTC_GCS_RETRY_BASE_MS",
+				 (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) /
+			  1000.0);
 	s->impl = g;
 	s->ops = &gcs_ops;
 	g->bucket = xstrdup(bucket);

@@ -108,7 +108,7 @@ static int up_prepare(struct op *op, struct req *r)
 			len = g->chunk;
 		r->url = xstrdup(op->session);
 		xfer_header(r, "Content-Range: bytes %lld-%lld/%lld", op->done, op->done + len - 1,
-			   op->size);
+			    op->size);
 		xfer_put_body(r, op->fd, op->off + op->done, len);
 		r->method = "PUT";
 		break;
@@ -135,13 +135,13 @@ static enum verdict up_check_stored(struct op *op, struct req *r, const char *wh
 	int have;
 
 	if (gcs_parse_meta(r->mem.p, r->mem.len, &size, &gen, &crc, &have) < 0)
-		return xfer_fail(op, EIO, "%s '%s': the server's answer is not object metadata",
-			       what, op->name);
+		return xfer_fail(op, EIO, "%s '%s': the server's answer is not object metadata", what,
+				 op->name);
 	if (size != op->size || (have && crc != op->crc))
 		return xfer_fail(op, EIO,
-			       "%s '%s': the server holds %lld bytes with crc32c %08x, sent %lld "
-			       "with %08x",
-			       what, op->name, size, have ? crc : 0, op->size, op->crc);
+				 "%s '%s': the server holds %lld bytes with crc32c %08x, sent %lld "
+				 "with %08x",
+				 what, op->name, size, have ? crc : 0, op->size, op->crc);
 	if (!have)
 		return xfer_fail(op, EIO, "%s '%s': the server reports no crc32c", what, op->name);
 	op->generation = gen;
@@ -164,7 +164,8 @@ static int restart_upload(struct op *op)
 				int e = n < 0 ? errno : EIO;
 				free(buf);
 				return xfer_fail(op, e, "cannot read a part of '%s': %s", op->name,
-					       n < 0 ? strerror(e) : "file shrank"), -1;
+						 n < 0 ? strerror(e) : "file shrank"),
+				       -1;
 			}
 			got += n;
 		}
@@ -259,8 +260,9 @@ static enum verdict up_finish(struct op *op, struct req *r)
 			if (op->done > before)
 				mtc_store_progress_add(op->s, op->done - before);
 			if (op->done > op->size)
-				return xfer_fail(op, EIO, "cannot upload '%s': the server claims %lld of %lld bytes",
-					       op->name, op->done, op->size);
+				return xfer_fail(op, EIO,
+						 "cannot upload '%s': the server claims %lld of %lld bytes",
+						 op->name, op->done, op->size);
 			op->state = U_CHUNK;
 			if (op->done == op->size)
 				op->state = U_QUERY; /* all sent and not finalised: ask again */
@@ -311,15 +313,9 @@ void gcs_notify_parent(struct op *op)
 
 #define PARTS ".mtc-parts/"
 
-char *gcs_part_name(const struct op *p, size_t i)
-{
-	return xasprintf("%s" PARTS "%02zu", p->name, i);
-}
+char *gcs_part_name(const struct op *p, size_t i) { return xasprintf("%s" PARTS "%02zu", p->name, i); }
 
-int gcs_is_part(const char *name)
-{
-	return strstr(name, PARTS) != NULL;
-}
+int gcs_is_part(const char *name) { return strstr(name, PARTS) != NULL; }
 
 static const struct op_type upload_type;
 
@@ -348,9 +344,9 @@ static char *compose_json(struct op *p)
 	for (size_t i = 0; i < p->n_sl; i++) {
 		char *name = gcs_part_name(p, i), gen[32];
 		snprintf(gen, sizeof gen, "%lld", p->sl[i].generation);
-		json_array_append_new(src, json_pack("{s:s, s:s, s:{s:s}}", "name", name, "generation",
-						     gen, "objectPreconditions", "ifGenerationMatch",
-						     gen));
+		json_array_append_new(src,
+				      json_pack("{s:s, s:s, s:{s:s}}", "name", name, "generation", gen,
+						"objectPreconditions", "ifGenerationMatch", gen));
 		free(name);
 	}
 	j = json_pack("{s:o, s:{s:s}}", "sourceObjects", src, "destination", "contentType",
@@ -360,17 +356,13 @@ static char *compose_json(struct op *p)
 	return text;
 }
 
-static void up_complete(struct op *op)
-{
-	xfer_upload_complete(op, gcs_notify_parent);
-}
+static void up_complete(struct op *op) { xfer_upload_complete(op, gcs_notify_parent); }
 
 static const struct op_type upload_type = { .prepare = up_prepare,
 					    .finish = up_finish,
 					    .complete = up_complete };
 
 static const char boundary[] = "mtc-part-boundary-7f3a9c2e";
-
 
 static void build_multipart(struct op *op, const char *data, size_t len)
 {
@@ -432,7 +424,8 @@ static int up_setup_file(struct op *op, const char *path)
 		if (n <= 0) {
 			e = n < 0 ? errno : EIO;
 			free(buf);
-			xfer_fail(op, e, "cannot read '%s': %s", path, n < 0 ? strerror(e) : "file shrank");
+			xfer_fail(op, e, "cannot read '%s': %s", path,
+				  n < 0 ? strerror(e) : "file shrank");
 			return -1;
 		}
 		op->crc = mtc_crc32c(op->crc, op->size <= SIMPLE_MAX ? buf + off : buf, (size_t)n);
@@ -488,8 +481,7 @@ int gcs_put_file(struct mtc_store *s, const char *key, const char *path, int fla
 	return gcs_put_many(s, &x, 1, flags);
 }
 
-int gcs_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len,
-		       int flags)
+int gcs_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags)
 {
 	struct op *op = upload_op(s, key, flags);
 	int rc;

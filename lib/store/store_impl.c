@@ -38,12 +38,11 @@ static int cmp_object_name(const void *key, const void *obj)
 	return strcmp(key, ((const struct mtc_store_object *)obj)->name);
 }
 
-const struct mtc_store_object *mtc_store_list_find(const struct mtc_store_list *l,
-						    const char *name)
+const struct mtc_store_object *mtc_store_list_find(const struct mtc_store_list *l, const char *name)
 {
-	return l->n_objects ? bsearch(name, l->objects, l->n_objects, sizeof *l->objects,
-				      cmp_object_name)
-			    : NULL;
+	return l->n_objects
+		       ? bsearch(name, l->objects, l->n_objects, sizeof *l->objects, cmp_object_name)
+		       : NULL;
 }
 
 void mtc_store_list_free(struct mtc_store_list *l)
@@ -61,8 +60,8 @@ void mtc_store_list_add_object(struct mtc_store_list *l, const char *name, long 
 			       long long generation)
 {
 	if ((l->n_objects & (l->n_objects - 1)) == 0)
-		l->objects = xrealloc(l->objects, (l->n_objects ? 2 * l->n_objects : 1) *
-							  sizeof *l->objects);
+		l->objects = xrealloc(l->objects,
+				      (l->n_objects ? 2 * l->n_objects : 1) * sizeof *l->objects);
 	l->objects[l->n_objects++] = (struct mtc_store_object){ xstrdup(name), size, generation, 0 };
 }
 
@@ -71,8 +70,8 @@ void mtc_store_list_add_prefix(struct mtc_store_list *l, const char *prefix)
 	if (l->n_prefixes && !strcmp(l->prefixes[l->n_prefixes - 1], prefix))
 		return;
 	if ((l->n_prefixes & (l->n_prefixes - 1)) == 0)
-		l->prefixes = xrealloc(l->prefixes, (l->n_prefixes ? 2 * l->n_prefixes : 1) *
-							    sizeof *l->prefixes);
+		l->prefixes = xrealloc(l->prefixes,
+				       (l->n_prefixes ? 2 * l->n_prefixes : 1) * sizeof *l->prefixes);
 	l->prefixes[l->n_prefixes++] = xstrdup(prefix);
 }
 
@@ -82,10 +81,7 @@ static int cmp_object(const void *a, const void *b)
 		      ((const struct mtc_store_object *)b)->name);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 void mtc_store_list_sort(struct mtc_store_list *l)
 {

@@ -9,21 +9,19 @@
 
 struct mtc_store_ops {
 	int (*put_file)(struct mtc_store *s, const char *key, const char *path, int flags);
-	int (*put_buf)(struct mtc_store *s, const char *key, const void *buf, size_t len,
-		       int flags);
+	int (*put_buf)(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags);
 	int (*put_many)(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags);
 	int (*get_file)(struct mtc_store *s, const char *key, const char *path);
 	int (*get_buf)(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len);
-	int (*get_range)(struct mtc_store *s, const char *key, long long off, void *buf,
-			 size_t len);
+	int (*get_range)(struct mtc_store *s, const char *key, long long off, void *buf, size_t len);
 	int (*get_many)(struct mtc_store *s, struct mtc_store_xfer *x, size_t n);
 	int (*list)(struct mtc_store *s, const char *prefix, const char *delim,
 		    struct mtc_store_list *out);
 	int (*stat)(struct mtc_store *s, const char *key, struct mtc_store_object *out);
 	int (*del)(struct mtc_store *s, const char *key);
 	int (*delete_prefix)(struct mtc_store *s, const char *prefix);
-	long (*leftovers)(struct mtc_store *s, const char *prefix, int remove,
-			  mtc_store_leftover_fn *fn, void *arg);
+	long (*leftovers)(struct mtc_store *s, const char *prefix, int remove, mtc_store_leftover_fn *fn,
+			  void *arg);
 	void (*close)(struct mtc_store *s);
 };
 

@@ -272,12 +272,8 @@ static int small_prepare(struct op *op, struct req *r)
 		xfer_header(r, "Range: bytes=%lld-%lld", op->off, op->off + op->len - 1);
 		break;
 	case K_STAT:
-	case K_LOOK:
-		s3_request(r, "HEAD", op->name, NULL);
-		break;
-	case K_DELETE:
-		s3_request(r, "DELETE", op->name, NULL);
-		break;
+	case K_LOOK: s3_request(r, "HEAD", op->name, NULL); break;
+	case K_DELETE: s3_request(r, "DELETE", op->name, NULL); break;
 	case K_BATCH: {
 		char md5[25];
 		md5_base64(op->body, (size_t)op->body_len, md5);
@@ -347,7 +343,8 @@ static enum verdict small_finish(struct op *op, struct req *r)
 		if (r->status != 200)
 			return xfer_fail_with(op, r, "cannot delete");
 		if (at && (e = s3_element(&at, r->mem.p + r->mem.len, "Error", &len))) {
-			char *key = mtc_s3_xml_text(e, len, "Key"), *code = mtc_s3_xml_text(e, len, "Code");
+			char *key = mtc_s3_xml_text(e, len, "Key"),
+			     *code = mtc_s3_xml_text(e, len, "Code");
 			xfer_fail(op, EIO, "cannot delete '%s': %s", key ? key : "?", code ? code : "?");
 			free(key);
 			free(code);
@@ -371,8 +368,7 @@ static int s3_get_buf(struct mtc_store *s, const char *key, size_t max, char **b
 	return xfer_read_buf(small_op(s, K_BUF, key), max, buf, len);
 }
 
-static int s3_get_range(struct mtc_store *s, const char *key, long long off, void *buf,
-			size_t len)
+static int s3_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len)
 {
 	return xfer_read_range(small_op(s, K_RANGE, key), off, buf, len);
 }
@@ -400,8 +396,7 @@ static int list_prepare(struct op *op, struct req *r)
 {
 	char *full = xasprintf("%s%s", op->xf->prefix, op->lprefix);
 	char *q = xasprintf("list-type=2\nprefix=%s%s%s%s%s", full, op->ldelim ? "\ndelimiter=" : "",
-			    op->ldelim ? op->ldelim : "",
-			    op->page_token ? "\ncontinuation-token=" : "",
+			    op->ldelim ? op->ldelim : "", op->page_token ? "\ncontinuation-token=" : "",
 			    op->page_token ? op->page_token : "");
 
 	s3_request(r, "GET", NULL, q);
@@ -485,7 +480,7 @@ static void xml_escaped(struct mtc_buf *b, const char *s)
 				  : *s == '>'  ? "&gt;"
 				  : *s == '"'  ? "&quot;"
 				  : *s == '\'' ? "&apos;"
-						: NULL;
+					       : NULL;
 		if (ent)
 			mtc_buf_appendf(b, "%s", ent);
 		else
@@ -562,8 +557,8 @@ static int s3_delete_prefix(struct mtc_store *s, const char *prefix)
 }
 
 /* A killed run's multipart uploads: no object, but bytes the bucket keeps. */
-static long s3_leftovers(struct mtc_store *s, const char *prefix, int remove,
-			 mtc_store_leftover_fn *fn, void *arg)
+static long s3_leftovers(struct mtc_store *s, const char *prefix, int remove, mtc_store_leftover_fn *fn,
+			 void *arg)
 {
 	return s3_uploads(s, prefix, mtc_tmp_stale_s(), remove, fn, arg);
 }
@@ -611,7 +606,9 @@ int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefi
 	struct s3 *b = xcalloc(1, sizeof *b);
 
 	xfer_init(&b->xf, s, &s3_api, prefix,
-		  (double)env_ll("MTC_S3_RETRY_BASE_MS", (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) / 1000.0);
+		  (double)env_ll("MTC_S3_RETRY_BASE_MS",
+				 (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) /
+			  1000.0);
 	s->impl = b;
 	s->ops = &s3_ops;
 	b->bucket = xstrdup(bucket);

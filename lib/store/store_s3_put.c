@@ -78,9 +78,9 @@ static char *complete_xml(struct op *p)
 	for (size_t i = 0; i < p->n_sl; i++) {
 		mtc_crc32c_base64(p->sl[i].crc, b64);
 		mtc_buf_appendf(&b,
-			       "<Part><PartNumber>%zu</PartNumber><ETag>%s</ETag>"
-			       "<ChecksumCRC32C>%s</ChecksumCRC32C></Part>",
-			       i + 1, p->tags[i], b64);
+				"<Part><PartNumber>%zu</PartNumber><ETag>%s</ETag>"
+				"<ChecksumCRC32C>%s</ChecksumCRC32C></Part>",
+				i + 1, p->tags[i], b64);
 	}
 	mtc_buf_appendf(&b, "</CompleteMultipartUpload>");
 	return mtc_buf_take(&b);
@@ -116,12 +116,14 @@ static int keep_parts(struct op *op, struct req *r)
 		return -1;
 	op->tags = xcalloc(op->n_sl, sizeof *op->tags);
 	while ((e = s3_element(&at, r->mem.p + r->mem.len, "Part", &len))) {
-		char *num = mtc_s3_xml_text(e, len, "PartNumber"), *size = mtc_s3_xml_text(e, len, "Size");
-		char *tag = mtc_s3_xml_text(e, len, "ETag"), *crc = mtc_s3_xml_text(e, len, "ChecksumCRC32C");
+		char *num = mtc_s3_xml_text(e, len, "PartNumber"),
+		     *size = mtc_s3_xml_text(e, len, "Size");
+		char *tag = mtc_s3_xml_text(e, len, "ETag"),
+		     *crc = mtc_s3_xml_text(e, len, "ChecksumCRC32C");
 		long long i = num ? atoll(num) - 1 : -1;
 		char b64[9], md5[35];
-		if (i >= 0 && i < (long long)op->n_sl && size && tag &&
-		    atoll(size) == op->sl[i].len && !op->tags[i]) {
+		if (i >= 0 && i < (long long)op->n_sl && size && tag && atoll(size) == op->sl[i].len &&
+		    !op->tags[i]) {
 			mtc_crc32c_base64(op->sl[i].crc, b64);
 			md5[0] = '"';
 			for (int k = 0; k < 16; k++)
@@ -363,10 +365,7 @@ static void notify_parent(struct op *op)
 	xfer_settle(p->xf->engine, p, V_AGAIN);
 }
 
-static void up_complete(struct op *op)
-{
-	xfer_upload_complete(op, notify_parent);
-}
+static void up_complete(struct op *op) { xfer_upload_complete(op, notify_parent); }
 
 static const struct op_type upload_type = { .prepare = up_prepare,
 					    .finish = up_finish,

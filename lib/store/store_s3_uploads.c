@@ -142,7 +142,8 @@ static enum verdict parts_page(struct op *op, struct req *r)
 		return xfer_fail(op, EIO, "cannot list the parts of '%s': the answer is not a listing",
 				 op->name);
 	while ((e = s3_element(&at, r->mem.p + r->mem.len, "Part", &len))) {
-		char *size = mtc_s3_xml_text(e, len, "Size"), *when = mtc_s3_xml_text(e, len, "LastModified");
+		char *size = mtc_s3_xml_text(e, len, "Size"),
+		     *when = mtc_s3_xml_text(e, len, "LastModified");
 		long long t = iso(when);
 		up->bytes += size ? atoll(size) : 0;
 		if (t > up->newest)
@@ -208,8 +209,8 @@ long s3_uploads(struct mtc_store *s, const char *prefix, long long stale_s, int 
 		struct upload *up = sc.ops[i]->arg;
 		if (rc == 0 && up->stale) {
 			size_t plen = strlen(sc.ops[i]->xf->prefix);
-			char *where = xasprintf("%s/%s (upload %s)", s->url,
-						sc.ops[i]->name + plen, sc.ops[i]->session);
+			char *where = xasprintf("%s/%s (upload %s)", s->url, sc.ops[i]->name + plen,
+						sc.ops[i]->session);
 			if (fn)
 				fn(where, up->bytes, arg);
 			free(where);

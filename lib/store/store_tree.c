@@ -39,11 +39,9 @@ static int collect_entry(const struct mtc_walk_entry *e, void *arg)
 	if (e->error && e->reading && e->error == ELOOP)
 		return mtc_fail(c->err, c->errlen, "'%s' is too deep", e->path);
 	if (e->error && e->reading)
-		return mtc_fail(c->err, c->errlen, "cannot read '%s': %s", e->path,
-				strerror(e->error));
+		return mtc_fail(c->err, c->errlen, "cannot read '%s': %s", e->path, strerror(e->error));
 	if (e->error)
-		return mtc_fail(c->err, c->errlen, "cannot stat '%s': %s", e->path,
-				strerror(e->error));
+		return mtc_fail(c->err, c->errlen, "cannot stat '%s': %s", e->path, strerror(e->error));
 	if (S_ISDIR(e->st.st_mode) && !e->post)
 		return 0;
 	key = *e->rel ? xasprintf("%s/%s", c->key, e->rel) : xstrdup(c->key);
@@ -62,8 +60,7 @@ static int collect_entry(const struct mtc_walk_entry *e, void *arg)
 	return 0;
 }
 
-int mtc_tree_collect(const char *path, const char *key, struct mtc_tree *t, char *err,
-		     size_t errlen)
+int mtc_tree_collect(const char *path, const char *key, struct mtc_tree *t, char *err, size_t errlen)
 {
 	struct stat st;
 
@@ -110,8 +107,7 @@ static int make_parent(const char *path)
 	return rc;
 }
 
-int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir,
-		      struct mtc_tree *t)
+int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir, struct mtc_tree *t)
 {
 	struct mtc_store_list l;
 	size_t plen = strlen(prefix);
@@ -165,8 +161,9 @@ void mtc_fetch_add(struct mtc_fetch *f, const char *key, const char *rel, long l
 {
 	if ((f->n & (f->n - 1)) == 0)
 		f->v = xrealloc(f->v, (f->n ? 2 * f->n : 1) * sizeof *f->v);
-	f->v[f->n++] = (struct mtc_fetch_item){ .key = xstrdup(key), .rel = xstrdup(rel),
-						.size = size, .generation = generation };
+	f->v[f->n++] = (struct mtc_fetch_item){
+		.key = xstrdup(key), .rel = xstrdup(rel), .size = size, .generation = generation
+	};
 	f->bytes += size;
 }
 
@@ -212,10 +209,7 @@ void mtc_fetch_free(struct mtc_fetch *f)
 	memset(f, 0, sizeof *f);
 }
 
-static int is_dir_item(const struct mtc_fetch_item *it)
-{
-	return it->rel[strlen(it->rel) - 1] == '/';
-}
+static int is_dir_item(const struct mtc_fetch_item *it) { return it->rel[strlen(it->rel) - 1] == '/'; }
 
 /* The bytes a sidecar records as whole; -1 without one. */
 static long long sliced_bytes(const char *sidecar)
@@ -226,15 +220,15 @@ static long long sliced_bytes(const char *sidecar)
 
 	if (!j)
 		return -1;
-	json_array_foreach(json_object_get(j, "slices"), i, v)
+	json_array_foreach (json_object_get(j, "slices"), i, v)
 		sum += json_integer_value(json_array_get(v, 1));
 	json_decref(j);
 	return sum;
 }
 
 /* Keeps dir/<rel> if whole, else removes it; counts a partial worth continuing. */
-static int sort_out(struct mtc_store *s, const char *dir, struct mtc_fetch_item *it,
-		    int same_generation, long long *already)
+static int sort_out(struct mtc_store *s, const char *dir, struct mtc_fetch_item *it, int same_generation,
+		    long long *already)
 {
 	char *path = xasprintf("%s/%s", dir, it->rel);
 	char *part = xasprintf("%s/" PARTIAL_DIR "/%s", dir, it->rel);
@@ -271,8 +265,7 @@ static int sort_out(struct mtc_store *s, const char *dir, struct mtc_fetch_item 
 	return rc;
 }
 
-int mtc_fetch_prepare(struct mtc_store *s, const char *dir, struct mtc_fetch *f,
-		      long long *already)
+int mtc_fetch_prepare(struct mtc_store *s, const char *dir, struct mtc_fetch *f, long long *already)
 {
 	char *state = xasprintf("%s/" GENERATIONS, dir), *text;
 	json_t *old = json_load_file(state, 0, NULL), *now = json_object();
@@ -284,8 +277,9 @@ int mtc_fetch_prepare(struct mtc_store *s, const char *dir, struct mtc_fetch *f,
 		json_t *g = old ? json_object_get(old, it->key) : NULL;
 		it->kept = 0;
 		if (!is_dir_item(it))
-			rc = sort_out(s, dir, it, json_is_integer(g) &&
-					  json_integer_value(g) == it->generation, already);
+			rc = sort_out(s, dir, it,
+				      json_is_integer(g) && json_integer_value(g) == it->generation,
+				      already);
 		json_object_set_new(now, it->key, json_integer(it->generation));
 	}
 	text = json_dumps(now, JSON_COMPACT | JSON_SORT_KEYS);
@@ -318,12 +312,15 @@ int mtc_fetch_run(struct mtc_store *s, const char *dir, struct mtc_fetch *f)
 		}
 		if (make_parent(path) < 0 || (part && make_parent(part) < 0) ||
 		    (side && make_parent(side) < 0)) {
-			mtc_store_set_error(s, "cannot create the parent of '%s': %s", part ? part : path,
-					    strerror(errno));
+			mtc_store_set_error(s, "cannot create the parent of '%s': %s",
+					    part ? part : path, strerror(errno));
 			rc = -1;
 		}
-		x[n++] = (struct mtc_store_xfer){ .key = it->key, .path = path, .partial = part,
-						  .generation = it->generation, .slice_state = side };
+		x[n++] = (struct mtc_store_xfer){ .key = it->key,
+						  .path = path,
+						  .partial = part,
+						  .generation = it->generation,
+						  .slice_state = side };
 	}
 	if (rc == 0)
 		rc = mtc_store_get_many(s, x, n);

@@ -17,8 +17,7 @@ struct mtc_tree {
 };
 
 /* Collects path (a file, or a directory walked without following symlinks out of it). */
-int mtc_tree_collect(const char *path, const char *key, struct mtc_tree *t, char *err,
-		     size_t errlen);
+int mtc_tree_collect(const char *path, const char *key, struct mtc_tree *t, char *err, size_t errlen);
 void mtc_tree_free(struct mtc_tree *t);
 
 /*
@@ -26,8 +25,7 @@ void mtc_tree_free(struct mtc_tree *t);
  * the relative paths, each file made visible only when whole. Refuses names
  * that would leave dir. done lists what was fetched.
  */
-int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir,
-		      struct mtc_tree *done);
+int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir, struct mtc_tree *done);
 
 /*
  * A resumable fetch of objects into a staging dir that outlives the process
@@ -40,8 +38,8 @@ int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir,
  * checks content: the caller verifies the whole tree afterwards.
  */
 struct mtc_fetch_item {
-	char *key;		    /* the object */
-	char *rel;		    /* its path under dir ("<hash>.data/a/b"); ends in '/' for a directory */
+	char *key; /* the object */
+	char *rel; /* its path under dir ("<hash>.data/a/b"); ends in '/' for a directory */
 	long long size, generation; /* as listed */
 	int kept;		    /* out: already whole in dir */
 };
@@ -65,8 +63,7 @@ void mtc_fetch_free(struct mtc_fetch *f);
  * rest removed; then records the generations. *already: bytes kept or
  * continued (for a progress line).
  */
-int mtc_fetch_prepare(struct mtc_store *s, const char *dir, struct mtc_fetch *f,
-		      long long *already);
+int mtc_fetch_prepare(struct mtc_store *s, const char *dir, struct mtc_fetch *f, long long *already);
 /* Gets every item not kept, in parallel, each continued from its partial file. */
 int mtc_fetch_run(struct mtc_store *s, const char *dir, struct mtc_fetch *f);
 

@@ -84,16 +84,11 @@ static int errno_of_status(long status)
 {
 	switch (status) {
 	case 401:
-	case 403:
-		return EACCES;
-	case 404:
-		return ENOENT;
-	case 400:
-		return EINVAL;
-	case 412:
-		return EEXIST;
-	default:
-		return EIO;
+	case 403: return EACCES;
+	case 404: return ENOENT;
+	case 400: return EINVAL;
+	case 412: return EEXIST;
+	default: return EIO;
 	}
 }
 
@@ -101,10 +96,11 @@ enum verdict xfer_fail_with(struct op *op, struct req *r, const char *what)
 {
 	char why[400];
 	describe(op, r, why, sizeof why);
-	return xfer_fail(op, r->abort_errno ? r->abort_errno
-			   : r->cc    ? EIO
-				      : errno_of_status(r->status),
-		       "%s '%s': %s", what, op->name ? op->name : "", why);
+	return xfer_fail(op,
+			 r->abort_errno ? r->abort_errno
+			 : r->cc	? EIO
+					: errno_of_status(r->status),
+			 "%s '%s': %s", what, op->name ? op->name : "", why);
 }
 
 /* ----------------------------------------------------------- curl callbacks */
@@ -268,9 +264,7 @@ static int start(struct engine *e, struct op *op)
 		op->deadline = mtc_now() + op->s->opt.deadline;
 	req_reset(r);
 	switch (op->t->prepare(op, r)) {
-	case -1:
-		xfer_settle(e, op, V_FAIL);
-		return -1;
+	case -1: xfer_settle(e, op, V_FAIL); return -1;
 	case 1: /* nothing to send: the op waits for the children it added, or is done */
 		xfer_settle(e, op, op->now);
 		return 0;
@@ -363,15 +357,12 @@ void xfer_settle(struct engine *e, struct op *op, enum verdict v)
 			finished(e, op);
 			break;
 		}
-		mtc_debug("retrying '%s' in %.2f s: %s", op->name ? op->name : "", delay,
-			  op->lasterr);
+		mtc_debug("retrying '%s' in %.2f s: %s", op->name ? op->name : "", delay, op->lasterr);
 		op->ostate = O_SLEEPING;
 		op->wake = now + delay;
 		e->sleeping[e->n_sleeping++] = op;
 		break;
-	case V_WAIT:
-		op->ostate = O_WAITING;
-		break;
+	case V_WAIT: op->ostate = O_WAITING; break;
 	case V_DONE:
 		op->err = 0;
 		finished(e, op);
@@ -540,8 +531,7 @@ int xfer_read_stat(struct op *op, struct mtc_store_object *out)
 	return xfer_run_one(op->s, op);
 }
 
-int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags,
-		  xfer_make *make)
+int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags, xfer_make *make)
 {
 	struct op **ops = xcalloc(n + 1, sizeof *ops), **todo = xcalloc(n + 1, sizeof *todo);
 	size_t m = 0;
@@ -642,8 +632,8 @@ int xfer_crc_of_range(int fd, long long off, long long size, uint32_t *crc)
 	return 0;
 }
 
-void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api,
-	       const char *prefix, double backoff_base)
+void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api, const char *prefix,
+	       double backoff_base)
 {
 	pthread_mutex_init(&xf->run_lock, NULL);
 	xf->api = api;

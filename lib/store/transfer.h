@@ -110,7 +110,7 @@ enum verdict { V_DONE, V_AGAIN, V_RETRY, V_FAIL, V_WAIT };
 struct slice {
 	long long off, len;
 	uint32_t crc;
-	long long generation; /* a part of a composite upload: the object it became */
+	long long generation;  /* a part of a composite upload: the object it became */
 	unsigned char md5[16]; /* a part of a multipart upload: its MD5 (what S3's ETag is) */
 };
 enum op_state { O_READY, O_ACTIVE, O_SLEEPING, O_WAITING, O_FINISHED };
@@ -155,7 +155,7 @@ struct op {
 	/* a sliced transfer: the parent's ranges; a child's own is slot */
 	struct slice *sl;
 	size_t n_sl, slot;
-	char **tags; /* a multipart upload's parts as the server names them (S3 ETags), n_sl */
+	char **tags;	  /* a multipart upload's parts as the server names them (S3 ETags), n_sl */
 	char *sidecar;	  /* where the parent records sl (NULL: nowhere) */
 	long long saved;  /* a slice: bytes recorded so far */
 	enum verdict now; /* what prepare() decided when it sends no request */
@@ -169,8 +169,8 @@ struct op {
 };
 
 /* Sets up xf (s->impl's first member) for s: the multi handle, slicing and backoff. */
-void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api,
-	       const char *prefix, double backoff_base);
+void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api, const char *prefix,
+	       double backoff_base);
 void xfer_close(struct xfer *xf);
 
 struct op *xfer_op_new(struct mtc_store *s, const struct op_type *t);
@@ -192,8 +192,7 @@ int xfer_run(struct mtc_store *s, struct op **ops, size_t n);
  */
 typedef int xfer_make(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **op);
 /* Runs the ops make gives for x's n objects; -1 when one failed, the first one's reason kept. */
-int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags,
-		  xfer_make *make);
+int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags, xfer_make *make);
 /* An upload's end: its file closed; a part tells its parent (notify), an object its xfer. */
 void xfer_upload_complete(struct op *op, void (*notify)(struct op *part));
 /* Runs op alone, then frees it. */

@@ -25,9 +25,8 @@
 #include "transfer.h"
 #include "xalloc.h"
 
-#define SLICE_MIN (256LL << 10)	 /* the smallest slice worth its own request */
+#define SLICE_MIN (256LL << 10) /* the smallest slice worth its own request */
 #define SLICE_SAVE (16LL << 20) /* a slice records its progress this often, or 4 times */
-
 
 /*
  * A get opens with a short ranged GET (D_FIRST) that tells the object's size,
@@ -194,8 +193,8 @@ static enum verdict dl_verify(struct op *op, uint32_t got)
 		mtc_debug("'%s': the server sent no crc32c; not checked", op->name);
 	} else if (got != op->expect_crc) {
 		snprintf(op->lasterr, sizeof op->lasterr,
-			 "cannot download '%s': crc32c mismatch: received %08x, stored %08x",
-			 op->name, got, op->expect_crc);
+			 "cannot download '%s': crc32c mismatch: received %08x, stored %08x", op->name,
+			 got, op->expect_crc);
 		if (op->crc_retries++ < 2 && mtc_now() < op->deadline) {
 			mtc_warn("%s; downloading again", op->lasterr);
 			if (ftruncate(op->fd, 0) < 0)
@@ -241,12 +240,13 @@ static enum verdict dl_verify_slices(struct op *p)
 	for (size_t i = 0; i < p->n_sl; i++) {
 		if (p->sl[i].off != at)
 			return xfer_fail(p, EIO, "cannot download '%s': bytes %lld to %lld are missing",
-				       p->name, at, p->sl[i].off);
+					 p->name, at, p->sl[i].off);
 		crc = mtc_crc32c_combine(crc, p->sl[i].crc, (uint64_t)p->sl[i].len);
 		at += p->sl[i].len;
 	}
 	if (at != p->size)
-		return xfer_fail(p, EIO, "cannot download '%s': %lld of %lld bytes", p->name, at, p->size);
+		return xfer_fail(p, EIO, "cannot download '%s': %lld of %lld bytes", p->name, at,
+				 p->size);
 	return dl_verify(p, crc);
 }
 
@@ -258,14 +258,15 @@ static enum verdict dl_verify_slices(struct op *p)
 static enum verdict start_slicing(struct op *op)
 {
 	struct statfs fs;
-	int e = fstatfs(op->fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC ? EOPNOTSUPP
-									: posix_fallocate(op->fd, 0, op->size);
+	int e = fstatfs(op->fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC
+			? EOPNOTSUPP
+			: posix_fallocate(op->fd, 0, op->size);
 
 	if (e == EOPNOTSUPP || e == EINVAL)
 		e = ftruncate(op->fd, op->size) < 0 ? errno : 0;
 	if (e)
 		return xfer_fail(op, e, "cannot allocate %lld bytes for '%s': %s", op->size, op->tmp,
-			       strerror(e));
+				 strerror(e));
 	free(op->sl);
 	op->sl = NULL;
 	op->n_sl = 0;
@@ -305,7 +306,8 @@ static enum verdict dl_finish(struct op *op, struct req *r)
 	if ((r->status == 416 || r->status == 200) && op->resume && op->done > r->written) {
 		/* the partial is longer than the object, or the range was ignored: start over */
 		if (ftruncate(op->fd, 0) < 0)
-			return xfer_fail(op, errno, "cannot truncate '%s': %s", op->tmp, strerror(errno));
+			return xfer_fail(op, errno, "cannot truncate '%s': %s", op->tmp,
+					 strerror(errno));
 		op->done = op->crc = 0;
 		return V_AGAIN;
 	}
@@ -367,10 +369,9 @@ static void dl_complete(struct op *op)
 	}
 }
 
-static const struct op_type download_type = { .prepare = dl_prepare,
-					      .finish = dl_finish,
-					      .complete = dl_complete,
-					      .received = slice_progress };
+static const struct op_type download_type = {
+	.prepare = dl_prepare, .finish = dl_finish, .complete = dl_complete, .received = slice_progress
+};
 
 /*
  * Continues a sliced partial from its sidecar: same generation, ranges inside
@@ -393,16 +394,14 @@ static int open_sliced(struct op *op)
 	j = json_loadb(text, len, 0, NULL);
 	free(text);
 	ok = json_is_integer(json_object_get(j, "generation")) &&
-	     json_integer_value(json_object_get(j, "generation")) == op->generation &&
-	     op->generation && json_is_integer(json_object_get(j, "size")) &&
-	     json_is_array(json_object_get(j, "slices"));
+	     json_integer_value(json_object_get(j, "generation")) == op->generation && op->generation &&
+	     json_is_integer(json_object_get(j, "size")) && json_is_array(json_object_get(j, "slices"));
 	op->size = ok ? json_integer_value(json_object_get(j, "size")) : 0;
 	b64 = json_string_value(json_object_get(j, "crc32c"));
 	if (ok && b64 && mtc_crc32c_from_base64(b64, &op->expect_crc) == 0)
 		op->have_expect = 1;
 	ok = ok && op->size > 0 && fstat(op->fd, &st) == 0 && st.st_size <= op->size;
-	json_array_foreach(ok ? json_object_get(j, "slices") : NULL, i, v)
-	{
+	json_array_foreach (ok ? json_object_get(j, "slices") : NULL, i, v) {
 		json_int_t off = json_integer_value(json_array_get(v, 0));
 		json_int_t n = json_integer_value(json_array_get(v, 1));
 		json_int_t crc = json_integer_value(json_array_get(v, 2));
@@ -517,4 +516,3 @@ int xfer_get_file(struct mtc_store *s, const char *key, const char *path)
 	s->progress_done = s->progress_total = 0;
 	return xfer_get_many(s, &x, 1);
 }
-

@@ -50,7 +50,7 @@ static json_t *filter(json_t *v, struct within in)
 		if (in.max_items && json_array_size(v) > in.max_items)
 			return NULL;
 		out = json_array();
-		json_array_foreach(v, i, e) {
+		json_array_foreach (v, i, e) {
 			if (!(f = filter(e, in))) {
 				json_decref(out);
 				return NULL;
@@ -62,7 +62,7 @@ static json_t *filter(json_t *v, struct within in)
 	if (!json_is_object(v))
 		return json_incref(v);
 	out = json_object();
-	json_object_foreach(v, key, e) {
+	json_object_foreach (v, key, e) {
 		const struct mtc_json_keep *k = in.keep;
 		size_t n = strlen(key);
 		for (; k && k->key; k++)

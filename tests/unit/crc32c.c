@@ -46,8 +46,9 @@ int main(void)
 		ok(mtc_crc32c_hw(0, big + off, sizeof big - off) == p,
 		   "hardware and portable agree at offset %zu", off);
 	}
-	static const size_t edges[] = { 767, 768, 769, 2303, 2304, 12287, 12288, 12289,
-					12288 + 2304 + 7, 3 * 12288 + 768 - 1 };
+	static const size_t edges[] = {
+		767, 768, 769, 2303, 2304, 12287, 12288, 12289, 12288 + 2304 + 7, 3 * 12288 + 768 - 1
+	};
 	for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
 		is_int(mtc_crc32c_hw(0, big + 8, edges[i]), mtc_crc32c_portable(0, big + 8, edges[i]),
 		       "hardware and portable agree over %zu bytes, at a block's edge", edges[i]);

@@ -36,10 +36,7 @@ static void *slow_work(void *arg)
 	return NULL;
 }
 
-static char *path_of(const char *rel)
-{
-	return xasprintf("%s/%s", root, rel);
-}
+static char *path_of(const char *rel) { return xasprintf("%s/%s", root, rel); }
 
 static void write_file(const char *rel, const char *text, size_t len)
 {
@@ -65,10 +62,7 @@ static void busy(const char *rel)
 	free(p);
 }
 
-static void sleep_quiet(void)
-{
-	usleep((useconds_t)(MTC_DIGEST_QUIET_S * 1e6) + 50000);
-}
+static void sleep_quiet(void) { usleep((useconds_t)(MTC_DIGEST_QUIET_S * 1e6) + 50000); }
 
 /* Whether the cache knows rel's whole-file digest, and that it is the true one. */
 static int knows(struct mtc_digest_cache *c, const char *rel)
@@ -208,7 +202,8 @@ int main(void)
 	 * fast the machine: the passes below hash the growing file and nothing else */
 	sleep_quiet();
 	mtc_prehash_pass(root, &cfg, 2, c);
-	is_int(mtc_prehash_pass(root, &cfg, 2, c), 0, "once all is quiet and known, a pass hashes nothing");
+	is_int(mtc_prehash_pass(root, &cfg, 2, c), 0,
+	       "once all is quiet and known, a pass hashes nothing");
 	make_dir("8.orbax-checkpoint-tmp");
 	make_dir("8.orbax-checkpoint-tmp/d");
 	const char *rel = "8.orbax-checkpoint-tmp/d/0123456789abcdef0123456789abcdef";

@@ -35,10 +35,7 @@ static json_t *hash_of(const char *s)
 	return json_string(out);
 }
 
-static int is_shorthand(const char *s)
-{
-	return s && (s[0] == '#' || (s[0] == 'D' && s[1] == '#'));
-}
+static int is_shorthand(const char *s) { return s && (s[0] == '#' || (s[0] == 'D' && s[1] == '#')); }
 
 static void expand(json_t *v)
 {
@@ -46,16 +43,14 @@ static void expand(json_t *v)
 	json_t *x;
 	size_t i;
 	if (json_is_object(v)) {
-		json_object_foreach(v, k, x)
-		{
+		json_object_foreach (v, k, x) {
 			if (json_is_string(x) && is_shorthand(json_string_value(x)))
 				json_object_set_new(v, k, hash_of(json_string_value(x)));
 			else
 				expand(x);
 		}
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, x)
-		{
+		json_array_foreach (v, i, x) {
 			if (json_is_string(x) && is_shorthand(json_string_value(x)))
 				json_array_set_new(v, i, hash_of(json_string_value(x)));
 			else
@@ -75,8 +70,7 @@ static int match(json_t *want, json_t *got, const char *path, char *why, size_t 
 	if (json_is_object(want)) {
 		if (!json_is_object(got))
 			return snprintf(why, len, "%s: not an object", path), 0;
-		json_object_foreach(want, k, x)
-		{
+		json_object_foreach (want, k, x) {
 			snprintf(sub, sizeof sub, "%s.%s", path, k);
 			if (!json_object_get(got, k) && !json_is_null(x))
 				return snprintf(why, len, "%s: missing", sub), 0;
@@ -88,13 +82,12 @@ static int match(json_t *want, json_t *got, const char *path, char *why, size_t 
 	if (json_is_array(want)) {
 		if (!json_is_array(got) || json_array_size(got) != json_array_size(want)) {
 			char *g = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY);
-			snprintf(why, len, "%s: want %zu elements, got %s", path,
-				 json_array_size(want), g ? g : "nothing");
+			snprintf(why, len, "%s: want %zu elements, got %s", path, json_array_size(want),
+				 g ? g : "nothing");
 			free(g);
 			return 0;
 		}
-		json_array_foreach(want, i, x)
-		{
+		json_array_foreach (want, i, x) {
 			snprintf(sub, sizeof sub, "%s[%zu]", path, i);
 			if (!match(x, json_array_get(got, i), sub, why, len))
 				return 0;
@@ -119,17 +112,19 @@ static int match(json_t *want, json_t *got, const char *path, char *why, size_t 
 /* holder's lists packed into l and removed from it; -1 when they are not lists of the right form. */
 static int pack(json_t *holder, struct mtc_lkg_list *l)
 {
-	json_t *metas = json_object_get(holder, "meta-files"), *data = json_object_get(holder, "data-files"), *m;
+	json_t *metas = json_object_get(holder, "meta-files"),
+	       *data = json_object_get(holder, "data-files"), *m;
 	size_t i;
 
 	if (!json_is_array(metas) || !json_is_array(data))
 		return -1;
 	l->metas = calloc(json_array_size(metas) + 1, sizeof *l->metas);
 	l->data = calloc(json_array_size(data) + 1, sizeof *l->data);
-	json_array_foreach(metas, i, m) {
+	json_array_foreach (metas, i, m) {
 		struct mtc_lkg_meta *p = &l->metas[l->n_metas++];
-		if (!json_is_array(m) || json_array_size(m) != 4 || !json_is_integer(json_array_get(m, 0)) ||
-		    !json_is_integer(json_array_get(m, 1)) || !json_is_integer(json_array_get(m, 2)) ||
+		if (!json_is_array(m) || json_array_size(m) != 4 ||
+		    !json_is_integer(json_array_get(m, 0)) || !json_is_integer(json_array_get(m, 1)) ||
+		    !json_is_integer(json_array_get(m, 2)) ||
 		    json_integer_value(json_array_get(m, 0)) < 0 ||
 		    mtc_lkg_hash_pack(json_string_value(json_array_get(m, 3)), p->hash) < 0)
 			return -1;
@@ -137,7 +132,7 @@ static int pack(json_t *holder, struct mtc_lkg_list *l)
 		p->node = (int)json_integer_value(json_array_get(m, 1));
 		p->worker = (int)json_integer_value(json_array_get(m, 2));
 	}
-	json_array_foreach(data, i, m)
+	json_array_foreach (data, i, m)
 		if (mtc_lkg_hash_pack(json_string_value(m), l->data[l->n_data++]) < 0)
 			return -1;
 	json_object_del(holder, "meta-files");
@@ -165,12 +160,12 @@ static json_t *plan_listed(json_t *inv, char *err, size_t len, int *skip)
 	}
 	ranks = calloc((size_t)nodes, sizeof *ranks);
 	backups = calloc(nb + 1, sizeof *backups);
-	json_array_foreach(json_object_get(copy, "ranks"), i, r) {
+	json_array_foreach (json_object_get(copy, "ranks"), i, r) {
 		json_int_t rank = json_integer_value(json_object_get(r, "node-rank"));
 		if (rank < 0 || rank >= nodes || ranks[rank].metas || pack(r, &ranks[rank]) < 0)
 			*skip = 1;
 	}
-	json_array_foreach(json_object_get(copy, "backups"), i, r)
+	json_array_foreach (json_object_get(copy, "backups"), i, r)
 		if (pack(r, &backups[i]) < 0)
 			*skip = 1;
 	l = (struct mtc_lkg_listing){ .ranks = ranks, .backups = backups, .n_backups = nb };
@@ -220,11 +215,11 @@ static void run_case(const char *file)
 		int skip;
 		json_t *listed = plan_listed(json_object_get(c, "inventory"), err, sizeof err, &skip);
 		if (!skip)
-			ok(listed && json_equal(plan, listed), "%s: the same plan from packed lists", file);
+			ok(listed && json_equal(plan, listed), "%s: the same plan from packed lists",
+			   file);
 		json_decref(listed);
 	}
-	json_array_foreach(json_object_get(c, "views"), i, view)
-	{
+	json_array_foreach (json_object_get(c, "views"), i, view) {
 		int rank = (int)json_integer_value(json_object_get(view, "rank"));
 		json_t *v = plan ? mtc_lkg_rank_view(plan, rank) : NULL;
 		int good = v && match(json_object_get(view, "expect"), v, "view", why, sizeof why);
@@ -237,10 +232,7 @@ static void run_case(const char *file)
 	json_decref(c);
 }
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(void)
 {

@@ -8,8 +8,8 @@ static void valid_ckpt(const char *name, const char *job, long long step, int ra
 {
 	struct mtc_ckpt_name n;
 	int rc = mtc_parse_ckpt_name(name, &n);
-	ok(rc == 0 && !strcmp(n.job, job) && n.step == step && n.rank == rank &&
-		   n.worker == worker && n.ext == ext,
+	ok(rc == 0 && !strcmp(n.job, job) && n.step == step && n.rank == rank && n.worker == worker &&
+		   n.ext == ext,
 	   "valid checkpoint name '%s'", name);
 	if (rc == 0) {
 		char *back = mtc_ckpt_name(n.job, n.step, n.rank, n.worker, n.ext);

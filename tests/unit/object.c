@@ -20,10 +20,7 @@ static void put(const char *rel, const char *text)
 	free(path);
 }
 
-static char *at(const char *rel)
-{
-	return xasprintf("%s/%s", root, rel);
-}
+static char *at(const char *rel) { return xasprintf("%s/%s", root, rel); }
 
 /* A tree a/ with a file and a subdirectory: its digest and manifest. */
 static void tree(const char *rel, const char *weights, char digest[MTC_DIGEST_LEN],

@@ -73,8 +73,8 @@ static void table_err(const uint8_t *in, size_t len, const char *want, const cha
 static void tables(void)
 {
 	/* tensorstore's AddBasePath case: (base, relative) pairs sorted, read with transitive "x/" */
-	static const uint8_t enc[] = { 5, 0, 1, 0, 1, 1, 2, 1, 2, 1, 0, 1, 1, 1, 1,
-				       'y', 'a', 'b', 'c', 'b', 'd', 'e' };
+	static const uint8_t enc[] = { 5, 0, 1, 0, 1,	1,   2,	  1,   2,   1,	 0,
+				       1, 1, 1, 1, 'y', 'a', 'b', 'c', 'b', 'd', 'e' };
 	static const char *want[] = { "x/y", "x/ab", "x/ac", "x/bd", "x/be" };
 	static const size_t want_base[] = { 2, 3, 3, 3, 3 };
 	struct mtc_ocdbt_in c = { enc, enc + sizeof enc, 0 };
@@ -116,8 +116,8 @@ static void nodes(void)
 	node_err(B(1, 0, 0, 0), "entry count 0", "interior with zero entries");
 
 	/* a leaf: keys "ab" (inline "xyz") and "ac" (6 bytes at offset 5 of d/f) */
-	static const uint8_t leaf[] = { 0, 1, 3, 0, 'd', '/', 'f', 2, 1, 2, 1, 'a', 'b', 'c',
-					3,  6, 0, 1, 0, 5, 'x', 'y', 'z' };
+	static const uint8_t leaf[] = { 0,   1,	  3, 0, 'd', '/', 'f', 2, 1,   2,   1,	'a',
+					'b', 'c', 3, 6, 0,   1,	  0,   5, 'x', 'y', 'z' };
 	size_t n = frame(MTC_OCDBT_BTREE_MAGIC, 0, leaf, sizeof leaf, buf);
 	int r = mtc_ocdbt_decode_node(buf, n, "t/", 2, &node, err, sizeof err);
 	ok(r == 0 && node.height == 0 && node.n == 2, "leaf decodes (%s)", err);
@@ -133,8 +133,7 @@ static void nodes(void)
 	}
 	n = frame(MTC_OCDBT_BTREE_MAGIC, 1, leaf, sizeof leaf, buf);
 	r = mtc_ocdbt_decode_node(buf, n, "", 0, &node, err, sizeof err);
-	ok(r == 0 && node.n == 2 && !memcmp(node.e[0].value, "xyz", 3), "zstd leaf decodes (%s)",
-	   err);
+	ok(r == 0 && node.n == 2 && !memcmp(node.e[0].value, "xyz", 3), "zstd leaf decodes (%s)", err);
 	if (r == 0)
 		mtc_ocdbt_node_free(&node);
 
@@ -148,8 +147,7 @@ static void nodes(void)
 	node_err(badid, sizeof badid, "bad reference", "file id beyond the table");
 
 	/* an interior node: one child "k" at bytes 7..27 of d/n, subtree prefix 1 */
-	static const uint8_t interior[] = { 1, 1, 3, 0, 'd', '/', 'n', 1, 1, 1, 'k', 0, 7, 20,
-					    4, 9, 0 };
+	static const uint8_t interior[] = { 1, 1, 3, 0, 'd', '/', 'n', 1, 1, 1, 'k', 0, 7, 20, 4, 9, 0 };
 	n = frame(MTC_OCDBT_BTREE_MAGIC, 0, interior, sizeof interior, buf);
 	r = mtc_ocdbt_decode_node(buf, n, "", 0, &node, err, sizeof err);
 	ok(r == 0 && node.height == 1 && node.n == 1 && node.e[0].subtree_prefix == 1 &&
@@ -165,15 +163,15 @@ static void manifests(void)
 	uint8_t body[128], buf[256];
 	size_t n = 0;
 	memset(body, 0xab, 16), n = 16;
-	static const uint8_t rest[] = { 0, 100, 0xe8, 0x07, 4, 0, 1, 3, 0, 'd', '/', 'x', 1, 1, 0,
-					0, 0, 50, 1, 50, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t rest[] = { 0, 100, 0xe8, 0x07, 4,	0, 1, 3, 0, 'd', '/', 'x', 1, 1, 0,
+					0, 0,	50,   1,    50, 0, 1, 0, 0, 0,	 0,   0,   0, 0, 0 };
 	memcpy(body + n, rest, sizeof rest), n += sizeof rest;
 	struct mtc_ocdbt_manifest m;
 	char err[256] = "";
 	size_t len = frame(MTC_OCDBT_MANIFEST_MAGIC, 0, body, n, buf);
 	int r = mtc_ocdbt_decode_manifest(buf, len, &m, err, sizeof err);
-	ok(r == 0 && !m.numbered && m.max_inline == 100 && m.max_decoded == 1000 &&
-		   m.arity_log2 == 4 && m.generation == 1 && m.root.length == 50 && m.table.n == 1,
+	ok(r == 0 && !m.numbered && m.max_inline == 100 && m.max_decoded == 1000 && m.arity_log2 == 4 &&
+		   m.generation == 1 && m.root.length == 50 && m.table.n == 1,
 	   "manifest decodes (%s)", err);
 	if (r == 0)
 		mtc_ocdbt_manifest_free(&m);
@@ -223,8 +221,7 @@ int main(void)
 	varint(B(0xe8, 0x07), 1, 1000, "1000");
 	varint(B(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), 1, UINT64_MAX, "2^64-1");
 	varint(B(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02), 0, 0, "2^64");
-	varint(B(0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00), 0, 0,
-	       "of 11 bytes");
+	varint(B(0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00), 0, 0, "of 11 bytes");
 	varint(B(0x80), 0, 0, "cut short");
 	varint(B(), 0, 0, "empty");
 	tables();

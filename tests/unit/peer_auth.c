@@ -36,8 +36,8 @@ static void may_write(enum mtc_cred_kind kind, int cred_rank, const char *cred_j
 	char why[256] = "";
 	snprintf(who.job, sizeof who.job, "%s", cred_job);
 	is_int(mtc_cred_may_write(&who, strict, job, rank, why, sizeof why), want,
-	       "kind %d rank %d of '%s'%s writing for rank %d of '%s': %s", kind, cred_rank,
-	       cred_job, strict ? " (strict)" : "", rank, job ? job : "any", why);
+	       "kind %d rank %d of '%s'%s writing for rank %d of '%s': %s", kind, cred_rank, cred_job,
+	       strict ? " (strict)" : "", rank, job ? job : "any", why);
 }
 
 int main(void)
@@ -71,11 +71,11 @@ int main(void)
 	refused(NULL);
 	refused("Basic " SECRET);
 	refused("Bearer " SECRET "x");
-	refused("Bearer mtc-r4." MAC3 ".job-a");	 /* another rank */
-	refused("Bearer mtc-r3." MAC3 ".job-b");	 /* another job */
-	refused("Bearer mtc-r03." MAC3 ".job-a");	 /* not canonical */
-	refused("Bearer mtc-r3." MAC3 ".");		 /* no job */
-	refused("Bearer mtc-r3." MAC3 ".a/b");		 /* not a job name */
+	refused("Bearer mtc-r4." MAC3 ".job-a");  /* another rank */
+	refused("Bearer mtc-r3." MAC3 ".job-b");  /* another job */
+	refused("Bearer mtc-r03." MAC3 ".job-a"); /* not canonical */
+	refused("Bearer mtc-r3." MAC3 ".");	  /* no job */
+	refused("Bearer mtc-r3." MAC3 ".a/b");	  /* not a job name */
 	refused("Bearer mtc-r3.6960FC2BBBFCE3CCBA61AB0F559C9E2590F5F8C4C6CCF3D84672805EB755DCC3.job-a");
 	refused("Bearer mtc-r3.6960fc.job-a");
 	refused("Bearer mtc-r9999999999." MAC3 ".job-a");
@@ -94,7 +94,8 @@ int main(void)
 
 	ok(mtc_peer_auth_first_refusal(auth, 7) == 1, "the first refusal of rank 7 is logged");
 	ok(mtc_peer_auth_first_refusal(auth, 7) == 0, "the second is not");
-	ok(mtc_peer_auth_first_refusal(auth, -1) == 1, "the first refusal of the secret's data is logged");
+	ok(mtc_peer_auth_first_refusal(auth, -1) == 1,
+	   "the first refusal of the secret's data is logged");
 	ok(mtc_peer_auth_first_refusal(auth, -1) == 0, "the second is not");
 	ok(mtc_peer_auth_first_refusal(auth, 0) == 1, "rank 0 is counted apart");
 	mtc_peer_auth_free(auth);

@@ -6,8 +6,9 @@
 
 static void peers_are(int nodes, int ppn, int dp, int rank, const char *want)
 {
-	struct mtc_peer_params p = { .rank = rank, .nodes = nodes, .peers_per_node = ppn,
-				     .data_parallelism = dp };
+	struct mtc_peer_params p = {
+		.rank = rank, .nodes = nodes, .peers_per_node = ppn, .data_parallelism = dp
+	};
 	int out[16], n = mtc_peers(&p, out, 16);
 	char got[256] = "";
 	size_t len = 0;
@@ -66,11 +67,12 @@ static void sweep(void)
 						bad += got[i] != want[i] || got[i] == rank;
 					if (dp > 1)
 						for (int i = 0; i < ng; i++)
-							bad += got[i] % (nodes / dp) != rank % (nodes / dp);
+							bad += got[i] % (nodes / dp) !=
+							       rank % (nodes / dp);
 				}
 			}
-	ok(bad == 0, "sweep of N 2..64, peers 1..4, every D dividing N: %d cases agree (%d bad)",
-	   cases, bad);
+	ok(bad == 0, "sweep of N 2..64, peers 1..4, every D dividing N: %d cases agree (%d bad)", cases,
+	   bad);
 }
 
 int main(void)

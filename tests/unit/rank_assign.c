@@ -104,7 +104,8 @@ int main(void)
 		double t0;
 		srand(7);
 		for (int i = 0; i < n; i++) {
-			int host = (i * 7919 + 13) % n; /* a permutation: 7919 is prime, n a power of 2 */
+			int host = (i * 7919 + 13) %
+				   n; /* a permutation: 7919 is prime, n a power of 2 */
 			nodes[i].index = i;
 			holds[2 * i] = host;
 			holds[2 * i + 1] = host ^ 1;
@@ -113,7 +114,8 @@ int main(void)
 		}
 		t0 = cpu_s();
 		m = mtc_rank_assign(nodes, n, rank, err, sizeof err);
-		printf("# rank assignment at %d nodes, every host moved: %.4f s of CPU\n", n, cpu_s() - t0);
+		printf("# rank assignment at %d nodes, every host moved: %.4f s of CPU\n", n,
+		       cpu_s() - t0);
 		ok(m == n && is_perm(rank, n), "16,384 moved nodes all land on their data");
 		/* the adversarial shape: D=64 replicas, every node holds its whole column */
 		int d = 64, *col = malloc((size_t)n * (size_t)d * sizeof *col);
@@ -126,9 +128,10 @@ int main(void)
 		}
 		t0 = cpu_s();
 		m = mtc_rank_assign(nodes, n, rank, err, sizeof err);
-		printf("# rank assignment at %d nodes, D=%d, each holding its column: %.4f s of CPU\n", n,
-		       d, cpu_s() - t0);
-		ok(m == n && is_perm(rank, n), "and so do they when each holds its column's %d ranks", d);
+		printf("# rank assignment at %d nodes, D=%d, each holding its column: %.4f s of CPU\n",
+		       n, d, cpu_s() - t0);
+		ok(m == n && is_perm(rank, n), "and so do they when each holds its column's %d ranks",
+		   d);
 		free(col);
 		free(rank);
 		free(nodes);

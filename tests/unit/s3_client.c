@@ -118,8 +118,8 @@ static int object_cmd(const char *method, const char *bucket, const char *key, c
 	CURLcode cc;
 	int rc = 1;
 
-	if (mtc_s3_target_resolve(bucket, getenv("TEST_S3_ENDPOINT"), NULL, MTC_S3_STYLE_AUTO, &t,
-				  err, sizeof err) < 0 ||
+	if (mtc_s3_target_resolve(bucket, getenv("TEST_S3_ENDPOINT"), NULL, MTC_S3_STYLE_AUTO, &t, err,
+				  sizeof err) < 0 ||
 	    mtc_s3_auth_get(a, 0, &c, err, sizeof err) < 0) {
 		fprintf(stderr, "s3_client: %s\n", err);
 		mtc_s3_auth_free(a);
@@ -130,11 +130,17 @@ static int object_cmd(const char *method, const char *bucket, const char *key, c
 	path = malloc(strlen(t.path_prefix) + strlen(key) + 2);
 	sprintf(path, "%s/%s", t.path_prefix, key);
 	struct mtc_s3_pair type = { "Content-Type", "application/octet-stream" };
-	struct mtc_s3_request r = {
-		.method = method, .host = t.host, .path = path,
-		.headers = &type, .n_headers = text ? 1 : 0,
-		.payload_hash = !text ? NULL : getenv("TEST_UNSIGNED") ? MTC_S3_UNSIGNED_PAYLOAD : hash,
-		.region = t.region, .service = "s3", .when = time(NULL) };
+	struct mtc_s3_request r = { .method = method,
+				    .host = t.host,
+				    .path = path,
+				    .headers = &type,
+				    .n_headers = text ? 1 : 0,
+				    .payload_hash = !text		      ? NULL
+						    : getenv("TEST_UNSIGNED") ? MTC_S3_UNSIGNED_PAYLOAD
+									      : hash,
+				    .region = t.region,
+				    .service = "s3",
+				    .when = time(NULL) };
 	if (mtc_s3_sign(&r, &c, &s, err, sizeof err) < 0) {
 		fprintf(stderr, "s3_client: %s\n", err);
 		goto done;

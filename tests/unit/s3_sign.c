@@ -63,9 +63,14 @@ static int has_header(const struct mtc_s3_signed *s, const char *line)
 static void published_s3_examples(void)
 {
 	struct mtc_s3_pair range[] = { { "Range", "bytes=0-9" } };
-	struct mtc_s3_request r = { .method = "GET", .host = DOC_HOST, .path = "/test.txt",
-				    .headers = range, .n_headers = 1, .region = "us-east-1",
-				    .service = "s3", .when = DOC_WHEN };
+	struct mtc_s3_request r = { .method = "GET",
+				    .host = DOC_HOST,
+				    .path = "/test.txt",
+				    .headers = range,
+				    .n_headers = 1,
+				    .region = "us-east-1",
+				    .service = "s3",
+				    .when = DOC_WHEN };
 	struct mtc_s3_signed s;
 	char body_hash[65];
 
@@ -92,9 +97,15 @@ static void published_s3_examples(void)
 	mtc_s3_sha256_hex("Welcome to Amazon S3.", 21, body_hash);
 	is_str(body_hash, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072",
 	       "PUT Object: the payload's hash");
-	r = (struct mtc_s3_request){ .method = "PUT", .host = DOC_HOST, .path = "/test$file.text",
-				     .headers = put_h, .n_headers = 2, .payload_hash = body_hash,
-				     .region = "us-east-1", .service = "s3", .when = DOC_WHEN };
+	r = (struct mtc_s3_request){ .method = "PUT",
+				     .host = DOC_HOST,
+				     .path = "/test$file.text",
+				     .headers = put_h,
+				     .n_headers = 2,
+				     .payload_hash = body_hash,
+				     .region = "us-east-1",
+				     .service = "s3",
+				     .when = DOC_WHEN };
 	sign_or_fail(&r, &doc, &s);
 	is_str(s.path, "/test%24file.text", "PUT Object: '$' encoded in the path");
 	is_str(hash_line(&s), "9e0e90d9c76de8fa5b200d8c849cd5b8dc7a3be3951ddb7f6a76b4158342019d",
@@ -102,15 +113,19 @@ static void published_s3_examples(void)
 	is_str(signature(&s), "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd",
 	       "PUT Object: the published signature");
 	ok(strstr(s.authorization,
-		  "SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class") !=
-		   NULL,
+		  "SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class") != NULL,
 	   "PUT Object: the signed headers sorted");
 	mtc_s3_signed_free(&s);
 
 	struct mtc_s3_pair lifecycle[] = { { "lifecycle", NULL } };
-	r = (struct mtc_s3_request){ .method = "GET", .host = DOC_HOST, .path = "/",
-				     .params = lifecycle, .n_params = 1, .region = "us-east-1",
-				     .service = "s3", .when = DOC_WHEN };
+	r = (struct mtc_s3_request){ .method = "GET",
+				     .host = DOC_HOST,
+				     .path = "/",
+				     .params = lifecycle,
+				     .n_params = 1,
+				     .region = "us-east-1",
+				     .service = "s3",
+				     .when = DOC_WHEN };
 	sign_or_fail(&r, &doc, &s);
 	is_str(s.query, "lifecycle=", "GET Bucket Lifecycle: a bare name signs as 'name='");
 	is_str(hash_line(&s), "9766c798316ff2757b517bc739a67f6213b4ab36dd5da2f94eaebf79c77395ca",
@@ -138,10 +153,17 @@ static void published_sigv4_reference(void)
 				     "application/x-www-form-urlencoded; charset=utf-8" } };
 	struct mtc_s3_pair q[] = { { "Version", "2010-05-08" }, { "Action", "ListUsers" } };
 	struct tm tm = { .tm_year = 115, .tm_mon = 7, .tm_mday = 30, .tm_hour = 12, .tm_min = 36 };
-	struct mtc_s3_request r = { .method = "GET", .host = "iam.amazonaws.com", .path = "/",
-				    .params = q, .n_params = 2, .headers = h, .n_headers = 1,
-				    .no_content_sha256 = 1, .region = "us-east-1",
-				    .service = "iam", .when = timegm(&tm) };
+	struct mtc_s3_request r = { .method = "GET",
+				    .host = "iam.amazonaws.com",
+				    .path = "/",
+				    .params = q,
+				    .n_params = 2,
+				    .headers = h,
+				    .n_headers = 1,
+				    .no_content_sha256 = 1,
+				    .region = "us-east-1",
+				    .service = "iam",
+				    .when = timegm(&tm) };
 	struct mtc_s3_signed s;
 	unsigned char key[32];
 	char hex[65];
@@ -169,10 +191,15 @@ static void encoding_and_headers(void)
 	struct mtc_s3_creds temp = { DOC_KEY, DOC_SECRET, "FQoG/token+x==", 0 };
 	struct mtc_s3_pair h[] = { { "X-Amz-Meta-A", "  two   words \t " },
 				   { "x-amz-meta-a", "second" } };
-	struct mtc_s3_request r = { .method = "PUT", .host = "h", .path = "/a b/c+d/é~/%41",
-				    .headers = h, .n_headers = 2,
-				    .payload_hash = MTC_S3_UNSIGNED_PAYLOAD, .region = "eu-west-1",
-				    .service = "s3", .when = DOC_WHEN };
+	struct mtc_s3_request r = { .method = "PUT",
+				    .host = "h",
+				    .path = "/a b/c+d/é~/%41",
+				    .headers = h,
+				    .n_headers = 2,
+				    .payload_hash = MTC_S3_UNSIGNED_PAYLOAD,
+				    .region = "eu-west-1",
+				    .service = "s3",
+				    .when = DOC_WHEN };
 	struct mtc_s3_signed s;
 	char *e, err[128];
 
@@ -304,16 +331,21 @@ static int sign_cmd(void)
 	for (i = 0; i < np; i++)
 		p[i] = (struct mtc_s3_pair){
 			json_string_value(json_array_get(json_array_get(params, i), 0)),
-			json_string_value(json_array_get(json_array_get(params, i), 1)) };
+			json_string_value(json_array_get(json_array_get(params, i), 1))
+		};
 	for (i = 0; i < nh; i++)
 		h[i] = (struct mtc_s3_pair){
 			json_string_value(json_array_get(json_array_get(headers, i), 0)),
-			json_string_value(json_array_get(json_array_get(headers, i), 1)) };
+			json_string_value(json_array_get(json_array_get(headers, i), 1))
+		};
 	struct mtc_s3_request r = {
 		.method = json_string_value(json_object_get(j, "method")),
 		.host = json_string_value(json_object_get(j, "host")),
 		.path = json_string_value(json_object_get(j, "path")),
-		.params = p, .n_params = np, .headers = h, .n_headers = nh,
+		.params = p,
+		.n_params = np,
+		.headers = h,
+		.n_headers = nh,
 		.payload_hash = json_string_value(json_object_get(j, "payload_hash")),
 		.region = json_string_value(json_object_get(j, "region")),
 		.service = json_string_value(json_object_get(j, "service")),
@@ -326,8 +358,8 @@ static int sign_cmd(void)
 		fprintf(stderr, "s3_sign: %s\n", err);
 		return 1;
 	}
-	o = json_pack("{s:s, s:s, s:s, s:s}", "authorization", s.authorization, "path", s.path,
-		      "query", s.query, "canonical_request", s.canonical_request);
+	o = json_pack("{s:s, s:s, s:s, s:s}", "authorization", s.authorization, "path", s.path, "query",
+		      s.query, "canonical_request", s.canonical_request);
 	json_dumpf(o, stdout, JSON_COMPACT);
 	putchar('\n');
 	json_decref(o);
@@ -342,12 +374,12 @@ static int target_cmd(int argc, char **argv)
 {
 	struct mtc_s3_target t;
 	char err[256];
-	enum mtc_s3_style style = argc > 4 && !strcmp(argv[4], "path")	  ? MTC_S3_STYLE_PATH
+	enum mtc_s3_style style = argc > 4 && !strcmp(argv[4], "path")	    ? MTC_S3_STYLE_PATH
 				  : argc > 4 && !strcmp(argv[4], "virtual") ? MTC_S3_STYLE_VIRTUAL
 									    : MTC_S3_STYLE_AUTO;
 
-	if (mtc_s3_target_resolve(argv[2], argc > 3 && *argv[3] ? argv[3] : NULL, NULL, style, &t,
-				  err, sizeof err) < 0) {
+	if (mtc_s3_target_resolve(argv[2], argc > 3 && *argv[3] ? argv[3] : NULL, NULL, style, &t, err,
+				  sizeof err) < 0) {
 		fprintf(stderr, "s3_sign: %s\n", err);
 		return 1;
 	}

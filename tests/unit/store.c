@@ -64,20 +64,17 @@ static void suite(struct mtc_store *s, const char *scratch)
 	char range[5];
 	size_t len;
 	static const char *bad[] = { "", "/a", "a//b", "a/../b", "..", "./x", "a/./b", "a\tb" };
-	static const char *good[] = { "a", "a/b", "a/b/", "job/2025-06-30_14-30/x.meta",
-				      "a b/c%d?e#f" };
+	static const char *good[] = { "a", "a/b", "a/b/", "job/2025-06-30_14-30/x.meta", "a b/c%d?e#f" };
 
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		ok(!mtc_store_valid_key(bad[i]), "key '%s' is rejected", bad[i]);
 	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
 		ok(mtc_store_valid_key(good[i]), "key '%s' is accepted", good[i]);
 
-	ok(mtc_store_put_buf(s, "t/a/one", "hello", 5, 0) == 0, "put a buffer: %s",
-	   mtc_store_error(s));
+	ok(mtc_store_put_buf(s, "t/a/one", "hello", 5, 0) == 0, "put a buffer: %s", mtc_store_error(s));
 	ok(mtc_store_put_buf(s, "t/a/one", "other", 5, 0) < 0 && errno == EEXIST,
 	   "a second put of the same key is EEXIST");
-	ok(mtc_store_get_buf(s, "t/a/one", 100, &buf, &len) == 0 && len == 5 &&
-		   !memcmp(buf, "hello", 5),
+	ok(mtc_store_get_buf(s, "t/a/one", 100, &buf, &len) == 0 && len == 5 && !memcmp(buf, "hello", 5),
 	   "the first content stays");
 	free(buf);
 	ok(mtc_store_put_buf(s, "t/a/one", "newer", 5, MTC_STORE_REPLACE) == 0,
@@ -132,8 +129,7 @@ static void suite(struct mtc_store *s, const char *scratch)
 	struct mtc_store_xfer x[3] = { { .key = "t/many/1", .path = src },
 				       { .key = "t/many/2", .path = src },
 				       { .key = "t/a/one", .path = src } };
-	ok(mtc_store_put_many(s, x, 3, 0) < 0 && x[0].err == 0 && x[1].err == 0 &&
-		   x[2].err == EEXIST,
+	ok(mtc_store_put_many(s, x, 3, 0) < 0 && x[0].err == 0 && x[1].err == 0 && x[2].err == EEXIST,
 	   "put_many reports each failure");
 	is_int(x[0].size, 10, "and the sizes");
 	char *d1 = xasprintf("%s/m1", scratch), *d2 = xasprintf("%s/m2", scratch);
@@ -145,8 +141,8 @@ static void suite(struct mtc_store *s, const char *scratch)
 	ok(mtc_store_delete(s, "t/a/one") < 0 && errno == ENOENT, "deleting again is ENOENT");
 	ok(mtc_store_put_buf(s, "t/a/x.meta", "h", 1, 0) == 0, "a meta");
 	ok(mtc_store_delete_prefix(s, "t/a/") == 0, "delete a prefix: %s", mtc_store_error(s));
-	ok(mtc_store_list(s, "t/", "/", &l) == 0 && l.n_prefixes == 1 &&
-		   has_prefix(&l, "t/many/") && l.n_objects == 1,
+	ok(mtc_store_list(s, "t/", "/", &l) == 0 && l.n_prefixes == 1 && has_prefix(&l, "t/many/") &&
+		   l.n_objects == 1,
 	   "only the others remain");
 	mtc_store_list_free(&l);
 	ok(mtc_store_delete_prefix(s, "t/") == 0, "delete everything");
@@ -235,12 +231,12 @@ static int client(struct mtc_store *s, int argc, char **argv)
 	}
 	if (rc < 0) {
 		fprintf(stderr, "store: %s: %s\n", op, mtc_store_error(s));
-		return errno == ENOENT	  ? 4
-		       : errno == EIO	  ? 5
-		       : errno == EEXIST	  ? 6
+		return errno == ENOENT	    ? 4
+		       : errno == EIO	    ? 5
+		       : errno == EEXIST    ? 6
 		       : errno == ETIMEDOUT ? 3
-		       : errno == EACCES	  ? 7
-					  : 1;
+		       : errno == EACCES    ? 7
+					    : 1;
 	}
 	return 0;
 }

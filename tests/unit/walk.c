@@ -42,8 +42,9 @@ static void dir(const char *root, const char *rel)
 
 static const char *walk(const char *root, int flags, int max_depth, struct seen *s)
 {
-	struct mtc_walk w = { .root = root, .flags = flags, .max_depth = max_depth, .visit = note,
-			      .arg = s };
+	struct mtc_walk w = {
+		.root = root, .flags = flags, .max_depth = max_depth, .visit = note, .arg = s
+	};
 	memset(s, 0, sizeof *s);
 	if (flags & MTC_WALK_BENEATH)
 		w.rootfd = open(root, O_RDONLY | O_DIRECTORY);

@@ -71,8 +71,8 @@ static int joined(const uint8_t *data, long long size, long long units, char hex
 
 static void joins(void)
 {
-	long long sizes[] = { 1, 1000, UNIT - 1, UNIT, UNIT + 1, 2 * UNIT, 5 * UNIT + 17,
-			      64 * UNIT, 64 * UNIT + 1, 200 * UNIT - 3 };
+	long long sizes[] = { 1,	1000,	       UNIT - 1,  UNIT,		 UNIT + 1,
+			      2 * UNIT, 5 * UNIT + 17, 64 * UNIT, 64 * UNIT + 1, 200 * UNIT - 3 };
 	uint8_t *data = malloc(200 * UNIT);
 	for (long long i = 0; i < 200 * UNIT; i++)
 		data[i] = (uint8_t)next_rand();
@@ -143,9 +143,9 @@ static int covers(const struct mtc_manifest *m, int k, int ranges, int *cut)
 					continue;
 				seen[e] += p->len < 0 ? m->entries[e].size : p->len;
 				*cut += p->len >= 0;
-				good &= p->len < 0 || (p->off % UNIT == 0 &&
-						       (p->len % UNIT == 0 ||
-							p->off + p->len == m->entries[e].size));
+				good &= p->len < 0 ||
+					(p->off % UNIT == 0 &&
+					 (p->len % UNIT == 0 || p->off + p->len == m->entries[e].size));
 			}
 		}
 	for (size_t e = 0; e < m->n; e++)
@@ -236,7 +236,8 @@ static void wire(void)
 		whole_hex(data, (size_t)size, want);
 		ok(rc == 0 && mtc_wire_join(&got, err, sizeof err) == 0 && got.n == 1 &&
 			   got.e[0].size == size && !strcmp(got.e[0].digest, want),
-		   "%s extractor: the ranges join to the file's digest", sock ? "the socket" : "libarchive's");
+		   "%s extractor: the ranges join to the file's digest",
+		   sock ? "the socket" : "libarchive's");
 		snprintf(path, sizeof path, "%s/f", out);
 		uint8_t *back = malloc((size_t)size);
 		fd = open(path, O_RDONLY);
