@@ -16,6 +16,7 @@
 #include "digest.h"
 #include "fsutil.h"
 #include "peer/peer_wire.h"
+#include "walk.h"
 
 static int only_files_and_dirs(const char *path, const struct stat *st, int flag, struct FTW *f)
 {
