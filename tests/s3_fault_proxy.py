@@ -9,9 +9,6 @@ s3_fault_proxy.py UPSTREAM METHOD STATUS CODE TIMES
 s3_fault_proxy.py UPSTREAM region REGION
     answers as AWS S3 does a request signed for another region than the bucket's, REGION:
     400 AuthorizationHeaderMalformed naming REGION; forwards the others.
-s3_fault_proxy.py UPSTREAM rate BYTES_PER_S
-    forwards every request, each connection's request and response bodies paced to
-    BYTES_PER_S (a stand-in for one stream's bandwidth, for tests/bench/s3_big.sh).
 """
 import http.client
 import re
@@ -19,17 +16,12 @@ import socket
 import struct
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 up = urlsplit(sys.argv[1])
-RATE = 0
 if sys.argv[2] == "region":
     METHOD, STATUS, CODE, TIMES, REGION = None, 0, "", 0, sys.argv[3]
-elif sys.argv[2] == "rate":
-    METHOD, STATUS, CODE, TIMES, REGION = None, 0, "", 0, None
-    RATE = float(sys.argv[3])
 else:
     METHOD, STATUS, CODE, TIMES, REGION = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), None
 CHUNK = 64 * 1024
@@ -43,17 +35,6 @@ class Proxy(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def pace(self, n):
-        """Sleeps until this connection's bytes so far, n more, fit RATE."""
-        if not RATE:
-            return
-        if not hasattr(self, "t0"):
-            self.t0, self.moved = time.monotonic(), 0
-        self.moved += n
-        ahead = self.moved / RATE - (time.monotonic() - self.t0)
-        if ahead > 0:
-            time.sleep(ahead)
-
     def handle_any(self):
         n = int(self.headers.get("Content-Length") or 0)
         parts = []
@@ -63,7 +44,6 @@ class Proxy(BaseHTTPRequestHandler):
                 break
             parts.append(b)
             n -= len(b)
-            self.pace(len(b))
         body = b"".join(parts)
         if self.path == "/proxy-stats":
             return self.answer(200, ("%d %d" % (stats["fired"], stats["forwarded"])).encode(), [])
@@ -116,7 +96,6 @@ class Proxy(BaseHTTPRequestHandler):
         if not head:
             for i in range(0, len(data), CHUNK):
                 self.wfile.write(data[i:i + CHUNK])
-                self.pace(min(CHUNK, len(data) - i))
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
 

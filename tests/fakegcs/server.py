@@ -27,6 +27,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import auth  # noqa: E402
 import crc32c  # noqa: E402
+import s3  # noqa: E402
 from blobs import Chain, FileBlob, MemBlob  # noqa: E402
 from protocol import (HTTPError, check_hashes, check_preconditions, decode_token,  # noqa: E402
                       encode_token, expectations, parse_content_range, parse_goog_hash,
@@ -319,7 +320,7 @@ class Pacer:
 
 # ---------------------------------------------------------------- the handler
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(s3.S3Handler, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "fakegcs/1"
 
@@ -484,7 +485,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send(status, json.dumps(obj).encode(), headers)
 
     def send_error_json(self, e):
-        if (self.kind or "").startswith("xml-"):
+        if (self.kind or "").startswith(("xml-", "s3-")):
             self.send(e.status, xml_error(e), e.headers, "application/xml; charset=UTF-8")
             return
         errors = [{"domain": "global", "reason": e.reason or "error", "message": e.message}]
@@ -506,7 +507,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.kind = kind
                 STATE.count("%s %s" % (method, kind), sub="requests")
                 STATE.count("requests_total")
-                if kind not in ("control", "token", "metadata-server"):
+                if kind not in ("control", "token", "metadata-server") and not kind.startswith("s3-"):
                     self.check_auth()
                 if kind != "control":
                     self.fault = STATE.take_fault(method, kind, bucket, name)
@@ -557,6 +558,8 @@ class Handler(BaseHTTPRequestHandler):
         head = parts[0] if parts else ""
         if head == "_fake":
             return ("control", self.control, None, "/".join(parts[1:]))
+        if self.server.s3:
+            return self.route_s3(method, parts)
         if head == "token" and method == "POST":
             return ("token", self.oauth_token, None, None)
         if head == "computeMetadata":
@@ -1342,6 +1345,8 @@ def main():
                         "second (100M = 100*10^6; 0, the default, is no cap)")
     p.add_argument("--first-byte-latency", type=latency_arg, default=0, metavar="SEC",
                    help="wait this long before the first byte of every response (e.g. 0.03)")
+    p.add_argument("--s3", action="store_true",
+                   help="speak the S3 REST subset (s3.py), path-style, instead of the GCS APIs")
     p.add_argument("--faults", help="JSON file of faults to install at start")
     p.add_argument("--exit-with", type=int, help="exit when this process id is gone")
     p.add_argument("--verbose", action="store_true")
@@ -1357,6 +1362,8 @@ def main():
         STATE.add_faults([faults] if isinstance(faults, dict) else faults)
     srv = Server((args.host, args.port), Handler)
     srv.verbose = args.verbose
+    srv.s3 = args.s3
+    s3.bind(sys.modules[__name__])
     port = srv.server_address[1]
     if args.port_file:
         tmp = args.port_file + ".tmp"
