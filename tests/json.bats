@@ -138,7 +138,7 @@ would delete' '{"t":1e-05}'; do
 @test "mtc-replicate gc --json: a dry run says would-delete, a real run deleted" {
 	saved_step "$W/local" job 200 0 b 1000 >/dev/null
 	json_of 0 mtc-replicate gc --dir "$W/local" --config "$W/cfg" --keep 200 --dry-run --json
-	assert_output --partial '"would-delete":["'
+	assert_output --partial '"would-delete-paths":["'
 	refute_output --partial '"deleted-'
 	json_of 0 mtc-replicate gc --dir "$W/local" --config "$W/cfg" --keep 200 --json
 	assert_output --partial '"deleted-meta":1'
@@ -158,7 +158,9 @@ would delete' '{"t":1e-05}'; do
 @test "mtc-backup --json: the summary line" {
 	saved_step "$W/local" job 300 0 c 1000 >/dev/null
 	json_of 0 mtc-backup --dir "$W/local" --config "$W/cfg" --step 300 --to "$W/bk" --name 2025-07-01_00-00 --json
-	json_of 0 mtc-backup --dir "$W/local" --config "$W/cfg" --step 300 --to "$W/bk" --name 2025-07-01_00-00
+	run --separate-stderr mtc-backup --dir "$W/local" --config "$W/cfg" --step 300 --to "$W/bk" --name 2025-07-01_00-00
+	assert_success
+	assert_output --regexp '^backed up step 300 '
 }
 
 @test "mtc-handshake --json: check, accept, watch, offer --wait-restore" {
