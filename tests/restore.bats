@@ -604,7 +604,7 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 	jq -r '.backups[0].reason' <<<"$output" | grep -q "holds 303 bytes, its manifest says"
 	run mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_15-30 --verify
 	assert_failure 5
-	assert_output --partial "is not intact"
+	assert_output --partial "is not valid"
 	# a flipped byte keeps the size: only the deep check sees it
 	backup_of "$WORK/bk3" 2025-06-30_15-30 200 1
 	flip_byte "$WORK/bk3/job/2025-06-30_15-30/$h.data/$f" 1000
