@@ -215,6 +215,26 @@ open(sys.argv[1] + "/1/commit_success.txt", "w").close()' "$WORK/local"
 	assert_failure
 }
 
+@test "run: a backup's summary is one log line of the daemon's, no JSON of mtc-backup's on stderr" {
+	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":1,"peer-ranks":[],"backup-interval-minutes":1}\n' >"$WORK/cfg1"
+	mkdir "$WORK/local"
+	mtc-replicate run --dir "$WORK/local" --config "$WORK/cfg1" --backup "$WORK/bk" \
+		--quiet-time 0.2 --timeout 60 >"$WORK/run.out" 2>"$WORK/run.err" &
+	RUN=$!
+	mkdir "$WORK/local/7.tmp"
+	make_data "$WORK/local/7.tmp/w" 100000 s7
+	mv "$WORK/local/7.tmp" "$WORK/local/7"
+	wait_for grep -q "of step 7 done" "$WORK/run.err" || { kill "$RUN"; cat "$WORK/run.err"; false; }
+	kill "$RUN"
+	wait "$RUN" || true
+	name=$(ls "$WORK/bk/job")
+	run grep "of step 7 done" "$WORK/run.err"
+	assert_output --regexp "info: backup '$name' of step 7 done: 1[0-9]{5} bytes, [1-9][0-9]* objects \(0 skipped\) in [0-9]+\.[0-9]{3} s$"
+	run grep -c '^{' "$WORK/run.err" "$WORK/run.out"
+	assert_output "$WORK/run.err:0
+$WORK/run.out:0"
+}
+
 @test "a step this node has no .meta for is exit 4; bad options are exit 2" {
 	config "$WORK/cfg" job 0 1
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "$WORK/bk"
