@@ -55,13 +55,24 @@ static int run(const struct mtc_config *cfg, long long step)
 
 	if (rc == MTC_EXIT_OK) {
 		double rate = w.bytes / 1e6 / (w.seconds > 1e-6 ? w.seconds : 1e-6);
-		json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:i, s:o, s:f}", "backup", w.name,
-				      "location", w.location, "step", (json_int_t)step, "rank",
-				      cfg->node_rank, "bytes", (json_int_t)w.bytes, "objects",
-				      (json_int_t)w.objects, "skipped", (int)w.skipped, "seconds",
-				      mtc_json_seconds(w.seconds), "mb-per-s", round(rate * 10) / 10);
-		if (mtc_json_print(j) < 0)
+		if (json) {
+			json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:I, s:I, s:i, s:o, s:f}",
+					      "location", w.location, "job", cfg->job_name, "backup",
+					      w.name, "step", (json_int_t)step, "rank", cfg->node_rank,
+					      "bytes", (json_int_t)w.bytes, "objects",
+					      (json_int_t)w.objects, "skipped", (int)w.skipped,
+					      "seconds", mtc_json_seconds(w.seconds), "mb-per-s",
+					      round(rate * 10) / 10);
+			if (mtc_json_print(j) < 0)
+				rc = MTC_EXIT_FAILURE;
+		} else if (printf("backed up step %lld of rank %d to '%s/%s/%s': %lld bytes, %lld "
+				  "objects (%d skipped) in %.3f s, %.1f MB/s\n",
+				  step, cfg->node_rank, w.location, cfg->job_name, w.name,
+				  (long long)w.bytes, (long long)w.objects, (int)w.skipped, w.seconds,
+				  rate) < 0 ||
+			   fflush(stdout) != 0) {
 			rc = MTC_EXIT_FAILURE;
+		}
 	}
 	free(w.location);
 	return rc;
@@ -95,8 +106,7 @@ int main(int argc, const char **argv)
 		{ "stall-timeout", '\0', POPT_ARG_INT, &stall_s, 0,
 		  "give up waiting for data another node uploads after it has not grown this long (default 300)",
 		  "SECONDS" },
-		{ "json", '\0', POPT_ARG_NONE, &json, 0,
-		  "the summary line is JSON (it is without this too)", NULL },
+		{ "json", '\0', POPT_ARG_NONE, &json, 0, "the summary line as JSON", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	struct mtc_config cfg;

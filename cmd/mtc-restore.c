@@ -90,8 +90,7 @@ int main(int argc, const char **argv)
 		  "seconds for the whole restore (default 600)", "SEC" },
 		{ "heartbeat", '\0', POPT_ARG_DOUBLE, &heartbeat_s, 0,
 		  "seconds between heartbeats (default 5)", "SEC" },
-		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "accepted: the summary line is always JSON",
-		  NULL },
+		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "the summary line as JSON", NULL },
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	enum mode mode = MODE_NONE;

@@ -17,10 +17,10 @@ teardown() {
 	rm -rf "$WORK"
 }
 
-@test "backs up to a directory in the reference layout and prints a JSON summary" {
+@test "backs up to a directory in the reference layout and prints a JSON summary with --json" {
 	config "$WORK/cfg" job 0 1
 	h=$(saved_step "$WORK/local" job 100 0 a)
-	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30 --json
 	assert_success
 	echo "$output" | fakegcs_json 'd["bytes"] > 300000 and d["objects"] == 5 and d["backup"] == "2025-06-30_14-30" and "mb-per-s" in d and "seconds" in d' | grep -qx true
 	b="$WORK/bk/job/2025-06-30_14-30"
@@ -52,7 +52,7 @@ teardown() {
 	run mtc-backup --dir "$WORK/n0" --config "$WORK/cfg0" --step 7 --to gs://bkt/root --name 2025-01-01_00-00
 	assert_success
 	fakegcs_ctl DELETE stats >/dev/null
-	run mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 7 --to gs://bkt/root --name 2025-01-01_00-00
+	run mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 7 --to gs://bkt/root --name 2025-01-01_00-00 --json
 	assert_success
 	echo "$output" | fakegcs_json 'd["bytes"] == 0 and d["skipped"] == 3' | grep -qx true
 	[ "$(fakegcs_stat 'requests.POST upload-multipart')" -le 2 ]
@@ -71,7 +71,7 @@ teardown() {
 	cp "$WORK/n3/job-s9-n3-w0.meta" "$WORK/n1/" # the mate's meta, as replication leaves it
 	run mtc-backup --dir "$WORK/n3" --config "$WORK/cfg3" --step 9 --to gs://bkt --name 2025-01-01_00-00
 	assert_success
-	run mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 9 --to gs://bkt --name 2025-01-01_00-00
+	run mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 9 --to gs://bkt --name 2025-01-01_00-00 --json
 	assert_success
 	echo "$output" | fakegcs_json 'd["bytes"] == 0' | grep -qx true
 	run "$STORE" gs://bkt list job/2025-01-01_00-00/ /
@@ -86,7 +86,7 @@ teardown() {
 	h1=$(saved_step "$WORK/n1" job 9 1 r1)
 	h3=$(saved_step "$WORK/n3" job 9 3 r3)
 	cp "$WORK/n3/job-s9-n3-w0.meta" "$WORK/n1/"
-	run mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 9 --to gs://bkt --name 2025-01-01_00-00
+	run mtc-backup --dir "$WORK/n1" --config "$WORK/cfg1" --step 9 --to gs://bkt --name 2025-01-01_00-00 --json
 	assert_success
 	echo "$output" | fakegcs_json 'd["bytes"] > 300000' | grep -qx true
 	run mtc-backup --dir "$WORK/n3" --config "$WORK/cfg3" --step 9 --to gs://bkt --name 2025-01-01_00-00
@@ -215,6 +215,28 @@ open(sys.argv[1] + "/1/commit_success.txt", "w").close()' "$WORK/local"
 	assert_failure
 }
 
+@test "run: a backup's summary is one log line of the daemon's, no JSON of mtc-backup's on stderr" {
+	printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":1,"peer-ranks":[],"backup-interval-minutes":1}\n' >"$WORK/cfg1"
+	mkdir "$WORK/local"
+	mtc-replicate run -v --dir "$WORK/local" --config "$WORK/cfg1" --backup "$WORK/bk" \
+		--quiet-time 0.2 --timeout 90 >"$WORK/run.out" 2>"$WORK/run.err" &
+	RUN=$!
+	mkdir "$WORK/local/7.tmp"
+	make_data "$WORK/local/7.tmp/w" 100000 s7
+	mv "$WORK/local/7.tmp" "$WORK/local/7"
+	# the backup starts on the loop's own clock: up to a minute
+	for _ in $(seq 600); do grep -q "of step 7 done" "$WORK/run.err" && break; sleep 0.1; done
+	grep -q "of step 7 done" "$WORK/run.err" || { kill "$RUN"; cat "$WORK/run.err"; false; }
+	kill "$RUN"
+	wait "$RUN" || true
+	name=$(ls "$WORK/bk/job")
+	run grep "of step 7 done" "$WORK/run.err"
+	assert_output --regexp "info: backup '$name' of step 7 done: 1[0-9]{5} bytes, [1-9][0-9]* objects \(0 skipped\) in [0-9]+\.[0-9]{3} s$"
+	run grep -c '^{' "$WORK/run.err" "$WORK/run.out"
+	assert_output "$WORK/run.err:0
+$WORK/run.out:0"
+}
+
 @test "a step this node has no .meta for is exit 4; bad options are exit 2" {
 	config "$WORK/cfg" job 0 1
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "$WORK/bk"
@@ -252,7 +274,7 @@ open(sys.argv[1] + "/1/commit_success.txt", "w").close()' "$WORK/local"
 	saved_step "$WORK/local" job 5 0 a >/dev/null
 	run --separate-stderr mtc-backup -v --json --dir "$WORK/local" --config "$WORK/cfg" --step 5 --to "$WORK/bk" --name 2025-06-30_14-30
 	assert_success
-	assert_output --regexp '^\{"backup":"2025-06-30_14-30","location":"[^"]*","step":5,"rank":0,"bytes":300002,"objects":5,"skipped":0,"seconds":[0-9]+\.[0-9]{1,3},"mb-per-s":[0-9.]+\}$'
+	assert_output --regexp '^\{"location":"[^"]*","job":"job","backup":"2025-06-30_14-30","step":5,"rank":0,"bytes":300002,"objects":5,"skipped":0,"seconds":[0-9]+\.[0-9]{1,3},"mb-per-s":[0-9.]+\}$'
 	[[ "$stderr" == *"info: hashing the data of step 5 (1 worker)"* ]]
 	[[ "$stderr" == *"info: hashed '$WORK/local/"* ]]
 	[[ "$stderr" == *"info: uploading 3 objects (300002 bytes) to '$WORK/bk/job/2025-06-30_14-30/'"* ]]
@@ -295,9 +317,9 @@ temporaries() { find "$1" -name '.mtc-*.tmp' | sort; }
 	run temporaries "$WORK/bk"
 	assert_output ""
 
-	# the dead writer's temporary in the whole backup: reported, not intact
+	# the dead writer's temporary in the whole backup: reported, not valid
 	cp -a "$WORK/aside" "$left"
-	run --separate-stderr mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --verify
+	run --separate-stderr mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --verify --json
 	assert_success
 	echo "$output" | fakegcs_json 'd["state"] == "leftovers" and d["leftovers"] == 1 and d["leftover-bytes"] == 4194304' | grep -qx true
 	[[ "$stderr" == *"holds 1 temporary of dead writers (4194304 bytes), first '$left'"* ]]
@@ -310,9 +332,9 @@ temporaries() { find "$1" -name '.mtc-*.tmp' | sort; }
 	assert_success
 	assert_file_not_exists "$left"
 	assert_file_exists "$live"
-	run mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --verify
+	run mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --verify --json
 	assert_success
-	echo "$output" | fakegcs_json 'd["state"] == "intact" and d["leftovers"] == 0' | grep -qx true
+	echo "$output" | fakegcs_json 'd["state"] == "valid" and d["leftovers"] == 0' | grep -qx true
 	kill -9 "$BG_PID"
 	wait "$BG_PID" || true
 	run mtc-prune "$WORK/bk" --job job --daily 2 --delete
@@ -359,20 +381,20 @@ stalled_gs_backup() {
 	run gcs_parts job/
 	assert_output ""
 
-	# the parts of a dead writer in the whole backup: reported, not intact; listings skip them
+	# the parts of a dead writer in the whole backup: reported, not valid; listings skip them
 	head -c 1048576 /dev/urandom >"$WORK/part"
 	for p in "${parts[@]}"; do
 		curl -fsS --max-time 10 -o /dev/null --data-binary @"$WORK/part" \
 			"$FAKEGCS_URL/upload/storage/v1/b/bkt/o?uploadType=media&name=${p%% *}"
 	done
-	MTC_TMP_STALE_S=0 run --separate-stderr mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --verify
+	MTC_TMP_STALE_S=0 run --separate-stderr mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --verify --json
 	assert_success
 	echo "$output" | fakegcs_json 'd["state"] == "leftovers" and d["leftovers"] == 4 and d["leftover-bytes"] == 4194304' | grep -qx true
 	[[ "$stderr" == *"holds 4 temporaries of dead writers (4194304 bytes), first 'gs://bkt/$b/$h.data/weights.mtc-parts/00'"* ]]
 	# younger than the bound: they may be a live writer's
-	run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --verify
+	run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --verify --json
 	assert_success
-	echo "$output" | fakegcs_json 'd["state"] == "intact" and d["leftovers"] == 0' | grep -qx true
+	echo "$output" | fakegcs_json 'd["state"] == "valid" and d["leftovers"] == 0' | grep -qx true
 	run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --rank 0 --layout hash --out "$WORK/out"
 	assert_success
 	diff -r "$WORK/local/$h.data" "$WORK/out/$h.data"
@@ -390,7 +412,7 @@ stalled_gs_backup() {
 	assert_success
 	run gcs_parts job/
 	assert_output ""
-	MTC_TMP_STALE_S=0 run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --verify
+	MTC_TMP_STALE_S=0 run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --verify --json
 	assert_success
-	echo "$output" | fakegcs_json 'd["state"] == "intact"' | grep -qx true
+	echo "$output" | fakegcs_json 'd["state"] == "valid"' | grep -qx true
 }

@@ -345,7 +345,7 @@ prehash_tid() {
 	printf '%s' "$h3" > "$L/job-s3-n1-w0.meta"
 	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 3 --dry-run --json
 	assert_success
-	assert_output --regexp '^\{"dry-run":true,"would-delete":\[("[^"]*",){6}"[^"]*"\],"would-delete-meta":3,"would-delete-data":2,"kept-meta":2,"kept-data":2\}$'
+	assert_output --regexp '^\{"dry-run":true,"would-delete-paths":\[("[^"]*",){6}"[^"]*"\],"would-delete-meta":3,"would-delete-data":2,"kept-meta":2,"kept-data":2\}$'
 	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 3 --dry-run
 	assert_success
 	assert_line "would delete '$L/job-s2-n0-w0.meta'"

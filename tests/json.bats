@@ -6,6 +6,8 @@
 #     keys): the caller names such maps by their key (json_ok KEY...);
 #   - a number with a fraction (a time, a duration, a rate) has at most 3
 #     decimals and no exponent.
+# and every line validates against man/mtc-json.schema.json, the vocabulary
+# of mtc(7) 9.2 (a field the schema does not name fails).
 # One helper a program runs each mode, so a change of a program's command
 # line is one edit here.
 
@@ -26,9 +28,12 @@ teardown() {
 	rm -rf "$W"
 }
 
+SCHEMA="$BATS_TEST_DIRNAME/../man/mtc-json.schema.json"
 CHECK='
 import json, re, sys
-data_maps = set(sys.argv[1:])
+import jsonschema
+schema = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
+data_maps = set(sys.argv[2:])
 key_re = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 bad = []
 def number(text):
@@ -59,6 +64,8 @@ for i, line in enumerate(lines, 1):
     if not isinstance(o, dict):
         bad.append("line %d is not an object" % i)
     walk(o, "", None)
+    for e in schema.iter_errors(json.loads(line)):
+        bad.append("line %d not in the vocabulary: %s: %s" % (i, "/".join(map(str, e.absolute_path)), e.message[:200]))
 for b in bad:
     print(b)
 sys.exit(1 if bad else 0)
@@ -67,7 +74,7 @@ sys.exit(1 if bad else 0)
 # json_ok [DATA_MAP_KEY...]: $output (stdout only: run --separate-stderr) is
 # one JSON object a line in the one shape.
 json_ok() {
-	printf '%s\n' "$output" | python3 -c "$CHECK" "$@" || fail "stdout not in the one JSON shape:
+	printf '%s\n' "$output" | python3 -c "$CHECK" "$SCHEMA" "$@" || fail "stdout not in the one JSON shape:
 $output"
 }
 
@@ -96,21 +103,23 @@ not_converted() {
 	shift
 	run --separate-stderr "$@"
 	[ "$status" -eq "$want" ] || skip "$1 --json: not converted yet (exit $status: ${stderr%%$'\n'*})"
-	printf '%s\n' "$output" | python3 -c "$CHECK" >/dev/null ||
-		skip "$1 --json: not converted yet ($(printf '%s\n' "$output" | python3 -c "$CHECK" | head -1))"
+	printf '%s\n' "$output" | python3 -c "$CHECK" "$SCHEMA" >/dev/null ||
+		skip "$1 --json: not converted yet ($(printf '%s\n' "$output" | python3 -c "$CHECK" "$SCHEMA" | head -1))"
 }
 
 @test "the checker fails what is not the one shape" {
-	output='{"ok":1}'
+	output='{"ok":true}'
 	json_ok
-	for bad in 'text' '{"dry_run":true}' '{"a":{"b_c":1}}' '{"seconds":0.12345}' '[1]' '{"x":1}
-would delete' '{"t":1e-05}'; do
+	for bad in 'text' '{"dry_run":true}' '{"a":{"b_c":1}}' '{"seconds":0.12345}' '[1]' '{"ok":true}
+would delete' '{"seconds":1e-05}' '{"no-such-field":1}' '{"ok":1}'; do
 		output=$bad
 		run json_ok
 		assert_failure
 	done
 	output='{"files":{"a_b.txt":1}}'
-	json_ok files
+	run json_ok files
+	refute_output --partial 'key .files.a_b.txt'
+	assert_output --partial 'not in the vocabulary'
 }
 
 @test "mtc-replicate digest --json: files, directories, standard input, --manifest" {
@@ -138,7 +147,7 @@ would delete' '{"t":1e-05}'; do
 @test "mtc-replicate gc --json: a dry run says would-delete, a real run deleted" {
 	saved_step "$W/local" job 200 0 b 1000 >/dev/null
 	json_of 0 mtc-replicate gc --dir "$W/local" --config "$W/cfg" --keep 200 --dry-run --json
-	assert_output --partial '"would-delete":["'
+	assert_output --partial '"would-delete-paths":["'
 	refute_output --partial '"deleted-'
 	json_of 0 mtc-replicate gc --dir "$W/local" --config "$W/cfg" --keep 200 --json
 	assert_output --partial '"deleted-meta":1'
@@ -158,7 +167,9 @@ would delete' '{"t":1e-05}'; do
 @test "mtc-backup --json: the summary line" {
 	saved_step "$W/local" job 300 0 c 1000 >/dev/null
 	json_of 0 mtc-backup --dir "$W/local" --config "$W/cfg" --step 300 --to "$W/bk" --name 2025-07-01_00-00 --json
-	json_of 0 mtc-backup --dir "$W/local" --config "$W/cfg" --step 300 --to "$W/bk" --name 2025-07-01_00-00
+	run --separate-stderr mtc-backup --dir "$W/local" --config "$W/cfg" --step 300 --to "$W/bk" --name 2025-07-01_00-00
+	assert_success
+	assert_output --regexp '^backed up step 300 '
 }
 
 @test "mtc-handshake --json: check, accept, watch, offer --wait-restore" {

@@ -248,7 +248,7 @@ a-2025-06-30_10-00'
 	assert_file_exists "$ROOT/job/2025-06-09_12-00.txt"
 	run mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 3 --delete --json
 	assert_success
-	assert_line --partial '"summary":true,"backups":3,"kept":3,"deleted":0,"failed":0'
+	assert_line --partial '"summary":true,"total":3,"kept":3,"deleted":0,"failed":0'
 }
 
 @test "the newest valid backup is never deleted" {
@@ -270,7 +270,7 @@ a-2025-06-30_10-00'
 	printf '2020-01-02_00-00\n' >"$ROOT/job/restore.version"
 	run mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 1 --delete --json
 	assert_success
-	assert_output --partial '"name":"2020-01-01_00-00","location":"'"$ROOT/job"'","time":1577836800.0,"action":"deleted"'
+	assert_output --partial '"backup":"2020-01-01_00-00","job-root":"'"$ROOT/job"'","time":1577836800.0,"action":"deleted"'
 	assert_equal "$(dirs)" '2020-01-02_00-00 2020-01-03_00-00 '
 	assert_file_exists "$ROOT/job/restore.version"
 }
@@ -481,7 +481,7 @@ def keys(o):
             yield from keys(v)
 assert all("_" not in k for o in lines for k in keys(o)), lines
 assert [o.get("action") for o in lines[:-1]] == sys.argv[1].split(), lines
-assert lines[-1]["summary"] and lines[-1]["backups"] == 3 and lines[-1]["kept"] == 1, lines
+assert lines[-1]["summary"] and lines[-1]["total"] == 3 and lines[-1]["kept"] == 1, lines
 assert ("deleted" in lines[-1]) == (sys.argv[2] == "--delete"), lines
 assert lines[0]["time"] == 1751277600, lines
 ' "$want" "$mode"

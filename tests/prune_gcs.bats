@@ -61,7 +61,7 @@ metas_of() { objects | grep -c "^job/$1/.*\.meta$" || true; }
 decisions() {
 	python3 -c 'import json, sys
 lines = [json.loads(l) for l in sys.stdin]
-bs, d = [o for o in lines if "name" in o], lines[-1]
+bs, d = [o for o in lines if "backup" in o], lines[-1]
 print(json.dumps(eval(sys.argv[1])))' "$1"
 }
 
@@ -142,7 +142,7 @@ EOF
 	assert_equal "$(dirs)" '2025-06-05_12-00 2025-06-06_12-00 lost+found notes '
 	run --separate-stderr mtc-prune "${LOC[@]}" "${NONE[@]}" --daily 2 --delete --json
 	assert_success
-	assert_equal "$(echo "$output" | decisions '[d["backups"], d["kept"], d["deleted"]]')" '[2, 2, 0]'
+	assert_equal "$(echo "$output" | decisions '[d["total"], d["kept"], d["deleted"]]')" '[2, 2, 0]'
 }
 
 @test "gs://: backups written by mtc-backup are judged against the config's nodes and pruned" {
@@ -160,9 +160,9 @@ EOF
 	keep=$(objects | grep -v '^job/2025-01-01_00-00/')
 	run --separate-stderr mtc-prune -c "$WORK/cfg0" gs://bkt/root "${NONE[@]}" --hourly 1 --json
 	assert_success
-	echo "$output" | decisions '[(b["name"], b["action"], b.get("state")) for b in bs]' |
+	echo "$output" | decisions '[(b["backup"], b["action"], b.get("state")) for b in bs]' |
 		grep -qxF '[["2025-01-01_00-00", "would-delete", null], ["2025-01-01_00-30", "keep", "valid"], ["2025-01-01_01-00", "keep", "incomplete"]]'
-	assert_output --partial '"why":"node 1 worker 0 has no .meta"'
+	assert_output --partial '"reason":"node 1 worker 0 has no .meta"'
 	run mtc-prune -c "$WORK/cfg0" gs://bkt/root "${NONE[@]}" --hourly 1 --delete
 	assert_success
 	assert_line --regexp '^deleted +2025-01-01_00-00$'
@@ -303,7 +303,7 @@ EOF
 	fakegcs_ctl DELETE faults >/dev/null
 	run --separate-stderr mtc-prune "${LOC[@]}" "${NONE[@]}" --daily 1 --delete --json
 	assert_success
-	echo "$output" | decisions '[(b["name"], b["action"]) for b in bs]' |
+	echo "$output" | decisions '[(b["backup"], b["action"]) for b in bs]' |
 		grep -qxF '[["2020-01-01_00-00", "keep"], ["2020-01-01_01-00", "deleted"], ["2020-01-01_02-00", "keep"]]'
 	assert_equal "$(dirs)" '2020-01-01_00-00 2020-01-01_02-00 '
 }

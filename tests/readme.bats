@@ -76,6 +76,6 @@ stop_service() {
 	block 3 >"$W/workstation.sh"
 	run bash -ec "cd '$W' && . ./workstation.sh"
 	assert_success
-	assert_output --partial '"state":"intact"'
+	assert_line --regexp '/backups/job/[0-9_-]+: valid$'
 	[ -d "$W/ckpt/2" ]
 }

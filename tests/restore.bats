@@ -45,7 +45,7 @@ gs_backup_of_step() {
 	for loc in $(both); do
 		backup_of "$loc" 2025-06-30_14-30 100 2
 		rm -rf "$WORK/out"
-		run mtc-restore --from "$loc" --job job --name "2025-06-30_14-30" --rank 1 --layout hash --out "$WORK/out"
+		run mtc-restore --from "$loc" --job job --name "2025-06-30_14-30" --rank 1 --layout hash --out "$WORK/out" --json
 		assert_success
 		echo "$output" | fakegcs_json 'd["step"] == 100 and d["rank"] == 1 and d["bytes"] > 300000' | grep -qx true
 		h=$(cat "$WORK/n1/job-s100-n1-w0.meta")
@@ -261,7 +261,7 @@ gs_backup_of_step() {
 		"$STORE" "$loc" rmprefix "job/2025-06-30_16-30/$(cat "$WORK/n1/job-s300-n1-w0.meta").data/"
 		run mtc-lkg --backups "$loc" --job job --json
 		assert_success
-		echo "$output" | fakegcs_json '[b["name"] for b in d["backups"]] == ["2025-06-30_16-30", "2025-06-30_15-30", "2025-06-30_14-30"]' | grep -qx true
+		echo "$output" | fakegcs_json '[b["backup"] for b in d["backups"]] == ["2025-06-30_16-30", "2025-06-30_15-30", "2025-06-30_14-30"]' | grep -qx true
 		echo "$output" | fakegcs_json 'd["newest-valid"] == "2025-06-30_15-30" and d["backups"][0]["state"] == "incomplete" and d["backups"][1]["step"] == 200 and d["backups"][1]["nodes"] == 2 and d["backups"][1]["bytes"] > 600000 and d["restore-version"] is None' | grep -qx true
 		run mtc-lkg --backups "$loc" --job job
 		assert_success
@@ -351,7 +351,7 @@ killed_midway() {
 	killed_midway
 	assert_file_not_exists "$WORK/out/job-s100-n0-w0.meta"
 	assert_file_not_exists "$WORK/out/$h.data"
-	run mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
+	run mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" --json
 	assert_success
 	kept=$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')
 	assert_equal "$kept" $((P + $(size_of "$WORK/n0/$h.data/sub/note.txt")))
@@ -367,7 +367,7 @@ killed_midway() {
 	killed_midway
 	key="job/$B/$h.data/sub/note.txt"
 	"$STORE" gs://bkt rm "$key" && "$STORE" gs://bkt put "$key" "$WORK/n0/$h.data/sub/note.txt"
-	run mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
+	run mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" --json
 	assert_success
 	assert_equal "$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')" "$P"
 	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
@@ -402,7 +402,7 @@ killed_midway() {
 	mkdir -p "$S/.partial/$h.data"
 	printf '{"%s.data/weights": 0}' "$h" >"$S/.mtc-generations"
 	head -c 300000 "$WORK/n0/$h.data/weights" >"$S/.partial/$h.data/weights"
-	run mtc-restore --from "$WORK/bk" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
+	run mtc-restore --from "$WORK/bk" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" --json
 	assert_success
 	assert_equal "$(echo "$output" | fakegcs_json 'd["kept"]')" 300000
 	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
@@ -441,7 +441,7 @@ killed_midway() {
 		wait "$BG_PID" || true
 		fakegcs_ctl DELETE faults >/dev/null
 		fakegcs_ctl DELETE stats >/dev/null
-		run mtc-restore --from "$loc" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
+		run mtc-restore --from "$loc" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" --json
 		assert_success
 		kept=$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')
 		if [ "$loc" = gs://bkt ]; then
@@ -567,7 +567,7 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 @test "a workstation restore: the newest valid backup, rank 0 of a one-node job, as DIR/<step>" {
 	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
 	backup_of "$WORK/bk" 2025-06-30_15-30 200 1
-	run mtc-restore --from "$WORK/bk" --job job --out "$WORK/out"
+	run mtc-restore --from "$WORK/bk" --job job --out "$WORK/out" --json
 	assert_success
 	assert_equal "$(jq -r '[.step, .path] | @tsv' <<<"${lines[-1]}")" "200	$WORK/out/200"
 	h=$(cat "$WORK/n0"/job-s200-n0-w0.meta)
@@ -591,9 +591,9 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 	for loc in $(both); do
 		backup_of "$loc" 2025-06-30_14-30 100 1
 		backup_of "$loc" 2025-06-30_15-30 200 1
-		run mtc-restore --from "$loc" --job job --verify
+		run mtc-restore --from "$loc" --job job --verify --json
 		assert_success
-		jq -e '.state == "intact" and .step == 200 and .files >= 1 and .bytes > 0' <<<"$output"
+		jq -e '.state == "valid" and .step == 200 and .files >= 1 and .bytes > 0' <<<"$output"
 	done
 	h=$(cat "$WORK/n0"/job-s200-n0-w0.meta)
 	f=$(cd "$WORK/bk/job/2025-06-30_15-30/$h.data" && find . -type f -size +100k | head -1)
@@ -604,7 +604,7 @@ largest_value_file() { find "$1" -path '*/d/*' -type f -printf '%s %p\n' | sort 
 	jq -r '.backups[0].reason' <<<"$output" | grep -q "holds 303 bytes, its manifest says"
 	run mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_15-30 --verify
 	assert_failure 5
-	assert_output --partial "is not intact"
+	assert_output --partial "is not valid"
 	# a flipped byte keeps the size: only the deep check sees it
 	backup_of "$WORK/bk3" 2025-06-30_15-30 200 1
 	flip_byte "$WORK/bk3/job/2025-06-30_15-30/$h.data/$f" 1000
@@ -645,7 +645,7 @@ sent_since() {
 		run mtc-restore --from gs://bkt --job job --name "$B" --layout $layout --out "$WORK/out"
 		assert_success
 		[ "$(sent_since)" -gt 4194304 ]
-		run mtc-restore --from gs://bkt --job job --name "$B" --layout $layout --out "$WORK/out"
+		run mtc-restore --from gs://bkt --job job --name "$B" --layout $layout --out "$WORK/out" --json
 		assert_success
 		[ "$(sent_since)" -lt 4096 ]
 		[ "$(echo "${lines[-1]}" | fakegcs_json 'd["bytes"]')" = 0 ]

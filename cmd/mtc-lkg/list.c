@@ -116,10 +116,12 @@ int list_backups(const char *job, int nodes, int workers)
 			newest_valid = list[i].name;
 		if (rc == MTC_EXIT_OK && json_out)
 			json_array_append_new(arr,
-					      json_pack("{s:s, s:s, s:s, s:I, s:i, s:i, s:I, s:b, s:b, s:b}",
-							"name", list[i].name, "state",
+					      json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:I, s:b, s:b, s:b}",
+							"backup", list[i].name, "state",
 							mtc_backup_state_name(info.state), "reason",
-							info.reason, "step", (json_int_t)info.step,
+							info.reason, "step",
+							info.step >= 0 ? json_integer(info.step)
+								       : json_null(),
 							"nodes", info.nodes, "workers", info.workers,
 							"bytes", (json_int_t)bytes, "verified", deep,
 							"newest-valid", newest_valid == list[i].name,

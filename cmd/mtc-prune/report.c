@@ -35,7 +35,7 @@ static json_t *policy_json(const struct mtc_retention_policy *p)
 	return pol;
 }
 
-/* One JSON line a backup: name, location, time, action, reasons, state. */
+/* One JSON line a backup: backup, job-root, time, action, reasons, state. */
 static int report_json(const struct run *run)
 {
 	int rc = 0;
@@ -43,9 +43,9 @@ static int report_json(const struct run *run)
 		const struct mtc_retention_item *it = &run->items[i];
 		struct backup *b = backup_of(run, it->name);
 		json_t *o = json_object(), *why = json_array();
-		json_object_set_new(o, "name", json_string(it->name));
+		json_object_set_new(o, "backup", json_string(it->name));
 		if (run->root)
-			json_object_set_new(o, "location", json_string(run->root));
+			json_object_set_new(o, "job-root", json_string(run->root));
 		if (run->r->section)
 			json_object_set_new(o, "section", json_string(run->r->section->path));
 		json_object_set_new(o, "time", mtc_json_seconds((double)it->when));
@@ -57,7 +57,7 @@ static int report_json(const struct run *run)
 					    json_string(mtc_backup_state_name(
 						    (enum mtc_backup_state)b->state)));
 		if (b->reason[0])
-			json_object_set_new(o, "why", json_string(b->reason));
+			json_object_set_new(o, "reason", json_string(b->reason));
 		rc |= mtc_json_print(o);
 	}
 	return rc;
@@ -140,7 +140,7 @@ int report_summary(const struct totals *t, const struct rules *r)
 	json_object_set_new(o, "summary", json_true());
 	if (ini.n)
 		json_object_set_new(o, "paths", json_integer((json_int_t)t->paths));
-	json_object_set_new(o, "backups", json_integer((json_int_t)t->backups));
+	json_object_set_new(o, "total", json_integer((json_int_t)t->backups));
 	json_object_set_new(o, "kept", json_integer((json_int_t)t->kept));
 	if (do_delete) {
 		json_object_set_new(o, "deleted", json_integer((json_int_t)t->deleted));

@@ -32,10 +32,10 @@ static int print_gc(const struct mtc_gc_stats *st, int dry_run, json_t *would, i
 {
 	if (json && dry_run)
 		return mtc_json_print(
-			json_pack("{s:b, s:O, s:I, s:I, s:I, s:I}", "dry-run", 1, "would-delete", would,
-				  "would-delete-meta", (json_int_t)st->deleted_meta, "would-delete-data",
-				  (json_int_t)st->deleted_data, "kept-meta", (json_int_t)st->kept_meta,
-				  "kept-data", (json_int_t)st->kept_data));
+			json_pack("{s:b, s:O, s:I, s:I, s:I, s:I}", "dry-run", 1, "would-delete-paths",
+				  would, "would-delete-meta", (json_int_t)st->deleted_meta,
+				  "would-delete-data", (json_int_t)st->deleted_data, "kept-meta",
+				  (json_int_t)st->kept_meta, "kept-data", (json_int_t)st->kept_data));
 	if (json)
 		return mtc_json_print(json_pack("{s:b, s:I, s:I, s:I, s:I}", "dry-run", 0,
 						"deleted-meta", (json_int_t)st->deleted_meta,

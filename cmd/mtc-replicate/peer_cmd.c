@@ -479,7 +479,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 			free(name);
 		}
 	summary = json_pack("{s:s, s:b, s:o, s:o}", "from", from, "ok", worst == 0, "seconds",
-			    mtc_json_seconds(mtc_now() - t0), "objects", list);
+			    mtc_json_seconds(mtc_now() - t0), "transfers", list);
 	mtc_json_print(summary);
 	rc = worst;
 out:

@@ -5,6 +5,7 @@
 #include "steady.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -75,6 +76,7 @@ struct loop {
 		char err[1024];
 	} sync;
 	pid_t child;
+	int child_out; /* the read end of the child's stdout (its --json summary); -1: none */
 	char child_name[17];
 	long long child_step;
 	long long last_backup_time, last_backup_step;
@@ -436,6 +438,28 @@ static void push_new(struct loop *l)
 	push_done(l);
 }
 
+/* The child's --json summary as one log line; its pipe is closed. */
+static void log_backup_done(struct loop *l)
+{
+	char buf[4096];
+	ssize_t n = l->child_out >= 0 ? read(l->child_out, buf, sizeof buf - 1) : -1;
+	json_t *j;
+
+	buf[n > 0 ? n : 0] = '\0';
+	j = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+	if (json_is_object(j))
+		mtc_info("backup '%s' of step %lld done: %lld bytes, %lld objects (%lld skipped) "
+			 "in %.3f s",
+			 l->child_name, l->child_step,
+			 (long long)json_integer_value(json_object_get(j, "bytes")),
+			 (long long)json_integer_value(json_object_get(j, "objects")),
+			 (long long)json_integer_value(json_object_get(j, "skipped")),
+			 json_number_value(json_object_get(j, "seconds")));
+	else
+		mtc_info("backup '%s' of step %lld done", l->child_name, l->child_step);
+	json_decref(j);
+}
+
 static void reap_backup(struct loop *l, int block)
 {
 	int status;
@@ -447,7 +471,7 @@ static void reap_backup(struct loop *l, int block)
 	if (p == 0 || (p < 0 && errno == EINTR))
 		return;
 	if (p > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-		mtc_info("backup '%s' of step %lld done", l->child_name, l->child_step);
+		log_backup_done(l);
 		safety_reached(l, l->child_step, MTC_SAFE_BACKUP, mtc_wall_now());
 		l->status.backup_step = l->child_step;
 		l->status.backup_time = (long long)time(NULL);
@@ -463,6 +487,9 @@ static void reap_backup(struct loop *l, int block)
 			  l->child_name, l->child_step,
 			  p > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 	}
+	if (l->child_out >= 0)
+		close(l->child_out);
+	l->child_out = -1;
 	l->child = 0;
 }
 
@@ -478,6 +505,7 @@ static void start_backup(struct loop *l, const char *name, long long step)
 	int n = 0;
 	time_t when;
 	pid_t p;
+	int out[2];
 
 	if (!o->backup || l->child > 0 || !strcmp(name, l->attempted))
 		return;
@@ -496,6 +524,7 @@ static void start_backup(struct loop *l, const char *name, long long step)
 	argv[n++] = o->backup;
 	argv[n++] = "--name";
 	argv[n++] = name;
+	argv[n++] = "--json";
 	if (o->store_token_file) {
 		argv[n++] = "--gcs-token-file";
 		argv[n++] = o->store_token_file;
@@ -505,9 +534,15 @@ static void start_backup(struct loop *l, const char *name, long long step)
 		argv[n++] = o->store_s3_endpoint;
 	}
 	argv[n] = NULL;
+	if (pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0) {
+		mtc_error("cannot start mtc-backup for '%s':", name);
+		return;
+	}
 	p = fork();
 	if (p < 0) {
 		mtc_error("cannot start mtc-backup for '%s':", name);
+		close(out[0]);
+		close(out[1]);
 		return;
 	}
 	if (p == 0) {
@@ -516,12 +551,16 @@ static void start_backup(struct loop *l, const char *name, long long step)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
-		dup2(STDERR_FILENO, STDOUT_FILENO);
+		/* its summary comes back through the pipe; a blocking write is fine for one line */
+		fcntl(out[1], F_SETFL, 0);
+		dup2(out[1], STDOUT_FILENO);
 		mtc_background_enter(o->background); /* inherited by mtc-backup's threads */
 		execvp(argv[0], (char *const *)argv);
 		fprintf(stderr, "%s: cannot run '%s': %s\n", mtc_prog(), argv[0], strerror(errno));
 		_exit(127);
 	}
+	close(out[1]);
+	l->child_out = out[0];
 	mtc_info("backup '%s' of step %lld started (pid %d)", name, step, (int)p);
 	phase_done("backup");
 	l->child = p;
@@ -736,7 +775,7 @@ static void write_status(struct loop *l)
 
 int mtc_steady_run(const struct mtc_steady_opts *o)
 {
-	struct loop l = { .o = o };
+	struct loop l = { .o = o, .child_out = -1 };
 	struct mtc_commit_opts co = { .dir = o->dir,
 				      .cfg = o->cfg,
 				      .threads = o->threads,

@@ -86,7 +86,50 @@ static void count_leftover(const char *where, long long bytes, void *arg)
  * --verify: every byte of the backup against its manifests and names, and
  * what dead writers left in it; nothing is written.
  */
-int verify_backup(struct mtc_store *s, const char *name)
+/* 1 when nothing at all is stored under the backup's name, 0 when something is, -1 on error. */
+static int backup_missing(struct mtc_store *s, const char *name)
+{
+	struct mtc_store_list l = { 0 };
+	char *prefix = xasprintf("%s/", name);
+	int rc = mtc_store_list(s, prefix, "/", &l);
+	if (rc == 0)
+		rc = !l.n_objects && !l.n_prefixes;
+	mtc_store_list_free(&l);
+	free(prefix);
+	return rc < 0 ? -1 : rc;
+}
+
+/* The state --verify reports: lkg's states, and leftovers (valid, with temporaries) and missing. */
+static const char *verify_state(struct mtc_store *s, const char *name, int v,
+				const struct mtc_backup_info *info, long long leftovers)
+{
+	if (!v)
+		return leftovers ? "leftovers" : "valid";
+	if (info->state == MTC_BACKUP_EMPTY && backup_missing(s, name) == 1)
+		return "missing";
+	return mtc_backup_state_name(info->state == MTC_BACKUP_VALID ? MTC_BACKUP_DAMAGED : info->state);
+}
+
+static void print_verify(struct mtc_store *s, const char *job, const char *name, int v,
+			 const struct mtc_backup_info *info, const struct mtc_verify_stats *st,
+			 long long leftovers, long long leftover_bytes, const char *why, double secs)
+{
+	const char *state = verify_state(s, name, v, info, leftovers);
+	if (!json_out) {
+		printf("%s/%s/%s: %s%s%s\n", from, job, name, state, why[0] ? ": " : "", why);
+		fflush(stdout);
+		return;
+	}
+	mtc_json_print(json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}",
+				 "location", from, "job", job, "backup", name, "step",
+				 info->step >= 0 ? json_integer(info->step) : json_null(), "state",
+				 state, "reason", why, "objects", (json_int_t)st->objects, "files",
+				 (json_int_t)st->files, "bytes", (json_int_t)st->bytes, "leftovers",
+				 (json_int_t)leftovers, "leftover-bytes", (json_int_t)leftover_bytes,
+				 "seconds", mtc_json_seconds(secs)));
+}
+
+int verify_backup(struct mtc_store *s, const char *job, const char *name)
 {
 	struct mtc_store_options opt = store_options();
 	struct mtc_backup_info info;
@@ -120,7 +163,7 @@ int verify_backup(struct mtc_store *s, const char *name)
 	if (v < 0)
 		mtc_error("cannot verify backup '%s/%s': %s", mtc_store_url(s), name, why);
 	else if (v)
-		mtc_error("backup '%s/%s' is not intact: %s", mtc_store_url(s), name, why);
+		mtc_error("backup '%s/%s' is not valid: %s", mtc_store_url(s), name, why);
 	if (v == 0 && left.n)
 		snprintf(why, sizeof why,
 			 "%lld temporar%s of dead writers (%lld bytes), first '%s': mtc-prune --delete "
@@ -129,16 +172,7 @@ int verify_backup(struct mtc_store *s, const char *name)
 	if (v == 0 && left.n)
 		mtc_warn("backup '%s/%s' holds %s", mtc_store_url(s), name, why);
 	if (v >= 0)
-		mtc_json_print(
-			json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "location",
-				  mtc_store_url(s), "name", name, "step", (json_int_t)info.step, "state",
-				  v	   ? "damaged"
-				  : left.n ? "leftovers"
-					   : "intact",
-				  "reason", why, "objects", (json_int_t)st.objects, "files",
-				  (json_int_t)st.files, "bytes", (json_int_t)st.bytes, "leftovers",
-				  (json_int_t)left.n, "leftover-bytes", (json_int_t)left.bytes,
-				  "seconds", mtc_json_seconds(mtc_now() - start)));
+		print_verify(s, job, name, v, &info, &st, left.n, left.bytes, why, mtc_now() - start);
 	mtc_backup_info_free(&info);
 	return rc;
 }

@@ -255,7 +255,7 @@ static int open_staging(const char *name, int rank, struct mtc_tmp *t)
 }
 
 /* Rank R's part of backup name (info: its metas) into --out or --archive. */
-int restore_from(struct mtc_store *s, const struct mtc_backup_info *info, int rank)
+int restore_from(struct mtc_store *s, const char *job, const struct mtc_backup_info *info, int rank)
 {
 	struct mtc_step_part *w = NULL;
 	struct mtc_object_fetched got = { 0 };
@@ -313,18 +313,32 @@ int restore_from(struct mtc_store *s, const struct mtc_backup_info *info, int ra
 	}
 	if (rc == MTC_EXIT_OK && (!archive_path || strcmp(archive_path, "-"))) {
 		double secs = mtc_now() - start;
-		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:I, s:o, s:f}", "backup", url, "rank",
-				      rank, "step", (json_int_t)info->step, "metas", (int)n, "bytes",
-				      (json_int_t)got.bytes, "kept", (json_int_t)got.kept, "seconds",
-				      mtc_json_seconds(secs), "mb-per-s",
-				      round((got.bytes - got.kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6) *
-					    10) /
-					      10);
-		if (!strcmp(layout, "step") && out_dir)
-			json_object_set_new(j, "path",
-					    n == 1 ? json_sprintf("%s/%lld", out_dir, info->step)
-						   : json_string(out_dir));
-		mtc_json_print(j);
+		double rate = (got.bytes - got.kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6);
+		char *path = !strcmp(layout, "step") && out_dir
+				     ? n == 1 ? xasprintf("%s/%lld", out_dir, info->step)
+					      : xstrdup(out_dir)
+				     : NULL;
+		if (json_out) {
+			json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:I, s:i, s:I, s:I, s:o, s:f}",
+					      "location", from, "job", job, "backup", info->name, "rank",
+					      rank, "step", (json_int_t)info->step, "metas", (int)n,
+					      "bytes", (json_int_t)got.bytes, "kept",
+					      (json_int_t)got.kept, "seconds", mtc_json_seconds(secs),
+					      "mb-per-s", round(rate * 10) / 10);
+			if (path)
+				json_object_set_new(j, "path", json_string(path));
+			mtc_json_print(j);
+		} else {
+			printf("restored step %lld of rank %d from '%s' to '%s': %lld bytes (%lld kept) in "
+			       "%.3f s, %.1f MB/s\n",
+			       info->step, rank, url,
+			       path	      ? path
+			       : archive_path ? archive_path
+					      : out_dir,
+			       (long long)got.bytes, (long long)got.kept, secs, rate);
+			fflush(stdout);
+		}
+		free(path);
 	}
 out:
 	if (staging && out_dir && rc != MTC_EXIT_OK && rc != MTC_EXIT_INTEGRITY &&

@@ -13,13 +13,13 @@ int from_backup(const char *job)
 		return rc;
 	rc = choose_backup(js, name, sizeof name);
 	if (rc == MTC_EXIT_OK && verify_only) {
-		rc = verify_backup(js, name);
+		rc = verify_backup(js, job, name);
 	} else if (rc == MTC_EXIT_OK && mtc_backup_inspect(js, name, 0, 0, &info) < 0) {
 		mtc_error("cannot read backup '%s/%s': %s", mtc_store_url(js), name,
 			  mtc_store_error(js));
 		rc = MTC_EXIT_FAILURE;
 	} else if (rc == MTC_EXIT_OK && (rc = pick_rank(&info, &rank)) == MTC_EXIT_OK) {
-		rc = restore_from(js, &info, (int)rank);
+		rc = restore_from(js, job, &info, (int)rank);
 	}
 	mtc_backup_info_free(&info);
 	mtc_store_close(js);
@@ -118,8 +118,23 @@ int restore_cluster(void)
 	} else {
 		rc = mtc_cluster_restore(&o, &summary);
 	}
-	if (summary)
+	if (summary && json_out) {
 		mtc_json_print(summary);
+	} else if (summary) {
+		json_t *st = json_object_get(summary, "step"), *b = json_object_get(summary, "backup");
+		if (json_is_integer(st))
+			printf("restored step %lld from %s%s%s: %lld files, %lld bytes in %.3f s\n",
+			       (long long)json_integer_value(st),
+			       json_string_value(json_object_get(summary, "source")) ?: "?",
+			       b ? " backup " : "", b ? json_string_value(b) : "",
+			       (long long)json_integer_value(json_object_get(summary, "fetched")),
+			       (long long)json_integer_value(json_object_get(summary, "bytes")),
+			       json_number_value(json_object_get(summary, "seconds")));
+		else
+			printf("nothing to restore\n");
+		fflush(stdout);
+		json_decref(summary);
+	}
 	free(token);
 	mtc_config_free(&cfg);
 	return rc;

@@ -56,12 +56,12 @@ extern int standalone;
 extern double timeout_s, heartbeat_s;
 
 struct mtc_store_options store_options(void);
-int restore_from(struct mtc_store *s, const struct mtc_backup_info *info, int rank);
+int restore_from(struct mtc_store *s, const char *job, const struct mtc_backup_info *info, int rank);
 struct mtc_store *open_job(const char *location, const char *job, int *rc);
 int judge(struct mtc_store *s, const char *name, struct mtc_backup_info *info);
 int choose_backup(struct mtc_store *s, char *name, size_t len);
 int state_exit(enum mtc_backup_state st);
-int verify_backup(struct mtc_store *s, const char *name);
+int verify_backup(struct mtc_store *s, const char *job, const char *name);
 int pick_rank(const struct mtc_backup_info *info, long long *rank);
 int from_backup(const char *job);
 int pin(const char *job, const char *name);
