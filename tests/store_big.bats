@@ -69,13 +69,14 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	TEST_SLICE_THRESHOLD=1G "$STORE" gs://bkt put p/f "$WORK/f"
 	fakegcs_ctl DELETE stats >/dev/null
 	mkdir "$WORK/stage"
-	"$STORE" gs://bkt fetch p/ "$WORK/stage" >"$WORK/out1" 2>&1 &
+	MTC_FAULT_STALL="slice-saved:$WORK/stalled" "$STORE" gs://bkt fetch p/ "$WORK/stage" >"$WORK/out1" 2>&1 &
 	GETTER=$!
-	# kill -9 once some slices have recorded progress
-	for ((i = 0; i < 100; i++)); do
-		[ "$(fakegcs_stat bytes_sent)" -ge $((3 << 20)) ] && break
-		sleep 0.05
+	# kill -9 once a slice has recorded its progress (the getter stalls there, once)
+	for ((i = 0; i < 600; i++)); do
+		[ -s "$WORK/stalled" ] && break
+		sleep 0.1
 	done
+	[ -s "$WORK/stalled" ]
 	kill -9 "$GETTER"
 	wait "$GETTER" 2>/dev/null || true
 	GETTER=

@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "crc32c.h"
+#include "fault.h"
 #include "fsutil.h"
 #include "log.h"
 #include "tmpname.h"
@@ -181,6 +182,7 @@ static void slice_progress(struct op *c, long long done, uint32_t crc)
 	if (p->sidecar && (done - c->saved >= every || done == c->len)) {
 		c->saved = done;
 		save_slices(p);
+		mtc_fault_stall("slice-saved", p->name);
 	}
 }
 
