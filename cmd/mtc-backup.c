@@ -26,6 +26,7 @@
 #include "json_out.h"
 #include "log.h"
 #include "naming.h"
+#include "units.h"
 #include "store/store.h"
 #include "xalloc.h"
 
@@ -54,12 +55,12 @@ static int run(const struct mtc_config *cfg, long long step)
 	int rc = mtc_backup_write(&o, step, &w);
 
 	if (rc == MTC_EXIT_OK) {
-		double rate = w.bytes / 1e6 / (w.seconds > 1e-6 ? w.seconds : 1e-6);
 		json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:i, s:o, s:f}", "backup", w.name,
 				      "location", w.location, "step", (json_int_t)step, "rank",
 				      cfg->node_rank, "bytes", (json_int_t)w.bytes, "objects",
 				      (json_int_t)w.objects, "skipped", (int)w.skipped, "seconds",
-				      mtc_json_seconds(w.seconds), "mb-per-s", round(rate * 10) / 10);
+				      mtc_json_seconds(w.seconds), "mib-per-s",
+				      mtc_mib_per_s((double)w.bytes, w.seconds));
 		if (mtc_json_print(j) < 0)
 			rc = MTC_EXIT_FAILURE;
 	}

@@ -86,7 +86,7 @@ static int verify_one(struct mtc_store *s, const char *prefix, const char *hash,
 	rc = get_manifest(s, prefix, hash, &m, kept, err, errlen);
 	if (rc != MTC_OK)
 		goto out;
-	mtc_info("verifying %.12s….data against its name and manifest", hash);
+	mtc_info("verifying %s.data against its name and manifest", hash);
 	v = mtc_object_verify(path, hash, kept->text ? &m : NULL, threads, why, sizeof why);
 	if (v < 0) {
 		snprintf(err, errlen, "cannot verify '%s': %s", path, strerror(errno));

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "fsutil.h"
 #include "log.h"
+#include "units.h"
 #include "xalloc.h"
 
 #define FIRST_DRAW_S 1.0
@@ -29,14 +30,6 @@ struct mtc_progress *mtc_progress_new(long long total, long long already, int wa
 	return p;
 }
 
-static void format_bytes(char *out, size_t len, double bytes)
-{
-	if (bytes >= 1024.0 * 1048576)
-		snprintf(out, len, "%.2f GiB", bytes / (1024.0 * 1048576));
-	else
-		snprintf(out, len, "%.1f MiB", bytes / 1048576);
-}
-
 static void format_eta(char *out, size_t len, double secs)
 {
 	long s = (long)(secs + 0.5);
@@ -55,10 +48,10 @@ static void draw(struct mtc_progress *p, double now)
 	long long have = p->already + p->done;
 	char got[32], total[32], speed[32], eta[32];
 
-	format_bytes(got, sizeof got, (double)have);
-	format_bytes(speed, sizeof speed, rate);
+	mtc_size_text(got, sizeof got, (double)have);
+	mtc_size_text(speed, sizeof speed, rate);
 	if (p->total > 0) {
-		format_bytes(total, sizeof total, (double)p->total);
+		mtc_size_text(total, sizeof total, (double)p->total);
 		format_eta(eta, sizeof eta, rate > 0 ? (p->total - have) / rate : -1);
 		fprintf(stderr, "\r%s: %s / %s (%.0f%%)  %s/s  ETA %s\033[K", mtc_prog(), got, total,
 			100.0 * (have < p->total ? have : p->total) / p->total, speed, eta);

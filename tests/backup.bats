@@ -22,7 +22,7 @@ teardown() {
 	h=$(saved_step "$WORK/local" job 100 0 a)
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30
 	assert_success
-	echo "$output" | fakegcs_json 'd["bytes"] > 300000 and d["objects"] == 5 and d["backup"] == "2025-06-30_14-30" and "mb-per-s" in d and "seconds" in d' | grep -qx true
+	echo "$output" | fakegcs_json 'd["bytes"] > 300000 and d["objects"] == 5 and d["backup"] == "2025-06-30_14-30" and "mib-per-s" in d and "seconds" in d' | grep -qx true
 	b="$WORK/bk/job/2025-06-30_14-30"
 	assert_equal "$(cat "$b/job-s100-n0-w0.meta")" "$h"
 	cmp "$WORK/local/$h.data/weights" "$b/$h.data/weights"
@@ -252,7 +252,7 @@ open(sys.argv[1] + "/1/commit_success.txt", "w").close()' "$WORK/local"
 	saved_step "$WORK/local" job 5 0 a >/dev/null
 	run --separate-stderr mtc-backup -v --json --dir "$WORK/local" --config "$WORK/cfg" --step 5 --to "$WORK/bk" --name 2025-06-30_14-30
 	assert_success
-	assert_output --regexp '^\{"backup":"2025-06-30_14-30","location":"[^"]*","step":5,"rank":0,"bytes":300002,"objects":5,"skipped":0,"seconds":[0-9]+\.[0-9]{1,3},"mb-per-s":[0-9.]+\}$'
+	assert_output --regexp '^\{"backup":"2025-06-30_14-30","location":"[^"]*","step":5,"rank":0,"bytes":300002,"objects":5,"skipped":0,"seconds":[0-9]+\.[0-9]{1,3},"mib-per-s":[0-9.]+\}$'
 	[[ "$stderr" == *"info: hashing the data of step 5 (1 worker)"* ]]
 	[[ "$stderr" == *"info: hashed '$WORK/local/"* ]]
 	[[ "$stderr" == *"info: uploading 3 objects (300002 bytes) to '$WORK/bk/job/2025-06-30_14-30/'"* ]]

@@ -1,18 +1,5 @@
 #include "modes.h"
 
-static void human_size(long long n, char *out, size_t len)
-{
-	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)n;
-	int u = 0;
-
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(out, len, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
-}
-
 /* The job's backup root under --backups; NULL after an error (rc says which). */
 struct mtc_store *open_backups(const char *job, int missing_ok, int *rc)
 {
@@ -62,7 +49,7 @@ static void print_backup_line(const struct mtc_backup_info *info, long long byte
 {
 	char size[32], step[32];
 
-	human_size(bytes, size, sizeof size);
+	mtc_size_text(size, sizeof size, (double)bytes);
 	snprintf(step, sizeof step, info->step < 0 ? "-" : "%lld", info->step);
 	printf("%-1s %-16s  %-10s  %10s  %5d  %10s  %s%s%s\n", newest ? "*" : "", info->name,
 	       mtc_backup_state_name(info->state), step, info->nodes, size,

@@ -48,7 +48,7 @@ struct rules {
 struct backup {
 	char *name;
 	int state; /* enum mtc_backup_state, or UNCHECKED */
-	char reason[256];
+	char reason[640];
 	int deleted;
 };
 

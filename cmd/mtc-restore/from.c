@@ -316,10 +316,8 @@ int restore_from(struct mtc_store *s, const struct mtc_backup_info *info, int ra
 		json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:I, s:I, s:o, s:f}", "backup", url, "rank",
 				      rank, "step", (json_int_t)info->step, "metas", (int)n, "bytes",
 				      (json_int_t)got.bytes, "kept", (json_int_t)got.kept, "seconds",
-				      mtc_json_seconds(secs), "mb-per-s",
-				      round((got.bytes - got.kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6) *
-					    10) /
-					      10);
+				      mtc_json_seconds(secs), "mib-per-s",
+				      mtc_mib_per_s((double)(got.bytes - got.kept), secs));
 		if (!strcmp(layout, "step") && out_dir)
 			json_object_set_new(j, "path",
 					    n == 1 ? json_sprintf("%s/%lld", out_dir, info->step)

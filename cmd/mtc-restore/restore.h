@@ -37,6 +37,7 @@
 #include "store/store_tree.h"
 #include "tmpname.h"
 #include "token_file.h"
+#include "units.h"
 #include "xalloc.h"
 
 /*
