@@ -20,6 +20,7 @@
 
 #include "mtc-backup/backup_write.h"
 #include "common/cli.h"
+#include "common/interrupt.h"
 #include "config.h"
 #include "exitcode.h"
 #include "http.h"
@@ -140,6 +141,7 @@ int main(int argc, const char **argv)
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
+	mtc_cli_on_interrupt(name_opt != NULL); /* without --name a second run is a new backup */
 	rc = run(&cfg, step);
 	mtc_config_free(&cfg);
 out:

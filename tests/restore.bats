@@ -493,6 +493,64 @@ killed_midway() {
 	assert_output 0
 }
 
+stopped() { [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = T ]; }
+paused_stopped() { [ -s "$WORK/paused" ] && stopped "$(cat "$WORK/paused")"; }
+sending() { [ "$(fakegcs_stat bytes_sent)" -gt 100000 ]; }
+
+@test "the verify phase after a download has its progress line on a terminal, and none off it" {
+	gs_backup_of_step 2097152
+	MTC_FAULT_PAUSE="fetch-verify:$WORK/paused" script -qec "mtc-restore --from gs://bkt --job job --name $B --rank 0 --layout hash --out '$WORK/out'; exit \$?" /dev/null >"$WORK/tty" 2>&1 &
+	BG_PID=$! # not exec'd: script(1) loses a direct child that stops
+	wait_for paused_stopped
+	sleep 1.1 # a phase is shown once it has lasted a second: let one pass while it is stopped
+	kill -CONT "$(cat "$WORK/paused")"
+	wait "$BG_PID"
+	run cat "$WORK/tty"
+	assert_output --regexp $'mtc-restore: verifying 2\\.0 MiB / 2\\.0 MiB \\(100%\\)  [0-9.]+ [KMG]?i?B/s  ETA [0-9:-]+'
+	rm -rf "$WORK/out" "$WORK/paused"
+	MTC_FAULT_PAUSE="fetch-verify:$WORK/paused" mtc-restore --from gs://bkt --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" >/dev/null 2>"$WORK/err" &
+	BG_PID=$!
+	wait_for paused_stopped
+	sleep 1.1
+	kill -CONT "$(cat "$WORK/paused")"
+	wait "$BG_PID"
+	run cat "$WORK/err"
+	refute_output --partial verifying
+}
+
+@test "Ctrl-C during a restore ends the progress line, says how to continue, exits 130, and the same command continues" {
+	gs_backup_of_step 4194304
+	fakegcs_ctl POST config '{"conn_rate": 262144}' >/dev/null
+	script -qec "echo \$\$ >'$WORK/pid'; exec mtc-restore --from gs://bkt --job job --name $B --rank 0 --layout hash --out '$WORK/out'" /dev/null >"$WORK/tty" 2>&1 &
+	BG_PID=$!
+	wait_for grep -q ETA "$WORK/tty"
+	kill -INT "$(cat "$WORK/pid")"
+	status=0
+	wait "$BG_PID" || status=$?
+	assert_equal "$status" 130
+	run cat "$WORK/tty"
+	assert_output --regexp $'ETA [0-9:-]+\e\\[K\r?\nmtc-restore: interrupted; run the same command to continue\r?$'
+	fakegcs_ctl POST config '{"conn_rate": 0}' >/dev/null
+	run mtc-restore --from gs://bkt --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
+	assert_success
+	[ "$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')" -gt 0 ]
+	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+}
+
+@test "Ctrl-C during a restore that cannot continue (a verify) just says interrupted" {
+	gs_backup_of_step 4194304
+	fakegcs_ctl POST config '{"conn_rate": 262144}' >/dev/null
+	mtc-restore --from gs://bkt --job job --name "$B" --verify 2>"$WORK/err" >/dev/null &
+	BG_PID=$!
+	wait_for sending
+	kill -INT "$BG_PID"
+	status=0
+	wait "$BG_PID" || status=$?
+	assert_equal "$status" 130
+	run cat "$WORK/err"
+	assert_output "mtc-restore: interrupted"
+}
+
 # ref_orbax_backup: what the reference replicator leaves for a one-node Orbax
 # job: step 5 saved by the real Orbax, uploaded flat under its logical name
 # with no manifest beside it, in $WORK/bk/job/$B; sets h.
