@@ -34,6 +34,9 @@ char *dir, *config_file, *backup, *coordinator_url, *address, *peer_token_file;
 int standalone;
 double timeout_s, heartbeat_s;
 
+int cmd_argc;
+const char **cmd_argv;
+
 int main(int argc, const char **argv)
 {
 	struct poptOption opts[] = {
@@ -103,6 +106,8 @@ int main(int argc, const char **argv)
 
 	mtc_log_init(argv[0]);
 	mtc_http_init();
+	cmd_argc = argc;
+	cmd_argv = argv;
 	ctx = mtc_cli_context(
 		"mtc-restore", argc, argv, opts,
 		"--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"

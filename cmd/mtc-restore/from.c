@@ -46,7 +46,7 @@ static void parts_free(struct mtc_step_part *p, size_t n)
  * killed run left, verified.
  */
 static int fetch_all(const char *url, const struct mtc_step_part *w, size_t n, const int *slot,
-		     const char *staging, struct mtc_object_fetched *got)
+		     const char *staging, struct mtc_object_fetched *got, char *why, size_t whylen)
 {
 	struct mtc_store_options opt = store_options();
 	char **hashes = xcalloc(n ? n : 1, sizeof *hashes), err[1024];
@@ -65,8 +65,8 @@ static int fetch_all(const char *url, const struct mtc_step_part *w, size_t n, c
 			hashes[m++] = (char *)w[i].hash;
 	rc = mtc_object_fetch(s, "", hashes, m, staging, threads,
 			      !no_progress && mtc_log_level() >= MTC_LOG_WARN, got, err, sizeof err);
-	if (rc == MTC_EXIT_NOTFOUND) {
-		mtc_error("backup '%s' is incomplete: %s", url, err);
+	if (rc == MTC_EXIT_NOTFOUND || rc == MTC_EXIT_INTEGRITY) {
+		snprintf(why, whylen, "%s", err); /* the caller names the backup to use instead */
 		rc = MTC_EXIT_INTEGRITY;
 	} else if (rc != MTC_EXIT_OK) {
 		mtc_error("%s", err);
@@ -295,7 +295,10 @@ int restore_from(struct mtc_store *s, const struct mtc_backup_info *info, int ra
 	} else if (open_staging(info->name, rank, &t) < 0) {
 		rc = MTC_EXIT_FAILURE;
 		goto out;
-	} else if ((rc = fetch_all(url, w, n, slot, staging = t.path, &got)) != MTC_EXIT_OK) {
+	} else if ((rc = fetch_all(url, w, n, slot, staging = t.path, &got, err, sizeof err)) !=
+		   MTC_EXIT_OK) {
+		if (rc == MTC_EXIT_INTEGRITY)
+			report_damaged(s, info->name, err);
 		goto out;
 	}
 	if (todo)
