@@ -394,3 +394,18 @@ stalled_gs_backup() {
 	assert_success
 	echo "$output" | fakegcs_json 'd["state"] == "intact"' | grep -qx true
 }
+
+@test "sizes and rates are binary units everywhere: the summaries give mib-per-s" {
+	config "$WORK/cfg" job 0 1
+	saved_step "$WORK/n0" job 5 0 seed 3145728 >/dev/null
+	run --separate-stderr mtc-backup --dir "$WORK/n0" --config "$WORK/cfg" --step 5 --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_success
+	jq -e 'has("mib-per-s") and (has("mb-per-s") | not)' <<<"$output"
+	# the rate is bytes / 2^20 / seconds (seconds rounded to the ms)
+	jq -e '.seconds < 0.05 or ((.bytes / 1048576 / .seconds) / .["mib-per-s"] - 1 | fabs) < 0.1' <<<"$output"
+	run --separate-stderr mtc-restore --from "$WORK/bk" --job job --out "$WORK/out"
+	assert_success
+	jq -e 'has("mib-per-s") and (has("mb-per-s") | not)' <<<"$output"
+	run mtc-lkg --backups "$WORK/bk" --job job
+	assert_line --regexp '^\* 2025-06-30_14-30 .* 3\.0 MiB  '
+}
