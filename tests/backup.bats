@@ -409,3 +409,36 @@ stalled_gs_backup() {
 	run mtc-lkg --backups "$WORK/bk" --job job
 	assert_line --regexp '^\* 2025-06-30_14-30 .* 3\.0 MiB  '
 }
+
+# interrupted_backup ERRFILE ARGS...: mtc-backup of step 100 held mid-upload of 'weights'
+# (MTC_FAULT_STALL), then Ctrl-C (SIGINT); its exit status in int_status.
+interrupted_backup() {
+	local err=$1
+	shift
+	rm -f "$WORK/stalled"
+	MTC_FAULT_STALL="dir-put=*/weights:$WORK/stalled" mtc-backup --dir "$WORK/local" \
+		--config "$WORK/cfg" --step 100 "$@" >/dev/null 2>"$err" &
+	BG_PID=$!
+	wait_for grep -qs "^[0-9][0-9]*$" "$WORK/stalled"
+	kill -INT "$BG_PID"
+	int_status=0
+	wait "$BG_PID" || int_status=$?
+}
+
+@test "Ctrl-C during a backup exits 130 saying interrupted; with --name, that the same command continues, and it does" {
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/local" job 100 0 a 4194304)
+	interrupted_backup "$WORK/err" --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_equal "$int_status" 130
+	run cat "$WORK/err"
+	assert_output "mtc-backup: interrupted; run the same command to continue"
+	run --separate-stderr mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_success
+	run --separate-stderr mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --verify
+	assert_success
+	# without --name a second run would be another backup: no such promise
+	interrupted_backup "$WORK/err2" --to "$WORK/bk2"
+	assert_equal "$int_status" 130
+	run cat "$WORK/err2"
+	assert_output "mtc-backup: interrupted"
+}

@@ -15,6 +15,7 @@
 #include "backups.h"
 #include "../common/cli.h"
 #include "config.h"
+#include "fault.h"
 #include "exitcode.h"
 #include "http.h"
 #include "json_out.h"
