@@ -20,12 +20,14 @@
 
 #include "mtc-backup/backup_write.h"
 #include "common/cli.h"
+#include "common/interrupt.h"
 #include "config.h"
 #include "exitcode.h"
 #include "http.h"
 #include "json_out.h"
 #include "log.h"
 #include "naming.h"
+#include "units.h"
 #include "store/store.h"
 #include "xalloc.h"
 
@@ -54,19 +56,18 @@ static int run(const struct mtc_config *cfg, long long step)
 	int rc = mtc_backup_write(&o, step, &w);
 
 	if (rc == MTC_EXIT_OK) {
-		double rate = w.bytes / 1e6 / (w.seconds > 1e-6 ? w.seconds : 1e-6);
+		double rate = mtc_mib_per_s((double)w.bytes, w.seconds);
 		if (json) {
 			json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:I, s:I, s:i, s:o, s:f}",
 					      "location", w.location, "job", cfg->job_name, "backup",
 					      w.name, "step", (json_int_t)step, "rank", cfg->node_rank,
 					      "bytes", (json_int_t)w.bytes, "objects",
 					      (json_int_t)w.objects, "skipped", (int)w.skipped,
-					      "seconds", mtc_json_seconds(w.seconds), "mb-per-s",
-					      round(rate * 10) / 10);
+					      "seconds", mtc_json_seconds(w.seconds), "mib-per-s", rate);
 			if (mtc_json_print(j) < 0)
 				rc = MTC_EXIT_FAILURE;
 		} else if (printf("backed up step %lld of rank %d to '%s/%s/%s': %lld bytes, %lld "
-				  "objects (%d skipped) in %.3f s, %.1f MB/s\n",
+				  "objects (%d skipped) in %.3f s, %.1f MiB/s\n",
 				  step, cfg->node_rank, w.location, cfg->job_name, w.name,
 				  (long long)w.bytes, (long long)w.objects, (int)w.skipped, w.seconds,
 				  rate) < 0 ||
@@ -149,6 +150,7 @@ int main(int argc, const char **argv)
 		rc = MTC_EXIT_FAILURE;
 		goto out;
 	}
+	mtc_cli_on_interrupt(name_opt != NULL); /* without --name a second run is a new backup */
 	rc = run(&cfg, step);
 	mtc_config_free(&cfg);
 out:

@@ -7,6 +7,7 @@
  *      restore.version, backups in progress
  *   4. report, then with --delete delete the rest (lib/backups.h order)
  */
+#include "common/interrupt.h"
 #include "mtc-prune/prune.h"
 
 /* The options, as main parses them (mtc-prune/prune.h). */
@@ -156,6 +157,7 @@ int main(int argc, const char **argv)
 	store_opt = (struct mtc_store_options){ .token_file = token_file,
 						.s3_endpoint = s3_endpoint,
 						.parallel = parallel };
+	mtc_cli_on_interrupt(do_delete);
 	if (ini_mode) {
 		if ((rc = load_ini(&all)) != MTC_EXIT_OK)
 			goto out;

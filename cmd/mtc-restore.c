@@ -18,6 +18,7 @@
  *       plan from the coordinator, replicator.prerestore, fetch and verify,
  *       the restore-done barrier, local GC, and the .restore markers last
  */
+#include "common/interrupt.h"
 #include "mtc-restore/restore.h"
 
 enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };
@@ -32,6 +33,9 @@ int slices;
 char *dir, *config_file, *backup, *coordinator_url, *address, *peer_token_file;
 int standalone;
 double timeout_s, heartbeat_s;
+
+int cmd_argc;
+const char **cmd_argv;
 
 int main(int argc, const char **argv)
 {
@@ -101,6 +105,8 @@ int main(int argc, const char **argv)
 
 	mtc_log_init(argv[0]);
 	mtc_http_init();
+	cmd_argc = argc;
+	cmd_argv = argv;
 	ctx = mtc_cli_context(
 		"mtc-restore", argc, argv, opts,
 		"--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"
@@ -198,6 +204,7 @@ int main(int argc, const char **argv)
 				"--archive - would write a tar stream to a terminal: redirect it or pipe it into tar");
 			break;
 		}
+		mtc_cli_on_interrupt(out_dir != NULL);
 		rc = from_backup(job_opt ? job_opt : job);
 		break;
 	case MODE_PIN: rc = pin(job_opt ? job_opt : job, name); break;
@@ -207,6 +214,7 @@ int main(int argc, const char **argv)
 			mtc_usage_error("--dir needs --config CFG");
 			break;
 		}
+		mtc_cli_on_interrupt(0);
 		rc = restore_cluster();
 		break;
 	case MODE_NONE: mtc_usage_error("say what to do: --dir, --from, --pin or --unpin"); break;

@@ -33,7 +33,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold headings on a terminal only, as no-color.org asks: never into a redirected file.
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold= plain=; fi
+say() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 ports=($(python3 -c '
 import socket
 s = [socket.socket() for _ in range(4)]

@@ -98,18 +98,16 @@ int mtc_backup_check_sizes(struct mtc_store *s, struct mtc_backup_info *info, lo
 		data = xasprintf("%s/%s.data", info->name, mt->hash);
 		if (have < 0 && errno == EBADMSG) {
 			info->state = MTC_BACKUP_DAMAGED;
-			snprintf(info->reason, sizeof info->reason,
-				 "node %d worker %d: %.12s.manifest: %s", mt->rank, mt->worker, mt->hash,
-				 err);
+			snprintf(info->reason, sizeof info->reason, "node %d worker %d: %s.manifest: %s",
+				 mt->rank, mt->worker, mt->hash, err);
 		} else if (have < 0) {
 			rc = -1;
 		} else if (have && mtc_backup_data_missing(&l, data, &m, NULL, &e, &found)) {
 			info->state = MTC_BACKUP_DAMAGED;
 			snprintf(info->reason, sizeof info->reason,
-				 found < 0
-					 ? "node %d worker %d: '%.12s….data%s%s' is missing"
-					 : "node %d worker %d: '%.12s….data%s%s' holds %lld bytes, its "
-					   "manifest says %lld",
+				 found < 0 ? "node %d worker %d: '%s.data%s%s' is missing"
+					   : "node %d worker %d: '%s.data%s%s' holds %lld bytes, its "
+					     "manifest says %lld",
 				 mt->rank, mt->worker, mt->hash, *e->path ? "/" : "", e->path, found,
 				 e->size);
 		}

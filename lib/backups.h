@@ -49,7 +49,7 @@ struct mtc_backup_meta {
 struct mtc_backup_info {
 	char *name;
 	enum mtc_backup_state state;
-	char reason[256]; /* why it is not valid; "" when valid */
+	char reason[640]; /* why it is not valid; "" when valid */
 	char job[MTC_JOB_MAX + 1];
 	long long step;		       /* the newest step among its .meta; -1 when empty */
 	int nodes, workers;	       /* what it was judged against */

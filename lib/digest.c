@@ -249,6 +249,18 @@ static void drop_range(uint8_t *p, size_t len, int copy)
 		madvise(p, len, MADV_DONTNEED);
 }
 
+/* mtc_digest_meter's counter: the bytes hashed by mtc_digest_path and mtc_digest_file. */
+static _Atomic(atomic_llong *) meter;
+
+void mtc_digest_meter(atomic_llong *bytes) { atomic_store(&meter, bytes); }
+
+static void count(long long n)
+{
+	atomic_llong *m = atomic_load(&meter);
+	if (m)
+		atomic_fetch_add(m, n);
+}
+
 static int hash_whole(struct node *n, int nomap)
 {
 	struct stat st;
@@ -265,6 +277,7 @@ static int hash_whole(struct node *n, int nomap)
 	close(fd);
 	mtc_hex(raw, 32, n->digest);
 	n->size = st.st_size;
+	count(st.st_size);
 	return 0;
 }
 
@@ -276,6 +289,7 @@ static int hash_segment(struct target *t, long long seg)
 		return -1;
 	mtc_blake3_subtree(p, SEG_CHUNKS, (uint64_t)seg * SEG_CHUNKS, t->cvs + 32 * seg);
 	drop_range(p, (size_t)SEG_BYTES, copy);
+	count(SEG_BYTES);
 	return 0;
 }
 
@@ -301,6 +315,7 @@ static int hash_tail(struct target *t)
 	}
 	mtc_blake3_final(&h, raw, 32);
 	mtc_hex(raw, 32, t->node->digest);
+	count((long long)len);
 	return 0;
 }
 

@@ -1,6 +1,8 @@
 #ifndef MTC_DIGEST_H
 #define MTC_DIGEST_H
 
+#include <stdatomic.h>
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -27,6 +29,13 @@ int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
 		    struct mtc_manifest *manifest);
 
 struct mtc_digest_cache;
+
+/*
+ * Every byte mtc_digest_path and mtc_digest_file hash from now on is added
+ * to *bytes (NULL: none), whichever thread hashes it: a progress line's
+ * count (progress.h) for a program that hashes one thing at a time.
+ */
+void mtc_digest_meter(atomic_llong *bytes);
 
 /* A large file is hashed in segments: aligned BLAKE3 subtrees of this many bytes. */
 #define MTC_DIGEST_SEG_CHUNKS 4096

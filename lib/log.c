@@ -1,6 +1,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 static const char *prog = "mtc";
 static int level = MTC_LOG_WARN;
 static int format = MTC_LOG_TEXT;
-static int progress_drawn;
+static volatile sig_atomic_t progress_drawn; /* read by a signal handler */
 static char status_dir[4096];
 static char status_context[512] = "init";
 
@@ -45,6 +46,7 @@ static const char *level_names[] = { "critical", "error", "warning", "info", "de
 #define level_name (level_names + 1)
 
 void mtc_log_progress_drawn(int drawn) { progress_drawn = drawn; }
+int mtc_log_progress_is_drawn(void) { return progress_drawn; }
 
 void mtc_log_status_dir(const char *dir, const char *context)
 {

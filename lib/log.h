@@ -35,6 +35,8 @@ int mtc_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((form
 
 /* A progress line is drawn on stderr: the next log line first erases it. */
 void mtc_log_progress_drawn(int drawn);
+/* Whether one is drawn now; async-signal-safe. */
+int mtc_log_progress_is_drawn(void);
 
 /*
  * The status files of the local volume (mtc(7) §3.3): once a program knows

@@ -7,6 +7,8 @@
 #include <sys/statvfs.h>
 
 #include "result.h"
+#include "digest.h"
+#include "fault.h"
 #include "log.h"
 #include "manifest_text.h"
 #include "progress.h"
@@ -86,7 +88,8 @@ static int verify_one(struct mtc_store *s, const char *prefix, const char *hash,
 	rc = get_manifest(s, prefix, hash, &m, kept, err, errlen);
 	if (rc != MTC_OK)
 		goto out;
-	mtc_info("verifying %.12s….data against its name and manifest", hash);
+	mtc_info("verifying %s.data against its name and manifest", hash);
+	mtc_fault_pause("fetch-verify", hash);
 	v = mtc_object_verify(path, hash, kept->text ? &m : NULL, threads, why, sizeof why);
 	if (v < 0) {
 		snprintf(err, errlen, "cannot verify '%s': %s", path, strerror(errno));
@@ -139,6 +142,7 @@ enum mtc_result mtc_object_fetch(struct mtc_store *s, const char *prefix, char *
 	struct mtc_fetch f = { 0 };
 	struct mtc_strset seen = { 0 };
 	struct mtc_progress *bar;
+	atomic_llong hashed;
 	char *first = xcalloc(n ? n : 1, 1); /* hashes[i] is not a repeat */
 	int rc = MTC_OK, failed;
 
@@ -177,10 +181,15 @@ enum mtc_result mtc_object_fetch(struct mtc_store *s, const char *prefix, char *
 		rc = mtc_store_result(e);
 		goto out;
 	}
+	atomic_init(&hashed, 0);
+	mtc_digest_meter(&hashed);
+	bar = mtc_progress_follow("verifying", f.bytes, &hashed, progress);
 	for (size_t i = 0; i < n && rc == MTC_OK; i++)
 		if (first[i])
 			rc = verify_one(s, prefix, hashes[i], staging, threads, &out->manifests[i], err,
 					errlen);
+	mtc_progress_end(bar);
+	mtc_digest_meter(NULL);
 out:
 	mtc_fetch_free(&f);
 	mtc_strset_free(&seen);

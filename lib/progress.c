@@ -1,12 +1,15 @@
 #include "progress.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "fsutil.h"
 #include "log.h"
+#include "units.h"
 #include "xalloc.h"
 
 #define FIRST_DRAW_S 1.0
@@ -16,6 +19,13 @@ struct mtc_progress {
 	long long total, already, done;
 	double start, last_draw;
 	int on, drawn;
+	const char *label;
+	/* mtc_progress_follow: the count its thread reads until stop */
+	atomic_llong *bytes;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	int following, stop;
 };
 
 struct mtc_progress *mtc_progress_new(long long total, long long already, int wanted)
@@ -27,14 +37,6 @@ struct mtc_progress *mtc_progress_new(long long total, long long already, int wa
 	p->start = mtc_now();
 	p->on = wanted && isatty(2);
 	return p;
-}
-
-static void format_bytes(char *out, size_t len, double bytes)
-{
-	if (bytes >= 1024.0 * 1048576)
-		snprintf(out, len, "%.2f GiB", bytes / (1024.0 * 1048576));
-	else
-		snprintf(out, len, "%.1f MiB", bytes / 1048576);
 }
 
 static void format_eta(char *out, size_t len, double secs)
@@ -55,15 +57,17 @@ static void draw(struct mtc_progress *p, double now)
 	long long have = p->already + p->done;
 	char got[32], total[32], speed[32], eta[32];
 
-	format_bytes(got, sizeof got, (double)have);
-	format_bytes(speed, sizeof speed, rate);
+	mtc_size_text(got, sizeof got, (double)have);
+	mtc_size_text(speed, sizeof speed, rate);
 	if (p->total > 0) {
-		format_bytes(total, sizeof total, (double)p->total);
+		mtc_size_text(total, sizeof total, (double)p->total);
 		format_eta(eta, sizeof eta, rate > 0 ? (p->total - have) / rate : -1);
-		fprintf(stderr, "\r%s: %s / %s (%.0f%%)  %s/s  ETA %s\033[K", mtc_prog(), got, total,
+		fprintf(stderr, "\r%s: %s%s%s / %s (%.0f%%)  %s/s  ETA %s\033[K", mtc_prog(),
+			p->label ? p->label : "", p->label ? " " : "", got, total,
 			100.0 * (have < p->total ? have : p->total) / p->total, speed, eta);
 	} else {
-		fprintf(stderr, "\r%s: %s  %s/s\033[K", mtc_prog(), got, speed);
+		fprintf(stderr, "\r%s: %s%s%s  %s/s\033[K", mtc_prog(), p->label ? p->label : "",
+			p->label ? " " : "", got, speed);
 	}
 	fflush(stderr);
 	mtc_log_progress_drawn(1);
@@ -95,10 +99,63 @@ void mtc_progress_store(void *arg, long long done, long long total)
 	mtc_progress_update(p, done);
 }
 
+static void *follow(void *arg)
+{
+	struct mtc_progress *p = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += (long)(REDRAW_S * 1e9);
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->wake, &p->lock, &until);
+		if (!p->stop)
+			mtc_progress_update(p, atomic_load(p->bytes));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+struct mtc_progress *mtc_progress_follow(const char *label, long long total, atomic_llong *bytes,
+					 int wanted)
+{
+	struct mtc_progress *p = mtc_progress_new(total, 0, wanted);
+
+	p->label = label;
+	p->bytes = bytes;
+	if (!p->on)
+		return p;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	p->following = pthread_create(&p->thread, NULL, follow, p) == 0;
+	if (!p->following) {
+		pthread_cond_destroy(&p->wake);
+		pthread_mutex_destroy(&p->lock);
+	}
+	return p;
+}
+
 void mtc_progress_end(struct mtc_progress *p)
 {
 	if (!p)
 		return;
+	if (p->following) {
+		pthread_mutex_lock(&p->lock);
+		p->stop = 1;
+		pthread_cond_signal(&p->wake);
+		pthread_mutex_unlock(&p->lock);
+		pthread_join(p->thread, NULL);
+		pthread_cond_destroy(&p->wake);
+		pthread_mutex_destroy(&p->lock);
+	}
+	if (p->bytes)
+		p->done = atomic_load(p->bytes);
+	if (p->on && !p->drawn && mtc_now() - p->start >= FIRST_DRAW_S)
+		p->drawn = 1; /* longer than the first second: its last state is shown */
 	if (p->drawn) {
 		draw(p, mtc_now());
 		fputc('\n', stderr);

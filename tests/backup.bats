@@ -22,7 +22,7 @@ teardown() {
 	h=$(saved_step "$WORK/local" job 100 0 a)
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30 --json
 	assert_success
-	echo "$output" | fakegcs_json 'd["bytes"] > 300000 and d["objects"] == 5 and d["backup"] == "2025-06-30_14-30" and "mb-per-s" in d and "seconds" in d' | grep -qx true
+	echo "$output" | fakegcs_json 'd["bytes"] > 300000 and d["objects"] == 5 and d["backup"] == "2025-06-30_14-30" and "mib-per-s" in d and "seconds" in d' | grep -qx true
 	b="$WORK/bk/job/2025-06-30_14-30"
 	assert_equal "$(cat "$b/job-s100-n0-w0.meta")" "$h"
 	cmp "$WORK/local/$h.data/weights" "$b/$h.data/weights"
@@ -274,7 +274,7 @@ $WORK/run.out:0"
 	saved_step "$WORK/local" job 5 0 a >/dev/null
 	run --separate-stderr mtc-backup -v --json --dir "$WORK/local" --config "$WORK/cfg" --step 5 --to "$WORK/bk" --name 2025-06-30_14-30
 	assert_success
-	assert_output --regexp '^\{"location":"[^"]*","job":"job","backup":"2025-06-30_14-30","step":5,"rank":0,"bytes":300002,"objects":5,"skipped":0,"seconds":[0-9]+\.[0-9]{1,3},"mb-per-s":[0-9.]+\}$'
+	assert_output --regexp '^\{"location":"[^"]*","job":"job","backup":"2025-06-30_14-30","step":5,"rank":0,"bytes":300002,"objects":5,"skipped":0,"seconds":[0-9]+\.[0-9]{1,3},"mib-per-s":[0-9.]+\}$'
 	[[ "$stderr" == *"info: hashing the data of step 5 (1 worker)"* ]]
 	[[ "$stderr" == *"info: hashed '$WORK/local/"* ]]
 	[[ "$stderr" == *"info: uploading 3 objects (300002 bytes) to '$WORK/bk/job/2025-06-30_14-30/'"* ]]
@@ -415,4 +415,52 @@ stalled_gs_backup() {
 	MTC_TMP_STALE_S=0 run mtc-restore --from gs://bkt --job job --name 2025-06-30_14-30 --verify --json
 	assert_success
 	echo "$output" | fakegcs_json 'd["state"] == "valid"' | grep -qx true
+}
+
+@test "sizes and rates are binary units everywhere: the summaries give mib-per-s" {
+	config "$WORK/cfg" job 0 1
+	saved_step "$WORK/n0" job 5 0 seed 3145728 >/dev/null
+	run --separate-stderr mtc-backup --dir "$WORK/n0" --config "$WORK/cfg" --step 5 --to "$WORK/bk" --name 2025-06-30_14-30 --json
+	assert_success
+	jq -e 'has("mib-per-s") and (has("mb-per-s") | not)' <<<"$output"
+	# the rate is bytes / 2^20 / seconds (seconds rounded to the ms)
+	jq -e '.seconds < 0.05 or ((.bytes / 1048576 / .seconds) / .["mib-per-s"] - 1 | fabs) < 0.1' <<<"$output"
+	run --separate-stderr mtc-restore --from "$WORK/bk" --job job --out "$WORK/out" --json
+	assert_success
+	jq -e 'has("mib-per-s") and (has("mb-per-s") | not)' <<<"$output"
+	run mtc-lkg --backups "$WORK/bk" --job job
+	assert_line --regexp '^\* 2025-06-30_14-30 .* 3\.0 MiB  '
+}
+
+# interrupted_backup ERRFILE ARGS...: mtc-backup of step 100 held mid-upload of 'weights'
+# (MTC_FAULT_STALL), then Ctrl-C (SIGINT); its exit status in int_status.
+interrupted_backup() {
+	local err=$1
+	shift
+	rm -f "$WORK/stalled"
+	MTC_FAULT_STALL="dir-put=*/weights:$WORK/stalled" mtc-backup --dir "$WORK/local" \
+		--config "$WORK/cfg" --step 100 "$@" >/dev/null 2>"$err" &
+	BG_PID=$!
+	wait_for grep -qs "^[0-9][0-9]*$" "$WORK/stalled"
+	kill -INT "$BG_PID"
+	int_status=0
+	wait "$BG_PID" || int_status=$?
+}
+
+@test "Ctrl-C during a backup exits 130 saying interrupted; with --name, that the same command continues, and it does" {
+	config "$WORK/cfg" job 0 1
+	h=$(saved_step "$WORK/local" job 100 0 a 4194304)
+	interrupted_backup "$WORK/err" --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_equal "$int_status" 130
+	run cat "$WORK/err"
+	assert_output "mtc-backup: interrupted; run the same command to continue"
+	run --separate-stderr mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 --to "$WORK/bk" --name 2025-06-30_14-30
+	assert_success
+	run --separate-stderr mtc-restore --from "$WORK/bk" --job job --name 2025-06-30_14-30 --verify
+	assert_success
+	# without --name a second run would be another backup: no such promise
+	interrupted_backup "$WORK/err2" --to "$WORK/bk2"
+	assert_equal "$int_status" 130
+	run cat "$WORK/err2"
+	assert_output "mtc-backup: interrupted"
 }

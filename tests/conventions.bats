@@ -93,3 +93,23 @@ programs() { ls "$MTC_BIN" | grep '^mtc-'; }
 		head -1 "$MTC_TESTS/../completions/_$p" | grep -q "^#compdef $p"
 	done
 }
+
+@test "a plain make does not stop on warnings; make check (WERROR=1) does" {
+	cd "$MTC_TESTS/.."
+	run make -n -B B="$BATS_TEST_TMPDIR/b" "$BATS_TEST_TMPDIR/b/lib/log.o"
+	assert_success
+	assert_output --partial " -Wall -Wextra "
+	refute_output --partial "-Werror"
+	run make -n -B WERROR=1 B="$BATS_TEST_TMPDIR/b" "$BATS_TEST_TMPDIR/b/lib/log.o"
+	assert_output --partial "-Werror"
+	run make -n check-builds B="$BATS_TEST_TMPDIR/b"
+	assert_output --regexp "cc .*-Werror.* -o $BATS_TEST_TMPDIR/b/lib/log.o "
+}
+
+@test "contrib/demo.sh writes no colour codes into a redirected file" {
+	local out="$BATS_TEST_TMPDIR/demo.out"
+	timeout 300 "$MTC_TESTS/../contrib/demo.sh" "$MTC_BIN" >"$out" 2>&1
+	grep -q '^== 1. four nodes start' "$out"
+	run grep -c $'\e' "$out"
+	assert_output 0
+}

@@ -576,3 +576,21 @@ EOF
 	run half_valid
 	assert_output ''
 }
+
+@test "Ctrl-C during --delete exits 130 saying the same command continues, and it does" {
+	for d in 01 02 03; do mkbackup "2025-06-$d""_12-00" 2; done
+	MTC_FAULT_STALL="prune-delete=2025-06-02_12-00:$ROOT/stalled" mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 1 --delete >/dev/null 2>"$ROOT/err" &
+	pid=$!
+	for ((i = 0; i < 200; i++)); do grep -qs '^[0-9][0-9]*$' "$ROOT/stalled" && break; sleep 0.05; done
+	grep -qs '^[0-9][0-9]*$' "$ROOT/stalled"
+	kill -INT "$pid"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 130
+	run cat "$ROOT/err"
+	assert_output "mtc-prune: interrupted; run the same command to continue"
+	assert_dir_exists "$ROOT/job/2025-06-02_12-00"
+	run mtc-prune "$ROOT" --job job "${NONE[@]}" --daily 1 --delete
+	assert_success
+	assert_equal "$(dirs)" "2025-06-03_12-00 "
+}

@@ -265,7 +265,7 @@ gs_backup_of_step() {
 		echo "$output" | fakegcs_json 'd["newest-valid"] == "2025-06-30_15-30" and d["backups"][0]["state"] == "incomplete" and d["backups"][1]["step"] == 200 and d["backups"][1]["nodes"] == 2 and d["backups"][1]["bytes"] > 600000 and d["restore-version"] is None' | grep -qx true
 		run mtc-lkg --backups "$loc" --job job
 		assert_success
-		assert_line --regexp '^\* 2025-06-30_15-30 +valid +200 +2 '
+		assert_line --regexp '^\* 2025-06-30_15-30 +listed +200 +2 '
 		assert_line --regexp '^  2025-06-30_16-30 +incomplete +300 '
 		# pin: a valid backup only, unless --force
 		run mtc-restore --pin "$loc" --job job 2025-06-30_16-30
@@ -290,6 +290,61 @@ gs_backup_of_step() {
 		assert_equal "$status" 4
 		rm -rf "$WORK"/n* "$WORK"/cfg*
 	done
+}
+
+@test "a pin of a missing or invalid backup warns when --force makes it, and mtc-lkg warns while it stands" {
+	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
+	run --separate-stderr mtc-restore --pin "$WORK/bk" --job job 2025-06-30_17-00 --force
+	assert_success
+	[[ $stderr == *"mtc-restore: warning: pinned '$WORK/bk/job/2025-06-30_17-00', which does not exist: every restore from '$WORK/bk/job' fails until it is pinned to a valid backup or unpinned (mtc-restore --unpin)"* ]]
+	run --separate-stderr mtc-lkg --backups "$WORK/bk" --job job
+	assert_success
+	assert_line "restore.version: 2025-06-30_17-00"
+	[[ $stderr == *"mtc-lkg: warning: restore.version names backup '2025-06-30_17-00', which does not exist"* ]]
+	# a backup that lost its data: invalid, with the reason
+	mkdir -p "$WORK/bk/job/2025-06-30_16-00"
+	printf %s "$(cat "$WORK/n0/job-s100-n0-w0.meta")" >"$WORK/bk/job/2025-06-30_16-00/job-s100-n0-w0.meta"
+	run --separate-stderr mtc-restore --pin "$WORK/bk" --job job 2025-06-30_16-00 --force
+	assert_success
+	[[ $stderr == *"warning: pinned '$WORK/bk/job/2025-06-30_16-00', which is not valid: "* ]]
+	run --separate-stderr mtc-lkg --backups "$WORK/bk" --job job
+	[[ $stderr == *"restore.version names backup '2025-06-30_16-00', which is not valid: "* ]]
+	# a valid pin: no warning
+	run --separate-stderr mtc-restore --pin "$WORK/bk" --job job 2025-06-30_14-30
+	assert_success
+	[ -z "$stderr" ]
+	run --separate-stderr mtc-lkg --backups "$WORK/bk" --job job
+	assert_success
+	[ -z "$stderr" ]
+}
+
+@test "a bit-flipped newest backup is listed, not valid, until verified; its failing restore names the next one to use" {
+	backup_of "$WORK/bk" 2025-06-30_14-30 100 1
+	backup_of "$WORK/bk" 2025-06-30_15-30 200 1
+	h=$(cat "$WORK/n0"/job-s200-n0-w0.meta)
+	f=$(cd "$WORK/bk/job/2025-06-30_15-30/$h.data" && find . -type f -size +100k | head -1)
+	flip_byte "$WORK/bk/job/2025-06-30_15-30/$h.data/$f" 1000
+	run mtc-lkg --backups "$WORK/bk" --job job
+	assert_success
+	refute_output --regexp '(^|'$'\n'')\* [^ ]+ +valid '
+	assert_line --regexp '^\* 2025-06-30_15-30 +listed +200 '
+	assert_line --regexp '^  2025-06-30_14-30 +listed +100 '
+	assert_line --partial "listed: every .meta there, its data at the sizes its manifest gives; not re-hashed"
+	run mtc-lkg --backups "$WORK/bk" --job job --verify
+	assert_success
+	assert_line --regexp '^  2025-06-30_15-30 +damaged +200 '
+	assert_line --regexp '^\* 2025-06-30_14-30 +verified +100 '
+	run mtc-restore --from "$WORK/bk" --job job --out "$WORK/out dir"
+	assert_failure 5
+	assert_output --partial "mtc-restore: backup 2025-06-30_15-30 is damaged (integrity failure: "
+	assert_output --partial "); the newest valid one is 2025-06-30_14-30: mtc-restore --from $WORK/bk --job job --out '$WORK/out dir' --name 2025-06-30_14-30"
+	run mtc-restore --from "$WORK/bk" --job job --out "$WORK/out dir" --name 2025-06-30_14-30
+	assert_success
+	# --name given: replaced in the command suggested
+	rm -rf "$WORK/out dir"
+	run mtc-restore --from "$WORK/bk" --job job --name=2025-06-30_15-30 --out "$WORK/o2"
+	assert_failure 5
+	assert_output --partial ": mtc-restore --from $WORK/bk --job job --out $WORK/o2 --name 2025-06-30_14-30"
 }
 
 @test "mtc-lkg --backups with no valid backup is exit 4" {
@@ -491,6 +546,64 @@ killed_midway() {
 	[ ! -s "$WORK/err" ]
 	run grep -c $'\r' "$WORK/stdout"
 	assert_output 0
+}
+
+stopped() { [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = T ]; }
+paused_stopped() { [ -s "$WORK/paused" ] && stopped "$(cat "$WORK/paused")"; }
+sending() { [ "$(fakegcs_stat bytes_sent)" -gt 100000 ]; }
+
+@test "the verify phase after a download has its progress line on a terminal, and none off it" {
+	gs_backup_of_step 2097152
+	MTC_FAULT_PAUSE="fetch-verify:$WORK/paused" script -qec "mtc-restore --from gs://bkt --job job --name $B --rank 0 --layout hash --out '$WORK/out'; exit \$?" /dev/null >"$WORK/tty" 2>&1 &
+	BG_PID=$! # not exec'd: script(1) loses a direct child that stops
+	wait_for paused_stopped
+	sleep 1.1 # a phase is shown once it has lasted a second: let one pass while it is stopped
+	kill -CONT "$(cat "$WORK/paused")"
+	wait "$BG_PID"
+	run cat "$WORK/tty"
+	assert_output --regexp $'mtc-restore: verifying 2\\.0 MiB / 2\\.0 MiB \\(100%\\)  [0-9.]+ [KMG]?i?B/s  ETA [0-9:-]+'
+	rm -rf "$WORK/out" "$WORK/paused"
+	MTC_FAULT_PAUSE="fetch-verify:$WORK/paused" mtc-restore --from gs://bkt --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" >/dev/null 2>"$WORK/err" &
+	BG_PID=$!
+	wait_for paused_stopped
+	sleep 1.1
+	kill -CONT "$(cat "$WORK/paused")"
+	wait "$BG_PID"
+	run cat "$WORK/err"
+	refute_output --partial verifying
+}
+
+@test "Ctrl-C during a restore ends the progress line, says how to continue, exits 130, and the same command continues" {
+	gs_backup_of_step 4194304
+	fakegcs_ctl POST config '{"conn_rate": 262144}' >/dev/null
+	script -qec "echo \$\$ >'$WORK/pid'; exec mtc-restore --from gs://bkt --job job --name $B --rank 0 --layout hash --out '$WORK/out'" /dev/null >"$WORK/tty" 2>&1 &
+	BG_PID=$!
+	wait_for grep -q ETA "$WORK/tty"
+	kill -INT "$(cat "$WORK/pid")"
+	status=0
+	wait "$BG_PID" || status=$?
+	assert_equal "$status" 130
+	run cat "$WORK/tty"
+	assert_output --regexp $'ETA [0-9:-]+\e\\[K\r?\nmtc-restore: interrupted; run the same command to continue\r?$'
+	fakegcs_ctl POST config '{"conn_rate": 0}' >/dev/null
+	run mtc-restore --from gs://bkt --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
+	assert_success
+	[ "$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')" -gt 0 ]
+	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
+}
+
+@test "Ctrl-C during a restore that cannot continue (a verify) just says interrupted" {
+	gs_backup_of_step 4194304
+	fakegcs_ctl POST config '{"conn_rate": 262144}' >/dev/null
+	mtc-restore --from gs://bkt --job job --name "$B" --verify 2>"$WORK/err" >/dev/null &
+	BG_PID=$!
+	wait_for sending
+	kill -INT "$BG_PID"
+	status=0
+	wait "$BG_PID" || status=$?
+	assert_equal "$status" 130
+	run cat "$WORK/err"
+	assert_output "mtc-restore: interrupted"
 }
 
 # ref_orbax_backup: what the reference replicator leaves for a one-node Orbax

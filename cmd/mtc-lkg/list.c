@@ -1,18 +1,5 @@
 #include "modes.h"
 
-static void human_size(long long n, char *out, size_t len)
-{
-	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)n;
-	int u = 0;
-
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(out, len, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
-}
-
 /* The job's backup root under --backups; NULL after an error (rc says which). */
 struct mtc_store *open_backups(const char *job, int missing_ok, int *rc)
 {
@@ -57,16 +44,28 @@ static int verify_backup(struct mtc_store *s, struct mtc_backup_info *info)
 	return 0;
 }
 
-static void print_backup_line(const struct mtc_backup_info *info, long long bytes, int newest,
+/*
+ * A backup that passed the cheap check is "listed": its metas and the sizes
+ * of its data agree with its manifests, which a flipped bit does not change;
+ * "verified" once --verify re-hashed it.
+ */
+static const char *state_text(const struct mtc_backup_info *info, int deep)
+{
+	if (info->state != MTC_BACKUP_VALID)
+		return mtc_backup_state_name(info->state);
+	return deep ? "verified" : "listed";
+}
+
+static void print_backup_line(const struct mtc_backup_info *info, long long bytes, int deep, int newest,
 			      int pinned)
 {
 	char size[32], step[32];
 
-	human_size(bytes, size, sizeof size);
+	mtc_size_text(size, sizeof size, (double)bytes);
 	snprintf(step, sizeof step, info->step < 0 ? "-" : "%lld", info->step);
 	printf("%-1s %-16s  %-10s  %10s  %5d  %10s  %s%s%s\n", newest ? "*" : "", info->name,
-	       mtc_backup_state_name(info->state), step, info->nodes, size,
-	       pinned ? "restore.version" : "", pinned && *info->reason ? "; " : "", info->reason);
+	       state_text(info, deep), step, info->nodes, size, pinned ? "restore.version" : "",
+	       pinned && *info->reason ? "; " : "", info->reason);
 }
 
 /*
@@ -81,8 +80,10 @@ int list_backups(const char *job, int nodes, int workers)
 	size_t n = 0;
 	char pinned[256] = "";
 	const char *newest_valid = NULL;
+	char pin_reason[sizeof((struct mtc_backup_info *)0)->reason] = "";
 	json_t *arr;
-	int rc, pin;
+	int rc, pin, pin_state = -1;
+	size_t listed = 0;
 
 	if (!(s = open_backups(job, 0, &rc)))
 		return rc;
@@ -127,7 +128,13 @@ int list_backups(const char *job, int nodes, int workers)
 							"newest-valid", newest_valid == list[i].name,
 							"pinned", is_pinned));
 		else if (rc == MTC_EXIT_OK)
-			print_backup_line(&info, bytes, newest_valid == list[i].name, is_pinned);
+			print_backup_line(&info, bytes, deep, newest_valid == list[i].name, is_pinned);
+		if (rc == MTC_EXIT_OK && info.state == MTC_BACKUP_VALID && !deep)
+			listed++;
+		if (rc == MTC_EXIT_OK && is_pinned) {
+			pin_state = info.state;
+			snprintf(pin_reason, sizeof pin_reason, "%s", info.reason);
+		}
 		mtc_backup_info_free(&info);
 	}
 	if (rc == MTC_EXIT_OK && json_out)
@@ -138,6 +145,17 @@ int list_backups(const char *job, int nodes, int workers)
 					 "backups", arr));
 	else if (rc == MTC_EXIT_OK && pin == 1)
 		printf("restore.version: %s\n", pinned);
+	if (rc == MTC_EXIT_OK && !json_out && listed)
+		printf("listed: every .meta there, its data at the sizes its manifest gives; not re-hashed "
+		       "(--verify re-hashes the newest)\n");
+	if (rc == MTC_EXIT_OK && pin == 1 && pin_state != MTC_BACKUP_VALID)
+		mtc_warn("restore.version names backup '%s', which %s%s: every restore from '%s' fails "
+			 "until it is pinned to a valid backup or unpinned (mtc-restore --unpin)",
+			 pinned,
+			 pin_state < 0 || pin_state == MTC_BACKUP_EMPTY ? "does not exist"
+									: "is not valid: ",
+			 pin_state < 0 || pin_state == MTC_BACKUP_EMPTY ? "" : pin_reason,
+			 mtc_store_url(s));
 	if (rc == MTC_EXIT_OK && !newest_valid) {
 		mtc_error("no valid backup among %zu at '%s'", n, mtc_store_url(s));
 		rc = MTC_EXIT_NOTFOUND;

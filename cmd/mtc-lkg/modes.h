@@ -27,6 +27,7 @@
 #include "progress.h"
 #include "store/store.h"
 #include "token_file.h"
+#include "units.h"
 #include "xalloc.h"
 
 /*

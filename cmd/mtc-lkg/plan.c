@@ -1,11 +1,5 @@
 #include "modes.h"
 
-static const char *short_hash(const char *h, char *buf, size_t len)
-{
-	snprintf(buf, len, "%.12s", h ? h : "?");
-	return buf;
-}
-
 static void print_summary(json_t *plan)
 {
 	json_t *step = json_object_get(plan, "step"), *v, *r;
@@ -64,10 +58,9 @@ static void print_summary(json_t *plan)
 		printf("%-6lld %-8s", (long long)json_integer_value(json_object_get(r, "node-rank")),
 		       json_is_true(json_object_get(r, "reported")) ? "yes" : "no");
 		json_array_foreach (fetch, k, f) {
-			char h[16];
+			const char *h = json_string_value(json_object_get(f, "hash"));
 			json_t *from = json_object_get(f, "from");
-			printf(" %s from ",
-			       short_hash(json_string_value(json_object_get(f, "hash")), h, sizeof h));
+			printf(" %s from ", h ? h : "?");
 			if (json_array_size(from))
 				printf("rank %lld%s",
 				       (long long)json_integer_value(json_array_get(from, 0)),

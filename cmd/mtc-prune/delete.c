@@ -20,6 +20,7 @@ static void delete_rest(struct mtc_store *s, struct run *run, int *rc)
 			free(prefix);
 			continue;
 		}
+		mtc_fault_stall("prune-delete", b->name);
 		if (mtc_backup_delete(s, b->name) < 0) {
 			mtc_error("cannot delete backup '%s': %s", b->name, mtc_store_error(s));
 			*rc = MTC_EXIT_FAILURE;

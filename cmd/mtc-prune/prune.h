@@ -15,6 +15,7 @@
 #include "backups.h"
 #include "../common/cli.h"
 #include "config.h"
+#include "fault.h"
 #include "exitcode.h"
 #include "http.h"
 #include "json_out.h"
@@ -48,7 +49,7 @@ struct rules {
 struct backup {
 	char *name;
 	int state; /* enum mtc_backup_state, or UNCHECKED */
-	char reason[256];
+	char reason[640];
 	int deleted;
 };
 

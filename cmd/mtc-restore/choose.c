@@ -64,6 +64,90 @@ int choose_backup(struct mtc_store *s, char *name, size_t len)
 	return rc;
 }
 
+/* The newest backup but skip that reads as valid (its metas, the sizes of its data): 1, 0 none, -1. */
+static int next_valid(struct mtc_store *s, const char *skip, char *name, size_t len)
+{
+	struct mtc_backup_entry *list = NULL;
+	size_t n = 0;
+	int found = 0;
+
+	if (mtc_backups_list(s, &list, &n) < 0)
+		return -1;
+	for (size_t i = 0; i < n && !found; i++) {
+		struct mtc_backup_info info;
+		if (!strcmp(list[i].name, skip))
+			continue;
+		if (mtc_backup_judge(s, list[i].name, 0, 0, &info, NULL) < 0) {
+			found = -1;
+			break;
+		}
+		if (info.state == MTC_BACKUP_VALID) {
+			snprintf(name, len, "%s", list[i].name);
+			found = 1;
+		}
+		mtc_backup_info_free(&info);
+	}
+	mtc_backups_free_list(list, n);
+	return found;
+}
+
+/* arg as one shell word: itself when it needs no quoting, else in single quotes. */
+static void shell_word(struct mtc_buf *b, const char *arg)
+{
+	if (*arg &&
+	    strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-") ==
+		    strlen(arg)) {
+		mtc_buf_append(b, arg, strlen(arg));
+		return;
+	}
+	mtc_buf_append(b, "'", 1);
+	for (; *arg; arg++)
+		if (*arg == '\'')
+			mtc_buf_append(b, "'\\''", 4);
+		else
+			mtc_buf_append(b, arg, 1);
+	mtc_buf_append(b, "'", 1);
+}
+
+/* This command line with --name name instead of any it had. */
+static char *command_with_name(const char *name)
+{
+	struct mtc_buf b = MTC_BUF_INIT(1 << 16);
+
+	mtc_buf_append(&b, mtc_prog(), strlen(mtc_prog()));
+	for (int i = 1; i < cmd_argc; i++) {
+		const char *a = cmd_argv[i];
+		if (!strcmp(a, "--name") || !strcmp(a, "-n")) {
+			i++;
+			continue;
+		}
+		if (!strncmp(a, "--name=", 7) || (!strncmp(a, "-n", 2) && a[2]))
+			continue;
+		mtc_buf_append(&b, " ", 1);
+		shell_word(&b, a);
+	}
+	mtc_buf_append(&b, " --name ", 8);
+	shell_word(&b, name);
+	return mtc_buf_take(&b);
+}
+
+/* A restore found backup name damaged (why): says so, and which backup to use instead. */
+void report_damaged(struct mtc_store *s, const char *name, const char *why)
+{
+	char next[64];
+	int found = next_valid(s, name, next, sizeof next);
+
+	if (found == 1) {
+		char *cmd = command_with_name(next);
+		mtc_error("backup %s is damaged (%s); the newest valid one is %s: %s", name, why, next,
+			  cmd);
+		free(cmd);
+	} else {
+		mtc_error("backup %s is damaged (%s); %s", name, why,
+			  found ? "the other backups cannot be listed" : "no other backup is valid");
+	}
+}
+
 int state_exit(enum mtc_backup_state st)
 {
 	return st == MTC_BACKUP_EMPTY ? MTC_EXIT_NOTFOUND : MTC_EXIT_INTEGRITY;

@@ -46,7 +46,7 @@ static void parts_free(struct mtc_step_part *p, size_t n)
  * killed run left, verified.
  */
 static int fetch_all(const char *url, const struct mtc_step_part *w, size_t n, const int *slot,
-		     const char *staging, struct mtc_object_fetched *got)
+		     const char *staging, struct mtc_object_fetched *got, char *why, size_t whylen)
 {
 	struct mtc_store_options opt = store_options();
 	char **hashes = xcalloc(n ? n : 1, sizeof *hashes), err[1024];
@@ -65,8 +65,8 @@ static int fetch_all(const char *url, const struct mtc_step_part *w, size_t n, c
 			hashes[m++] = (char *)w[i].hash;
 	rc = mtc_object_fetch(s, "", hashes, m, staging, threads,
 			      !no_progress && mtc_log_level() >= MTC_LOG_WARN, got, err, sizeof err);
-	if (rc == MTC_EXIT_NOTFOUND) {
-		mtc_error("backup '%s' is incomplete: %s", url, err);
+	if (rc == MTC_EXIT_NOTFOUND || rc == MTC_EXIT_INTEGRITY) {
+		snprintf(why, whylen, "%s", err); /* the caller names the backup to use instead */
 		rc = MTC_EXIT_INTEGRITY;
 	} else if (rc != MTC_EXIT_OK) {
 		mtc_error("%s", err);
@@ -295,7 +295,10 @@ int restore_from(struct mtc_store *s, const char *job, const struct mtc_backup_i
 	} else if (open_staging(info->name, rank, &t) < 0) {
 		rc = MTC_EXIT_FAILURE;
 		goto out;
-	} else if ((rc = fetch_all(url, w, n, slot, staging = t.path, &got)) != MTC_EXIT_OK) {
+	} else if ((rc = fetch_all(url, w, n, slot, staging = t.path, &got, err, sizeof err)) !=
+		   MTC_EXIT_OK) {
+		if (rc == MTC_EXIT_INTEGRITY)
+			report_damaged(s, info->name, err);
 		goto out;
 	}
 	if (todo)
@@ -313,7 +316,7 @@ int restore_from(struct mtc_store *s, const char *job, const struct mtc_backup_i
 	}
 	if (rc == MTC_EXIT_OK && (!archive_path || strcmp(archive_path, "-"))) {
 		double secs = mtc_now() - start;
-		double rate = (got.bytes - got.kept) / 1e6 / (secs > 1e-6 ? secs : 1e-6);
+		double rate = mtc_mib_per_s((double)(got.bytes - got.kept), secs);
 		char *path = !strcmp(layout, "step") && out_dir
 				     ? n == 1 ? xasprintf("%s/%lld", out_dir, info->step)
 					      : xstrdup(out_dir)
@@ -324,13 +327,13 @@ int restore_from(struct mtc_store *s, const char *job, const struct mtc_backup_i
 					      rank, "step", (json_int_t)info->step, "metas", (int)n,
 					      "bytes", (json_int_t)got.bytes, "kept",
 					      (json_int_t)got.kept, "seconds", mtc_json_seconds(secs),
-					      "mb-per-s", round(rate * 10) / 10);
+					      "mib-per-s", rate);
 			if (path)
 				json_object_set_new(j, "path", json_string(path));
 			mtc_json_print(j);
 		} else {
 			printf("restored step %lld of rank %d from '%s' to '%s': %lld bytes (%lld kept) in "
-			       "%.3f s, %.1f MB/s\n",
+			       "%.3f s, %.1f MiB/s\n",
 			       info->step, rank, url,
 			       path	      ? path
 			       : archive_path ? archive_path

@@ -46,6 +46,12 @@ int pin(const char *job, const char *name)
 	} else if (mtc_store_put_buf(s, "restore.version", name, strlen(name), MTC_STORE_REPLACE) < 0) {
 		mtc_error("cannot write '%s/restore.version': %s", mtc_store_url(s), mtc_store_error(s));
 		rc = MTC_EXIT_FAILURE;
+	} else if (info.state != MTC_BACKUP_VALID) {
+		mtc_warn("pinned '%s/%s', which %s%s: every restore from '%s' fails until it is pinned "
+			 "to a valid backup or unpinned (mtc-restore --unpin)",
+			 mtc_store_url(s), name,
+			 info.state == MTC_BACKUP_EMPTY ? "does not exist" : "is not valid: ",
+			 info.state == MTC_BACKUP_EMPTY ? "" : info.reason, mtc_store_url(s));
 	} else {
 		mtc_info("pinned '%s/%s'", mtc_store_url(s), name);
 	}

@@ -14,6 +14,7 @@
 #include "backup_check.h"
 #include "backup_location.h"
 #include "backups.h"
+#include "buf.h"
 #include "../common/cli.h"
 #include "clock.h"
 #include "cluster_restore.h"
@@ -37,6 +38,7 @@
 #include "store/store_tree.h"
 #include "tmpname.h"
 #include "token_file.h"
+#include "units.h"
 #include "xalloc.h"
 
 /*
@@ -53,6 +55,8 @@ extern long long slice_threshold;
 extern int slices;
 extern char *dir, *config_file, *backup, *coordinator_url, *address, *peer_token_file;
 extern int standalone;
+extern int cmd_argc; /* the command line as given, for the command a message suggests */
+extern const char **cmd_argv;
 extern double timeout_s, heartbeat_s;
 
 struct mtc_store_options store_options(void);
@@ -62,6 +66,7 @@ int judge(struct mtc_store *s, const char *name, struct mtc_backup_info *info);
 int choose_backup(struct mtc_store *s, char *name, size_t len);
 int state_exit(enum mtc_backup_state st);
 int verify_backup(struct mtc_store *s, const char *job, const char *name);
+void report_damaged(struct mtc_store *s, const char *name, const char *why);
 int pick_rank(const struct mtc_backup_info *info, long long *rank);
 int from_backup(const char *job);
 int pin(const char *job, const char *name);
