@@ -586,7 +586,7 @@ sending() { [ "$(fakegcs_stat bytes_sent)" -gt 100000 ]; }
 	run cat "$WORK/tty"
 	assert_output --regexp $'ETA [0-9:-]+\e\\[K\r?\nmtc-restore: interrupted; run the same command to continue\r?$'
 	fakegcs_ctl POST config '{"conn_rate": 0}' >/dev/null
-	run mtc-restore --from gs://bkt --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
+	run mtc-restore --from gs://bkt --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" --json
 	assert_success
 	[ "$(echo "${lines[-1]}" | fakegcs_json 'd["kept"]')" -gt 0 ]
 	diff -r "$WORK/n0/$h.data" "$WORK/out/$h.data"
