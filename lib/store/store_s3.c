@@ -261,15 +261,11 @@ static int small_prepare(struct op *op, struct req *r)
 	switch (op->state) {
 	case K_BUF:
 		s3_get(op, r);
-		r->sink_mem = 1;
-		r->mem_max = op->max;
-		r->crc_on = 1;
+		xfer_sink_buf(op, r);
 		break;
 	case K_RANGE:
 		s3_request(r, "GET", op->name, NULL);
-		r->sink_mem = 1;
-		r->mem_max = (size_t)op->len;
-		xfer_header(r, "Range: bytes=%lld-%lld", op->off, op->off + op->len - 1);
+		xfer_sink_range(op, r);
 		break;
 	case K_STAT:
 	case K_LOOK: s3_request(r, "HEAD", op->name, NULL); break;
@@ -298,30 +294,8 @@ static enum verdict small_finish(struct op *op, struct req *r)
 		return xfer_fail(op, ENOENT, "no such object '%s'", op->name);
 	}
 	switch (op->state) {
-	case K_BUF:
-		if (r->status != 200)
-			return xfer_fail_with(op, r, "cannot read");
-		if (r->have_crc && mtc_crc32c(0, mtc_buf_str(&r->mem), r->mem.len) != r->srv_crc) {
-			snprintf(op->lasterr, sizeof op->lasterr, "cannot read '%s': crc32c mismatch",
-				 op->name);
-			if (op->crc_retries++ < 2)
-				return V_RETRY;
-			op->err = EIO;
-			return V_FAIL;
-		}
-		*op->outlen = r->mem.len;
-		*op->outbuf = r->mem.p ? mtc_buf_take(&r->mem) : xstrdup("");
-		return V_DONE;
-	case K_RANGE:
-		if (r->status == 416 || ((r->status == 206 || (r->status == 200 && !op->off)) &&
-					 r->mem.len != (size_t)op->len))
-			return xfer_fail(op, EIO,
-					 "cannot read %lld bytes at %lld of '%s': object too short",
-					 op->len, op->off, op->name);
-		if (r->status != 206 && r->status != 200)
-			return xfer_fail_with(op, r, "cannot read");
-		memcpy(op->rangebuf, r->mem.p, (size_t)op->len);
-		return V_DONE;
+	case K_BUF: return xfer_finish_buf(op, r);
+	case K_RANGE: return xfer_finish_range(op, r);
 	case K_LOOK:
 		if (r->status != 200)
 			return xfer_fail_with(op, r, "cannot delete");
@@ -452,24 +426,7 @@ static const struct op_type list_type = { .prepare = list_prepare, .finish = lis
 static int s3_list(struct mtc_store *s, const char *prefix, const char *delim,
 		   struct mtc_store_list *out)
 {
-	struct op *op = xfer_op_new(s, &list_type);
-	int rc;
-
-	op->lprefix = prefix;
-	op->ldelim = delim;
-	op->list = out;
-	op->name = xasprintf("s3://%s/%s%s", ((struct s3 *)s->impl)->bucket,
-			     ((struct s3 *)s->impl)->xf.prefix, prefix);
-	rc = xfer_run_one(s, op);
-	if (rc == 0)
-		mtc_store_list_sort(out);
-	return rc;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
+	return xfer_list(s, &list_type, prefix, delim, 0, out);
 }
 
 static void xml_escaped(struct mtc_buf *b, const char *s)
@@ -534,7 +491,7 @@ static int s3_delete_prefix(struct mtc_store *s, const char *prefix)
 	for (int pass = 0; pass < 2; pass++) {
 		size_t start_n = n, m = 0;
 		for (size_t i = 0; i < l.n_objects; i++) {
-			if (ends_with(l.objects[i].name, ".meta") != !pass)
+			if (mtc_store_ends_with(l.objects[i].name, ".meta") != !pass)
 				continue;
 			names[m++] = l.objects[i].name;
 			if (m == BATCH_MAX) {
@@ -579,7 +536,7 @@ static void s3_close(struct mtc_store *s)
 }
 
 static const struct mtc_store_ops s3_ops = {
-	.put_file = s3_put_file,
+	.put_file = xfer_put_file,
 	.put_buf = s3_put_buf,
 	.put_many = s3_put_many,
 	.get_file = xfer_get_file,
@@ -594,21 +551,12 @@ static const struct mtc_store_ops s3_ops = {
 	.close = s3_close,
 };
 
-static long long env_ll(const char *name, long long def)
-{
-	const char *v = getenv(name);
-	return v && *v ? atoll(v) : def;
-}
-
 int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefix, char *err,
 		      size_t errlen)
 {
 	struct s3 *b = xcalloc(1, sizeof *b);
 
-	xfer_init(&b->xf, s, &s3_api, prefix,
-		  (double)env_ll("MTC_S3_RETRY_BASE_MS",
-				 (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) /
-			  1000.0);
+	xfer_init(&b->xf, s, &s3_api, prefix, "MTC_S3_RETRY_BASE_MS");
 	s->impl = b;
 	s->ops = &s3_ops;
 	b->bucket = xstrdup(bucket);

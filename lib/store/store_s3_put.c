@@ -415,15 +415,6 @@ static int up_setup_file(struct op *op, const char *path)
 	return 0;
 }
 
-static struct op *upload_op(struct mtc_store *s, const char *key, int flags)
-{
-	struct op *op = xfer_op_new(s, &upload_type);
-	op->name = xfer_name(s->impl, key);
-	op->key = key;
-	op->flags = flags;
-	return op;
-}
-
 static void set_buf(struct op *op, const void *buf, size_t len)
 {
 	op->size = (long long)len;
@@ -438,7 +429,7 @@ static void set_buf(struct op *op, const void *buf, size_t len)
 /* x's upload (xfer_make) */
 static int upload_of(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **opp)
 {
-	struct op *op = *opp = upload_op(s, x->key, flags);
+	struct op *op = *opp = xfer_upload_op(s, &upload_type, x->key, flags);
 
 	op->x = x;
 	if (x->key[strlen(x->key) - 1] == '/')
@@ -454,16 +445,9 @@ int s3_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int fla
 	return xfer_run_many(s, x, n, flags, upload_of);
 }
 
-int s3_put_file(struct mtc_store *s, const char *key, const char *path, int flags)
-{
-	struct mtc_store_xfer x = { .key = key, .path = path };
-	s->progress_done = s->progress_total = 0;
-	return s3_put_many(s, &x, 1, flags);
-}
-
 int s3_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags)
 {
-	struct op *op = upload_op(s, key, flags);
+	struct op *op = xfer_upload_op(s, &upload_type, key, flags);
 
 	set_buf(op, buf, len);
 	return xfer_run_one(s, op);

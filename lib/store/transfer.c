@@ -531,6 +531,81 @@ int xfer_read_stat(struct op *op, struct mtc_store_object *out)
 	return xfer_run_one(op->s, op);
 }
 
+void xfer_sink_buf(struct op *op, struct req *r)
+{
+	r->sink_mem = 1;
+	r->mem_max = op->max;
+	r->crc_on = 1;
+}
+
+void xfer_sink_range(struct op *op, struct req *r)
+{
+	r->sink_mem = 1;
+	r->mem_max = (size_t)op->len;
+	xfer_header(r, "Range: bytes=%lld-%lld", op->off, op->off + op->len - 1);
+}
+
+enum verdict xfer_finish_buf(struct op *op, struct req *r)
+{
+	if (r->status != 200)
+		return xfer_fail_with(op, r, "cannot read");
+	if (r->have_crc && mtc_crc32c(0, mtc_buf_str(&r->mem), r->mem.len) != r->srv_crc) {
+		snprintf(op->lasterr, sizeof op->lasterr, "cannot read '%s': crc32c mismatch", op->name);
+		if (op->crc_retries++ < 2)
+			return V_RETRY;
+		op->err = EIO;
+		return V_FAIL;
+	}
+	*op->outlen = r->mem.len;
+	*op->outbuf = r->mem.p ? mtc_buf_take(&r->mem) : xstrdup("");
+	return V_DONE;
+}
+
+enum verdict xfer_finish_range(struct op *op, struct req *r)
+{
+	if (r->status == 416 ||
+	    ((r->status == 206 || (r->status == 200 && !op->off)) && r->mem.len != (size_t)op->len))
+		return xfer_fail(op, EIO, "cannot read %lld bytes at %lld of '%s': object too short",
+				 op->len, op->off, op->name);
+	if (r->status != 206 && r->status != 200)
+		return xfer_fail_with(op, r, "cannot read");
+	memcpy(op->rangebuf, r->mem.p, (size_t)op->len);
+	return V_DONE;
+}
+
+int xfer_list(struct mtc_store *s, const struct op_type *t, const char *prefix, const char *delim,
+	      int temps, struct mtc_store_list *out)
+{
+	struct op *op = xfer_op_new(s, t);
+	int rc;
+
+	op->ltemps = temps;
+	op->lprefix = prefix;
+	op->ldelim = delim;
+	op->list = out;
+	op->name = xasprintf("%s/%s", s->url, prefix);
+	rc = xfer_run_one(s, op);
+	if (rc == 0)
+		mtc_store_list_sort(out);
+	return rc;
+}
+
+struct op *xfer_upload_op(struct mtc_store *s, const struct op_type *t, const char *key, int flags)
+{
+	struct op *op = xfer_op_new(s, t);
+	op->name = xfer_name(s->impl, key);
+	op->key = key;
+	op->flags = flags;
+	return op;
+}
+
+int xfer_put_file(struct mtc_store *s, const char *key, const char *path, int flags)
+{
+	struct mtc_store_xfer x = { .key = key, .path = path };
+	s->progress_done = s->progress_total = 0;
+	return s->ops->put_many(s, &x, 1, flags);
+}
+
 int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags, xfer_make *make)
 {
 	struct op **ops = xcalloc(n + 1, sizeof *ops), **todo = xcalloc(n + 1, sizeof *todo);
@@ -633,8 +708,10 @@ int xfer_crc_of_range(int fd, long long off, long long size, uint32_t *crc)
 }
 
 void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api, const char *prefix,
-	       double backoff_base)
+	       const char *retry_env)
 {
+	const char *base_ms = getenv(retry_env);
+
 	pthread_mutex_init(&xf->run_lock, NULL);
 	xf->api = api;
 	xf->prefix = *prefix ? xasprintf("%s/", prefix) : xstrdup("");
@@ -646,7 +723,8 @@ void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api,
 		xf->first = 8LL << 20;
 	if (xf->first < (64LL << 10))
 		xf->first = 64LL << 10;
-	xf->backoff_base = backoff_base;
+	xf->backoff_base = base_ms && *base_ms ? atoll(base_ms) / 1000.0
+					       : mtc_backoff_of(MTC_BACKOFF_STORE)->base;
 	xf->backoff_cap = mtc_backoff_of(MTC_BACKOFF_STORE)->cap;
 	xf->seed = (unsigned)getpid() ^ (unsigned)(mtc_now() * 1e6);
 	xf->multi = curl_multi_init();

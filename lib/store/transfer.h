@@ -168,9 +168,12 @@ struct op {
 	void *arg; /* a backend's own state for the op */
 };
 
-/* Sets up xf (s->impl's first member) for s: the multi handle, slicing and backoff. */
+/*
+ * Sets up xf (s->impl's first member) for s: the multi handle, slicing and
+ * backoff; retry_env names the variable that may set the first backoff (ms).
+ */
 void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api, const char *prefix,
-	       double backoff_base);
+	       const char *retry_env);
 void xfer_close(struct xfer *xf);
 
 struct op *xfer_op_new(struct mtc_store *s, const struct op_type *t);
@@ -180,6 +183,19 @@ struct op *xfer_small_op(struct mtc_store *s, const struct op_type *t, int kind,
 int xfer_read_buf(struct op *op, size_t max, char **buf, size_t *len);
 int xfer_read_range(struct op *op, long long off, void *buf, size_t len);
 int xfer_read_stat(struct op *op, struct mtc_store_object *out);
+/* States in r where op's whole read (xfer_read_buf) or range (xfer_read_range) goes. */
+void xfer_sink_buf(struct op *op, struct req *r);
+void xfer_sink_range(struct op *op, struct req *r);
+/* Judges the answer to them (not a transient one, not a 404). */
+enum verdict xfer_finish_buf(struct op *op, struct req *r);
+enum verdict xfer_finish_range(struct op *op, struct req *r);
+/* Lists what is under prefix with the list op t (op->ltemps: temps) into out, sorted. */
+int xfer_list(struct mtc_store *s, const struct op_type *t, const char *prefix, const char *delim,
+	      int temps, struct mtc_store_list *out);
+/* An upload op of type t of key's object. */
+struct op *xfer_upload_op(struct mtc_store *s, const struct op_type *t, const char *key, int flags);
+/* The store's put_file: its put_many of the one file. */
+int xfer_put_file(struct mtc_store *s, const char *key, const char *path, int flags);
 void xfer_op_free(struct op *op);
 /* prefix + key (malloc'd). */
 char *xfer_name(struct xfer *xf, const char *key);
