@@ -146,3 +146,24 @@ j = json.load(sys.stdin)
 json.dump(j["manifest"], open(sys.argv[1], "w"), separators=(",", ":"))
 print(j["digest"])' "$2"
 }
+
+# make_data FILE BYTES SEED: BYTES bytes that are the same for the same SEED.
+make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zero 2>/dev/null | head -c "$2" >"$1"; }
+
+# gcs_setup NAME: a fresh WORK (mtc-NAME.*), STORE the store client of the unit tests, quick
+# gs:// retries, and no GCS endpoint or credentials from the caller's environment.
+gcs_setup() {
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtc-$1.XXXXXX")
+	STORE="$MTC_BIN/../unit/store"
+	export MTC_GCS_RETRY_BASE_MS=20
+	unset STORAGE_EMULATOR_HOST MTC_GCS_ENDPOINT GOOGLE_APPLICATION_CREDENTIALS MTC_GCS_TOKEN GCE_METADATA_HOST
+}
+
+# gcs_sa_json KEYDIR OUT: a service-account key file at OUT for the running fake GCS
+# server, of the key fakegcs_make_key made in KEYDIR.
+gcs_sa_json() {
+	python3 -c 'import json, sys
+print(json.dumps({"type": "service_account", "project_id": "p", "private_key_id": "k1",
+    "private_key": open(sys.argv[1]).read(), "client_email": "sa@p.iam.gserviceaccount.com",
+    "client_id": "1", "token_uri": sys.argv[2]}))' "$1/key.pem" "$FAKEGCS_URL/token" >"$2"
+}
