@@ -132,7 +132,7 @@ static const struct xfer_api gcs_api = { gcs_authorize, gcs_header, gcs_message,
 
 /* ----------------------------------------------------- small reads, stat, delete */
 
-enum { K_BUF, K_RANGE, K_STAT, K_DELETE };
+enum { K_BUF = XK_BUF, K_RANGE = XK_RANGE, K_STAT = XK_STAT, K_DELETE = XK_DELETE };
 enum { GONE_IS_DONE = 1 }; /* small op flag: a delete that finds nothing succeeds */
 
 static int small_prepare(struct op *op, struct req *r)
@@ -212,26 +212,6 @@ void gcs_spawn_part_deletes(struct op *p)
 struct op *gcs_small_op(struct mtc_store *s, int kind, const char *key)
 {
 	return xfer_small_op(s, &gcs_small_type, kind, key);
-}
-
-static int gcs_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len)
-{
-	return xfer_read_buf(gcs_small_op(s, K_BUF, key), max, buf, len);
-}
-
-static int gcs_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len)
-{
-	return xfer_read_range(gcs_small_op(s, K_RANGE, key), off, buf, len);
-}
-
-static int gcs_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out)
-{
-	return xfer_read_stat(gcs_small_op(s, K_STAT, key), out);
-}
-
-static int gcs_delete(struct mtc_store *s, const char *key)
-{
-	return xfer_run_one(s, gcs_small_op(s, K_DELETE, key));
 }
 
 /* -------------------------------------------------------------------- list */
@@ -420,12 +400,12 @@ static const struct mtc_store_ops gcs_ops = {
 	.put_buf = gcs_put_buf,
 	.put_many = gcs_put_many,
 	.get_file = xfer_get_file,
-	.get_buf = gcs_get_buf,
-	.get_range = gcs_get_range,
+	.get_buf = xfer_get_buf,
+	.get_range = xfer_get_range,
 	.get_many = xfer_get_many,
 	.list = gcs_list,
-	.stat = gcs_stat,
-	.del = gcs_delete,
+	.stat = xfer_stat,
+	.del = xfer_delete,
 	.delete_prefix = gcs_delete_prefix,
 	.leftovers = gcs_leftovers,
 	.close = gcs_close,
@@ -439,6 +419,7 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	size_t n;
 
 	xfer_init(&g->xf, s, &gcs_api, prefix, "MTC_GCS_RETRY_BASE_MS");
+	g->xf.small = &gcs_small_type;
 	s->impl = g;
 	s->ops = &gcs_ops;
 	g->bucket = xstrdup(bucket);

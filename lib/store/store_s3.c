@@ -243,7 +243,14 @@ const char *s3_element(const char **at, const char *end, const char *tag, size_t
 /* ----------------------------------------------------- small reads, stat, delete */
 
 /* K_LOOK: a delete looks first, since S3 answers 204 for an object that is not there */
-enum { K_BUF, K_RANGE, K_STAT, K_LOOK, K_DELETE, K_BATCH };
+enum {
+	K_BUF = XK_BUF,
+	K_RANGE = XK_RANGE,
+	K_STAT = XK_STAT,
+	K_LOOK = XK_DELETE,
+	K_DELETE = XK_OWN,
+	K_BATCH
+};
 #define BATCH_MAX 1000 /* keys in one DeleteObjects */
 
 /* The base64 MD5 of len bytes at p (25 bytes with the NUL). */
@@ -331,31 +338,6 @@ static enum verdict small_finish(struct op *op, struct req *r)
 }
 
 static const struct op_type small_type = { .prepare = small_prepare, .finish = small_finish };
-
-static struct op *small_op(struct mtc_store *s, int kind, const char *key)
-{
-	return xfer_small_op(s, &small_type, kind, key);
-}
-
-static int s3_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len)
-{
-	return xfer_read_buf(small_op(s, K_BUF, key), max, buf, len);
-}
-
-static int s3_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len)
-{
-	return xfer_read_range(small_op(s, K_RANGE, key), off, buf, len);
-}
-
-static int s3_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out)
-{
-	return xfer_read_stat(small_op(s, K_STAT, key), out);
-}
-
-static int s3_delete(struct mtc_store *s, const char *key)
-{
-	return xfer_run_one(s, small_op(s, K_LOOK, key));
-}
 
 /* -------------------------------------------------------------------- list */
 
@@ -540,12 +522,12 @@ static const struct mtc_store_ops s3_ops = {
 	.put_buf = s3_put_buf,
 	.put_many = s3_put_many,
 	.get_file = xfer_get_file,
-	.get_buf = s3_get_buf,
-	.get_range = s3_get_range,
+	.get_buf = xfer_get_buf,
+	.get_range = xfer_get_range,
 	.get_many = xfer_get_many,
 	.list = s3_list,
-	.stat = s3_stat,
-	.del = s3_delete,
+	.stat = xfer_stat,
+	.del = xfer_delete,
 	.delete_prefix = s3_delete_prefix,
 	.leftovers = s3_leftovers,
 	.close = s3_close,
@@ -557,6 +539,7 @@ int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefi
 	struct s3 *b = xcalloc(1, sizeof *b);
 
 	xfer_init(&b->xf, s, &s3_api, prefix, "MTC_S3_RETRY_BASE_MS");
+	b->xf.small = &small_type;
 	s->impl = b;
 	s->ops = &s3_ops;
 	b->bucket = xstrdup(bucket);

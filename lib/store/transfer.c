@@ -505,30 +505,43 @@ struct op *xfer_small_op(struct mtc_store *s, const struct op_type *t, int kind,
 	return op;
 }
 
-int xfer_read_buf(struct op *op, size_t max, char **buf, size_t *len)
+static struct op *small(struct mtc_store *s, int kind, const char *key)
 {
+	return xfer_small_op(s, ((struct xfer *)s->impl)->small, kind, key);
+}
+
+int xfer_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len)
+{
+	struct op *op = small(s, XK_BUF, key);
 	op->max = max;
 	op->outbuf = buf;
 	op->outlen = len;
-	return xfer_run_one(op->s, op);
+	return xfer_run_one(s, op);
 }
 
-int xfer_read_range(struct op *op, long long off, void *buf, size_t len)
+int xfer_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len)
 {
-	if (!len) {
-		xfer_op_free(op);
+	struct op *op;
+
+	if (!len)
 		return 0;
-	}
+	op = small(s, XK_RANGE, key);
 	op->off = off;
 	op->len = (long long)len;
 	op->rangebuf = buf;
-	return xfer_run_one(op->s, op);
+	return xfer_run_one(s, op);
 }
 
-int xfer_read_stat(struct op *op, struct mtc_store_object *out)
+int xfer_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out)
 {
+	struct op *op = small(s, XK_STAT, key);
 	op->stat_out = out;
-	return xfer_run_one(op->s, op);
+	return xfer_run_one(s, op);
+}
+
+int xfer_delete(struct mtc_store *s, const char *key)
+{
+	return xfer_run_one(s, small(s, XK_DELETE, key));
 }
 
 void xfer_sink_buf(struct op *op, struct req *r)

@@ -27,6 +27,7 @@
 #define XFER_BODY_MAX (64 << 20) /* a listing page or an object resource */
 
 struct op;
+struct op_type;
 struct req;
 struct engine;
 
@@ -70,7 +71,11 @@ struct xfer {
 	unsigned seed;
 	pthread_mutex_t run_lock;
 	struct engine *engine;
+	const struct op_type *small; /* the backend's small ops, of the kinds below first */
 };
+
+/* What the engine asks of xfer.small (op->state); a backend's own kinds follow XK_OWN. */
+enum { XK_BUF, XK_RANGE, XK_STAT, XK_DELETE, XK_OWN };
 
 struct req {
 	CURL *easy;
@@ -179,11 +184,12 @@ void xfer_close(struct xfer *xf);
 struct op *xfer_op_new(struct mtc_store *s, const struct op_type *t);
 /* A small op of t's own kind (op->state) on key's object. */
 struct op *xfer_small_op(struct mtc_store *s, const struct op_type *t, int kind, const char *key);
-/* Runs a small op that reads its object whole (at most max bytes), a range of it, or its stat. */
-int xfer_read_buf(struct op *op, size_t max, char **buf, size_t *len);
-int xfer_read_range(struct op *op, long long off, void *buf, size_t len);
-int xfer_read_stat(struct op *op, struct mtc_store_object *out);
-/* States in r where op's whole read (xfer_read_buf) or range (xfer_read_range) goes. */
+/* The store's get_buf, get_range, stat and del: the backend's small ops (xfer.small). */
+int xfer_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len);
+int xfer_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len);
+int xfer_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out);
+int xfer_delete(struct mtc_store *s, const char *key);
+/* States in r where an XK_BUF or an XK_RANGE op's answer goes. */
 void xfer_sink_buf(struct op *op, struct req *r);
 void xfer_sink_range(struct op *op, struct req *r);
 /* Judges the answer to them (not a transient one, not a 404). */
