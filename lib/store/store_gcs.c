@@ -397,8 +397,8 @@ static void gcs_close(struct mtc_store *s)
 
 static const struct mtc_store_ops gcs_ops = {
 	.put_file = xfer_put_file,
-	.put_buf = gcs_put_buf,
-	.put_many = gcs_put_many,
+	.put_buf = xfer_put_buf,
+	.put_many = xfer_put_many,
 	.get_file = xfer_get_file,
 	.get_buf = xfer_get_buf,
 	.get_range = xfer_get_range,
@@ -419,6 +419,7 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	size_t n;
 
 	xfer_init(&g->xf, s, &gcs_api, prefix, "MTC_GCS_RETRY_BASE_MS");
+	g->xf.up = &gcs_upload;
 	g->xf.small = &gcs_small_type;
 	s->impl = g;
 	s->ops = &gcs_ops;

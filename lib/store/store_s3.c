@@ -519,8 +519,8 @@ static void s3_close(struct mtc_store *s)
 
 static const struct mtc_store_ops s3_ops = {
 	.put_file = xfer_put_file,
-	.put_buf = s3_put_buf,
-	.put_many = s3_put_many,
+	.put_buf = xfer_put_buf,
+	.put_many = xfer_put_many,
 	.get_file = xfer_get_file,
 	.get_buf = xfer_get_buf,
 	.get_range = xfer_get_range,
@@ -539,6 +539,7 @@ int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefi
 	struct s3 *b = xcalloc(1, sizeof *b);
 
 	xfer_init(&b->xf, s, &s3_api, prefix, "MTC_S3_RETRY_BASE_MS");
+	b->xf.up = &s3_upload;
 	b->xf.small = &small_type;
 	s->impl = b;
 	s->ops = &s3_ops;

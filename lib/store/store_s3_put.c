@@ -372,19 +372,11 @@ static const struct op_type upload_type = { .prepare = up_prepare,
 					    .complete = up_complete };
 
 /* Opens the file and computes its CRC32C, each part's for a multipart upload. */
-static int up_setup_file(struct op *op, const char *path)
+static int up_file(struct op *op, const char *path)
 {
-	struct stat st;
 	long long len;
 	int e;
 
-	op->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (op->fd < 0 || fstat(op->fd, &st) < 0) {
-		e = errno;
-		xfer_fail(op, e, "cannot open '%s': %s", path, strerror(e));
-		return -1;
-	}
-	op->size = st.st_size;
 	op->state = U_PUT;
 	if (op->size < op->xf->threshold || op->xf->slices < 2 || op->size <= PART_MIN) {
 		if (xfer_crc_of_range(op->fd, 0, op->size, &op->crc) < 0) {
@@ -426,29 +418,4 @@ static void set_buf(struct op *op, const void *buf, size_t len)
 	op->state = U_PUT;
 }
 
-/* x's upload (xfer_make) */
-static int upload_of(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **opp)
-{
-	struct op *op = *opp = xfer_upload_op(s, &upload_type, x->key, flags);
-
-	op->x = x;
-	if (x->key[strlen(x->key) - 1] == '/')
-		set_buf(op, "", 0);
-	else if (up_setup_file(op, x->path) < 0)
-		return -1;
-	s->progress_total += op->size;
-	return 0;
-}
-
-int s3_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags)
-{
-	return xfer_run_many(s, x, n, flags, upload_of);
-}
-
-int s3_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags)
-{
-	struct op *op = xfer_upload_op(s, &upload_type, key, flags);
-
-	set_buf(op, buf, len);
-	return xfer_run_one(s, op);
-}
+const struct xfer_upload s3_upload = { &upload_type, up_file, set_buf };

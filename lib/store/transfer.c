@@ -6,12 +6,15 @@
  * start; a 401 refreshes the credential once per op.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#include <sys/stat.h>
 
 #include "backoff.h"
 #include "clock.h"
@@ -603,20 +606,58 @@ int xfer_list(struct mtc_store *s, const struct op_type *t, const char *prefix, 
 	return rc;
 }
 
-struct op *xfer_upload_op(struct mtc_store *s, const struct op_type *t, const char *key, int flags)
+static struct op *upload_op(struct mtc_store *s, const char *key, int flags)
 {
-	struct op *op = xfer_op_new(s, t);
+	struct op *op = xfer_op_new(s, ((struct xfer *)s->impl)->up->type);
 	op->name = xfer_name(s->impl, key);
 	op->key = key;
 	op->flags = flags;
 	return op;
 }
 
+/* x's upload (xfer_make): a directory marker ("key/") is an empty object */
+static int upload_of(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **opp)
+{
+	const struct xfer_upload *up = ((struct xfer *)s->impl)->up;
+	struct op *op = *opp = upload_op(s, x->key, flags);
+	struct stat st;
+	int e;
+
+	op->x = x;
+	if (x->key[strlen(x->key) - 1] == '/') {
+		up->buf(op, "", 0);
+	} else {
+		op->fd = open(x->path, O_RDONLY | O_CLOEXEC);
+		if (op->fd < 0 || fstat(op->fd, &st) < 0) {
+			e = errno;
+			return xfer_fail(op, e, "cannot open '%s': %s", x->path, strerror(e)), -1;
+		}
+		op->size = st.st_size;
+		if (up->file(op, x->path) < 0)
+			return -1;
+	}
+	s->progress_total += op->size;
+	return 0;
+}
+
+int xfer_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags)
+{
+	return xfer_run_many(s, x, n, flags, upload_of);
+}
+
 int xfer_put_file(struct mtc_store *s, const char *key, const char *path, int flags)
 {
 	struct mtc_store_xfer x = { .key = key, .path = path };
 	s->progress_done = s->progress_total = 0;
-	return s->ops->put_many(s, &x, 1, flags);
+	return xfer_put_many(s, &x, 1, flags);
+}
+
+int xfer_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags)
+{
+	struct op *op = upload_op(s, key, flags);
+
+	((struct xfer *)s->impl)->up->buf(op, buf, len);
+	return xfer_run_one(s, op);
 }
 
 int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags, xfer_make *make)

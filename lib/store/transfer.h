@@ -28,6 +28,7 @@
 
 struct op;
 struct op_type;
+struct xfer_upload;
 struct req;
 struct engine;
 
@@ -72,6 +73,16 @@ struct xfer {
 	pthread_mutex_t run_lock;
 	struct engine *engine;
 	const struct op_type *small; /* the backend's small ops, of the kinds below first */
+	const struct xfer_upload *up;
+};
+
+/* How a backend uploads: its op type, and how an op of it is set to send a file or bytes. */
+struct xfer_upload {
+	const struct op_type *type;
+	/* op->fd is open on path, op->size its size: the upload, whole or in parts; -1: op failed */
+	int (*file)(struct op *op, const char *path);
+	/* an upload of len bytes at buf, copied */
+	void (*buf)(struct op *op, const void *buf, size_t len);
 };
 
 /* What the engine asks of xfer.small (op->state); a backend's own kinds follow XK_OWN. */
@@ -198,10 +209,10 @@ enum verdict xfer_finish_range(struct op *op, struct req *r);
 /* Lists what is under prefix with the list op t (op->ltemps: temps) into out, sorted. */
 int xfer_list(struct mtc_store *s, const struct op_type *t, const char *prefix, const char *delim,
 	      int temps, struct mtc_store_list *out);
-/* An upload op of type t of key's object. */
-struct op *xfer_upload_op(struct mtc_store *s, const struct op_type *t, const char *key, int flags);
-/* The store's put_file: its put_many of the one file. */
+/* The store's put_file, put_many and put_buf, by the backend's xfer.up. */
 int xfer_put_file(struct mtc_store *s, const char *key, const char *path, int flags);
+int xfer_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags);
+int xfer_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags);
 void xfer_op_free(struct op *op);
 /* prefix + key (malloc'd). */
 char *xfer_name(struct xfer *xf, const char *key);
