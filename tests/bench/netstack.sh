@@ -51,15 +51,7 @@ raw_vs_curl() {
 }
 
 pki=$root/pki
-mkdir -p "$pki/node"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "/CN=bench CA" \
-	-keyout "$pki/ca.key" -out "$pki/node/ca.crt" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=node" \
-	-keyout "$pki/node/tls.key" -out "$pki/node.csr" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$pki/ext"
-openssl x509 -req -in "$pki/node.csr" -CA "$pki/node/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-	-days 1 -extfile "$pki/ext" -out "$pki/node/tls.crt" 2>/dev/null
-chmod 600 "$pki/node/tls.key"
+make_pki "$pki"
 tlscurl="--cacert $pki/node/ca.crt --cert $pki/node/tls.crt --key $pki/node/tls.key"
 nocurl="http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 no_proxy='*'"
 

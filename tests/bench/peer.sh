@@ -75,19 +75,19 @@ s=$(now)
 rate "push, manifest computed first" "$(since "$s")" "$step_bytes"
 diff -r "$root/src/$hash.data" "$root/dst/$hash.data" >/dev/null || echo "PUSH COPY DIFFERS"
 mv "$root/manifest.kept" "$root/src/$hash.manifest"
-best "push (4 streams, verified)" "$step_bytes" "$clean_dst" \
-	'"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$url" >/dev/null'
-push_s=$BEST
-diff -r "$root/src/$hash.data" "$root/dst/$hash.data" >/dev/null || echo "PUSH COPY DIFFERS"
-best "push --streams 1 (one tar stream)" "$step_bytes" "$clean_dst" \
-	'"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$url" --streams 1 >/dev/null'
-
-best "fetch (4 streams, verified)" "$step_bytes" 'rm -rf "$root/back"; mkdir -p "$root/back"' \
-	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash" >/dev/null'
-fetch_s=$BEST
-diff -r "$root/src/$hash.data" "$root/back/$hash.data" >/dev/null || echo "FETCH COPY DIFFERS"
-best "fetch --streams 1 (one tar stream)" "$step_bytes" 'rm -rf "$root/back"; mkdir -p "$root/back"' \
-	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash" --streams 1 >/dev/null'
+# four_and_one WHAT SETUP CMD DIR: CMD on 4 streams (its copy in DIR checked; sets FOUR), then on one
+four_and_one() {
+	best "$1 (4 streams, verified)" "$step_bytes" "$2" "$3 >/dev/null"
+	FOUR=$BEST
+	diff -r "$root/src/$hash.data" "$4/$hash.data" >/dev/null || echo "$1: THE COPY DIFFERS"
+	best "$1 --streams 1 (one tar stream)" "$step_bytes" "$2" "$3 --streams 1 >/dev/null"
+}
+four_and_one push "$clean_dst" \
+	'"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$url"' "$root/dst"
+push_s=$FOUR
+four_and_one fetch 'rm -rf "$root/back"; mkdir -p "$root/back"' \
+	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash"' "$root/back"
+fetch_s=$FOUR
 rm -rf "$root/back"
 best "curl GET of the tar stream" "$step_bytes" : 'curl -sf -o /dev/null "$url/v1/objects/$hash.data"'
 
@@ -132,15 +132,7 @@ echo "# daemon peak RSS (VmHWM) after the runs above: $(awk '/VmHWM/ { print $2,
 
 # The same push and fetch over mutual TLS (mtc(7) §4.3), to a second daemon on the same tmpfs.
 pki=$root/pki
-mkdir -p "$pki/node"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "/CN=bench CA" \
-	-keyout "$pki/ca.key" -out "$pki/node/ca.crt" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=node" \
-	-keyout "$pki/node/tls.key" -out "$pki/node.csr" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$pki/ext"
-openssl x509 -req -in "$pki/node.csr" -CA "$pki/node/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-	-days 1 -extfile "$pki/ext" -out "$pki/node/tls.crt" 2>/dev/null
-chmod 600 "$pki/node/tls.key"
+make_pki "$pki"
 mkdir -p "$root/tdst"
 serve tserve "$root/tdst" --tls-dir "$pki/node"
 tpid=$SERVED_PID

@@ -93,6 +93,20 @@ make_step() {
 	done
 }
 
+# make_pki DIR: a CA and a node's certificate for 127.0.0.1 (client and server), as
+# --tls-dir DIR/node takes them
+make_pki() {
+	mkdir -p "$1/node"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "/CN=bench CA" \
+		-keyout "$1/ca.key" -out "$1/node/ca.crt" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=node" \
+		-keyout "$1/node/tls.key" -out "$1/node.csr" 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$1/ext"
+	openssl x509 -req -in "$1/node.csr" -CA "$1/node/ca.crt" -CAkey "$1/ca.key" -CAcreateserial \
+		-days 1 -extfile "$1/ext" -out "$1/node/tls.crt" 2>/dev/null
+	chmod 600 "$1/node/tls.key"
+}
+
 # fake_gcs [OPTION...]: the fake GCS server (tests/fakegcs/server.py) on a free port, its
 # data in $root/server, stopped at exit; sets url
 fake_gcs() {
