@@ -36,6 +36,18 @@ restart_as() {
 	run trainers orbax --dp "$2" --steps 0
 }
 
+# from_backup_as N D: once every node has a backup, every node lost; started again as N nodes
+# in D rows, each restores its column's copy of the backup's step from the backup.
+from_backup_as() {
+	wait_for "a backup of every node" 90 has_backup
+	step=$(backup_step)
+	for ((r = 0; r < CL_N; r++)); do wipe_node "$r"; done
+	restart_as "$1" "$2"
+	assert_success
+	restored_columns "$step"
+	grep -q "from backup" "$CL_ROOT/node0.log"
+}
+
 fetched_of() { sed -n 's/.*"fetched":\([0-9]*\).*/\1/p' "$CL_ROOT/state$1/restore.json"; }
 
 # Every rank restored step S, the data of its column (rank mod P).
@@ -59,13 +71,7 @@ restored_columns() {
 
 @test "growth D=2 to D=3 from a backup: every node lost, the new ranks restore their column's copy" {
 	first_run 4 2
-	wait_for "a backup of every node" 90 has_backup
-	step=$(backup_step)
-	for ((r = 0; r < 4; r++)); do wipe_node "$r"; done
-	restart_as 6 3
-	assert_success
-	restored_columns "$step"
-	grep -q "from backup" "$CL_ROOT/node0.log"
+	from_backup_as 6 3
 }
 
 @test "shrink D=3 to D=2: the last replica's metas are ignored, every rank restores its own data" {
@@ -78,13 +84,7 @@ restored_columns() {
 
 @test "shrink D=3 to D=2 from a backup: every node lost, each column's one copy restores" {
 	first_run 6 3
-	wait_for "a backup of every node" 90 has_backup
-	step=$(backup_step)
-	for ((r = 0; r < 6; r++)); do wipe_node "$r"; done
-	restart_as 4 2
-	assert_success
-	restored_columns "$step"
-	grep -q "from backup" "$CL_ROOT/node0.log"
+	from_backup_as 4 2
 }
 
 # columns_refused MESSAGE: the job started again on 6 nodes in 2 rows (3 columns) fails

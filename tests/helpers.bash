@@ -167,3 +167,21 @@ print(json.dumps({"type": "service_account", "project_id": "p", "private_key_id"
     "private_key": open(sys.argv[1]).read(), "client_email": "sa@p.iam.gserviceaccount.com",
     "client_id": "1", "token_uri": sys.argv[2]}))' "$1/key.pem" "$FAKEGCS_URL/token" >"$2"
 }
+
+# flipped_download BYTES OFFSET TIMES: gs://bkt/f of BYTES on the fake GCS server, read with
+# the byte at OFFSET flipped TIMES times, is whole and says why it read again; flipped
+# every time, the read fails with exit 5 and leaves no file.
+flipped_download() {
+	make_data "$WORK/f" "$1" flip
+	fakegcs_start
+	"$STORE" gs://bkt put f "$WORK/f"
+	fakegcs_fault "{\"kind\": \"download\", \"action\": \"flip\", \"offset\": $2, \"times\": $3}"
+	run "$STORE" gs://bkt get f "$WORK/back"
+	assert_success
+	assert_output --partial "crc32c mismatch"
+	cmp "$WORK/f" "$WORK/back"
+	fakegcs_fault "{\"kind\": \"download\", \"action\": \"flip\", \"offset\": $2, \"times\": -1}"
+	run "$STORE" gs://bkt get f "$WORK/back2"
+	assert_equal "$status" 5
+	assert_file_not_exists "$WORK/back2"
+}

@@ -114,15 +114,7 @@ c.download_file("bkt", sys.argv[2], sys.argv[3])' "$MOTO_URL" "$1" "$2"
 @test "s3://: kill -9 mid multipart upload, then the same command completes the backup, keeping the parts sent" {
 	config "$WORK/cfg" job 0 1
 	export AWS_ENDPOINT_URL_S3=$MOTO_URL
-	h=$(saved_step "$WORK/local" job 100 0 seed $((12 << 20)))
-	MTC_FAULT_STALL="s3-complete=*/weights:$WORK/stalled" mtc-backup --dir "$WORK/local" \
-		--config "$WORK/cfg" --step 100 --to s3://bkt --name 2025-06-30_14-30 \
-		--slice-threshold 6M --slices 2 >/dev/null 2>&1 &
-	BG_PID=$!
-	wait_for grep -qs "^[0-9]*$" "$WORK/stalled"
-	kill -9 "$BG_PID"
-	wait "$BG_PID" || true
-	BG_PID=
+	h=$(killed_upload 100 2025-06-30_14-30)
 	run mtc-lkg --backups s3://bkt --job job --json
 	[ "$(jq -r '.backups[0].state' <<<"$output")" != valid ]
 	parts="PUT /bkt/job/2025-06-30_14-30/$h.data/weights?partNumber="

@@ -145,18 +145,7 @@ teardown() {
 }
 
 @test "gs://: a flipped byte in a download is caught; retried once, then exit 5" {
-	make_data "$WORK/f" $((1 << 20)) flip
-	fakegcs_start
-	"$STORE" gs://bkt put f "$WORK/f"
-	fakegcs_fault '{"kind": "download", "action": "flip", "offset": 1000, "times": 1}'
-	run "$STORE" gs://bkt get f "$WORK/back"
-	assert_success
-	assert_output --partial "crc32c mismatch"
-	cmp "$WORK/f" "$WORK/back"
-	fakegcs_fault '{"kind": "download", "action": "flip", "offset": 1000, "times": -1}'
-	run "$STORE" gs://bkt get f "$WORK/back2"
-	assert_equal "$status" 5
-	assert_file_not_exists "$WORK/back2"
+	flipped_download $((1 << 20)) 1000 1
 	run ls -A "$WORK"
 	refute_output --partial ".tmp"
 }

@@ -43,18 +43,7 @@ raw_list() {
 }
 
 @test "gs://: a flipped byte in one slice fails the combined CRC32C; fetched again, then exit 5" {
-	make_data "$WORK/f" $((3 << 20)) flip
-	fakegcs_start
-	"$STORE" gs://bkt put f "$WORK/f"
-	fakegcs_fault '{"kind": "download", "action": "flip", "offset": 2000000, "times": 5}'
-	run "$STORE" gs://bkt get f "$WORK/back"
-	assert_success
-	assert_output --partial "crc32c mismatch"
-	cmp "$WORK/f" "$WORK/back"
-	fakegcs_fault '{"kind": "download", "action": "flip", "offset": 2000000, "times": -1}'
-	run "$STORE" gs://bkt get f "$WORK/back2"
-	assert_equal "$status" 5
-	assert_file_not_exists "$WORK/back2"
+	flipped_download $((3 << 20)) 2000000 5
 	run ls -A "$WORK"
 	refute_output --partial ".tmp"
 }
