@@ -321,19 +321,8 @@ static const struct op_type upload_type;
 
 static void spawn_parts(struct op *p)
 {
-	for (size_t i = 0; i < p->n_sl; i++) {
-		struct op *c = xfer_op_new(p->s, &upload_type);
-		c->parent = p;
-		c->name = gcs_part_name(p, i);
-		c->slot = i;
-		c->off = p->sl[i].off;
-		c->size = p->sl[i].len;
-		c->crc = p->sl[i].crc;
-		c->fd = dup(p->fd);
-		c->state = U_PROBE;
-		p->pending++;
-		xfer_add(p->xf->engine, c);
-	}
+	for (size_t i = 0; i < p->n_sl; i++)
+		xfer_add_part(p, i, gcs_part_name(p, i), U_PROBE);
 }
 
 static char *compose_json(struct op *p)

@@ -52,21 +52,9 @@ static void spawn_parts(struct op *p)
 {
 	if (!p->tags)
 		p->tags = xcalloc(p->n_sl, sizeof *p->tags);
-	for (size_t i = 0; i < p->n_sl; i++) {
-		if (p->tags[i])
-			continue;
-		struct op *c = xfer_op_new(p->s, &upload_type);
-		c->parent = p;
-		c->name = xstrdup(p->name);
-		c->slot = i;
-		c->off = p->sl[i].off;
-		c->size = p->sl[i].len;
-		c->crc = p->sl[i].crc;
-		c->fd = dup(p->fd);
-		c->state = U_PART;
-		p->pending++;
-		xfer_add(p->xf->engine, c);
-	}
+	for (size_t i = 0; i < p->n_sl; i++)
+		if (!p->tags[i])
+			xfer_add_part(p, i, xstrdup(p->name), U_PART);
 }
 
 static char *complete_xml(struct op *p)

@@ -741,6 +741,21 @@ void xfer_add_slice(struct op *p, long long off, long long len, uint32_t crc)
 	p->sl[p->n_sl++] = (struct slice){ .off = off, .len = len, .crc = crc };
 }
 
+void xfer_add_part(struct op *p, size_t i, char *name, int state)
+{
+	struct op *c = xfer_op_new(p->s, p->t);
+	c->parent = p;
+	c->name = name;
+	c->slot = i;
+	c->off = p->sl[i].off;
+	c->size = p->sl[i].len;
+	c->crc = p->sl[i].crc;
+	c->fd = dup(p->fd);
+	c->state = state;
+	p->pending++;
+	xfer_add(p->xf->engine, c);
+}
+
 int xfer_crc_of_range(int fd, long long off, long long size, uint32_t *crc)
 {
 	char *buf = xmalloc(4 << 20);

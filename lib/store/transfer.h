@@ -245,6 +245,8 @@ int xfer_transient(const struct req *r);
 void xfer_put_body(struct req *r, int fd, long long off, long long len);
 
 void xfer_add_slice(struct op *p, long long off, long long len, uint32_t crc);
+/* Adds to p's engine a child of p, of p's type, sending p's slice i as name (owned) from state. */
+void xfer_add_part(struct op *p, size_t i, char *name, int state);
 int xfer_crc_of_range(int fd, long long off, long long size, uint32_t *crc);
 
 /* The store's get_many and get_file on the engine (transfer_get.c). */
