@@ -395,17 +395,9 @@ static void gcs_close(struct mtc_store *s)
 	free(g);
 }
 
+/* the rest are the engine's (xfer_init) */
 static const struct mtc_store_ops gcs_ops = {
-	.put_file = xfer_put_file,
-	.put_buf = xfer_put_buf,
-	.put_many = xfer_put_many,
-	.get_file = xfer_get_file,
-	.get_buf = xfer_get_buf,
-	.get_range = xfer_get_range,
-	.get_many = xfer_get_many,
 	.list = gcs_list,
-	.stat = xfer_stat,
-	.del = xfer_delete,
 	.delete_prefix = gcs_delete_prefix,
 	.leftovers = gcs_leftovers,
 	.close = gcs_close,
@@ -418,11 +410,10 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	const char *emu = getenv("STORAGE_EMULATOR_HOST"), *endpoint = getenv("MTC_GCS_ENDPOINT");
 	size_t n;
 
-	xfer_init(&g->xf, s, &gcs_api, prefix, "MTC_GCS_RETRY_BASE_MS");
+	xfer_init(&g->xf, s, &gcs_api, prefix, "MTC_GCS_RETRY_BASE_MS", &gcs_ops);
 	g->xf.up = &gcs_upload;
 	g->xf.small = &gcs_small_type;
 	s->impl = g;
-	s->ops = &gcs_ops;
 	g->bucket = xstrdup(bucket);
 	if (endpoint && *endpoint)
 		g->base = xstrdup(endpoint);

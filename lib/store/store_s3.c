@@ -517,17 +517,9 @@ static void s3_close(struct mtc_store *s)
 	free(b);
 }
 
+/* the rest are the engine's (xfer_init) */
 static const struct mtc_store_ops s3_ops = {
-	.put_file = xfer_put_file,
-	.put_buf = xfer_put_buf,
-	.put_many = xfer_put_many,
-	.get_file = xfer_get_file,
-	.get_buf = xfer_get_buf,
-	.get_range = xfer_get_range,
-	.get_many = xfer_get_many,
 	.list = s3_list,
-	.stat = xfer_stat,
-	.del = xfer_delete,
 	.delete_prefix = s3_delete_prefix,
 	.leftovers = s3_leftovers,
 	.close = s3_close,
@@ -538,11 +530,10 @@ int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefi
 {
 	struct s3 *b = xcalloc(1, sizeof *b);
 
-	xfer_init(&b->xf, s, &s3_api, prefix, "MTC_S3_RETRY_BASE_MS");
+	xfer_init(&b->xf, s, &s3_api, prefix, "MTC_S3_RETRY_BASE_MS", &s3_ops);
 	b->xf.up = &s3_upload;
 	b->xf.small = &small_type;
 	s->impl = b;
-	s->ops = &s3_ops;
 	b->bucket = xstrdup(bucket);
 	if (mtc_s3_target_resolve(bucket, s->opt.s3_endpoint, NULL, MTC_S3_STYLE_AUTO, &b->t, err,
 				  errlen) < 0) {

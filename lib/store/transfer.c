@@ -777,9 +777,24 @@ int xfer_crc_of_range(int fd, long long off, long long size, uint32_t *crc)
 }
 
 void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api, const char *prefix,
-	       const char *retry_env)
+	       const char *retry_env, const struct mtc_store_ops *own)
 {
 	const char *base_ms = getenv(retry_env);
+
+	xf->ops = (struct mtc_store_ops){ .put_file = xfer_put_file,
+					  .put_buf = xfer_put_buf,
+					  .put_many = xfer_put_many,
+					  .get_file = xfer_get_file,
+					  .get_buf = xfer_get_buf,
+					  .get_range = xfer_get_range,
+					  .get_many = xfer_get_many,
+					  .list = own->list,
+					  .stat = xfer_stat,
+					  .del = xfer_delete,
+					  .delete_prefix = own->delete_prefix,
+					  .leftovers = own->leftovers,
+					  .close = own->close };
+	s->ops = &xf->ops;
 
 	pthread_mutex_init(&xf->run_lock, NULL);
 	xf->api = api;

@@ -74,6 +74,7 @@ struct xfer {
 	struct engine *engine;
 	const struct op_type *small; /* the backend's small ops, of the kinds below first */
 	const struct xfer_upload *up;
+	struct mtc_store_ops ops; /* s->ops */
 };
 
 /* How a backend uploads: its op type, and how an op of it is set to send a file or bytes. */
@@ -187,9 +188,11 @@ struct op {
 /*
  * Sets up xf (s->impl's first member) for s: the multi handle, slicing and
  * backoff; retry_env names the variable that may set the first backoff (ms).
+ * s->ops become the engine's but for own's list, delete_prefix, leftovers
+ * and close.
  */
 void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api, const char *prefix,
-	       const char *retry_env);
+	       const char *retry_env, const struct mtc_store_ops *own);
 void xfer_close(struct xfer *xf);
 
 struct op *xfer_op_new(struct mtc_store *s, const struct op_type *t);
