@@ -275,34 +275,71 @@ static json_t *literal(struct parser *ps)
 	return fail(ps, "invalid token");
 }
 
+/* Past an opening '[' or '{': 1 when the container is empty, its close consumed too. */
+static int open_empty(struct parser *ps, char close)
+{
+	ps->p++;
+	skip_space(ps);
+	if (ps->p < ps->end && *ps->p == close) {
+		ps->p++;
+		return 1;
+	}
+	return 0;
+}
+
+/* After an entry: 1 past a ',' (another follows), 0 past close, -1 (failed) at anything else. */
+static int next_entry(struct parser *ps, char close)
+{
+	skip_space(ps);
+	if (ps->p < ps->end && *ps->p == ',') {
+		ps->p++;
+		skip_space(ps);
+		return 1;
+	}
+	if (ps->p < ps->end && *ps->p == close) {
+		ps->p++;
+		return 0;
+	}
+	fail(ps, "',' or '%c' expected", close);
+	return -1;
+}
+
+/* An object's key and its ':': 0 with the key's n bytes at *key, or -1 (failed). */
+static int key_colon(struct parser *ps, const char **key, size_t *n)
+{
+	if (ps->p >= ps->end || *ps->p != '"') {
+		fail(ps, "a string key expected");
+		return -1;
+	}
+	ps->p++;
+	if (string(ps, key, n) < 0)
+		return -1;
+	skip_space(ps);
+	if (ps->p >= ps->end || *ps->p != ':') {
+		fail(ps, "':' expected");
+		return -1;
+	}
+	ps->p++;
+	return 0;
+}
+
 static json_t *array(struct parser *ps, struct within in)
 {
 	json_t *a = json_array(), *e;
-	ps->p++;
-	skip_space(ps);
-	if (ps->p < ps->end && *ps->p == ']') {
-		ps->p++;
+	int more;
+
+	if (open_empty(ps, ']'))
 		return a;
-	}
-	for (;;) {
+	do {
 		if (in.max_items && json_array_size(a) == in.max_items) {
 			fail(ps, "a list of more than %zu entries", in.max_items);
 			break;
 		}
 		if (!(e = value(ps, 1, in)) || json_array_append_new(a, e))
 			break;
-		skip_space(ps);
-		if (ps->p < ps->end && *ps->p == ',') {
-			ps->p++;
-			continue;
-		}
-		if (ps->p < ps->end && *ps->p == ']') {
-			ps->p++;
+		if (!(more = next_entry(ps, ']')))
 			return a;
-		}
-		fail(ps, "',' or ']' expected");
-		break;
-	}
+	} while (more > 0);
 	json_decref(a);
 	return NULL;
 }
@@ -325,31 +362,16 @@ static json_t *object(struct parser *ps, struct within in)
 	const char *key;
 	char *copy;
 	size_t n;
+	int more;
 
-	ps->p++;
-	skip_space(ps);
-	if (ps->p < ps->end && *ps->p == '}') {
-		ps->p++;
+	if (open_empty(ps, '}'))
 		return o;
-	}
-	for (;;) {
-		if (ps->p >= ps->end || *ps->p != '"') {
-			fail(ps, "a string key expected");
-			break;
-		}
-		ps->p++;
-		if (string(ps, &key, &n) < 0)
+	do {
+		if (key_colon(ps, &key, &n) < 0)
 			break;
 		copy = NULL;
 		if (key == ps->text) /* the value may decode into ps->text too */
 			memcpy(copy = xmalloc(n + 1), key, n);
-		skip_space(ps);
-		if (ps->p >= ps->end || *ps->p != ':') {
-			free(copy);
-			fail(ps, "':' expected");
-			break;
-		}
-		ps->p++;
 		if (ps->filtered && !(k = kept(in.keep, key, n))) {
 			free(copy);
 			if (skip(ps) < 0)
@@ -365,19 +387,9 @@ static json_t *object(struct parser *ps, struct within in)
 			if (!v)
 				break;
 		}
-		skip_space(ps);
-		if (ps->p < ps->end && *ps->p == ',') {
-			ps->p++;
-			skip_space(ps);
-			continue;
-		}
-		if (ps->p < ps->end && *ps->p == '}') {
-			ps->p++;
+		if (!(more = next_entry(ps, '}')))
 			return o;
-		}
-		fail(ps, "',' or '}' expected");
-		break;
-	}
+	} while (more > 0);
 	json_decref(o);
 	return NULL;
 }
@@ -400,47 +412,12 @@ static int skip(struct parser *ps)
 		return fail(ps, "nested deeper than %d", MAX_DEPTH), -1;
 	if (*ps->p == '{' || *ps->p == '[') {
 		char close = *ps->p == '{' ? '}' : ']';
-		ps->p++;
-		skip_space(ps);
-		if (ps->p < ps->end && *ps->p == close) {
-			ps->p++;
-		} else {
-			for (;;) {
-				if (close == '}') {
-					if (ps->p >= ps->end || *ps->p != '"') {
-						fail(ps, "a string key expected");
-						rc = -1;
-						break;
-					}
-					ps->p++;
-					if ((rc = string(ps, &s, &n)) < 0)
-						break;
-					skip_space(ps);
-					if (ps->p >= ps->end || *ps->p != ':') {
-						fail(ps, "':' expected");
-						rc = -1;
-						break;
-					}
-					ps->p++;
-				}
-				if ((rc = skip(ps)) < 0)
+		if (!open_empty(ps, close))
+			do {
+				if ((close == '}' && (rc = key_colon(ps, &s, &n)) < 0) ||
+				    (rc = skip(ps)) < 0)
 					break;
-				skip_space(ps);
-				if (ps->p < ps->end && *ps->p == ',') {
-					ps->p++;
-					if (close == '}')
-						skip_space(ps);
-					continue;
-				}
-				if (ps->p < ps->end && *ps->p == close) {
-					ps->p++;
-					break;
-				}
-				fail(ps, "'%c' or '%c' expected", ',', close);
-				rc = -1;
-				break;
-			}
-		}
+			} while ((rc = next_entry(ps, close)) > 0);
 	} else if (*ps->p == '"') {
 		ps->p++;
 		rc = string(ps, &s, &n);

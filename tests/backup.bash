@@ -1,6 +1,5 @@
 # Shared by backup.bats and restore.bats: local dirs holding a saved step.
 
-make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zero 2>/dev/null | head -c "$2" >"$1"; }
 
 # config FILE JOB RANK NODES [D]: an accepted config.
 config() {

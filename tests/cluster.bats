@@ -4,9 +4,7 @@ load helpers
 load cluster/cluster
 
 setup() {
-	N=${MTC_CLUSTER_NODES:-4}
-	[ -n "${MTC_LONG:-}" ] && N=16
-	cluster_init "$N"
+	cluster_setup 16
 }
 
 teardown() {

@@ -9,9 +9,7 @@ load helpers
 load cluster/cluster
 
 setup() {
-	N=${MTC_CLUSTER_NODES:-4}
-	[ -n "${MTC_LONG:-}" ] && N=8
-	cluster_init "$N"
+	cluster_setup 8
 }
 
 teardown() {

@@ -491,17 +491,23 @@ commit_while_appending() {
 	echo "line after" >&7 # the writer is still at it after the commit
 }
 
-@test "a step whose writer still appends while it is hashed is not committed; once quiet it is, by its final content" {
+# step_7_pending_while_appending FILE PHASE: step 7's FILE is appended to each time its
+# commit stops at PHASE: the commit leaves the step pending, no .meta, the dir consistent.
+step_7_pending_while_appending() {
 	make_step "$L/7" 7
 	: > "$L/7/commit_success.txt"
-	exec 7>> "$L/7/params/log"
-	commit_while_appending hashing
+	exec 7>> "$L/7/$1"
+	commit_while_appending "$2"
 	exec 7>&-
 	[ "$status" -eq 0 ]
 	[ "$paused" -ge 2 ]
 	assert_equal "$output" '{"pending":[7],"quiet-time":0.0}'
 	assert_consistent
 	[ ! -e "$L/job-s7-n0-w0.meta" ]
+}
+
+@test "a step whose writer still appends while it is hashed is not committed; once quiet it is, by its final content" {
+	step_7_pending_while_appending params/log hashing
 	assert_file_exists "$L/job-s7-n0-w0.save/params/log"
 	run commit
 	assert_success
@@ -512,16 +518,7 @@ commit_while_appending() {
 }
 
 @test "data that changes after it was hashed and renamed in goes back to its save: no .meta, no .data, no manifest" {
-	make_step "$L/7" 7
-	: > "$L/7/commit_success.txt"
-	exec 7>> "$L/7/params/shard1"
-	commit_while_appending data-renamed
-	exec 7>&-
-	[ "$status" -eq 0 ]
-	[ "$paused" -ge 2 ]
-	assert_equal "$output" '{"pending":[7],"quiet-time":0.0}'
-	assert_consistent
-	[ ! -e "$L/job-s7-n0-w0.meta" ]
+	step_7_pending_while_appending params/shard1 data-renamed
 	[ -z "$(find "$L" -maxdepth 1 -name '*.data' -o -maxdepth 1 -name '*.manifest' -o -maxdepth 1 -name '*.tmp')" ]
 	assert_file_exists "$L/job-s7-n0-w0.save/params/shard1"
 	run commit

@@ -52,15 +52,10 @@ def post(kind, body):
             local.conn.request("POST", f"/v1/coord/{kind}", body, {"Content-Type": "application/json"})
             r = local.conn.getresponse()
             r.read()
+            again = r.status == 503
         except (ConnectionError, http.client.HTTPException):
-            with lock:
-                retried[0] += 1
-            local.conn.close()
-            del local.conn
-            time.sleep(rest * (0.5 + random.random()))
-            rest = min(2 * rest, 0.4)
-            continue
-        if r.status == 503:
+            again = True
+        if again:
             with lock:
                 retried[0] += 1
             local.conn.close()

@@ -36,6 +36,18 @@ restart_as() {
 	run trainers orbax --dp "$2" --steps 0
 }
 
+# from_backup_as N D: once every node has a backup, every node lost; started again as N nodes
+# in D rows, each restores its column's copy of the backup's step from the backup.
+from_backup_as() {
+	wait_for "a backup of every node" 90 has_backup
+	step=$(backup_step)
+	for ((r = 0; r < CL_N; r++)); do wipe_node "$r"; done
+	restart_as "$1" "$2"
+	assert_success
+	restored_columns "$step"
+	grep -q "from backup" "$CL_ROOT/node0.log"
+}
+
 fetched_of() { sed -n 's/.*"fetched":\([0-9]*\).*/\1/p' "$CL_ROOT/state$1/restore.json"; }
 
 # Every rank restored step S, the data of its column (rank mod P).
@@ -59,13 +71,7 @@ restored_columns() {
 
 @test "growth D=2 to D=3 from a backup: every node lost, the new ranks restore their column's copy" {
 	first_run 4 2
-	wait_for "a backup of every node" 90 has_backup
-	step=$(backup_step)
-	for ((r = 0; r < 4; r++)); do wipe_node "$r"; done
-	restart_as 6 3
-	assert_success
-	restored_columns "$step"
-	grep -q "from backup" "$CL_ROOT/node0.log"
+	from_backup_as 6 3
 }
 
 @test "shrink D=3 to D=2: the last replica's metas are ignored, every rank restores its own data" {
@@ -78,18 +84,12 @@ restored_columns() {
 
 @test "shrink D=3 to D=2 from a backup: every node lost, each column's one copy restores" {
 	first_run 6 3
-	wait_for "a backup of every node" 90 has_backup
-	step=$(backup_step)
-	for ((r = 0; r < 6; r++)); do wipe_node "$r"; done
-	restart_as 4 2
-	assert_success
-	restored_columns "$step"
-	grep -q "from backup" "$CL_ROOT/node0.log"
+	from_backup_as 4 2
 }
 
-@test "columns changed: a job of 2 columns restarted with 3 fails within seconds, saying what to do" {
-	first_run 4 2
-	nodes_kill
+# columns_refused MESSAGE: the job started again on 6 nodes in 2 rows (3 columns) fails
+# within 30 s, every node's log saying MESSAGE.
+columns_refused() {
 	cluster_resize 6
 	CL_DP=2
 	cluster_start
@@ -97,9 +97,13 @@ restored_columns() {
 	run trainers orbax --dp 2 --steps 0
 	assert_failure
 	[ $((SECONDS - start)) -lt 30 ]
-	for ((r = 0; r < 6; r++)); do
-		critical_seen "$r" "columns changed: node [0-9] holds steps of 4 nodes with assume-data-parallelism 2 (2 columns), this job has 6 nodes with 2 (3 columns)"
-	done
+	for ((r = 0; r < 6; r++)); do critical_seen "$r" "$1"; done
+}
+
+@test "columns changed: a job of 2 columns restarted with 3 fails within seconds, saying what to do" {
+	first_run 4 2
+	nodes_kill
+	columns_refused "columns changed: node [0-9] holds steps of 4 nodes with assume-data-parallelism 2 (2 columns), this job has 6 nodes with 2 (3 columns)"
 	grep -q "resharding" "$CL_ROOT/trainer5.err"
 }
 
@@ -109,16 +113,7 @@ restored_columns() {
 	b=$(basename "$(ls -d "$CL_BACKUP/$CL_JOB"/20*/ | head -1)")
 	assert_equal "$(cat "$CL_BACKUP/$CL_JOB/$b/shape.json")" '{"nodes":4,"assume-data-parallelism":2}'
 	for ((r = 0; r < 4; r++)); do wipe_node "$r"; done
-	cluster_resize 6
-	CL_DP=2
-	cluster_start
-	start=$SECONDS
-	run trainers orbax --dp 2 --steps 0
-	assert_failure
-	[ $((SECONDS - start)) -lt 30 ]
-	for ((r = 0; r < 6; r++)); do
-		critical_seen "$r" "columns changed: backup '20[-0-9_]*' holds steps of 4 nodes with assume-data-parallelism 2 (2 columns)"
-	done
+	columns_refused "columns changed: backup '20[-0-9_]*' holds steps of 4 nodes with assume-data-parallelism 2 (2 columns)"
 }
 
 @test "the steps' shape follows the job: after a growth every dir holds the new shape, and the grown job restarts" {

@@ -19,9 +19,6 @@ rc() {
 		--low-level-retries 1 --retries 1 "$@"
 }
 
-# Writes N bytes of pseudo-random data (deterministic per seed) to FILE.
-make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zero 2>/dev/null | head -c "$2" >"$1"; }
-
 @test "rclone: uploads (multipart and resumable), downloads and checks round-trip byte for byte" {
 	fakegcs_start
 	mkdir -p "$WORK/src/sub/deeper"
@@ -805,10 +802,7 @@ compose() {
 	mkdir "$WORK/k"
 	fakegcs_make_key "$WORK/k"
 	fakegcs_start --require-auth --public-key "$WORK/k/pub.pem"
-	python3 -c 'import json, sys
-print(json.dumps({"type": "service_account", "project_id": "p", "private_key_id": "k1",
-    "private_key": open(sys.argv[1]).read(), "client_email": "sa@p.iam.gserviceaccount.com",
-    "client_id": "1", "token_uri": sys.argv[2]}))' "$WORK/k/key.pem" "$FAKEGCS_URL/token" >"$WORK/sa.json"
+	gcs_sa_json "$WORK/k" "$WORK/sa.json"
 	echo secret >"$WORK/s"
 	run rclone --gcs-service-account-file "$WORK/sa.json" --gcs-bucket-policy-only \
 		--gcs-endpoint "$FAKEGCS_URL/storage/v1/" --retries 1 copyto "$WORK/s" :gcs:bkt/s

@@ -8,11 +8,9 @@ load fakegcs/fakegcs
 load backup
 
 setup() {
-	WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtc-gcs-auth.XXXXXX")
-	STORE="$MTC_BIN/../unit/store"
-	export MTC_GCS_RETRY_BASE_MS=20 HOME="$WORK/home"
-	unset STORAGE_EMULATOR_HOST MTC_GCS_ENDPOINT GOOGLE_APPLICATION_CREDENTIALS MTC_GCS_TOKEN \
-		GCE_METADATA_HOST CLOUDSDK_CONFIG MTC_GCS_METADATA_WAIT
+	gcs_setup gcs-auth
+	export HOME="$WORK/home"
+	unset CLOUDSDK_CONFIG MTC_GCS_METADATA_WAIT
 	mkdir -p "$HOME"
 }
 
@@ -41,6 +39,15 @@ start_fake() {
 
 closed_port() { free_port; }
 
+# put_with_one_token VAR=VALUE: with VAR so, a put succeeds on one token, no request refused.
+put_with_one_token() {
+	echo x >"$WORK/x"
+	run env "$1" "$STORE" gs://bkt put x "$WORK/x"
+	assert_success
+	[ "$(fakegcs_stat tokens_issued)" -eq 1 ]
+	[ "$(fakegcs_stat auth_failures)" -eq 0 ]
+}
+
 @test "a gcloud login in ~/.config/gcloud lets mtc-backup, mtc-lkg and a workstation restore work with no other credentials" {
 	start_fake
 	login "$HOME/.config/gcloud/application_default_credentials.json"
@@ -62,22 +69,14 @@ closed_port() { free_port; }
 	start_fake
 	login "$HOME/.config/gcloud/application_default_credentials.json" 1//not-this-one
 	login "$WORK/gcloud/application_default_credentials.json"
-	echo c >"$WORK/c"
-	CLOUDSDK_CONFIG="$WORK/gcloud" run "$STORE" gs://bkt put c "$WORK/c"
-	assert_success
-	[ "$(fakegcs_stat tokens_issued)" -eq 1 ]
-	[ "$(fakegcs_stat auth_failures)" -eq 0 ]
+	put_with_one_token CLOUDSDK_CONFIG="$WORK/gcloud"
 }
 
 @test "GOOGLE_APPLICATION_CREDENTIALS naming a user's login works, and comes before gcloud's file" {
 	start_fake
 	login "$HOME/.config/gcloud/application_default_credentials.json" 1//not-this-one
 	login "$WORK/user.json"
-	echo g >"$WORK/g"
-	GOOGLE_APPLICATION_CREDENTIALS="$WORK/user.json" run "$STORE" gs://bkt put g "$WORK/g"
-	assert_success
-	[ "$(fakegcs_stat tokens_issued)" -eq 1 ]
-	[ "$(fakegcs_stat auth_failures)" -eq 0 ]
+	put_with_one_token GOOGLE_APPLICATION_CREDENTIALS="$WORK/user.json"
 	login "$WORK/other.json" 1//rtok external_account
 	GOOGLE_APPLICATION_CREDENTIALS="$WORK/other.json" run mtc-lkg --backups gs://bkt --job job
 	assert_failure 1

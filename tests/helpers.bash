@@ -146,3 +146,42 @@ j = json.load(sys.stdin)
 json.dump(j["manifest"], open(sys.argv[1], "w"), separators=(",", ":"))
 print(j["digest"])' "$2"
 }
+
+# make_data FILE BYTES SEED: BYTES bytes that are the same for the same SEED.
+make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zero 2>/dev/null | head -c "$2" >"$1"; }
+
+# gcs_setup NAME: a fresh WORK (mtc-NAME.*), STORE the store client of the unit tests, quick
+# gs:// retries, and no GCS endpoint or credentials from the caller's environment.
+gcs_setup() {
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtc-$1.XXXXXX")
+	STORE="$MTC_BIN/../unit/store"
+	export MTC_GCS_RETRY_BASE_MS=20
+	unset STORAGE_EMULATOR_HOST MTC_GCS_ENDPOINT GOOGLE_APPLICATION_CREDENTIALS MTC_GCS_TOKEN GCE_METADATA_HOST
+}
+
+# gcs_sa_json KEYDIR OUT: a service-account key file at OUT for the running fake GCS
+# server, of the key fakegcs_make_key made in KEYDIR.
+gcs_sa_json() {
+	python3 -c 'import json, sys
+print(json.dumps({"type": "service_account", "project_id": "p", "private_key_id": "k1",
+    "private_key": open(sys.argv[1]).read(), "client_email": "sa@p.iam.gserviceaccount.com",
+    "client_id": "1", "token_uri": sys.argv[2]}))' "$1/key.pem" "$FAKEGCS_URL/token" >"$2"
+}
+
+# flipped_download BYTES OFFSET TIMES: gs://bkt/f of BYTES on the fake GCS server, read with
+# the byte at OFFSET flipped TIMES times, is whole and says why it read again; flipped
+# every time, the read fails with exit 5 and leaves no file.
+flipped_download() {
+	make_data "$WORK/f" "$1" flip
+	fakegcs_start
+	"$STORE" gs://bkt put f "$WORK/f"
+	fakegcs_fault "{\"kind\": \"download\", \"action\": \"flip\", \"offset\": $2, \"times\": $3}"
+	run "$STORE" gs://bkt get f "$WORK/back"
+	assert_success
+	assert_output --partial "crc32c mismatch"
+	cmp "$WORK/f" "$WORK/back"
+	fakegcs_fault "{\"kind\": \"download\", \"action\": \"flip\", \"offset\": $2, \"times\": -1}"
+	run "$STORE" gs://bkt get f "$WORK/back2"
+	assert_equal "$status" 5
+	assert_file_not_exists "$WORK/back2"
+}

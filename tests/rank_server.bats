@@ -45,11 +45,7 @@ pid_in() { head -n 1 "$CL_ROOT/node$1/jax-init-info.txt"; }
 	run trainers orbax --steps 3
 	assert_success
 	wait_for "step 3 replicated" 60 replicated 3
-	nodes_kill
-	lost=$((N - 1))
-	wipe_node "$lost"
-	for ((r = 0; r < N; r++)); do CL_HOST_OF[$r]=$(((r + 1) % N)); done # every pod on another host
-	cluster_start
+	restart_moved # every pod on another host
 	run trainers orbax --steps 0
 	assert_success
 	[ "$(restored_steps)" = 3 ]

@@ -49,11 +49,7 @@ fetched_of() { sed -n 's/.*"fetched":\([0-9]*\).*/\1/p' "$CL_ROOT/state$1/restor
 		grep -q "\"peer-ranks\":\[$(((p + N / SLICES) % N))\],.*\"assume-data-parallelism\":$SLICES" "$CL_ROOT/state$r/config.json"
 	done
 	wait_for "step 2 replicated" 60 replicated 2
-	nodes_kill
-	lost=$((N - 1))
-	wipe_node "$lost"
-	for ((r = 0; r < N; r++)); do CL_HOST_OF[$r]=$(((r + 1) % N)); done # every pod on another host
-	cluster_start
+	restart_moved # every pod on another host
 	run jax_job --steps 0
 	assert_success
 	[ "$(restored_steps)" = 2 ]

@@ -6,10 +6,7 @@ load fakegcs/fakegcs
 load backup
 
 setup() {
-	WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtc-restore.XXXXXX")
-	export MTC_GCS_RETRY_BASE_MS=20
-	unset MTC_GCS_ENDPOINT GOOGLE_APPLICATION_CREDENTIALS MTC_GCS_TOKEN
-	STORE="$MTC_BIN/../unit/store"
+	gcs_setup restore
 }
 
 teardown() {

@@ -1,6 +1,21 @@
 # S3 for the tests: moto's server (PyPI moto[server], installed by `make venv`) on a
 # free loopback port, with request signatures checked once moto_enforce_auth is called.
 
+# aws_setup NAME: a fresh WORK (mtc-NAME.*) and HOME in it, and no AWS setting (credentials,
+# profile, region, endpoint) from the caller's environment.
+aws_setup() {
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtc-$1.XXXXXX")
+	export HOME="$WORK/home"
+	mkdir -p "$HOME"
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE \
+		AWS_DEFAULT_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_REGION \
+		AWS_DEFAULT_REGION AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_ENDPOINT_URL_STS \
+		AWS_WEB_IDENTITY_TOKEN_FILE AWS_ROLE_ARN AWS_ROLE_SESSION_NAME \
+		AWS_CONTAINER_CREDENTIALS_FULL_URI AWS_CONTAINER_CREDENTIALS_RELATIVE_URI \
+		AWS_CONTAINER_AUTHORIZATION_TOKEN AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE \
+		AWS_EC2_METADATA_SERVICE_ENDPOINT AWS_EC2_METADATA_DISABLED
+}
+
 # need_moto: skips the test, saying why, unless the venv has moto and boto3;
 # sets MTC_PY to the venv's python.
 need_moto() {

@@ -8,14 +8,8 @@ load s3
 load backup
 
 setup() {
-	WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtc-s3.XXXXXX")
-	export HOME="$WORK/home"
-	mkdir -p "$HOME"
-	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE \
-		AWS_DEFAULT_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_REGION \
-		AWS_DEFAULT_REGION AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_ENDPOINT_URL_STS \
-		AWS_WEB_IDENTITY_TOKEN_FILE AWS_ROLE_ARN AWS_CONTAINER_CREDENTIALS_FULL_URI \
-		AWS_CONTAINER_CREDENTIALS_RELATIVE_URI MTC_FAULT_STALL
+	aws_setup s3
+	unset MTC_FAULT_STALL
 	export AWS_EC2_METADATA_DISABLED=true
 	need_moto
 	moto_start "$WORK"
@@ -120,15 +114,7 @@ c.download_file("bkt", sys.argv[2], sys.argv[3])' "$MOTO_URL" "$1" "$2"
 @test "s3://: kill -9 mid multipart upload, then the same command completes the backup, keeping the parts sent" {
 	config "$WORK/cfg" job 0 1
 	export AWS_ENDPOINT_URL_S3=$MOTO_URL
-	h=$(saved_step "$WORK/local" job 100 0 seed $((12 << 20)))
-	MTC_FAULT_STALL="s3-complete=*/weights:$WORK/stalled" mtc-backup --dir "$WORK/local" \
-		--config "$WORK/cfg" --step 100 --to s3://bkt --name 2025-06-30_14-30 \
-		--slice-threshold 6M --slices 2 >/dev/null 2>&1 &
-	BG_PID=$!
-	wait_for grep -qs "^[0-9]*$" "$WORK/stalled"
-	kill -9 "$BG_PID"
-	wait "$BG_PID" || true
-	BG_PID=
+	h=$(killed_upload 100 2025-06-30_14-30)
 	run mtc-lkg --backups s3://bkt --job job --json
 	[ "$(jq -r '.backups[0].state' <<<"$output")" != valid ]
 	parts="PUT /bkt/job/2025-06-30_14-30/$h.data/weights?partNumber="
@@ -209,6 +195,13 @@ fault_proxy() {
 	PROXY_URL="http://127.0.0.1:$(cat "$WORK/proxy.port")"
 }
 
+proxy_stop() {
+	kill "$PROXY_PID"
+	wait "$PROXY_PID" 2>/dev/null || true
+}
+# proxy_faults: how many answers the proxy has changed so far
+proxy_faults() { curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1; }
+
 @test "s3://: 503 SlowDown is retried with the one backoff policy; an ExpiredToken fetches the credentials again" {
 	config "$WORK/cfg" job 0 1
 	h=$(saved_step "$WORK/local" job 100 0 seed $((12 << 20)))
@@ -216,26 +209,23 @@ fault_proxy() {
 	MTC_S3_RETRY_BASE_MS=10 run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 \
 		--to s3://bkt --s3-endpoint "$PROXY_URL" --name 2025-06-30_14-30 --slice-threshold 6M --slices 2
 	assert_success
-	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 5 ]
-	kill "$PROXY_PID"
-	wait "$PROXY_PID" 2>/dev/null || true
+	[ "$(proxy_faults)" -eq 5 ]
+	proxy_stop
 	fault_proxy GET 400 ExpiredToken 1
 	run mtc-restore --from s3://bkt --s3-endpoint "$PROXY_URL" --job job --name 2025-06-30_14-30 \
 		--rank 0 --layout hash --out "$WORK/out"
 	assert_success
-	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 1 ]
+	[ "$(proxy_faults)" -eq 1 ]
 	diff -r "$WORK/local/$h.data" "$WORK/out/$h.data"
-	kill "$PROXY_PID"
-	wait "$PROXY_PID" 2>/dev/null || true
+	proxy_stop
 	# a refusal that is not transient is not retried: one line, at once
 	fault_proxy GET 403 AccessDenied 1000
 	run --separate-stderr mtc-lkg --backups s3://bkt --s3-endpoint "$PROXY_URL" --job job
 	assert_failure
 	[ "$(wc -l <<<"$stderr")" -eq 1 ]
 	[[ "$stderr" == *"HTTP 403: AccessDenied: injected by the test"* ]]
-	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 1 ]
-	kill "$PROXY_PID"
-	wait "$PROXY_PID" 2>/dev/null || true
+	[ "$(proxy_faults)" -eq 1 ]
+	proxy_stop
 }
 
 # killed_upload STEP NAME: mtc-backup of STEP (12 MiB, two parts) to s3://bkt/NAME killed -9
@@ -368,22 +358,20 @@ rclone_moto() {
 	MTC_S3_RETRY_BASE_MS=10 run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 \
 		--to s3://bkt --s3-endpoint "$PROXY_URL" --name 2025-06-30_14-30 --slice-threshold 6M --slices 2
 	assert_success
-	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 3 ]
-	kill "$PROXY_PID"
-	wait "$PROXY_PID" 2>/dev/null || true
+	[ "$(proxy_faults)" -eq 3 ]
+	proxy_stop
 	fault_proxy GET reset - 3
 	MTC_S3_RETRY_BASE_MS=10 run mtc-restore --from s3://bkt --s3-endpoint "$PROXY_URL" --job job \
 		--name 2025-06-30_14-30 --rank 0 --layout hash --out "$WORK/out" --slice-threshold 4M --slices 3
 	assert_success
-	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 3 ]
+	[ "$(proxy_faults)" -eq 3 ]
 	diff -r "$WORK/local/$h.data" "$WORK/out/$h.data"
-	kill "$PROXY_PID"
-	wait "$PROXY_PID" 2>/dev/null || true
+	proxy_stop
 	fault_proxy POST 500 InternalError 2
 	MTC_S3_RETRY_BASE_MS=10 run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 100 \
 		--to s3://bkt/again --s3-endpoint "$PROXY_URL" --name 2025-06-30_14-30 --slice-threshold 6M --slices 2
 	assert_success
-	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq 2 ]
+	[ "$(proxy_faults)" -eq 2 ]
 	run mtc-lkg --backups s3://bkt/again --s3-endpoint "$MOTO_URL" --job job --json
 	[ "$(jq -r '.backups[0].state' <<<"$output")" = valid ]
 }
@@ -398,7 +386,7 @@ rclone_moto() {
 	# the AWS CLI meets the refusal too, and follows it
 	run env AWS_REGION=us-west-2 ${MTC_PY%/*}/aws --endpoint-url "$PROXY_URL" s3 ls s3://bkt/
 	assert_success
-	cli=$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)
+	cli=$(proxy_faults)
 	[ "$cli" -ge 1 ]
 	AWS_REGION=us-west-2 run --separate-stderr mtc-backup --dir "$WORK/local" --config "$WORK/cfg" \
 		--step 100 --to s3://bkt --s3-endpoint "$PROXY_URL" --name 2025-06-30_14-30 \
@@ -410,10 +398,10 @@ rclone_moto() {
 	assert_success
 	diff -r "$WORK/local/$h.data" "$WORK/out/$h.data"
 	# each run is refused once a request in flight at the time, then all go to eu-west-1
-	fired=$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)
+	fired=$(proxy_faults)
 	[ "$((fired - cli))" -ge 2 ] && [ "$((fired - cli))" -le 8 ]
 	AWS_REGION=eu-west-1 run --separate-stderr mtc-lkg --backups s3://bkt --s3-endpoint "$PROXY_URL" --job job
 	assert_success
 	[ -z "$stderr" ]
-	[ "$(curl -fsS "$PROXY_URL/proxy-stats" | cut -d' ' -f1)" -eq "$fired" ]
+	[ "$(proxy_faults)" -eq "$fired" ]
 }

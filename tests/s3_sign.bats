@@ -7,12 +7,9 @@ load helpers
 load s3
 
 setup() {
-	WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtc-s3-sign.XXXXXX")
+	aws_setup s3-sign
 	SIGN="$MTC_BIN/../unit/s3_sign"
-	export HOME="$WORK/home"
 	mkdir -p "$HOME/.aws"
-	unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_REGION \
-		AWS_DEFAULT_REGION AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3
 }
 
 teardown() { rm -rf "$WORK"; }

@@ -6,11 +6,8 @@ load helpers
 load fakegcs/fakegcs
 
 setup() {
-	WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtc-store.XXXXXX")
+	gcs_setup store
 	BIG=$(mktemp -d /dev/shm/mtc-store-big.XXXXXX)
-	STORE="$MTC_BIN/../unit/store"
-	export MTC_GCS_RETRY_BASE_MS=20
-	unset STORAGE_EMULATOR_HOST MTC_GCS_ENDPOINT GOOGLE_APPLICATION_CREDENTIALS MTC_GCS_TOKEN GCE_METADATA_HOST
 	export CLOUDSDK_CONFIG="$WORK/no-gcloud" # a gcloud login of the one running the tests is not used
 }
 
@@ -18,8 +15,6 @@ teardown() {
 	fakegcs_stop
 	rm -rf "$WORK" "$BIG"
 }
-
-make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zero 2>/dev/null | head -c "$2" >"$1"; }
 
 @test "the store suite passes on a directory, a file:// URL and gs://" {
 	run "$STORE" "$WORK/root" selftest
@@ -150,18 +145,7 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 }
 
 @test "gs://: a flipped byte in a download is caught; retried once, then exit 5" {
-	make_data "$WORK/f" $((1 << 20)) flip
-	fakegcs_start
-	"$STORE" gs://bkt put f "$WORK/f"
-	fakegcs_fault '{"kind": "download", "action": "flip", "offset": 1000, "times": 1}'
-	run "$STORE" gs://bkt get f "$WORK/back"
-	assert_success
-	assert_output --partial "crc32c mismatch"
-	cmp "$WORK/f" "$WORK/back"
-	fakegcs_fault '{"kind": "download", "action": "flip", "offset": 1000, "times": -1}'
-	run "$STORE" gs://bkt get f "$WORK/back2"
-	assert_equal "$status" 5
-	assert_file_not_exists "$WORK/back2"
+	flipped_download $((1 << 20)) 1000 1
 	run ls -A "$WORK"
 	refute_output --partial ".tmp"
 }
@@ -250,10 +234,7 @@ make_data() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 </dev/zer
 	mkdir "$WORK/k"
 	fakegcs_make_key "$WORK/k"
 	fakegcs_start --require-auth --public-key "$WORK/k/pub.pem"
-	python3 -c 'import json, sys
-print(json.dumps({"type": "service_account", "project_id": "p", "private_key_id": "k1",
-    "private_key": open(sys.argv[1]).read(), "client_email": "sa@p.iam.gserviceaccount.com",
-    "client_id": "1", "token_uri": sys.argv[2]}))' "$WORK/k/key.pem" "$FAKEGCS_URL/token" >"$WORK/sa.json"
+	gcs_sa_json "$WORK/k" "$WORK/sa.json"
 	unset STORAGE_EMULATOR_HOST
 	export MTC_GCS_ENDPOINT="$FAKEGCS_URL" GOOGLE_APPLICATION_CREDENTIALS="$WORK/sa.json"
 	echo secret >"$WORK/s"

@@ -708,19 +708,23 @@ static int put_manifest(const struct mtc_peer_client *pc, const char *base, cons
 }
 
 /*
- * Opens an upload session for rest ("<hash>.data", "?size=N" for a file): 0
- * with *id, or with *id NULL when the peer holds the object already; else
- * RETRY or a result. *code: the answer's status (*rejected: 422);
- * *ranges: the peer joins ranges of a tree's files.
+ * Opens an upload session for rest ("<hash>.data", "?size=N" for a file;
+ * freed here), nothing sent yet (*sent): 0 with *id, or with *id NULL when
+ * the peer holds the object already; else RETRY or a result. *code: the
+ * answer's status (*rejected: 422); *ranges: the peer joins ranges of a
+ * tree's files.
  */
-static int session_open(const struct mtc_peer_client *pc, const char *base, const char *rest,
-			double deadline, char **id, int *ranges, long *code, int *rejected, char *err,
+static int session_open(const struct mtc_peer_client *pc, const char *base, char *rest, double deadline,
+			char **id, int *ranges, long *code, long long *sent, int *rejected, char *err,
 			size_t errlen)
 {
 	struct call c = { .method = "POST", .url = uploads_url(base, rest), .once = 1 };
-	int rc = attempt(pc, &c, deadline, err, errlen);
+	int rc;
 	json_t *j;
 
+	free(rest);
+	*sent = 0;
+	rc = attempt(pc, &c, deadline, err, errlen);
 	*id = NULL;
 	*ranges = 0;
 	*code = c.code;
@@ -801,14 +805,13 @@ static int put_tree_once(const struct mtc_peer_client *pc, const char *base, con
 			 const char *hash, const struct mtc_manifest *m, double deadline,
 			 long long *sent, int *rejected, char *err, size_t errlen)
 {
-	char *rest = xasprintf("%s.data", hash), *id;
 	struct piece_set ps;
+	char *id;
 	long code;
 	int rc, ranges;
 
-	*sent = 0;
-	rc = session_open(pc, base, rest, deadline, &id, &ranges, &code, rejected, err, errlen);
-	free(rest);
+	rc = session_open(pc, base, xasprintf("%s.data", hash), deadline, &id, &ranges, &code, sent,
+			  rejected, err, errlen);
 	if (rc || !id)
 		return rc;
 	pieces_split(&ps, m, pc->streams > 0 ? pc->streams : 1, ranges, pc, deadline);
@@ -830,15 +833,14 @@ static int put_file_once(const struct mtc_peer_client *pc, const char *base, con
 			 const char *hash, long long size, double deadline, long long *sent,
 			 int *rejected, int *unsupported, char *err, size_t errlen)
 {
-	char *rest = xasprintf("%s.data?size=%lld", hash, size), *id;
 	struct mtc_wire_list parts = { 0 };
 	struct piece_set ps;
+	char *id;
 	long code;
 	int rc, ranges;
 
-	*sent = 0;
-	rc = session_open(pc, base, rest, deadline, &id, &ranges, &code, rejected, err, errlen);
-	free(rest);
+	rc = session_open(pc, base, xasprintf("%s.data?size=%lld", hash, size), deadline, &id, &ranges,
+			  &code, sent, rejected, err, errlen);
 	*unsupported = rc && code == 400;
 	if (rc || !id)
 		return rc;

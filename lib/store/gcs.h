@@ -33,8 +33,6 @@ void gcs_spawn_part_deletes(struct op *p);
 /* A part or a part's delete is over; the last one moves the composite upload on. */
 void gcs_notify_parent(struct op *op);
 
-int gcs_put_file(struct mtc_store *s, const char *key, const char *path, int flags);
-int gcs_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags);
-int gcs_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags);
+extern const struct xfer_upload gcs_upload;
 
 #endif

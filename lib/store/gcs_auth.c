@@ -18,13 +18,13 @@
 #include "backoff.h"
 #include "buf.h"
 #include "clock.h"
+#include "cred_hold.h"
 #include "fsutil.h"
 #include "http.h"
 #include "log.h"
 #include "xalloc.h"
 
 #define REFRESH_MARGIN 60
-#define FAILURE_HOLD 30
 #define SCOPE "https://www.googleapis.com/auth/devstorage.read_write"
 #define TOKEN_URI "https://oauth2.googleapis.com/token"
 #define METADATA_PATH "/computeMetadata/v1/instance/service-accounts/default/token"
@@ -42,9 +42,8 @@ struct mtc_gcs_auth {
 	char *passed_over; /* METADATA: the sources that were not there, for the error */
 	pthread_mutex_t lock;
 	char *token;
-	double expires; /* mtc_now() clock; 0: never */
-	char *failure;	/* the last refresh's error, answered again until failed_until */
-	double failed_until;
+	double expires;		   /* mtc_now() clock; 0: never */
+	struct mtc_cred_hold hold; /* a failed refresh, answered again a while */
 };
 
 /* gcloud's application-default file: $CLOUDSDK_CONFIG/, else ~/.config/gcloud/. */
@@ -147,7 +146,7 @@ void mtc_gcs_auth_free(struct mtc_gcs_auth *a)
 	free(a->metadata_url);
 	free(a->passed_over);
 	free(a->token);
-	free(a->failure);
+	mtc_cred_hold_free(&a->hold);
 	free(a);
 }
 
@@ -491,8 +490,10 @@ static int token_from_file(struct mtc_gcs_auth *a, char *err, size_t errlen)
 	return 0;
 }
 
-static int refresh(struct mtc_gcs_auth *a, char *err, size_t errlen)
+static int refresh(void *arg, char *err, size_t errlen)
 {
+	struct mtc_gcs_auth *a = arg;
+
 	switch (a->kind) {
 	case MTC_GCS_AUTH_TOKEN: return a->token_file ? token_from_file(a, err, errlen) : 0;
 	case MTC_GCS_AUTH_SERVICE_ACCOUNT:
@@ -504,7 +505,7 @@ static int refresh(struct mtc_gcs_auth *a, char *err, size_t errlen)
 }
 
 /*
- * A failed refresh is answered again for FAILURE_HOLD seconds without a new
+ * A failed refresh is answered again for MTC_CRED_HOLD_S seconds without a new
  * attempt, so that a thousand requests do not each wait out the metadata
  * server; a token not yet expired is still used when its early refresh fails.
  */
@@ -519,17 +520,7 @@ int mtc_gcs_auth_token(struct mtc_gcs_auth *a, int force, char **token, char *er
 	pthread_mutex_lock(&a->lock);
 	now = mtc_now();
 	if (force || !a->token || (a->expires && now > a->expires - REFRESH_MARGIN)) {
-		if (a->failure && now < a->failed_until) {
-			rc = mtc_fail(err, errlen, "%s", a->failure);
-		} else {
-			free(a->failure);
-			a->failure = NULL;
-			rc = refresh(a, err, errlen);
-			if (rc < 0) {
-				a->failure = xstrdup(err);
-				a->failed_until = mtc_now() + FAILURE_HOLD;
-			}
-		}
+		rc = mtc_cred_hold_refresh(&a->hold, refresh, a, err, errlen);
 		if (rc < 0 && !force && a->token && a->expires && now < a->expires)
 			rc = 0;
 	}

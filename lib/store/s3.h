@@ -32,8 +32,6 @@ const char *s3_element(const char **at, const char *end, const char *tag, size_t
 long s3_uploads(struct mtc_store *s, const char *prefix, long long stale_s, int remove,
 		mtc_store_leftover_fn *fn, void *arg);
 
-int s3_put_file(struct mtc_store *s, const char *key, const char *path, int flags);
-int s3_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags);
-int s3_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags);
+extern const struct xfer_upload s3_upload;
 
 #endif

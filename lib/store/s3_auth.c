@@ -14,6 +14,7 @@
 #include "backoff.h"
 #include "buf.h"
 #include "clock.h"
+#include "cred_hold.h"
 #include "fsutil.h"
 #include "http.h"
 #include "log.h"
@@ -21,7 +22,6 @@
 #include "s3_xml.h"
 #include "xalloc.h"
 
-#define FAILURE_HOLD 30
 #define ANSWER_MAX (1u << 20)
 #define TOKEN_MAX (64u * 1024)
 #define ECS_HOST "http://169.254.170.2"
@@ -38,8 +38,7 @@ struct mtc_s3_auth {
 	char *passed_over; /* INSTANCE: the sources that were not there, for the error */
 	pthread_mutex_t lock;
 	struct mtc_s3_creds creds; /* access_key NULL until the first refresh */
-	char *failure;		   /* the last refresh's error, answered again until failed_until */
-	double failed_until;
+	struct mtc_cred_hold hold; /* a failed refresh, answered again a while */
 };
 
 static const char *env(const char *name)
@@ -266,7 +265,7 @@ void mtc_s3_auth_free(struct mtc_s3_auth *a)
 	free(a->auth_token);
 	free(a->imds_url);
 	free(a->passed_over);
-	free(a->failure);
+	mtc_cred_hold_free(&a->hold);
 	mtc_s3_creds_free(&a->creds);
 	free(a);
 }
@@ -569,8 +568,10 @@ static int instance(struct mtc_s3_auth *a, char *err, size_t errlen)
 	return rc;
 }
 
-static int refresh(struct mtc_s3_auth *a, char *err, size_t errlen)
+static int refresh(void *arg, char *err, size_t errlen)
 {
+	struct mtc_s3_auth *a = arg;
+
 	switch (a->kind) {
 	case MTC_S3_AUTH_WEB_IDENTITY: return web_identity(a, err, errlen);
 	case MTC_S3_AUTH_CONTAINER: return container(a, err, errlen);
@@ -591,17 +592,7 @@ int mtc_s3_auth_get(struct mtc_s3_auth *a, int force, struct mtc_s3_creds *out, 
 	now = mtc_wall_now();
 	if (!fixed && (force || !a->creds.access_key ||
 		       (a->creds.expires && now > a->creds.expires - MTC_S3_REFRESH_MARGIN))) {
-		if (a->failure && mtc_now() < a->failed_until) {
-			rc = mtc_fail(err, errlen, "%s", a->failure);
-		} else {
-			free(a->failure);
-			a->failure = NULL;
-			rc = refresh(a, err, errlen);
-			if (rc < 0) {
-				a->failure = xstrdup(err);
-				a->failed_until = mtc_now() + FAILURE_HOLD;
-			}
-		}
+		rc = mtc_cred_hold_refresh(&a->hold, refresh, a, err, errlen);
 		if (rc < 0 && !force && a->creds.access_key && a->creds.expires &&
 		    now < a->creds.expires)
 			rc = 0;

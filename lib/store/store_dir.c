@@ -560,12 +560,6 @@ static int delete_one(struct mtc_store *s, struct mtc_store_xfer *x, int flags)
 	return rc;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
 static int dir_delete_prefix(struct mtc_store *s, const char *prefix)
 {
 	struct mtc_store_list l;
@@ -579,18 +573,19 @@ static int dir_delete_prefix(struct mtc_store *s, const char *prefix)
 	}
 	x = xcalloc(l.n_objects + 1, sizeof *x);
 	for (size_t i = 0; i < l.n_objects; i++)
-		if (ends_with(l.objects[i].name, ".meta"))
+		if (mtc_store_ends_with(l.objects[i].name, ".meta"))
 			x[n++].key = l.objects[i].name;
 	metas = n;
 	rc = mtc_store_run_parallel(s, x, metas, 0, delete_one);
 	for (size_t i = 0; rc == 0 && i < l.n_objects; i++)
-		if (!ends_with(l.objects[i].name, ".meta") && !ends_with(l.objects[i].name, "/"))
+		if (!mtc_store_ends_with(l.objects[i].name, ".meta") &&
+		    !mtc_store_ends_with(l.objects[i].name, "/"))
 			x[n++].key = l.objects[i].name;
 	if (rc == 0)
 		rc = mtc_store_run_parallel(s, x + metas, n - metas, 0, delete_one);
 	if (rc == 0) {
 		char *path = path_of(s, prefix);
-		if (ends_with(prefix, "/") && mtc_remove_tree(path) < 0)
+		if (mtc_store_ends_with(prefix, "/") && mtc_remove_tree(path) < 0)
 			rc = fail(s, "cannot delete", prefix);
 		free(path);
 		if (rc == 0)

@@ -132,7 +132,7 @@ static const struct xfer_api gcs_api = { gcs_authorize, gcs_header, gcs_message,
 
 /* ----------------------------------------------------- small reads, stat, delete */
 
-enum { K_BUF, K_RANGE, K_STAT, K_DELETE };
+enum { K_BUF = XK_BUF, K_RANGE = XK_RANGE, K_STAT = XK_STAT, K_DELETE = XK_DELETE };
 enum { GONE_IS_DONE = 1 }; /* small op flag: a delete that finds nothing succeeds */
 
 static int small_prepare(struct op *op, struct req *r)
@@ -142,15 +142,11 @@ static int small_prepare(struct op *op, struct req *r)
 	switch (op->state) {
 	case K_BUF:
 		r->url = gcs_object_url(g, op->name, "alt=media");
-		r->sink_mem = 1;
-		r->mem_max = op->max;
-		r->crc_on = 1;
+		xfer_sink_buf(op, r);
 		break;
 	case K_RANGE:
 		r->url = gcs_object_url(g, op->name, "alt=media");
-		r->sink_mem = 1;
-		r->mem_max = (size_t)op->len;
-		xfer_header(r, "Range: bytes=%lld-%lld", op->off, op->off + op->len - 1);
+		xfer_sink_range(op, r);
 		break;
 	case K_STAT: r->url = gcs_object_url(g, op->name, NULL); break;
 	case K_DELETE:
@@ -172,30 +168,8 @@ static enum verdict small_finish(struct op *op, struct req *r)
 		return xfer_fail(op, ENOENT, "no such object '%s'", op->name);
 	}
 	switch (op->state) {
-	case K_BUF:
-		if (r->status != 200)
-			return xfer_fail_with(op, r, "cannot read");
-		if (r->have_crc && mtc_crc32c(0, mtc_buf_str(&r->mem), r->mem.len) != r->srv_crc) {
-			snprintf(op->lasterr, sizeof op->lasterr, "cannot read '%s': crc32c mismatch",
-				 op->name);
-			if (op->crc_retries++ < 2)
-				return V_RETRY;
-			op->err = EIO;
-			return V_FAIL;
-		}
-		*op->outlen = r->mem.len;
-		*op->outbuf = r->mem.p ? mtc_buf_take(&r->mem) : xstrdup("");
-		return V_DONE;
-	case K_RANGE:
-		if (r->status == 416 || ((r->status == 206 || (r->status == 200 && !op->off)) &&
-					 r->mem.len != (size_t)op->len))
-			return xfer_fail(op, EIO,
-					 "cannot read %lld bytes at %lld of '%s': object too short",
-					 op->len, op->off, op->name);
-		if (r->status != 206 && r->status != 200)
-			return xfer_fail_with(op, r, "cannot read");
-		memcpy(op->rangebuf, r->mem.p, (size_t)op->len);
-		return V_DONE;
+	case K_BUF: return xfer_finish_buf(op, r);
+	case K_RANGE: return xfer_finish_range(op, r);
 	case K_STAT:
 		if (r->status != 200)
 			return xfer_fail_with(op, r, "cannot stat");
@@ -238,26 +212,6 @@ void gcs_spawn_part_deletes(struct op *p)
 struct op *gcs_small_op(struct mtc_store *s, int kind, const char *key)
 {
 	return xfer_small_op(s, &gcs_small_type, kind, key);
-}
-
-static int gcs_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len)
-{
-	return xfer_read_buf(gcs_small_op(s, K_BUF, key), max, buf, len);
-}
-
-static int gcs_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len)
-{
-	return xfer_read_range(gcs_small_op(s, K_RANGE, key), off, buf, len);
-}
-
-static int gcs_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out)
-{
-	return xfer_read_stat(gcs_small_op(s, K_STAT, key), out);
-}
-
-static int gcs_delete(struct mtc_store *s, const char *key)
-{
-	return xfer_run_one(s, gcs_small_op(s, K_DELETE, key));
 }
 
 /* -------------------------------------------------------------------- list */
@@ -343,31 +297,13 @@ static const struct op_type list_type = { .prepare = list_prepare, .finish = lis
 static int list_all(struct mtc_store *s, const char *prefix, const char *delim, int temps,
 		    struct mtc_store_list *out)
 {
-	struct op *op = xfer_op_new(s, &list_type);
-	int rc;
-
-	op->ltemps = temps;
-	op->lprefix = prefix;
-	op->ldelim = delim;
-	op->list = out;
-	op->name = xasprintf("gs://%s/%s%s", ((struct gcs *)s->impl)->bucket,
-			     ((struct gcs *)s->impl)->xf.prefix, prefix);
-	rc = xfer_run_one(s, op);
-	if (rc == 0)
-		mtc_store_list_sort(out);
-	return rc;
+	return xfer_list(s, &list_type, prefix, delim, temps, out);
 }
 
 static int gcs_list(struct mtc_store *s, const char *prefix, const char *delim,
 		    struct mtc_store_list *out)
 {
 	return list_all(s, prefix, delim, 0, out);
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
 }
 
 /* Deletes the listed objects, .meta first, each group in parallel. */
@@ -387,7 +323,7 @@ static int gcs_delete_prefix(struct mtc_store *s, const char *prefix)
 	for (int pass = 0; pass < 2; pass++) {
 		size_t start_n = n;
 		for (size_t i = 0; i < l.n_objects; i++)
-			if (ends_with(l.objects[i].name, ".meta") == !pass) {
+			if (mtc_store_ends_with(l.objects[i].name, ".meta") == !pass) {
 				ops[n] = gcs_small_op(s, K_DELETE, l.objects[i].name);
 				ops[n++]->flags = GONE_IS_DONE;
 			}
@@ -459,27 +395,13 @@ static void gcs_close(struct mtc_store *s)
 	free(g);
 }
 
+/* the rest are the engine's (xfer_init) */
 static const struct mtc_store_ops gcs_ops = {
-	.put_file = gcs_put_file,
-	.put_buf = gcs_put_buf,
-	.put_many = gcs_put_many,
-	.get_file = xfer_get_file,
-	.get_buf = gcs_get_buf,
-	.get_range = gcs_get_range,
-	.get_many = xfer_get_many,
 	.list = gcs_list,
-	.stat = gcs_stat,
-	.del = gcs_delete,
 	.delete_prefix = gcs_delete_prefix,
 	.leftovers = gcs_leftovers,
 	.close = gcs_close,
 };
-
-static long long env_ll(const char *name, long long def)
-{
-	const char *v = getenv(name);
-	return v && *v ? atoll(v) : def;
-}
 
 int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *prefix, char *err,
 		       size_t errlen)
@@ -488,12 +410,10 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	const char *emu = getenv("STORAGE_EMULATOR_HOST"), *endpoint = getenv("MTC_GCS_ENDPOINT");
 	size_t n;
 
-	xfer_init(&g->xf, s, &gcs_api, prefix,
-		  (double)env_ll("MTC_GCS_RETRY_BASE_MS",
-				 (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) /
-			  1000.0);
+	xfer_init(&g->xf, s, &gcs_api, prefix, "MTC_GCS_RETRY_BASE_MS", &gcs_ops);
+	g->xf.up = &gcs_upload;
+	g->xf.small = &gcs_small_type;
 	s->impl = g;
-	s->ops = &gcs_ops;
 	g->bucket = xstrdup(bucket);
 	if (endpoint && *endpoint)
 		g->base = xstrdup(endpoint);
@@ -504,7 +424,8 @@ int mtc_store_gcs_open(struct mtc_store *s, const char *bucket, const char *pref
 	n = strlen(g->base);
 	while (n && g->base[n - 1] == '/')
 		g->base[--n] = '\0';
-	g->chunk = env_ll("MTC_GCS_CHUNK_KIB", GCS_CHUNK >> 10) << 10;
+	const char *chunk_kib = getenv("MTC_GCS_CHUNK_KIB");
+	g->chunk = chunk_kib && *chunk_kib ? atoll(chunk_kib) << 10 : GCS_CHUNK;
 	g->chunk -= g->chunk % (256 << 10);
 	if (g->chunk <= 0)
 		g->chunk = 256 << 10;

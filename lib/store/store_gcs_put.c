@@ -321,19 +321,8 @@ static const struct op_type upload_type;
 
 static void spawn_parts(struct op *p)
 {
-	for (size_t i = 0; i < p->n_sl; i++) {
-		struct op *c = xfer_op_new(p->s, &upload_type);
-		c->parent = p;
-		c->name = gcs_part_name(p, i);
-		c->slot = i;
-		c->off = p->sl[i].off;
-		c->size = p->sl[i].len;
-		c->crc = p->sl[i].crc;
-		c->fd = dup(p->fd);
-		c->state = U_PROBE;
-		p->pending++;
-		xfer_add(p->xf->engine, c);
-	}
+	for (size_t i = 0; i < p->n_sl; i++)
+		xfer_add_part(p, i, gcs_part_name(p, i), U_PROBE);
 }
 
 static char *compose_json(struct op *p)
@@ -385,19 +374,11 @@ static void build_multipart(struct op *op, const char *data, size_t len)
 }
 
 /* Opens the file, computes its CRC32C, and picks multipart or resumable. */
-static int up_setup_file(struct op *op, const char *path)
+static int up_file(struct op *op, const char *path)
 {
-	struct stat st;
 	char *buf;
 	int e;
 
-	op->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (op->fd < 0 || fstat(op->fd, &st) < 0) {
-		e = errno;
-		xfer_fail(op, e, "cannot open '%s': %s", path, strerror(e));
-		return -1;
-	}
-	op->size = st.st_size;
 	if (op->size >= op->xf->threshold && op->xf->slices > 1) {
 		/* a composite upload: each part's CRC32C, and the whole's from them */
 		long long len = (op->size + op->xf->slices - 1) / op->xf->slices;
@@ -443,54 +424,12 @@ static int up_setup_file(struct op *op, const char *path)
 	return 0;
 }
 
-static struct op *upload_op(struct mtc_store *s, const char *key, int flags)
+static void up_buf(struct op *op, const void *buf, size_t len)
 {
-	struct op *op = xfer_op_new(s, &upload_type);
-	op->name = xfer_name(s->impl, key);
-	op->key = key;
-	op->flags = flags;
-	return op;
-}
-
-/* x's upload (xfer_make) */
-static int upload_of(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **opp)
-{
-	struct op *op = *opp = upload_op(s, x->key, flags);
-
-	op->x = x;
-	if (x->key[strlen(x->key) - 1] == '/') {
-		op->size = 0;
-		op->state = U_SIMPLE;
-		build_multipart(op, "", 0);
-	} else if (up_setup_file(op, x->path) < 0) {
-		return -1;
-	}
-	s->progress_total += op->size;
-	return 0;
-}
-
-int gcs_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags)
-{
-	return xfer_run_many(s, x, n, flags, upload_of);
-}
-
-int gcs_put_file(struct mtc_store *s, const char *key, const char *path, int flags)
-{
-	struct mtc_store_xfer x = { .key = key, .path = path };
-	s->progress_done = s->progress_total = 0;
-	return gcs_put_many(s, &x, 1, flags);
-}
-
-int gcs_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags)
-{
-	struct op *op = upload_op(s, key, flags);
-	int rc;
-
 	op->size = (long long)len;
 	op->crc = mtc_crc32c(0, buf, len);
 	op->state = U_SIMPLE;
 	build_multipart(op, buf, len);
-	rc = xfer_run(s, &op, 1);
-	xfer_op_free(op);
-	return rc;
 }
+
+const struct xfer_upload gcs_upload = { &upload_type, up_file, up_buf };

@@ -148,3 +148,9 @@ int mtc_store_run_parallel(struct mtc_store *s, struct mtc_store_xfer *x, size_t
 	}
 	return 0;
 }
+
+int mtc_store_ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}

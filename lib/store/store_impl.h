@@ -52,4 +52,7 @@ void mtc_store_list_add_object(struct mtc_store_list *l, const char *name, long 
 void mtc_store_list_add_prefix(struct mtc_store_list *l, const char *prefix);
 void mtc_store_list_sort(struct mtc_store_list *l);
 
+/* 1 when s ends in suffix (a key's ".meta", a prefix's "/"). */
+int mtc_store_ends_with(const char *s, const char *suffix);
+
 #endif

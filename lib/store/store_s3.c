@@ -243,7 +243,14 @@ const char *s3_element(const char **at, const char *end, const char *tag, size_t
 /* ----------------------------------------------------- small reads, stat, delete */
 
 /* K_LOOK: a delete looks first, since S3 answers 204 for an object that is not there */
-enum { K_BUF, K_RANGE, K_STAT, K_LOOK, K_DELETE, K_BATCH };
+enum {
+	K_BUF = XK_BUF,
+	K_RANGE = XK_RANGE,
+	K_STAT = XK_STAT,
+	K_LOOK = XK_DELETE,
+	K_DELETE = XK_OWN,
+	K_BATCH
+};
 #define BATCH_MAX 1000 /* keys in one DeleteObjects */
 
 /* The base64 MD5 of len bytes at p (25 bytes with the NUL). */
@@ -261,15 +268,11 @@ static int small_prepare(struct op *op, struct req *r)
 	switch (op->state) {
 	case K_BUF:
 		s3_get(op, r);
-		r->sink_mem = 1;
-		r->mem_max = op->max;
-		r->crc_on = 1;
+		xfer_sink_buf(op, r);
 		break;
 	case K_RANGE:
 		s3_request(r, "GET", op->name, NULL);
-		r->sink_mem = 1;
-		r->mem_max = (size_t)op->len;
-		xfer_header(r, "Range: bytes=%lld-%lld", op->off, op->off + op->len - 1);
+		xfer_sink_range(op, r);
 		break;
 	case K_STAT:
 	case K_LOOK: s3_request(r, "HEAD", op->name, NULL); break;
@@ -298,30 +301,8 @@ static enum verdict small_finish(struct op *op, struct req *r)
 		return xfer_fail(op, ENOENT, "no such object '%s'", op->name);
 	}
 	switch (op->state) {
-	case K_BUF:
-		if (r->status != 200)
-			return xfer_fail_with(op, r, "cannot read");
-		if (r->have_crc && mtc_crc32c(0, mtc_buf_str(&r->mem), r->mem.len) != r->srv_crc) {
-			snprintf(op->lasterr, sizeof op->lasterr, "cannot read '%s': crc32c mismatch",
-				 op->name);
-			if (op->crc_retries++ < 2)
-				return V_RETRY;
-			op->err = EIO;
-			return V_FAIL;
-		}
-		*op->outlen = r->mem.len;
-		*op->outbuf = r->mem.p ? mtc_buf_take(&r->mem) : xstrdup("");
-		return V_DONE;
-	case K_RANGE:
-		if (r->status == 416 || ((r->status == 206 || (r->status == 200 && !op->off)) &&
-					 r->mem.len != (size_t)op->len))
-			return xfer_fail(op, EIO,
-					 "cannot read %lld bytes at %lld of '%s': object too short",
-					 op->len, op->off, op->name);
-		if (r->status != 206 && r->status != 200)
-			return xfer_fail_with(op, r, "cannot read");
-		memcpy(op->rangebuf, r->mem.p, (size_t)op->len);
-		return V_DONE;
+	case K_BUF: return xfer_finish_buf(op, r);
+	case K_RANGE: return xfer_finish_range(op, r);
 	case K_LOOK:
 		if (r->status != 200)
 			return xfer_fail_with(op, r, "cannot delete");
@@ -357,31 +338,6 @@ static enum verdict small_finish(struct op *op, struct req *r)
 }
 
 static const struct op_type small_type = { .prepare = small_prepare, .finish = small_finish };
-
-static struct op *small_op(struct mtc_store *s, int kind, const char *key)
-{
-	return xfer_small_op(s, &small_type, kind, key);
-}
-
-static int s3_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len)
-{
-	return xfer_read_buf(small_op(s, K_BUF, key), max, buf, len);
-}
-
-static int s3_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len)
-{
-	return xfer_read_range(small_op(s, K_RANGE, key), off, buf, len);
-}
-
-static int s3_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out)
-{
-	return xfer_read_stat(small_op(s, K_STAT, key), out);
-}
-
-static int s3_delete(struct mtc_store *s, const char *key)
-{
-	return xfer_run_one(s, small_op(s, K_LOOK, key));
-}
 
 /* -------------------------------------------------------------------- list */
 
@@ -452,24 +408,7 @@ static const struct op_type list_type = { .prepare = list_prepare, .finish = lis
 static int s3_list(struct mtc_store *s, const char *prefix, const char *delim,
 		   struct mtc_store_list *out)
 {
-	struct op *op = xfer_op_new(s, &list_type);
-	int rc;
-
-	op->lprefix = prefix;
-	op->ldelim = delim;
-	op->list = out;
-	op->name = xasprintf("s3://%s/%s%s", ((struct s3 *)s->impl)->bucket,
-			     ((struct s3 *)s->impl)->xf.prefix, prefix);
-	rc = xfer_run_one(s, op);
-	if (rc == 0)
-		mtc_store_list_sort(out);
-	return rc;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
+	return xfer_list(s, &list_type, prefix, delim, 0, out);
 }
 
 static void xml_escaped(struct mtc_buf *b, const char *s)
@@ -534,7 +473,7 @@ static int s3_delete_prefix(struct mtc_store *s, const char *prefix)
 	for (int pass = 0; pass < 2; pass++) {
 		size_t start_n = n, m = 0;
 		for (size_t i = 0; i < l.n_objects; i++) {
-			if (ends_with(l.objects[i].name, ".meta") != !pass)
+			if (mtc_store_ends_with(l.objects[i].name, ".meta") != !pass)
 				continue;
 			names[m++] = l.objects[i].name;
 			if (m == BATCH_MAX) {
@@ -578,39 +517,23 @@ static void s3_close(struct mtc_store *s)
 	free(b);
 }
 
+/* the rest are the engine's (xfer_init) */
 static const struct mtc_store_ops s3_ops = {
-	.put_file = s3_put_file,
-	.put_buf = s3_put_buf,
-	.put_many = s3_put_many,
-	.get_file = xfer_get_file,
-	.get_buf = s3_get_buf,
-	.get_range = s3_get_range,
-	.get_many = xfer_get_many,
 	.list = s3_list,
-	.stat = s3_stat,
-	.del = s3_delete,
 	.delete_prefix = s3_delete_prefix,
 	.leftovers = s3_leftovers,
 	.close = s3_close,
 };
-
-static long long env_ll(const char *name, long long def)
-{
-	const char *v = getenv(name);
-	return v && *v ? atoll(v) : def;
-}
 
 int mtc_store_s3_open(struct mtc_store *s, const char *bucket, const char *prefix, char *err,
 		      size_t errlen)
 {
 	struct s3 *b = xcalloc(1, sizeof *b);
 
-	xfer_init(&b->xf, s, &s3_api, prefix,
-		  (double)env_ll("MTC_S3_RETRY_BASE_MS",
-				 (long long)(mtc_backoff_of(MTC_BACKOFF_STORE)->base * 1000)) /
-			  1000.0);
+	xfer_init(&b->xf, s, &s3_api, prefix, "MTC_S3_RETRY_BASE_MS", &s3_ops);
+	b->xf.up = &s3_upload;
+	b->xf.small = &small_type;
 	s->impl = b;
-	s->ops = &s3_ops;
 	b->bucket = xstrdup(bucket);
 	if (mtc_s3_target_resolve(bucket, s->opt.s3_endpoint, NULL, MTC_S3_STYLE_AUTO, &b->t, err,
 				  errlen) < 0) {

@@ -52,21 +52,9 @@ static void spawn_parts(struct op *p)
 {
 	if (!p->tags)
 		p->tags = xcalloc(p->n_sl, sizeof *p->tags);
-	for (size_t i = 0; i < p->n_sl; i++) {
-		if (p->tags[i])
-			continue;
-		struct op *c = xfer_op_new(p->s, &upload_type);
-		c->parent = p;
-		c->name = xstrdup(p->name);
-		c->slot = i;
-		c->off = p->sl[i].off;
-		c->size = p->sl[i].len;
-		c->crc = p->sl[i].crc;
-		c->fd = dup(p->fd);
-		c->state = U_PART;
-		p->pending++;
-		xfer_add(p->xf->engine, c);
-	}
+	for (size_t i = 0; i < p->n_sl; i++)
+		if (!p->tags[i])
+			xfer_add_part(p, i, xstrdup(p->name), U_PART);
 }
 
 static char *complete_xml(struct op *p)
@@ -372,19 +360,11 @@ static const struct op_type upload_type = { .prepare = up_prepare,
 					    .complete = up_complete };
 
 /* Opens the file and computes its CRC32C, each part's for a multipart upload. */
-static int up_setup_file(struct op *op, const char *path)
+static int up_file(struct op *op, const char *path)
 {
-	struct stat st;
 	long long len;
 	int e;
 
-	op->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (op->fd < 0 || fstat(op->fd, &st) < 0) {
-		e = errno;
-		xfer_fail(op, e, "cannot open '%s': %s", path, strerror(e));
-		return -1;
-	}
-	op->size = st.st_size;
 	op->state = U_PUT;
 	if (op->size < op->xf->threshold || op->xf->slices < 2 || op->size <= PART_MIN) {
 		if (xfer_crc_of_range(op->fd, 0, op->size, &op->crc) < 0) {
@@ -415,15 +395,6 @@ static int up_setup_file(struct op *op, const char *path)
 	return 0;
 }
 
-static struct op *upload_op(struct mtc_store *s, const char *key, int flags)
-{
-	struct op *op = xfer_op_new(s, &upload_type);
-	op->name = xfer_name(s->impl, key);
-	op->key = key;
-	op->flags = flags;
-	return op;
-}
-
 static void set_buf(struct op *op, const void *buf, size_t len)
 {
 	op->size = (long long)len;
@@ -435,36 +406,4 @@ static void set_buf(struct op *op, const void *buf, size_t len)
 	op->state = U_PUT;
 }
 
-/* x's upload (xfer_make) */
-static int upload_of(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **opp)
-{
-	struct op *op = *opp = upload_op(s, x->key, flags);
-
-	op->x = x;
-	if (x->key[strlen(x->key) - 1] == '/')
-		set_buf(op, "", 0);
-	else if (up_setup_file(op, x->path) < 0)
-		return -1;
-	s->progress_total += op->size;
-	return 0;
-}
-
-int s3_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags)
-{
-	return xfer_run_many(s, x, n, flags, upload_of);
-}
-
-int s3_put_file(struct mtc_store *s, const char *key, const char *path, int flags)
-{
-	struct mtc_store_xfer x = { .key = key, .path = path };
-	s->progress_done = s->progress_total = 0;
-	return s3_put_many(s, &x, 1, flags);
-}
-
-int s3_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags)
-{
-	struct op *op = upload_op(s, key, flags);
-
-	set_buf(op, buf, len);
-	return xfer_run_one(s, op);
-}
+const struct xfer_upload s3_upload = { &upload_type, up_file, set_buf };

@@ -107,6 +107,25 @@ static int make_parent(const char *path)
 	return rc;
 }
 
+/* Lists prefix into l; fails (EINVAL) on a name that is not a valid key below it. */
+static int list_valid(struct mtc_store *s, const char *prefix, struct mtc_store_list *l)
+{
+	size_t plen = strlen(prefix);
+	int rc = mtc_store_list(s, prefix, NULL, l);
+
+	for (size_t i = 0; rc == 0 && i < l->n_objects; i++) {
+		const char *rel = l->objects[i].name + plen;
+		if (*rel && !mtc_store_valid_key(rel)) {
+			mtc_store_set_error(s, "refusing object name '%s'", l->objects[i].name);
+			errno = EINVAL;
+			rc = -1;
+		}
+	}
+	if (rc < 0)
+		mtc_store_list_free(l);
+	return rc;
+}
+
 int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir, struct mtc_tree *t)
 {
 	struct mtc_store_list l;
@@ -114,10 +133,8 @@ int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir, 
 	int rc;
 
 	memset(t, 0, sizeof *t);
-	if (mtc_store_list(s, prefix, NULL, &l) < 0) {
-		mtc_store_list_free(&l);
+	if (list_valid(s, prefix, &l) < 0)
 		return -1;
-	}
 	if (mtc_mkdir_p(dir, 0755) < 0) {
 		mtc_store_set_error(s, "cannot create '%s': %s", dir, strerror(errno));
 		mtc_store_list_free(&l);
@@ -128,13 +145,6 @@ int mtc_tree_download(struct mtc_store *s, const char *prefix, const char *dir, 
 		char *path;
 		if (!*rel)
 			continue;
-		if (!mtc_store_valid_key(rel)) {
-			mtc_store_set_error(s, "refusing object name '%s'", l.objects[i].name);
-			mtc_store_list_free(&l);
-			mtc_tree_free(t);
-			errno = EINVAL;
-			return -1;
-		}
 		path = xasprintf("%s/%s", dir, rel);
 		if (make_parent(path) < 0) {
 			mtc_store_set_error(s, "cannot create the parent of '%s': %s", path,
@@ -176,21 +186,13 @@ int mtc_fetch_add_prefix(struct mtc_store *s, const char *prefix, const char *re
 
 	mtc_fetch_add(f, prefix, root, 0, 0);
 	free(root);
-	if (mtc_store_list(s, prefix, NULL, &l) < 0) {
-		mtc_store_list_free(&l);
+	if (list_valid(s, prefix, &l) < 0)
 		return -1;
-	}
 	for (size_t i = 0; i < l.n_objects; i++) {
 		const char *rest = l.objects[i].name + plen;
 		char *rel;
 		if (!*rest)
 			continue;
-		if (!mtc_store_valid_key(rest)) {
-			mtc_store_set_error(s, "refusing object name '%s'", l.objects[i].name);
-			mtc_store_list_free(&l);
-			errno = EINVAL;
-			return -1;
-		}
 		rel = xasprintf("%s/%s", rel_dir, rest);
 		mtc_fetch_add(f, l.objects[i].name, rel, l.objects[i].size, l.objects[i].generation);
 		free(rel);

@@ -6,12 +6,15 @@
  * start; a 401 refreshes the credential once per op.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+#include <sys/stat.h>
 
 #include "backoff.h"
 #include "clock.h"
@@ -505,30 +508,156 @@ struct op *xfer_small_op(struct mtc_store *s, const struct op_type *t, int kind,
 	return op;
 }
 
-int xfer_read_buf(struct op *op, size_t max, char **buf, size_t *len)
+static struct op *small(struct mtc_store *s, int kind, const char *key)
 {
+	return xfer_small_op(s, ((struct xfer *)s->impl)->small, kind, key);
+}
+
+int xfer_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len)
+{
+	struct op *op = small(s, XK_BUF, key);
 	op->max = max;
 	op->outbuf = buf;
 	op->outlen = len;
-	return xfer_run_one(op->s, op);
+	return xfer_run_one(s, op);
 }
 
-int xfer_read_range(struct op *op, long long off, void *buf, size_t len)
+int xfer_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len)
 {
-	if (!len) {
-		xfer_op_free(op);
+	struct op *op;
+
+	if (!len)
 		return 0;
-	}
+	op = small(s, XK_RANGE, key);
 	op->off = off;
 	op->len = (long long)len;
 	op->rangebuf = buf;
-	return xfer_run_one(op->s, op);
+	return xfer_run_one(s, op);
 }
 
-int xfer_read_stat(struct op *op, struct mtc_store_object *out)
+int xfer_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out)
 {
+	struct op *op = small(s, XK_STAT, key);
 	op->stat_out = out;
-	return xfer_run_one(op->s, op);
+	return xfer_run_one(s, op);
+}
+
+int xfer_delete(struct mtc_store *s, const char *key)
+{
+	return xfer_run_one(s, small(s, XK_DELETE, key));
+}
+
+void xfer_sink_buf(struct op *op, struct req *r)
+{
+	r->sink_mem = 1;
+	r->mem_max = op->max;
+	r->crc_on = 1;
+}
+
+void xfer_sink_range(struct op *op, struct req *r)
+{
+	r->sink_mem = 1;
+	r->mem_max = (size_t)op->len;
+	xfer_header(r, "Range: bytes=%lld-%lld", op->off, op->off + op->len - 1);
+}
+
+enum verdict xfer_finish_buf(struct op *op, struct req *r)
+{
+	if (r->status != 200)
+		return xfer_fail_with(op, r, "cannot read");
+	if (r->have_crc && mtc_crc32c(0, mtc_buf_str(&r->mem), r->mem.len) != r->srv_crc) {
+		snprintf(op->lasterr, sizeof op->lasterr, "cannot read '%s': crc32c mismatch", op->name);
+		if (op->crc_retries++ < 2)
+			return V_RETRY;
+		op->err = EIO;
+		return V_FAIL;
+	}
+	*op->outlen = r->mem.len;
+	*op->outbuf = r->mem.p ? mtc_buf_take(&r->mem) : xstrdup("");
+	return V_DONE;
+}
+
+enum verdict xfer_finish_range(struct op *op, struct req *r)
+{
+	if (r->status == 416 ||
+	    ((r->status == 206 || (r->status == 200 && !op->off)) && r->mem.len != (size_t)op->len))
+		return xfer_fail(op, EIO, "cannot read %lld bytes at %lld of '%s': object too short",
+				 op->len, op->off, op->name);
+	if (r->status != 206 && r->status != 200)
+		return xfer_fail_with(op, r, "cannot read");
+	memcpy(op->rangebuf, r->mem.p, (size_t)op->len);
+	return V_DONE;
+}
+
+int xfer_list(struct mtc_store *s, const struct op_type *t, const char *prefix, const char *delim,
+	      int temps, struct mtc_store_list *out)
+{
+	struct op *op = xfer_op_new(s, t);
+	int rc;
+
+	op->ltemps = temps;
+	op->lprefix = prefix;
+	op->ldelim = delim;
+	op->list = out;
+	op->name = xasprintf("%s/%s", s->url, prefix);
+	rc = xfer_run_one(s, op);
+	if (rc == 0)
+		mtc_store_list_sort(out);
+	return rc;
+}
+
+static struct op *upload_op(struct mtc_store *s, const char *key, int flags)
+{
+	struct op *op = xfer_op_new(s, ((struct xfer *)s->impl)->up->type);
+	op->name = xfer_name(s->impl, key);
+	op->key = key;
+	op->flags = flags;
+	return op;
+}
+
+/* x's upload (xfer_make): a directory marker ("key/") is an empty object */
+static int upload_of(struct mtc_store *s, struct mtc_store_xfer *x, int flags, struct op **opp)
+{
+	const struct xfer_upload *up = ((struct xfer *)s->impl)->up;
+	struct op *op = *opp = upload_op(s, x->key, flags);
+	struct stat st;
+	int e;
+
+	op->x = x;
+	if (x->key[strlen(x->key) - 1] == '/') {
+		up->buf(op, "", 0);
+	} else {
+		op->fd = open(x->path, O_RDONLY | O_CLOEXEC);
+		if (op->fd < 0 || fstat(op->fd, &st) < 0) {
+			e = errno;
+			return xfer_fail(op, e, "cannot open '%s': %s", x->path, strerror(e)), -1;
+		}
+		op->size = st.st_size;
+		if (up->file(op, x->path) < 0)
+			return -1;
+	}
+	s->progress_total += op->size;
+	return 0;
+}
+
+int xfer_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags)
+{
+	return xfer_run_many(s, x, n, flags, upload_of);
+}
+
+int xfer_put_file(struct mtc_store *s, const char *key, const char *path, int flags)
+{
+	struct mtc_store_xfer x = { .key = key, .path = path };
+	s->progress_done = s->progress_total = 0;
+	return xfer_put_many(s, &x, 1, flags);
+}
+
+int xfer_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags)
+{
+	struct op *op = upload_op(s, key, flags);
+
+	((struct xfer *)s->impl)->up->buf(op, buf, len);
+	return xfer_run_one(s, op);
 }
 
 int xfer_run_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags, xfer_make *make)
@@ -612,6 +741,21 @@ void xfer_add_slice(struct op *p, long long off, long long len, uint32_t crc)
 	p->sl[p->n_sl++] = (struct slice){ .off = off, .len = len, .crc = crc };
 }
 
+void xfer_add_part(struct op *p, size_t i, char *name, int state)
+{
+	struct op *c = xfer_op_new(p->s, p->t);
+	c->parent = p;
+	c->name = name;
+	c->slot = i;
+	c->off = p->sl[i].off;
+	c->size = p->sl[i].len;
+	c->crc = p->sl[i].crc;
+	c->fd = dup(p->fd);
+	c->state = state;
+	p->pending++;
+	xfer_add(p->xf->engine, c);
+}
+
 int xfer_crc_of_range(int fd, long long off, long long size, uint32_t *crc)
 {
 	char *buf = xmalloc(4 << 20);
@@ -633,8 +777,25 @@ int xfer_crc_of_range(int fd, long long off, long long size, uint32_t *crc)
 }
 
 void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api, const char *prefix,
-	       double backoff_base)
+	       const char *retry_env, const struct mtc_store_ops *own)
 {
+	const char *base_ms = getenv(retry_env);
+
+	xf->ops = (struct mtc_store_ops){ .put_file = xfer_put_file,
+					  .put_buf = xfer_put_buf,
+					  .put_many = xfer_put_many,
+					  .get_file = xfer_get_file,
+					  .get_buf = xfer_get_buf,
+					  .get_range = xfer_get_range,
+					  .get_many = xfer_get_many,
+					  .list = own->list,
+					  .stat = xfer_stat,
+					  .del = xfer_delete,
+					  .delete_prefix = own->delete_prefix,
+					  .leftovers = own->leftovers,
+					  .close = own->close };
+	s->ops = &xf->ops;
+
 	pthread_mutex_init(&xf->run_lock, NULL);
 	xf->api = api;
 	xf->prefix = *prefix ? xasprintf("%s/", prefix) : xstrdup("");
@@ -646,7 +807,8 @@ void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api,
 		xf->first = 8LL << 20;
 	if (xf->first < (64LL << 10))
 		xf->first = 64LL << 10;
-	xf->backoff_base = backoff_base;
+	xf->backoff_base = base_ms && *base_ms ? atoll(base_ms) / 1000.0
+					       : mtc_backoff_of(MTC_BACKOFF_STORE)->base;
 	xf->backoff_cap = mtc_backoff_of(MTC_BACKOFF_STORE)->cap;
 	xf->seed = (unsigned)getpid() ^ (unsigned)(mtc_now() * 1e6);
 	xf->multi = curl_multi_init();

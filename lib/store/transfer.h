@@ -27,6 +27,8 @@
 #define XFER_BODY_MAX (64 << 20) /* a listing page or an object resource */
 
 struct op;
+struct op_type;
+struct xfer_upload;
 struct req;
 struct engine;
 
@@ -70,7 +72,22 @@ struct xfer {
 	unsigned seed;
 	pthread_mutex_t run_lock;
 	struct engine *engine;
+	const struct op_type *small; /* the backend's small ops, of the kinds below first */
+	const struct xfer_upload *up;
+	struct mtc_store_ops ops; /* s->ops */
 };
+
+/* How a backend uploads: its op type, and how an op of it is set to send a file or bytes. */
+struct xfer_upload {
+	const struct op_type *type;
+	/* op->fd is open on path, op->size its size: the upload, whole or in parts; -1: op failed */
+	int (*file)(struct op *op, const char *path);
+	/* an upload of len bytes at buf, copied */
+	void (*buf)(struct op *op, const void *buf, size_t len);
+};
+
+/* What the engine asks of xfer.small (op->state); a backend's own kinds follow XK_OWN. */
+enum { XK_BUF, XK_RANGE, XK_STAT, XK_DELETE, XK_OWN };
 
 struct req {
 	CURL *easy;
@@ -168,18 +185,37 @@ struct op {
 	void *arg; /* a backend's own state for the op */
 };
 
-/* Sets up xf (s->impl's first member) for s: the multi handle, slicing and backoff. */
+/*
+ * Sets up xf (s->impl's first member) for s: the multi handle, slicing and
+ * backoff; retry_env names the variable that may set the first backoff (ms).
+ * s->ops become the engine's but for own's list, delete_prefix, leftovers
+ * and close.
+ */
 void xfer_init(struct xfer *xf, struct mtc_store *s, const struct xfer_api *api, const char *prefix,
-	       double backoff_base);
+	       const char *retry_env, const struct mtc_store_ops *own);
 void xfer_close(struct xfer *xf);
 
 struct op *xfer_op_new(struct mtc_store *s, const struct op_type *t);
 /* A small op of t's own kind (op->state) on key's object. */
 struct op *xfer_small_op(struct mtc_store *s, const struct op_type *t, int kind, const char *key);
-/* Runs a small op that reads its object whole (at most max bytes), a range of it, or its stat. */
-int xfer_read_buf(struct op *op, size_t max, char **buf, size_t *len);
-int xfer_read_range(struct op *op, long long off, void *buf, size_t len);
-int xfer_read_stat(struct op *op, struct mtc_store_object *out);
+/* The store's get_buf, get_range, stat and del: the backend's small ops (xfer.small). */
+int xfer_get_buf(struct mtc_store *s, const char *key, size_t max, char **buf, size_t *len);
+int xfer_get_range(struct mtc_store *s, const char *key, long long off, void *buf, size_t len);
+int xfer_stat(struct mtc_store *s, const char *key, struct mtc_store_object *out);
+int xfer_delete(struct mtc_store *s, const char *key);
+/* States in r where an XK_BUF or an XK_RANGE op's answer goes. */
+void xfer_sink_buf(struct op *op, struct req *r);
+void xfer_sink_range(struct op *op, struct req *r);
+/* Judges the answer to them (not a transient one, not a 404). */
+enum verdict xfer_finish_buf(struct op *op, struct req *r);
+enum verdict xfer_finish_range(struct op *op, struct req *r);
+/* Lists what is under prefix with the list op t (op->ltemps: temps) into out, sorted. */
+int xfer_list(struct mtc_store *s, const struct op_type *t, const char *prefix, const char *delim,
+	      int temps, struct mtc_store_list *out);
+/* The store's put_file, put_many and put_buf, by the backend's xfer.up. */
+int xfer_put_file(struct mtc_store *s, const char *key, const char *path, int flags);
+int xfer_put_many(struct mtc_store *s, struct mtc_store_xfer *x, size_t n, int flags);
+int xfer_put_buf(struct mtc_store *s, const char *key, const void *buf, size_t len, int flags);
 void xfer_op_free(struct op *op);
 /* prefix + key (malloc'd). */
 char *xfer_name(struct xfer *xf, const char *key);
@@ -212,6 +248,8 @@ int xfer_transient(const struct req *r);
 void xfer_put_body(struct req *r, int fd, long long off, long long len);
 
 void xfer_add_slice(struct op *p, long long off, long long len, uint32_t crc);
+/* Adds to p's engine a child of p, of p's type, sending p's slice i as name (owned) from state. */
+void xfer_add_part(struct op *p, size_t i, char *name, int state);
 int xfer_crc_of_range(int fd, long long off, long long size, uint32_t *crc);
 
 /* The store's get_many and get_file on the engine (transfer_get.c). */

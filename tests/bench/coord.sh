@@ -10,14 +10,8 @@
 #   tests/bench/coord.sh [BUILD_DIR]
 set -eu
 ulimit -n 65536 2>/dev/null || true # a connection per rank, both ends
-build=${1:-build/release}
-root=$(mktemp -d /dev/shm/mtc-bench-coord.XXXXXX)
-pid=""
-cleanup() {
-	[ -z "$pid" ] || kill "$pid" 2>/dev/null || true
-	rm -rf "$root"
-}
-trap cleanup EXIT INT TERM
+. tests/bench/lib/common.sh
+bench_root coord
 pkgs="yaml-0.1 libcurl libarchive popt jansson libmicrohttpd libssl libcrypto libzstd"
 cc -O2 -std=c11 -D_GNU_SOURCE -pthread -Ilib $(pkg-config --cflags jansson) \
 	-o "$root/coord_scale" tests/bench/coord_scale.c "$build/lib/libmtc.a" $(pkg-config --libs $pkgs) -lm
@@ -29,17 +23,16 @@ echo "# coordinator over HTTP (one connection per waiting report): targets at 16
 daemon() {
 	n=$1
 	shift
-	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	port=$(port)
 	rm -rf "$root/d$n"
 	mkdir -p "$root/d$n"
 	"$build/bin/mtc-replicate" serve --dir "$root/d$n" --listen "127.0.0.1:$port" --coordinator \
 		--nodes "$n" --max-connections $((n + 100)) --max-conns-per-ip $((n + 100)) >/dev/null 2>&1 &
 	pid=$!
+	pids=$pid
 	for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 	timeout 300 python3 tests/bench/coord_http.py "$port" "$pid" "$n" "$@"
-	kill "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	pid=""
+	stop_all
 }
 for n in ${MTC_BENCH_HTTP_RANKS:-1024 4096 16384}; do daemon "$n"; done
 n=${MTC_BENCH_HB_RANKS:-16384}
@@ -50,12 +43,11 @@ floor() {
 	rm -f "$root/floor.port"
 	"$root/http_floor" "$root/floor.port" "$1" &
 	pid=$!
+	pids=$pid
 	for _ in $(seq 50); do [ -s "$root/floor.port" ] && break; sleep 0.1; done
 	timeout 300 python3 tests/bench/coord_http.py "$(cat "$root/floor.port")" "$pid" "$n" heartbeats 25 5 |
 		sed "s/^/$2: /; s/coordinator after/server after/"
-	kill "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	pid=""
+	stop_all
 }
 floor 0 "floor (http_floor.c, a wakeup a request)"
 floor 2 "floor (http_floor.c, resting 2 ms a pass as the daemon does)"

@@ -4,27 +4,12 @@
 # then the end-to-end commit of the same step. Best of MTC_BENCH_RUNS (5) runs,
 # the programs taking turns.
 set -eu
+. tests/bench/lib/common.sh
 size_mb=${MTC_BENCH_MB:-1024}
-dir=$(mktemp -d /dev/shm/mtc-bench.XXXXXX)
-trap 'rm -rf "$dir"' EXIT INT TERM
+bench_root digest
 
-step=$dir/local/1000
-mkdir -p "$step/shards" "$step/small"
-shard_mb=$(( (size_mb - 64) / 4 ))
-for i in 1 2 3 4; do
-	head -c $((shard_mb * 1048576 + i * 4099)) /dev/urandom > "$step/shards/shard$i"
-done
-i=0
-while [ $i -lt 2048 ]; do
-	head -c $(( (i % 61 + 1) * 523 )) /dev/urandom > "$step/small/f$i"
-	i=$((i + 1))
-done
-# the rest up to size_mb in 1 MiB files
-i=0
-while [ $i -lt 48 ]; do
-	head -c 1048576 /dev/urandom > "$step/small/m$i"
-	i=$((i + 1))
-done
+step=$root/local/1000
+make_step "$step" $(((size_mb - 64) / 4)) 2048 61 523 48
 bytes=$(du -sb "$step" | cut -f1)
 files=$(find "$step" -type f | wc -l)
 
@@ -72,7 +57,7 @@ awk -v b="$bytes" -v sb="$shard_bytes" -v m1="$m1" -v b1="$b1" -v ma="$ma" -v ba
 # the real tensorstore, when `make venv` made it.
 venv=build/venv
 if [ -e "$venv/.complete" ]; then
-	"$venv/bin/python" - "$dir/ocdbt/step/store" "$size_mb" <<'PY'
+	"$venv/bin/python" - "$root/ocdbt/step/store" "$size_mb" <<'PY'
 import os, sys
 import tensorstore as ts
 path, mb = sys.argv[1], int(sys.argv[2])
@@ -88,26 +73,26 @@ PY
 	ol=999 om=999
 	r=0
 	while [ $r -lt "$runs" ]; do
-		ol=$(min "$ol" "$(t mtc-replicate digest --framework orbax "$dir/ocdbt/step")")
-		om=$(min "$om" "$(t mtc-replicate digest "$dir/ocdbt/step/store")")
+		ol=$(min "$ol" "$(t mtc-replicate digest --framework orbax "$root/ocdbt/step")")
+		om=$(min "$om" "$(t mtc-replicate digest "$root/ocdbt/step/store")")
 		r=$((r + 1))
 	done
-	obytes=$(du -sb "$dir/ocdbt/step/store" | cut -f1)
+	obytes=$(du -sb "$root/ocdbt/step/store" | cut -f1)
 	awk -v b="$obytes" -v ol="$ol" -v om="$om" 'BEGIN {
 		printf "logical digest of an OCDBT store (%d MiB): %.2f GB/s  merkle of its files %.2f GB/s  ratio %.2f (target >= 0.8)\n", b / 1048576, b / 1e9 / ol, b / 1e9 / om, om / ol
 	}'
-	rm -rf "$dir/ocdbt"
+	rm -rf "$root/ocdbt"
 else
 	echo "logical digest of an OCDBT store: skipped (no build/venv with tensorstore: make venv)"
 fi
 
-cfg=$dir/cfg.json
+cfg=$root/cfg.json
 printf '{"job-name":"bench","framework":"orbax","node-rank":0,"nodes":2,"peer-ranks":[1],"backup-interval-minutes":30}' > "$cfg"
 inode=$(stat -c %i "$step/shards/shard1")
 t0=$(date +%s.%N)
-out=$(mtc-replicate commit --dir "$dir/local" --config "$cfg" --quiet-time 0)
+out=$(mtc-replicate commit --dir "$root/local" --config "$cfg" --quiet-time 0)
 t1=$(date +%s.%N)
-same=$(find "$dir/local" -inum "$inode" | grep -c '\.data/shards/shard1$' || true)
+same=$(find "$root/local" -inum "$inode" | grep -c '\.data/shards/shard1$' || true)
 echo "commit: $out"
 awk -v b="$bytes" -v t0="$t0" -v t1="$t1" -v same="$same" 'BEGIN {
 	printf "commit end to end: %.3f s, %.2f GB/s; data moved by rename, no copy: %s\n", t1 - t0, b / 1e9 / (t1 - t0), same == 1 ? "yes (same inode)" : "NO"

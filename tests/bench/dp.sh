@@ -6,21 +6,14 @@
 # nodes backed up the step.
 #   tests/bench/dp.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 256)
 set -eu
-build=${1:-build/release}
-bin=$(cd "$build/bin" && pwd)
+. tests/bench/lib/common.sh
 py=$PWD/build/venv/bin/python
 if [ ! -e build/venv/.complete ]; then
 	echo "# dp bench skipped: the real Orbax is not installed (make venv)"
 	exit 0
 fi
 mb=${MTC_BENCH_MB:-256}
-root=$(mktemp -d /dev/shm/mtc-bench-dp.XXXXXX)
-pid=""
-cleanup() {
-	[ -z "$pid" ] || kill "$pid" 2>/dev/null || true
-	rm -rf "$root"
-}
-trap cleanup EXIT INT TERM
+bench_root dp
 
 config() { # config FILE RANK D
 	dp=""
@@ -41,16 +34,10 @@ for d in 1 2; do
 			--shard-bytes $((mb * 262144)) >/dev/null 2>&1
 		"$bin/mtc-replicate" commit --dir "$root/n$r" --config "$root/cfg$r" >/dev/null
 	done
-	"$bin/mtc-replicate" serve --dir "$root/n1" --listen 127.0.0.1:0 >"$root/serve.out" 2>/dev/null &
-	pid=$!
-	i=0
-	while ! grep -q listen "$root/serve.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	url="http://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$root/serve.out")"
-	sent=$("$bin/mtc-replicate" push --dir "$root/n0" --config "$root/cfg0" --step 1 --peer "$url" |
+	serve serve "$root/n1"
+	sent=$("$bin/mtc-replicate" push --dir "$root/n0" --config "$root/cfg0" --step 1 --peer "$SERVED_URL" |
 		sed -n 's/.*"bytes":\([0-9]*\).*/\1/p' | head -1)
-	kill "$pid"
-	wait "$pid" 2>/dev/null || true
-	pid=""
+	stop_all
 	"$bin/mtc-backup" --dir "$root/n1" --config "$root/cfg1" --step 1 --to "$root/bk" --name 2026-01-01_00-00 >/dev/null
 	"$bin/mtc-backup" --dir "$root/n0" --config "$root/cfg0" --step 1 --to "$root/bk" --name 2026-01-01_00-00 >/dev/null
 	stored=$(du -sb "$root/bk" | cut -f1)

@@ -11,34 +11,21 @@
 # MTC_BENCH_BIG_MB sets the size (default 1024; 4096 when /dev/shm has room for
 # 7 copies), MTC_BENCH_CONN_RATE the cap (default 100M).
 set -eu
-build=${1:-build/release}
+. tests/bench/lib/common.sh
 size_mb=${MTC_BENCH_BIG_MB:-1024}
 rate=${MTC_BENCH_CONN_RATE:-100M}
 slices=${MTC_BENCH_SLICES:-16}
 store="$build/unit/store"
-dir=$(mktemp -d /dev/shm/mtc-bench-big.XXXXXX)
-server_pid=
-cleanup() {
-	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
+bench_root big
 
 avail_mb=$(df -Pm /dev/shm | awk 'NR == 2 { print $4 }')
 if [ "$avail_mb" -lt $((size_mb * 7 + 256)) ]; then
 	echo "# /dev/shm has $avail_mb MB free, too little for the 7 copies of $size_mb MB this takes: skipped"
 	exit 0
 fi
-head -c $((size_mb * 1048576)) /dev/urandom > "$dir/big"
+head -c $((size_mb * 1048576)) /dev/urandom > "$root/big"
 gib=$(echo "$size_mb" | awk '{ print $1 / 1024 }')
-mkdir "$dir/server"
-python3 tests/fakegcs/server.py --host 127.0.0.1 --port 0 --port-file "$dir/port" \
-	--conn-rate "$rate" --no-md5 --data-dir "$dir/server" > "$dir/server.log" 2>&1 &
-server_pid=$!
-i=0
-while [ ! -s "$dir/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -s "$dir/port" ] || { echo "# the fake server did not start:"; sed 's/^/#   /' "$dir/server.log"; exit 1; }
-url="http://127.0.0.1:$(cat "$dir/port")"
+fake_gcs --conn-rate "$rate" --no-md5
 export STORAGE_EMULATOR_HOST="$url" MTC_GCS_RETRY_BASE_MS=100 FAKEGCS_URL="$url"
 node=
 [ -d build/node/node_modules ] && command -v node > /dev/null && node=1
@@ -51,16 +38,16 @@ runs=1
 measure() {
 	label=$1 prep=$2
 	shift 2
-	: >"$dir/times"
+	: >"$root/times"
 	n=0
 	while [ $n -lt $runs ]; do
 		sh -c "$prep"
-		/usr/bin/time -f '%e %U %S' -o "$dir/time" "$@" > /dev/null 2>"$dir/err" || {
-			echo "# $label failed:"; sed 's/^/#   /' "$dir/err"; return 0; }
-		cat "$dir/time" >> "$dir/times"
+		/usr/bin/time -f '%e %U %S' -o "$root/time" "$@" > /dev/null 2>"$root/err" || {
+			echo "# $label failed:"; sed 's/^/#   /' "$root/err"; return 0; }
+		cat "$root/time" >> "$root/times"
 		n=$((n + 1))
 	done
-	set -- $(sort -n "$dir/times" | head -1) $(sort -n "$dir/times" | tail -1 | cut -d' ' -f1)
+	set -- $(sort -n "$root/times" | head -1) $(sort -n "$root/times" | tail -1 | cut -d' ' -f1)
 	[ -n "$base" ] || base=$1
 	printf '%-44s' "$label"
 	echo "$1 $2 $3 $base $4 $runs" | awk -v g="$gib" '{
@@ -72,41 +59,41 @@ measure() {
 rc="rclone --gcs-anonymous --gcs-bucket-policy-only --gcs-endpoint $url/storage/v1/"
 echo "# $size_mb MiB, fake GCS capped at $rate bytes/s per connection; ratios against one stream"
 echo "# --- download"
-TEST_SLICES=1 "$store" gs://bench put big "$dir/big"
+TEST_SLICES=1 "$store" gs://bench put big "$root/big"
 base= runs=1
-measure "mtc one stream (--slices 1)" "rm -f $dir/back" \
-	env TEST_SLICES=1 "$store" gs://bench get big "$dir/back"
+measure "mtc one stream (--slices 1)" "rm -f $root/back" \
+	env TEST_SLICES=1 "$store" gs://bench get big "$root/back"
 runs=${MTC_BENCH_RUNS:-3}
-measure "mtc sliced (--slices $slices)" "rm -f $dir/back" \
-	env TEST_SLICES="$slices" "$store" gs://bench get big "$dir/back"
-cmp "$dir/big" "$dir/back" || echo "# the sliced download differs!"
+measure "mtc sliced (--slices $slices)" "rm -f $root/back" \
+	env TEST_SLICES="$slices" "$store" gs://bench get big "$root/back"
+cmp "$root/big" "$root/back" || echo "# the sliced download differs!"
 if command -v rclone > /dev/null; then
-	measure "rclone --multi-thread-streams $slices" "rm -f $dir/back" \
-		$rc --multi-thread-streams "$slices" --multi-thread-cutoff 64M copyto :gcs:bench/big "$dir/back"
-	measure "rclone --multi-thread-streams 4 (default)" "rm -f $dir/back" \
-		$rc --multi-thread-cutoff 64M copyto :gcs:bench/big "$dir/back"
+	measure "rclone --multi-thread-streams $slices" "rm -f $root/back" \
+		$rc --multi-thread-streams "$slices" --multi-thread-cutoff 64M copyto :gcs:bench/big "$root/back"
+	measure "rclone --multi-thread-streams 4 (default)" "rm -f $root/back" \
+		$rc --multi-thread-cutoff 64M copyto :gcs:bench/big "$root/back"
 else
 	echo "# rclone not installed: its lines skipped"
 fi
 chunk=$(( (size_mb * 1048576 + slices - 1) / slices ))
 if [ -n "$node" ]; then
-	measure "node TransferManager sliced ($slices at a time)" "rm -f $dir/back" \
-		node tests/fakegcs/node_client.js sliced bench big "$dir/back" "$chunk" "$slices"
-	cmp "$dir/big" "$dir/back" || echo "# the node client's download differs!"
+	measure "node TransferManager sliced ($slices at a time)" "rm -f $root/back" \
+		node tests/fakegcs/node_client.js sliced bench big "$root/back" "$chunk" "$slices"
+	cmp "$root/big" "$root/back" || echo "# the node client's download differs!"
 else
 	echo "# Google's Node.js client not installed (make node-client): its lines skipped"
 fi
-rm -f "$dir/back"
+rm -f "$root/back"
 echo "# --- upload"
 base= runs=1
 measure "mtc one stream (--slices 1)" "true" \
-	env TEST_SLICES=1 "$store" gs://bench put up1 "$dir/big"
+	env TEST_SLICES=1 "$store" gs://bench put up1 "$root/big"
 runs=${MTC_BENCH_RUNS:-3}
 measure "mtc composite (--slices $slices)" "true" \
-	env TEST_SLICES="$slices" "$store" gs://bench put up2 "$dir/big"
+	env TEST_SLICES="$slices" "$store" gs://bench put up2 "$root/big"
 if command -v rclone > /dev/null; then
 	measure "rclone copyto (chunked resumable)" "curl -s -o /dev/null -X DELETE $url/storage/v1/b/bench/o/up3" \
-		$rc copyto "$dir/big" :gcs:bench/up3
+		$rc copyto "$root/big" :gcs:bench/up3
 fi
 [ -z "$node" ] || measure "node TransferManager chunked ($slices at a time)" "true" \
-	node tests/fakegcs/node_client.js chunked bench up4 "$dir/big" "$chunk" "$slices"
+	node tests/fakegcs/node_client.js chunked bench up4 "$root/big" "$chunk" "$slices"

@@ -14,19 +14,10 @@
 # Each figure is the best of MTC_BENCH_RUNS runs (default 3): the machine is shared.
 #   tests/bench/netstack.sh [BUILD_DIR]     MTC_BENCH_MB sets the file's size (default 256)
 set -eu
-build=${1:-build/release}
-bin=$(cd "$build/bin" && pwd)
+. tests/bench/lib/common.sh
 mb=${MTC_BENCH_MB:-256}
 runs=${MTC_BENCH_RUNS:-3}
-root=$(mktemp -d /dev/shm/mtc-bench-net.XXXXXX)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$root"
-}
-trap cleanup EXIT INT TERM
-
-now() { date +%s.%N; }
+bench_root net
 
 cc -O2 -D_GNU_SOURCE -o "$root/mhd_file" tests/bench/mhd_file.c -lmicrohttpd
 head -c $((mb << 20)) /dev/urandom >"$root/file"
@@ -36,35 +27,6 @@ printf '{"job-name":"bench","framework":"orbax","node-rank":0,"nodes":2,"peers-p
 mkdir -p "$root/src"
 ln "$root/file" "$root/src/$h.data"
 printf %s "$h" >"$root/src/bench-s1-n0-w0.meta"
-
-# best NAME SETUP CMD: the fastest of $runs runs of CMD, each after SETUP; prints it, sets BEST (s).
-best() {
-	BEST=""
-	for _ in $(seq "$runs"); do
-		eval "$2"
-		s=$(now)
-		eval "$3"
-		e=$(now)
-		BEST=$(awk -v s="$s" -v e="$e" -v b="$BEST" 'BEGIN { t = e - s; print (b == "" || t < b) ? t : b }')
-	done
-	awk -v n="$1" -v t="$BEST" -v b="$bytes" \
-		'BEGIN { printf "%-52s %7.3f s %7.0f MiB/s\n", n, t, b / 1048576 / t }'
-}
-
-# ratio A B NAME: how much faster A (s) is than B (s).
-ratio() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "#   %s: %+.0f%%\n", n, (b / a - 1) * 100 }'; }
-
-# serve NAME DIR [OPTIONS]: a daemon for DIR; sets URL and SERVED_PID.
-serve() {
-	name=$1 d=$2
-	shift 2
-	"$bin/mtc-replicate" serve --dir "$d" --listen 127.0.0.1:0 "$@" >"$root/$name.out" 2>"$root/$name.err" &
-	SERVED_PID=$!
-	pids="$pids $SERVED_PID"
-	i=0
-	while ! grep -q listen "$root/$name.out" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-	URL="$(sed -n 's/.*"scheme":"\([^"]*\)".*/\1/p' "$root/$name.out")://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$root/$name.out")"
-}
 
 # mhd NAME DIR [CERT KEY]: libmicrohttpd alone for DIR; sets MURL.
 mhd() {
@@ -77,21 +39,24 @@ mhd() {
 	MURL="$([ $# -gt 0 ] && echo https || echo http)://127.0.0.1:$(cat "$root/$name.port")"
 }
 
+# raw_vs_curl WHAT SETUP CMD COPY: the fastest CMD (push or fetch) on the raw path and on
+# libcurl, the copy it makes checked after each
+raw_vs_curl() {
+	best "$1 one file, one stream: raw (peer_http.c)" "$bytes" "$2" "$3"
+	a=$BEST
+	cmp -s "$root/file" "$4" || echo "$1: THE COPY DIFFERS"
+	best "$1 one file, one stream: libcurl" "$bytes" "$2" "env $nocurl $3"
+	ratio "$a" "$BEST" "$1: the raw path against libcurl"
+	cmp -s "$root/file" "$4" || echo "$1: THE COPY DIFFERS"
+}
+
 pki=$root/pki
-mkdir -p "$pki/node"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "/CN=bench CA" \
-	-keyout "$pki/ca.key" -out "$pki/node/ca.crt" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=node" \
-	-keyout "$pki/node/tls.key" -out "$pki/node.csr" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$pki/ext"
-openssl x509 -req -in "$pki/node.csr" -CA "$pki/node/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-	-days 1 -extfile "$pki/ext" -out "$pki/node/tls.crt" 2>/dev/null
-chmod 600 "$pki/node/tls.key"
+make_pki "$pki"
 tlscurl="--cacert $pki/node/ca.crt --cert $pki/node/tls.crt --key $pki/node/tls.key"
 nocurl="http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 no_proxy='*'"
 
 echo "# netstack bench: one file of $mb MiB, best of $runs, $(nproc) CPUs, $(curl --version | head -1 | cut -d' ' -f1-2), libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?')"
-best "b3sum of the file (the daemon's hashing on a PUT)" : 'b3sum --num-threads 1 "$root/file" >/dev/null'
+best "b3sum of the file (the daemon's hashing on a PUT)" "$bytes" : 'b3sum --num-threads 1 "$root/file" >/dev/null'
 b3=$BEST
 
 for mode in plain tls; do
@@ -110,41 +75,31 @@ for mode in plain tls; do
 		echo "# --- plain"
 		tlsdir=""
 	fi
-	durl=$URL
+	durl=$SERVED_URL
 	ln "$root/file" "$root/d-$mode/$h.data"
 	ln "$root/file" "$root/m-$mode/file"
 
 	echo "# the server, curl the client"
-	best "GET: daemon" : "curl -sf $c -o /dev/null '$durl/v1/objects/$h.data'"
+	best "GET: daemon" "$bytes" : "curl -sf $c -o /dev/null '$durl/v1/objects/$h.data'"
 	a=$BEST
-	best "GET: libmicrohttpd alone" : "curl -sf $c -o /dev/null '$MURL/file'"
+	best "GET: libmicrohttpd alone" "$bytes" : "curl -sf $c -o /dev/null '$MURL/file'"
 	ratio "$a" "$BEST" "the daemon's GET against libmicrohttpd alone"
-	best "PUT: daemon (hashed and verified)" "rm -f '$root/d-$mode/$h.data'" \
+	best "PUT: daemon (hashed and verified)" "$bytes" "rm -f '$root/d-$mode/$h.data'" \
 		"curl -sf $c -o /dev/null -T '$root/file' '$durl/v1/objects/$h.data'"
 	a=$BEST
-	best "PUT: libmicrohttpd alone (written, fsynced)" "rm -f '$root/m-$mode/put'" \
+	best "PUT: libmicrohttpd alone (written, fsynced)" "$bytes" "rm -f '$root/m-$mode/put'" \
 		"curl -sf $c -o /dev/null -T '$root/file' '$MURL/put'"
 	ratio "$a" "$BEST" "the daemon's PUT against libmicrohttpd alone"
 	awk -v a="$a" -v m="$BEST" -v h="$b3" 'BEGIN { printf "#   the daemon'"'"'s PUT less one b3sum of the file: %+.0f%%\n", (m / (a - h > 0 ? a - h : a) - 1) * 100 }'
 
 	echo "# the client, the daemon the server"
 	clean="rm -rf '$root/d-$mode/'*.data '$root/d-$mode/'*.meta '$root/d-$mode/'.mtc-upload-*"
-	best "push one file, one stream: raw (peer_http.c)" "$clean" \
-		"'$bin/mtc-replicate' push --dir '$root/src' --config '$root/cfg.json' --step 1 --peer '$durl' --streams 1 $tlsdir >/dev/null"
-	a=$BEST
-	cmp -s "$root/file" "$root/d-$mode/$h.data" || echo "PUSH DIFFERS"
-	best "push one file, one stream: libcurl" "$clean" \
-		"env $nocurl '$bin/mtc-replicate' push --dir '$root/src' --config '$root/cfg.json' --step 1 --peer '$durl' --streams 1 $tlsdir >/dev/null"
-	ratio "$a" "$BEST" "push: the raw path against libcurl"
-	cmp -s "$root/file" "$root/d-$mode/$h.data" || echo "PUSH DIFFERS"
+	raw_vs_curl push "$clean" \
+		"'$bin/mtc-replicate' push --dir '$root/src' --config '$root/cfg.json' --step 1 --peer '$durl' --streams 1 $tlsdir >/dev/null" \
+		"$root/d-$mode/$h.data"
 	fresh="rm -rf '$root/back'; mkdir -p '$root/back'"
-	best "fetch one file, one stream: raw (peer_http.c)" "$fresh" \
-		"'$bin/mtc-replicate' fetch --dir '$root/back' --from '$durl' --hash '$h' --streams 1 $tlsdir >/dev/null"
-	a=$BEST
-	cmp -s "$root/file" "$root/back/$h.data" || echo "FETCH DIFFERS"
-	best "fetch one file, one stream: libcurl" "$fresh" \
-		"env $nocurl '$bin/mtc-replicate' fetch --dir '$root/back' --from '$durl' --hash '$h' --streams 1 $tlsdir >/dev/null"
-	ratio "$a" "$BEST" "fetch: the raw path against libcurl"
-	cmp -s "$root/file" "$root/back/$h.data" || echo "FETCH DIFFERS"
+	raw_vs_curl fetch "$fresh" \
+		"'$bin/mtc-replicate' fetch --dir '$root/back' --from '$durl' --hash '$h' --streams 1 $tlsdir >/dev/null" \
+		"$root/back/$h.data"
 	rm -rf "$root/back" "$root/d-$mode" "$root/m-$mode"
 done

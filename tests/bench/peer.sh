@@ -8,18 +8,9 @@
 # once.
 #   tests/bench/peer.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 2048)
 set -eu
-build=${1:-build/release}
-bin=$(cd "$build/bin" && pwd)
+. tests/bench/lib/common.sh
 mb=${MTC_BENCH_MB:-2048}
-root=$(mktemp -d /dev/shm/mtc-bench-peer.XXXXXX)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$root"
-}
-trap cleanup EXIT INT TERM
-
-now() { date +%s.%N; }
+bench_root peer
 
 # The step: three large shards (15/16 of it) and many 64 KiB files.
 small=$((mb * 1024 / 16 / 64))
@@ -38,20 +29,6 @@ echo "# peer bench: $mb MiB step (3 shards of $((shard >> 20)) MiB, $small files
 
 fresh() { rm -rf "$root/dst" && mkdir -p "$root/dst"; }
 runs=${MTC_BENCH_RUNS:-5}
-
-# best NAME BYTES SETUP CMD: the fastest of $runs runs of CMD, each after SETUP; sets BEST (s).
-best() {
-	BEST=""
-	for _ in $(seq "$runs"); do
-		eval "$3"
-		s=$(now)
-		eval "$4"
-		e=$(now)
-		BEST=$(awk -v s="$s" -v e="$e" -v b="$BEST" 'BEGIN { t = e - s; print (b == "" || t < b) ? t : b }')
-	done
-	awk -v n="$1" -v t="$BEST" -v b="$2" \
-		'BEGIN { printf "%-38s %7.2f s %8.0f MiB/s\n", n, t, b / 1048576 / t }'
-}
 
 step_bytes=$((shard * 3 + small * 65536))
 best "local copy limit (dd bs=4M, shards)" "$((shard * 3))" fresh \
@@ -75,18 +52,6 @@ else
 	rsync_s=""
 fi
 
-# serve NAME DIR [OPTIONS]: a daemon for DIR; sets SERVED_PID and SERVED_URL.
-serve() {
-	name=$1 d=$2
-	shift 2
-	"$bin/mtc-replicate" serve --dir "$d" --listen 127.0.0.1:0 "$@" >"$root/$name.out" 2>"$root/$name.err" &
-	SERVED_PID=$!
-	pids="$pids $SERVED_PID"
-	i=0
-	while ! grep -q listen "$root/$name.out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	SERVED_URL="$(sed -n 's/.*"scheme":"\([^"]*\)".*/\1/p' "$root/$name.out")://$(sed -n 's/.*"listen":"\([^"]*\)".*/\1/p' "$root/$name.out")"
-}
-
 fresh
 serve serve "$root/dst"
 dpid=$SERVED_PID
@@ -107,24 +72,22 @@ clean_dst='rm -rf "$root/dst/"* "$root/dst/".mtc-upload-*'
 mv "$root/src/$hash.manifest" "$root/manifest.kept"
 s=$(now)
 "$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$url" >/dev/null
-e=$(now)
-awk -v s="$s" -v e="$e" -v b="$step_bytes" \
-	'BEGIN { printf "%-38s %7.2f s %8.0f MiB/s\n", "push, manifest computed first", e - s, b / 1048576 / (e - s) }'
+rate "push, manifest computed first" "$(since "$s")" "$step_bytes"
 diff -r "$root/src/$hash.data" "$root/dst/$hash.data" >/dev/null || echo "PUSH COPY DIFFERS"
 mv "$root/manifest.kept" "$root/src/$hash.manifest"
-best "push (4 streams, verified)" "$step_bytes" "$clean_dst" \
-	'"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$url" >/dev/null'
-push_s=$BEST
-diff -r "$root/src/$hash.data" "$root/dst/$hash.data" >/dev/null || echo "PUSH COPY DIFFERS"
-best "push --streams 1 (one tar stream)" "$step_bytes" "$clean_dst" \
-	'"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$url" --streams 1 >/dev/null'
-
-best "fetch (4 streams, verified)" "$step_bytes" 'rm -rf "$root/back"; mkdir -p "$root/back"' \
-	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash" >/dev/null'
-fetch_s=$BEST
-diff -r "$root/src/$hash.data" "$root/back/$hash.data" >/dev/null || echo "FETCH COPY DIFFERS"
-best "fetch --streams 1 (one tar stream)" "$step_bytes" 'rm -rf "$root/back"; mkdir -p "$root/back"' \
-	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash" --streams 1 >/dev/null'
+# four_and_one WHAT SETUP CMD DIR: CMD on 4 streams (its copy in DIR checked; sets FOUR), then on one
+four_and_one() {
+	best "$1 (4 streams, verified)" "$step_bytes" "$2" "$3 >/dev/null"
+	FOUR=$BEST
+	diff -r "$root/src/$hash.data" "$4/$hash.data" >/dev/null || echo "$1: THE COPY DIFFERS"
+	best "$1 --streams 1 (one tar stream)" "$step_bytes" "$2" "$3 --streams 1 >/dev/null"
+}
+four_and_one push "$clean_dst" \
+	'"$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 --peer "$url"' "$root/dst"
+push_s=$FOUR
+four_and_one fetch 'rm -rf "$root/back"; mkdir -p "$root/back"' \
+	'"$bin/mtc-replicate" fetch --dir "$root/back" --from "$url" --hash "$hash"' "$root/back"
+fetch_s=$FOUR
 rm -rf "$root/back"
 best "curl GET of the tar stream" "$step_bytes" : 'curl -sf -o /dev/null "$url/v1/objects/$hash.data"'
 
@@ -137,23 +100,17 @@ for i in 0 1 2; do
 	puts="$puts $!"
 done
 for p in $puts; do wait "$p"; done
-e=$(now)
-awk -v s="$s" -v e="$e" -v b="$((shard * 3))" \
-	'BEGIN { printf "%-38s %7.2f s %8.0f MiB/s\n", "3 parallel PUTs of shards (verified)", e - s, b / 1048576 / (e - s) }'
+rate "3 parallel PUTs of shards (verified)" "$(since "$s")" "$((shard * 3))"
 rm -f "$root/dst/"[0-9a-f]*.data
 
 big="$root/src/$hash.data/shard-0"
 bh=$(b3sum --no-names "$big")
 s=$(now)
 curl -sf -o /dev/null -T "$big" "$url/v1/objects/$bh.data"
-e=$(now)
-awk -v s="$s" -v e="$e" -v b="$shard" \
-	'BEGIN { printf "%-38s %7.2f s %8.0f MiB/s\n", "curl PUT of one shard (verified)", e - s, b / 1048576 / (e - s) }'
+rate "curl PUT of one shard (verified)" "$(since "$s")" "$shard"
 s=$(now)
 curl -sf -o "$root/one" "$url/v1/objects/$bh.data"
-e=$(now)
-awk -v s="$s" -v e="$e" -v b="$shard" \
-	'BEGIN { printf "%-38s %7.2f s %8.0f MiB/s\n", "curl GET of one shard (sendfile)", e - s, b / 1048576 / (e - s) }'
+rate "curl GET of one shard (sendfile)" "$(since "$s")" "$shard"
 rm -f "$root/one"
 
 # A one-file object (a PyTorch .save, say): pushed in byte ranges over the streams, and over one.
@@ -175,15 +132,7 @@ echo "# daemon peak RSS (VmHWM) after the runs above: $(awk '/VmHWM/ { print $2,
 
 # The same push and fetch over mutual TLS (mtc(7) §4.3), to a second daemon on the same tmpfs.
 pki=$root/pki
-mkdir -p "$pki/node"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj "/CN=bench CA" \
-	-keyout "$pki/ca.key" -out "$pki/node/ca.crt" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=node" \
-	-keyout "$pki/node/tls.key" -out "$pki/node.csr" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$pki/ext"
-openssl x509 -req -in "$pki/node.csr" -CA "$pki/node/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-	-days 1 -extfile "$pki/ext" -out "$pki/node/tls.crt" 2>/dev/null
-chmod 600 "$pki/node/tls.key"
+make_pki "$pki"
 mkdir -p "$root/tdst"
 serve tserve "$root/tdst" --tls-dir "$pki/node"
 tpid=$SERVED_PID
@@ -230,10 +179,8 @@ for n in $nodes; do
 done
 failed=0
 for p in $pushes; do wait "$p" || failed=$((failed + 1)); done
-e=$(now)
 [ "$failed" -eq 0 ] || echo "CONCURRENT PUSHES FAILED: $failed"
-awk -v s="$s" -v e="$e" -v b="$((16 * (32 << 20) + 16 * 128 * 65536))" \
-	'BEGIN { printf "%-38s %7.2f s %8.0f MiB/s\n", "16 nodes pushing at once (4 streams)", e - s, b / 1048576 / (e - s) }'
+rate "16 nodes pushing at once (4 streams)" "$(since "$s")" "$((16 * (32 << 20) + 16 * 128 * 65536))"
 echo "# daemon peak RSS (VmHWM) with 16 nodes pushing at once: $(awk '/VmHWM/ { print $2, $3 }' /proc/$d16/status) (limit 64 MiB)"
 awk -v p="$push_s" -v l="$local_rate" -v r="$rsync_s" -v b="$step_bytes" -v tp="$tls_push_s" \
 	-v f="$fetch_s" -v tf="$tls_fetch_s" -v o="$one_s" -v o1="$one1_s" 'BEGIN {

@@ -13,33 +13,10 @@
 # file, which run does while the data files grow, and once per value).
 #   tests/bench/safety.sh [BUILD_DIR]     MTC_BENCH_MB sets the step size (default 2048)
 set -eu
-build=${1:-build/release}
-bin=$(cd "$build/bin" && pwd)
+. tests/bench/lib/common.sh
 mb=${MTC_BENCH_MB:-2048}
 runs=${MTC_BENCH_RUNS:-3}
-root=$(mktemp -d /dev/shm/mtc-bench-safety.XXXXXX)
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$root"
-}
-trap cleanup EXIT INT TERM
-
-now() { date +%s.%N; }
-port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# a fresh peer daemon on $root/peer; sets PEER
-peer() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-	rm -rf "$root/peer" && mkdir -p "$root/peer"
-	pt=$(port)
-	"$bin/mtc-replicate" serve --dir "$root/peer" --listen "127.0.0.1:$pt" --coordinator --nodes 2 >/dev/null 2>&1 &
-	pids=$!
-	PEER=http://127.0.0.1:$pt
-	for _ in $(seq 50); do curl -sf "$PEER/healthz" >/dev/null && return; sleep 0.1; done
-	echo "the peer daemon did not start" >&2
-	exit 1
-}
+bench_root safety
 
 printf '{"job-name":"bench","framework":"orbax","node-rank":0,"nodes":2,"peer-ranks":[1],"backup-interval-minutes":30}\n' >"$root/cfg.json"
 echo "# time-to-safety bench: $mb MiB step, $(nproc) CPUs, best of $runs"
@@ -82,20 +59,20 @@ PY
 # memory written again, so both sides of the ratio pay the same.
 # bare_push: a bare push of a step just written and committed, to a fresh peer; sets t and w
 bare_push() {
-	peer
+	coord_peer
 	rm -rf "$root/committed" && mkdir -p "$root/committed"
 	s=$(now)
 	$write "$root/committed"
-	w=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+	w=$(since "$s")
 	"$bin/mtc-replicate" commit --dir "$root/committed" --config "$root/cfg.json" >/dev/null
 	s=$(now)
 	"$bin/mtc-replicate" push --dir "$root/committed" --config "$root/cfg.json" --step 1 --peer "$PEER" >/dev/null
-	t=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+	t=$(since "$s")
 }
 
 # safe_run [OPTION...]: mtc-replicate run sees the step written and renamed into its dir; sets t, c and w
 safe_run() {
-	peer
+	coord_peer
 	printf 'http://127.0.0.1:9\n%s\n' "$PEER" >"$root/peers" # rank 0 (this node), rank 1
 	rm -rf "$root/local" "$root/committed" && mkdir -p "$root/local"
 	"$bin/mtc-replicate" run --dir "$root/local" --config "$root/cfg.json" --peers-file "$root/peers" \
@@ -104,7 +81,7 @@ safe_run() {
 	sleep 1
 	s=$(now)
 	$write "$root/local"
-	w=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+	w=$(since "$s")
 	for _ in $(seq 1200); do grep -q '"to-peers"' "$root/run.out" && break; sleep 0.1; done
 	kill "$run" 2>/dev/null || true
 	wait "$run" 2>/dev/null || true

@@ -15,24 +15,11 @@
 #   MTC_BENCH_BACKGROUND the run --background classes to measure (default idle; e.g.
 #   "normal nice idle"), MTC_BENCH_KEEP=1 keeps the files (run's log) for a look.
 set -eu
-build=${1:-build/release}
-bin=$(cd "$build/bin" && pwd)
+. tests/bench/lib/common.sh
 mb=${MTC_BENCH_MB:-1024}
 runs=${MTC_BENCH_RUNS:-3}
-root=$(mktemp -d /dev/shm/mtc-bench-steady.XXXXXX)
-pids=""
-stop_all() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-	pids=""
-}
-cleanup() {
-	stop_all
-	[ -n "${MTC_BENCH_KEEP:-}" ] && echo "# kept $root" || rm -rf "$root"
-}
-trap cleanup EXIT INT TERM
+bench_root steady
 
-now() { date +%s.%N; }
-port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # cpu PID: its user + system seconds so far
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -75,20 +62,6 @@ PY
 printf '{"job-name":"bench","framework":"orbax","node-rank":0,"nodes":2,"peer-ranks":[1],"backup-interval-minutes":30}\n' >"$root/cfg.json"
 gib=$(awk -v m="$mb" 'BEGIN { print m / 1024 }')
 
-# a fresh peer daemon (rank 1's, coordinating) on $root/peer; sets PEER and PEER_PID
-peer() {
-	stop_all
-	rm -rf "$root/peer" && mkdir -p "$root/peer"
-	pt=$(port)
-	"$bin/mtc-replicate" serve --dir "$root/peer" --listen "127.0.0.1:$pt" --coordinator --nodes 2 >/dev/null 2>&1 &
-	PEER_PID=$!
-	pids=$PEER_PID
-	PEER=http://127.0.0.1:$pt
-	for _ in $(seq 50); do curl -sf "$PEER/healthz" >/dev/null && return; sleep 0.1; done
-	echo "the peer daemon did not start" >&2
-	exit 1
-}
-
 n=0
 # stopped: the write with no mtc process; sets w
 stopped() {
@@ -102,7 +75,7 @@ stopped() {
 # running [OPTION...]: run watches the dir while the step is written; sets w, ws (write
 # start -> on peer), rp (rename -> on peer), rc (rename -> committed) and c (CPU seconds)
 running() {
-	peer
+	coord_peer
 	printf 'http://127.0.0.1:9\n%s\n' "$PEER" >"$root/peers" # rank 0 (this node), rank 1
 	rm -rf "$root/local" && mkdir -p "$root/local"
 	"$bin/mtc-replicate" run --dir "$root/local" --config "$root/cfg.json" --peers-file "$root/peers" \
@@ -168,7 +141,7 @@ for _ in $(seq "$runs"); do
 	rm -rf "$root/cp" "$root/wiped" && mkdir -p "$root/wiped"
 	s=$(now)
 	cp -r "$root/peer/$hash.data" "$root/cp"
-	CT="$CT $(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')"
+	CT="$CT $(since "$s")"
 	c0=$(cpu "$PEER_PID")
 	/usr/bin/time -f '%e %U %S' -o "$root/time" "$bin/mtc-replicate" fetch --dir "$root/wiped" \
 		--from "$PEER" --hash "$hash" --meta "$meta" >/dev/null 2>"$root/fetch.err" ||
@@ -188,7 +161,7 @@ for _ in $(seq "$runs"); do
 	rm -rf "$root/cp" "$root/bk"
 	s=$(now)
 	cp -r "$root/local/$hash.data" "$root/cp"
-	KT="$KT $(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')"
+	KT="$KT $(since "$s")"
 	/usr/bin/time -f '%e %U %S' -o "$root/time" "$bin/mtc-backup" --dir "$root/local" --config "$root/cfg.json" \
 		--step 1 --to "$root/bk" --name 2025-01-01_00-00 >/dev/null 2>"$root/backup.err" ||
 		{ echo "backup failed:" >&2; cat "$root/backup.err" >&2; exit 1; }

@@ -54,6 +54,23 @@ cluster_init() {
 	CL_COORD="http://127.0.0.1:${CL_PORTS[0]}"
 }
 
+# cluster_setup LONG_N: cluster_init of N nodes, $MTC_CLUSTER_NODES (default 4), LONG_N with MTC_LONG.
+cluster_setup() {
+	N=${MTC_CLUSTER_NODES:-4}
+	[ -z "${MTC_LONG:-}" ] || N=$1
+	cluster_init "$N"
+}
+
+# restart_moved: every node killed, the last one's RAM lost (sets lost), every pod started
+# again on the next host.
+restart_moved() {
+	nodes_kill
+	lost=$((CL_N - 1))
+	wipe_node "$lost"
+	for ((r = 0; r < CL_N; r++)); do CL_HOST_OF[$r]=$(((r + 1) % CL_N)); done
+	cluster_start
+}
+
 node_dir() { echo "$CL_ROOT/node$1"; }
 
 # cluster_resize M: the job's next start has M nodes: new ones get a dir, a port and a
