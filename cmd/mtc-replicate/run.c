@@ -119,7 +119,7 @@ int mtc_replicate_run(int argc, const char **argv)
 		  "seconds between heartbeats (default 5)", "SEC" },
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0, "exit 0 after SEC s (default: never)",
 		  "SEC" },
-		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
+		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
 		  "N" },
 		{ "no-prehash", '\0', POPT_ARG_NONE, &no_prehash, 0,
 		  "hash a step only at its commit, not while the framework writes it", NULL },
