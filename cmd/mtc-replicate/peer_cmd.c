@@ -352,8 +352,7 @@ int mtc_replicate_push(int argc, const char **argv)
 
 	if (mtc_replicate_parse(argc, argv, opts, PUSH_USAGE, &ctx, &rc) < 0)
 		goto out;
-	if (!dir || !config || !step_s) {
-		rc = mtc_usage_error("--dir, --config and --step are required");
+	if ((rc = mtc_cli_required("--dir", !!dir, "--config", !!config, "--step", !!step_s, NULL))) {
 		goto out;
 	}
 	if (mtc_parse_uint(step_s, &step) < 0) {
@@ -437,8 +436,8 @@ int mtc_replicate_fetch(int argc, const char **argv)
 
 	if (mtc_replicate_parse(argc, argv, opts, FETCH_USAGE, &ctx, &rc) < 0)
 		goto out;
-	if (!dir || !from || (!hashes && !metas)) {
-		rc = mtc_usage_error("--dir, --from and at least one --hash or --meta are required");
+	if ((rc = mtc_cli_required("--dir", !!dir, "--from", !!from, "--hash or --meta", hashes || metas,
+				   NULL))) {
 		goto out;
 	}
 	for (int i = 0; hashes && hashes[i]; i++)

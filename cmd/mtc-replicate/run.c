@@ -139,8 +139,10 @@ int mtc_replicate_run(int argc, const char **argv)
 
 	if (mtc_replicate_parse(argc, argv, opts, RUN_USAGE, &ctx, &rc) < 0)
 		goto out;
-	if (!dir || !config || !strcmp(config, "-")) {
-		rc = mtc_usage_error("--dir and --config FILE are required (mtc-backup reads the file)");
+	if ((rc = mtc_cli_required("--dir", !!dir, "--config", !!config, NULL)))
+		goto out;
+	if (!strcmp(config, "-")) {
+		rc = mtc_usage_error("--config takes a FILE, not - (mtc-backup reads the file)");
 		goto out;
 	}
 	if (tmpl && peers_file) {
