@@ -131,8 +131,11 @@ int main(int argc, const char **argv)
 			"--job goes with --from, --pin and --unpin (with --dir the config names the job)");
 		goto out;
 	}
-	if (config_file && !job_opt && mode != MODE_CLUSTER && load_job(&job) < 0)
-		goto out;
+	if (config_file && !job_opt && mode != MODE_CLUSTER) {
+		if ((rc = load_job(&job)) != MTC_EXIT_OK)
+			goto out;
+		rc = MTC_EXIT_USAGE;
+	}
 	if (standalone && coordinator_url) {
 		mtc_usage_error("--standalone and --coordinator-url exclude each other");
 		goto out;

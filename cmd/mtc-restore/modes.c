@@ -127,10 +127,11 @@ int restore_cluster(void)
 int load_job(char **job)
 {
 	struct mtc_config cfg;
+	int rc = mtc_cli_config(config_file, &cfg);
 
-	if (mtc_cli_config(config_file, &cfg) != MTC_EXIT_OK)
-		return -1;
+	if (rc != MTC_EXIT_OK)
+		return rc;
 	*job = xstrdup(cfg.job_name);
 	mtc_config_free(&cfg);
-	return 0;
+	return MTC_EXIT_OK;
 }
