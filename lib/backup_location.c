@@ -176,11 +176,15 @@ static int no_job_given(const char *location, const struct mtc_store_options *op
 	return MTC_USAGE;
 }
 
-/* A local location that is a file, not a directory: MTC_USAGE with err, else MTC_OK. */
+/* A misspelt URL, or a local location that is a file: MTC_USAGE with err, else MTC_OK. */
 static int file_given(const char *location, char *err, size_t errlen)
 {
 	const char *path = !strncmp(location, "file://", 7) ? location + 7 : location;
 	struct stat st;
+	char why[128];
+
+	if (mtc_store_misspelt_url(location, why, sizeof why))
+		return mtc_fail(err, errlen, "'%s' is %s", location, why), MTC_USAGE;
 
 	if (strstr(path, "://") || stat(path, &st) < 0 || S_ISDIR(st.st_mode))
 		return MTC_OK;

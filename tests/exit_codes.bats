@@ -220,3 +220,16 @@ TABLE='
 	assert_output --partial 'check the gs:// credential: --gcs-token-file'
 	[ "${#lines[@]}" = 1 ]
 }
+
+@test "errors: a misspelt s3:// or gs:// is never taken for a local path" {
+	run mtc-restore --from s3:/bkt --job j --out o
+	assert_failure 2
+	assert_output "mtc-restore: 's3:/bkt' is not a URL: write s3://BUCKET[/PREFIX]"
+	run mtc-lkg --backups S3://bkt --job j
+	assert_failure 2
+	assert_output "mtc-lkg: 'S3://bkt' is not a URL: write s3://BUCKET[/PREFIX]"
+	run mtc-backup -d d -c cfg.json -s 1 --to gs:bkt
+	assert_failure 2
+	assert_output "mtc-backup: cannot open 'gs:bkt': not a URL: write gs://BUCKET[/PREFIX]"
+	[ ! -e s3: ] && [ ! -e gs:bkt ]
+}
