@@ -68,10 +68,10 @@ start_moto() {
 	assert_success
 	AWS_SECRET_ACCESS_KEY=${SECRET%?}x run "$CLIENT" get bkt streamed
 	assert_failure 1
-	assert_output "s3_client: HTTP 403: SignatureDoesNotMatch; check the s3:// credential: \$AWS_ACCESS_KEY_ID and \$AWS_SECRET_ACCESS_KEY, else \$AWS_PROFILE's, and its access to the bucket"
+	assert_output "s3_client: HTTP 403: SignatureDoesNotMatch"
 	AWS_ACCESS_KEY_ID=AKIAUNKNOWNKEY000000 run "$CLIENT" get bkt streamed
 	assert_failure 1
-	assert_output "s3_client: HTTP 403: InvalidAccessKeyId; check the s3:// credential: \$AWS_ACCESS_KEY_ID and \$AWS_SECRET_ACCESS_KEY, else \$AWS_PROFILE's, and its access to the bucket"
+	assert_output "s3_client: HTTP 403: InvalidAccessKeyId"
 	run "$CLIENT" get bkt streamed
 	assert_output 'sent as UNSIGNED-PAYLOAD'
 }
@@ -199,7 +199,7 @@ start_moto() {
 		"$KEY" "$SECRET" >"$HOME/.aws/credentials"
 	run "$CLIENT" put bkt p default-profile
 	assert_failure 1
-	assert_output "s3_client: HTTP 403: InvalidAccessKeyId; check the s3:// credential: \$AWS_ACCESS_KEY_ID and \$AWS_SECRET_ACCESS_KEY, else \$AWS_PROFILE's, and its access to the bucket"
+	assert_output "s3_client: HTTP 403: InvalidAccessKeyId"
 	AWS_PROFILE=dev run "$CLIENT" put bkt p dev-profile
 	assert_success
 	# keys in the config file, under [profile NAME], as `aws configure --profile` may leave them
