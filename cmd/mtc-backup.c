@@ -32,7 +32,7 @@
 #include "xalloc.h"
 
 static char *dir, *config_file, *step_text, *location, *name_opt, *token_file, *s3_endpoint;
-static int parallel, threads, no_verify, no_progress, json, stall_s = 300;
+static int parallel = MTC_CLI_UNSET, threads, no_verify, no_progress, json, stall_s = 300;
 static char *slice_threshold_text;
 static long long slice_threshold;
 static int slices;
@@ -86,10 +86,10 @@ int main(int argc, const char **argv)
 		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "accepted config (JSON, - for stdin)",
 		  "FILE" },
 		{ "step", 's', POPT_ARG_STRING, &step_text, 0, "the step to back up", "S" },
-		{ "to", 't', POPT_ARG_STRING, &location, 0,
+		{ "to", '\0', POPT_ARG_STRING, &location, 0,
 		  "backup location: DIR, file://DIR, gs://BUCKET[/PREFIX] or s3://BUCKET[/PREFIX]",
 		  "LOCATION" },
-		{ "name", 'n', POPT_ARG_STRING, &name_opt, 0, "backup name (default: now, UTC)",
+		{ "name", '\0', POPT_ARG_STRING, &name_opt, 0, "backup name (default: now, UTC)",
 		  "YYYY-MM-DD_HH-MM" },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
 		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
@@ -113,7 +113,6 @@ int main(int argc, const char **argv)
 	struct mtc_config cfg;
 	poptContext ctx;
 	long long step;
-	char err[512];
 	int rc;
 
 	mtc_log_init(argv[0]);
@@ -127,10 +126,9 @@ int main(int argc, const char **argv)
 		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
 		goto out;
 	}
-	if (!dir || !config_file || !step_text || !location) {
-		mtc_usage_error("--dir, --config, --step and --to are required");
+	if (mtc_cli_required("--dir", !!dir, "--config", !!config_file, "--step", !!step_text, "--to",
+			     !!location, NULL))
 		goto out;
-	}
 	if (mtc_parse_uint(step_text, &step) < 0) {
 		mtc_usage_error("invalid step '%s'", step_text);
 		goto out;
@@ -139,17 +137,16 @@ int main(int argc, const char **argv)
 		mtc_usage_error("invalid backup name '%s': want YYYY-MM-DD_HH-MM", name_opt);
 		goto out;
 	}
-	if (parallel < 0 || threads < 0 || stall_s <= 0) {
-		mtc_usage_error("--parallel, --threads and --stall-timeout take a positive number");
+	if (mtc_cli_count("--parallel", &parallel))
+		goto out;
+	if (threads < 0 || stall_s <= 0) {
+		mtc_usage_error("--threads and --stall-timeout take a positive number");
 		goto out;
 	}
 	if (mtc_cli_slices(slice_threshold_text, slices, &slice_threshold))
 		goto out;
-	if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {
-		mtc_error("cannot load config '%s': %s", config_file, err);
-		rc = MTC_EXIT_FAILURE;
+	if ((rc = mtc_cli_config(config_file, &cfg)) != MTC_EXIT_OK)
 		goto out;
-	}
 	mtc_cli_on_interrupt(name_opt != NULL); /* without --name a second run is a new backup */
 	rc = run(&cfg, step);
 	mtc_config_free(&cfg);

@@ -17,22 +17,19 @@ enum mode { MODE_NONE, MODE_BACKUPS, MODE_INVENTORY, MODE_GATHER };
 /* The options, as main parses them (mtc-lkg/modes.h). */
 char *backups_root, *token_file, *s3_endpoint, *inventory_path, *dir, *config_path, *job_opt,
 	*peer_template, *peer_token_file, **peer_urls;
-int json_out, parallel, nodes_opt, workers_opt, rank_opt = -1, verify;
+int json_out, parallel = MTC_CLI_UNSET, nodes_opt, workers_opt, rank_opt = -1, verify;
 double peer_timeout;
 
 /* --backups alone: the job and the shape from --job, --config, --nodes and --workers. */
 static int backups_mode(void)
 {
 	struct mtc_config cfg;
-	char err[512];
 	int rc;
 
 	if (!config_path)
 		return list_backups(job_opt, nodes_opt, workers_opt);
-	if (mtc_config_load(config_path, &cfg, err, sizeof err) < 0) {
-		mtc_error("invalid config '%s': %s", config_path, err);
-		return MTC_EXIT_USAGE;
-	}
+	if ((rc = mtc_cli_config(config_path, &cfg)) != MTC_EXIT_OK)
+		return rc;
 	rc = list_backups(job_opt ? job_opt : cfg.job_name, nodes_opt ? nodes_opt : cfg.nodes,
 			  workers_opt ? workers_opt : cfg.workers_per_node);
 	mtc_config_free(&cfg);
@@ -52,7 +49,7 @@ int main(int argc, const char **argv)
 		  "plan from gathered inventories (JSON, - for stdin)", "FILE" },
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0,
 		  "plan from this local dir, the peers and the backups", "DIR" },
-		{ "peer", 'p', POPT_ARG_ARGV, &peer_urls, 0,
+		{ "peer", '\0', POPT_ARG_ARGV, &peer_urls, 0,
 		  "a peer's daemon, in rank order or as RANK=URL (repeatable)", "URL" },
 		{ "peer-url-template", '\0', POPT_ARG_STRING, &peer_template, 0,
 		  "every other rank's URL, e.g. http://job-0-{rank}.job:7070", "T" },
@@ -114,8 +111,10 @@ int main(int argc, const char **argv)
 		mode = MODE_INVENTORY;
 	else if (backups_root)
 		mode = MODE_BACKUPS;
-	if (nodes_opt < 0 || workers_opt < 0 || parallel < 0 || rank_opt < -1) {
-		mtc_usage_error("--nodes, --workers and --parallel take a positive number");
+	if (mtc_cli_count("--parallel", &parallel))
+		goto out;
+	if (nodes_opt < 0 || workers_opt < 0 || rank_opt < -1) {
+		mtc_usage_error("--nodes and --workers take a positive number");
 		goto out;
 	}
 	switch (mode) {

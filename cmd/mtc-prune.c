@@ -17,7 +17,7 @@ int prefer_recent, relaxed, do_delete, dry_run, print_deleted, print_kept, print
 char *location, *path_opt, *list_file, *pattern, *grace_text, *config_file, *token_file, *s3_endpoint,
 	*job;
 char **include, **exclude, **include_list, **exclude_list;
-int parallel, compat_flag;
+int parallel = MTC_CLI_UNSET, compat_flag;
 struct mtc_warden_config ini;
 struct mtc_store_options store_opt;
 long long grace;
@@ -83,7 +83,7 @@ int main(int argc, const char **argv)
 		{ "silent", '\0', POPT_ARG_NONE, &silent, 0, "errors only, and no table", NULL },
 		{ "debug", '\0', POPT_ARG_NONE, &debug, 0, "debug log output (as -vv)", NULL },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
-		{ "parallel", '\0', POPT_ARG_INT, &parallel, 0,
+		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0,
 		  "transfers in flight: gs:// requests, threads on a directory (default 32)", "N" },
 		{ NULL, 'V', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &show_version, 0, NULL, NULL },
 		{ "no-recency-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0,
@@ -109,6 +109,8 @@ int main(int argc, const char **argv)
 			      "[OPTIONS] LOCATION --job NAME | -p PATH | --list FILE | -c FILE.ini");
 	if (mtc_cli_parse(ctx, &rc) < 0)
 		goto out;
+	if (mtc_log_level() == MTC_LOG_ERROR)
+		silent = 1; /* -q: errors only, as --silent */
 	if (show_version) {
 		printf("%s (mtc) %s\n", mtc_prog(), MTC_VERSION);
 		rc = MTC_EXIT_OK;
@@ -142,12 +144,15 @@ int main(int argc, const char **argv)
 	if (config_file && strcmp(config_file, "-")) {
 		int is_json = mtc_warden_ini_is_json(config_file);
 		if (is_json < 0) {
-			mtc_error("cannot read config '%s':", config_file);
-			rc = errno == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
+			int e = errno;
+			mtc_error("cannot read config '%s': %s", config_file, strerror(e));
+			rc = e == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_USAGE;
 			goto out;
 		}
 		ini_mode = !is_json;
 	}
+	if ((rc = mtc_cli_count("--parallel", &parallel)) != MTC_EXIT_OK)
+		goto out;
 	if ((rc = check_modes(ini_mode)) != MTC_EXIT_OK)
 		goto out;
 	if (parse_duration(grace_text ? grace_text : "6h", &grace) < 0) {

@@ -26,7 +26,7 @@ enum mode { MODE_NONE, MODE_FROM, MODE_PIN, MODE_UNPIN, MODE_CLUSTER };
 /* The options, as main parses them (mtc-restore/restore.h). */
 char *from, *out_dir, *archive_path, *compress, *pin_root, *unpin_root, *token_file, *s3_endpoint,
 	*rank_text, *job_opt, *name_opt, *layout = "step";
-int parallel, threads, force, json_out, no_progress, verify_only;
+int parallel = MTC_CLI_UNSET, threads, force, json_out, no_progress, verify_only;
 char *slice_threshold_text;
 long long slice_threshold;
 int slices;
@@ -45,7 +45,7 @@ int main(int argc, const char **argv)
 		{ "job", '\0', POPT_ARG_STRING, &job_opt, 0,
 		  "the job whose backups --from, --pin and --unpin mean (default: the config's)",
 		  "NAME" },
-		{ "name", 'n', POPT_ARG_STRING, &name_opt, 0,
+		{ "name", '\0', POPT_ARG_STRING, &name_opt, 0,
 		  "the backup (default: restore.version, else the newest valid)", "YYYY-MM-DD_HH-MM" },
 		{ "rank", 'r', POPT_ARG_STRING, &rank_text, 0,
 		  "the node whose data to restore (default 0 for one node)", "R" },
@@ -136,8 +136,11 @@ int main(int argc, const char **argv)
 			"--job goes with --from, --pin and --unpin (with --dir the config names the job)");
 		goto out;
 	}
-	if (config_file && !job_opt && mode != MODE_CLUSTER && load_job(&job) < 0)
-		goto out;
+	if (config_file && !job_opt && mode != MODE_CLUSTER) {
+		if ((rc = load_job(&job)) != MTC_EXIT_OK)
+			goto out;
+		rc = MTC_EXIT_USAGE;
+	}
 	if (standalone && coordinator_url) {
 		mtc_usage_error("--standalone and --coordinator-url exclude each other");
 		goto out;
@@ -164,8 +167,10 @@ int main(int argc, const char **argv)
 		mtc_usage_error("--force goes with --pin");
 		goto out;
 	}
-	if (parallel < 0 || threads < 0) {
-		mtc_usage_error("--parallel and --threads take a positive number");
+	if (mtc_cli_count("--parallel", &parallel))
+		goto out;
+	if (threads < 0) {
+		mtc_usage_error("--threads takes a positive number");
 		goto out;
 	}
 	if (mode != MODE_FROM && mode != MODE_CLUSTER && (slice_threshold_text || slices)) {

@@ -7,11 +7,11 @@ _mtc_backup()
 	case $prev in
 	--config|-c|--gcs-token-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
-	--dir|-d|--to|-t)
+	--dir|-d|--to)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
-	--name|-n)
+	--name)
 		COMPREPLY=($(compgen -W "$(date -u +%Y-%m-%d_%H-%M)" -- "$cur")); return ;;
 	--step|-s|--parallel|-j|--threads|--slice-threshold|--slices|--stall-timeout)
 		return ;;

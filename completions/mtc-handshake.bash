@@ -14,7 +14,7 @@ _mtc_handshake()
 	--style) COMPREPLY=($(compgen -W 'orbax nemo' -- "$cur")); return ;;
 	--framework) COMPREPLY=($(compgen -W 'orbax pytorch.distributed pytorch' -- "$cur")); return ;;
 	--log-format) COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
-	-t|--timeout|--restore-timeout|--job-name|--node-rank|--nodes|--peer-ranks|--peers-per-node|\
+	--timeout|--restore-timeout|--job-name|--node-rank|--nodes|--peer-ranks|--peers-per-node|\
 	--assume-data-parallelism|--backup-interval-minutes|--backup-interval-steps|--workers-per-node|\
 	--coordinator-url|--index|--host|--jax-port)
 		return ;;

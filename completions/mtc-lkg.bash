@@ -11,7 +11,7 @@ _mtc_lkg()
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
-	--peer|-p|--peer-url-template|--peer-timeout|--rank|-r|--job|--nodes|--workers|--parallel|-j)
+	--peer|--peer-url-template|--peer-timeout|--rank|-r|--job|--nodes|--workers|--parallel|-j)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then

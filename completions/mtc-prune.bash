@@ -15,7 +15,7 @@ _mtc_prune()
 		COMPREPLY=($(compgen -W '30m 1h 6h 1d' -- "$cur")); return ;;
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
-	--include|--exclude|-I|-E|--include-list|--exclude-list|-t|--timestamp-pattern|--parallel|--job)
+	--include|--exclude|-I|-E|--include-list|--exclude-list|-t|--timestamp-pattern|--parallel|-j|--job)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then

@@ -13,13 +13,13 @@ _mtc_replicate() {
 	--dir|-d|--tls-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	--config|-c) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--log-format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return ;;
-	--threads|-t|--keep|-k|--quiet-time|--timeout|--wait) return ;;
+	--threads|--keep|-k|--quiet-time|--timeout|--wait) return ;;
 	--peer-token-file|--gcs-token-file|--ready-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--framework) COMPREPLY=($(compgen -W "orbax pytorch pytorch.distributed" -- "$cur")); return ;;
 	--backup|-b|--peers-file|--peer-token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-	--coordinator-url|--nodes|-n|--job|--session-timeout|--min-rate|--streams|--round-timeout|--heartbeat-timeout|--poll-timeout|--sync-interval|--heartbeat) return ;;
+	--coordinator-url|--nodes|--job|--session-timeout|--min-rate|--streams|--round-timeout|--heartbeat-timeout|--poll-timeout|--sync-interval|--heartbeat) return ;;
 	--background) COMPREPLY=($(compgen -W "idle nice normal" -- "$cur")); return ;;
-	--listen|-l|--peer|-p|--peer-url-template|--from|-f|--hash|-H|--meta|-m|--step|-s|--retries|--max-*) return ;;
+	--listen|-l|--peer|--peer-url-template|--from|--hash|-H|--meta|--step|-s|--retries|--max-*) return ;;
 	esac
 	case $verb in
 	digest) COMPREPLY=($(compgen -W "--json --manifest --threads --framework $common" -- "$cur") $(compgen -f -- "$cur")) ;;

@@ -15,7 +15,7 @@ _mtc_restore()
 		COMPREPLY=($(compgen -W 'step hash' -- "$cur")); return ;;
 	--log-format)
 		COMPREPLY=($(compgen -W 'text json' -- "$cur")); return ;;
-	--rank|-r|--parallel|-j|--threads|--slice-threshold|--slices|--coordinator-url|--address|--timeout|--heartbeat|--job|--name|-n)
+	--rank|-r|--parallel|-j|--threads|--slice-threshold|--slices|--coordinator-url|--address|--timeout|--heartbeat|--job|--name)
 		return ;;
 	esac
 	if [[ $cur == -* ]]; then

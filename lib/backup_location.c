@@ -176,6 +176,24 @@ static int no_job_given(const char *location, const struct mtc_store_options *op
 	return MTC_USAGE;
 }
 
+/* A misspelt URL, or a local location that is a file: MTC_USAGE with err, else MTC_OK. */
+static int file_given(const char *location, char *err, size_t errlen)
+{
+	const char *path = !strncmp(location, "file://", 7) ? location + 7 : location;
+	struct stat st;
+	char why[128];
+
+	if (mtc_store_misspelt_url(location, why, sizeof why))
+		return mtc_fail(err, errlen, "'%s' is %s", location, why), MTC_USAGE;
+
+	if (strstr(path, "://") || stat(path, &st) < 0 || S_ISDIR(st.st_mode))
+		return MTC_OK;
+	mtc_fail(err, errlen,
+		 "'%s' is a file, not a backup location: give the directory that holds the backups",
+		 location);
+	return MTC_USAGE;
+}
+
 enum mtc_result mtc_job_store_open(const char *location, const char *job, int flags,
 				   const struct mtc_store_options *opt, struct mtc_store **out,
 				   char *err, size_t errlen)
@@ -185,6 +203,8 @@ enum mtc_result mtc_job_store_open(const char *location, const char *job, int fl
 	int rc;
 
 	*out = NULL;
+	if ((rc = file_given(location, err, errlen)))
+		return rc;
 	if (flags & MTC_LOCATION_JOB_ROOT)
 		root = xstrdup(location);
 	else if (!job)

@@ -473,10 +473,12 @@ int mtc_config_load(const char *path, struct mtc_config *cfg, char *err, size_t 
 	json_t *doc;
 	int rc;
 
-	if (!strcmp(path, "-"))
-		doc = json_loadf(stdin, JSON_REJECT_DUPLICATES, &jerr);
-	else
-		doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	if (!f)
+		return mtc_fail(err, errlen, "%s", strerror(errno));
+	doc = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+	if (f != stdin)
+		fclose(f);
 	if (!doc)
 		return mtc_fail(err, errlen, "not a JSON config: %s at line %d", jerr.text, jerr.line);
 	rc = mtc_config_from_json(doc, cfg, err, errlen);

@@ -238,7 +238,11 @@ $WORK/run.out:0"
 	config "$WORK/cfg" job 0 1
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "$WORK/bk"
 	assert_equal "$status" 4
-	assert_output --partial "job-s6-n0-w0.meta"
+	assert_output "mtc-backup: cannot read the local dir '$WORK/local' (--dir): No such file or directory"
+	mkdir -p "$WORK/local"
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "$WORK/bk"
+	assert_equal "$status" 4
+	assert_output "mtc-backup: no step 6 of job 'job' in '$WORK/local' (--step): 'job-s6-n0-w0.meta' is missing"
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step x --to "$WORK/bk"
 	assert_equal "$status" 2
 	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 6 --to "$WORK/bk" --name yesterday

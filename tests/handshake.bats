@@ -270,7 +270,7 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 	assert_output --partial '"peer-ranks":[1]'
 	run mtc-handshake check - < "$BATS_TEST_TMPDIR/r.yaml"
 	assert_success
-	printf 'job-name: j\n' | { run mtc-handshake check -; assert_failure 1; assert_output "mtc-handshake: invalid config '-': missing required key 'framework'"; }
+	printf 'job-name: j\n' | { run mtc-handshake check -; assert_failure 2; assert_output "mtc-handshake: invalid config '-': missing required key 'framework'"; }
 	assert_file_exists "$BATS_TEST_TMPDIR/r.yaml"
 }
 

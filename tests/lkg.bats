@@ -88,8 +88,8 @@ inventory() { # a 2-node inventory; node 1 wiped, its data on node 0
 	assert_failure 1
 	assert_output --partial "invalid inventory '$T/bad.json': line"
 	run mtc-lkg --inventory "$T/missing.json"
-	assert_failure 1
-	assert_output --partial "cannot read '$T/missing.json'"
+	assert_failure 4
+	assert_output "mtc-lkg: cannot read inventory '$T/missing.json': No such file or directory"
 }
 
 @test "modes do not mix, and one must be given" {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "exitcode.h"
 #include "local_dir.h"
@@ -189,4 +190,58 @@ int mtc_cli_local_dir(const char *dir)
 			 "before is in it",
 			 dir, MTC_LOCAL_DIR_MODE);
 	return MTC_EXIT_OK;
+}
+
+int mtc_cli_required(const char *name, int given, ...)
+{
+	char msg[512] = "";
+	const char *last = NULL;
+	int n = 0;
+	va_list ap;
+
+	va_start(ap, given);
+	while (name) {
+		if (!given) {
+			if (last)
+				snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%s%s",
+					 n > 1 ? ", " : "", last);
+			last = name;
+			n++;
+		}
+		if ((name = va_arg(ap, const char *)))
+			given = va_arg(ap, int);
+	}
+	va_end(ap);
+	if (!n)
+		return 0;
+	if (n == 1)
+		return mtc_usage_error("%s is required", last);
+	return mtc_usage_error("%s and %s are required", msg, last);
+}
+
+int mtc_cli_config(const char *path, struct mtc_config *cfg)
+{
+	char err[512];
+	struct stat st;
+
+	if (!path)
+		return mtc_usage_error("--config is required");
+	if (strcmp(path, "-") && stat(path, &st) < 0) {
+		mtc_error("cannot read config '%s': %s", path, strerror(errno));
+		return errno == ENOENT || errno == ENOTDIR ? MTC_EXIT_NOTFOUND : MTC_EXIT_USAGE;
+	}
+	if (mtc_config_load(path, cfg, err, sizeof err) < 0) {
+		mtc_error("invalid config '%s': %s", path, err);
+		return MTC_EXIT_USAGE;
+	}
+	return MTC_EXIT_OK;
+}
+
+int mtc_cli_count(const char *name, int *v)
+{
+	if (*v == MTC_CLI_UNSET)
+		*v = 0;
+	else if (*v < 1)
+		return mtc_usage_error("%s takes a number, 1 or more, not '%d'", name, *v);
+	return 0;
 }

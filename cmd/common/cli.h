@@ -1,6 +1,7 @@
 #ifndef MTC_CLI_H
 #define MTC_CLI_H
 
+#include <limits.h>
 #include <popt.h>
 
 #include "config.h" /* mtc_parse_uint */
@@ -88,5 +89,28 @@ int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold)
  * after the one-line error naming the path and the reason.
  */
 int mtc_cli_local_dir(const char *dir);
+
+/*
+ * The options a mode needs, as pairs of a name and whether it was given,
+ * ending with NULL: 0 when all were, else MTC_EXIT_USAGE after one line
+ * naming the missing ones only ("--step is required").
+ */
+/* An int option left unset: its variable's initial value. */
+#define MTC_CLI_UNSET INT_MIN
+
+/*
+ * An int option that takes 1 or more: 0 when given so, or unset (*v becomes
+ * 0, the default); else MTC_EXIT_USAGE after the one-line error naming it.
+ */
+int mtc_cli_count(const char *name, int *v);
+
+int mtc_cli_required(const char *name, int given, ...);
+
+/*
+ * The accepted config at path (- for stdin) into *cfg: MTC_EXIT_OK, else
+ * after the one-line error naming path, MTC_EXIT_NOTFOUND when there is
+ * no such file and MTC_EXIT_USAGE when it is not a valid config.
+ */
+int mtc_cli_config(const char *path, struct mtc_config *cfg);
 
 #endif

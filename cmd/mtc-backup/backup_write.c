@@ -41,7 +41,15 @@ static int read_metas(const struct mtc_backup_write *o, long long step, struct m
 		metas[w].file = file;
 		if (mtc_read_file(path, MTC_HASH_MAX + 16, &buf, &len) < 0) {
 			int e = errno;
-			mtc_error("cannot read '%s': %s", path, strerror(e));
+			struct stat st;
+			if (e == ENOENT && stat(o->dir, &st) < 0)
+				mtc_error("cannot read the local dir '%s' (--dir): %s", o->dir,
+					  strerror(errno));
+			else if (e == ENOENT)
+				mtc_error("no step %lld of job '%s' in '%s' (--step): '%s' is missing",
+					  step, cfg->job_name, o->dir, file);
+			else
+				mtc_error("cannot read '%s': %s", path, strerror(e));
 			free(path);
 			return e == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
 		}

@@ -134,9 +134,14 @@ int do_check(const char *file)
 
 	if (!file)
 		return mtc_usage_error("check needs a FILE (or - for stdin)");
+	if (strcmp(file, "-") && access(file, F_OK) < 0) {
+		int e = errno;
+		mtc_error("cannot read '%s': %s", file, strerror(e));
+		return e == ENOENT || e == ENOTDIR ? MTC_EXIT_NOTFOUND : MTC_EXIT_FAILURE;
+	}
 	if (read_config_file(file, 0, &cfg, err, sizeof err) < 0) {
 		mtc_error("invalid config '%s': %s", file, err);
-		return MTC_EXIT_FAILURE;
+		return MTC_EXIT_USAGE;
 	}
 	int rc = print_config(&cfg);
 	mtc_config_free(&cfg);

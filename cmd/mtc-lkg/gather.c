@@ -1,5 +1,7 @@
 #include "modes.h"
 
+#include <sys/stat.h>
+
 struct peer {
 	int rank;
 	char *url;
@@ -142,12 +144,17 @@ int gather(void)
 	const char *job = job_opt;
 	struct mtc_peer_client pc;
 	json_t *inv = NULL, *ranks, *plan = NULL;
+	struct stat st;
+	int e = stat(dir, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+
+	if (e) {
+		mtc_error("cannot read the local dir '%s' (--dir): %s", dir, strerror(e));
+		return e == ENOENT ? MTC_EXIT_NOTFOUND : MTC_EXIT_USAGE;
+	}
 
 	if (config_path) {
-		if (mtc_config_load(config_path, &cfg, err, sizeof err) < 0) {
-			mtc_error("invalid config '%s': %s", config_path, err);
-			return MTC_EXIT_FAILURE;
-		}
+		if ((rc = mtc_cli_config(config_path, &cfg)) != MTC_EXIT_OK)
+			return rc;
 		have_cfg = 1;
 		local = cfg.node_rank;
 		if (!nodes)

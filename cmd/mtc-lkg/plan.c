@@ -115,8 +115,9 @@ int from_inventory(void)
 			    : mtc_read_file(inventory_path, INVENTORY_MAX_BYTES, &text, &len);
 
 	if (r < 0) {
-		mtc_error("cannot read '%s':", inventory_path);
-		return MTC_EXIT_FAILURE;
+		int e = errno;
+		mtc_error("cannot read inventory '%s': %s", inventory_path, strerror(e));
+		return e == ENOENT ? MTC_EXIT_NOTFOUND : e == EISDIR ? MTC_EXIT_USAGE : MTC_EXIT_FAILURE;
 	}
 	inv = json_loadb(text, len, 0, &jerr);
 	free(text);

@@ -1,5 +1,7 @@
 #include "prune.h"
 
+#include <unistd.h>
+
 static void removed_leftover(const char *where, long long bytes, void *arg)
 {
 	mtc_info("removed '%s' (%lld bytes): a dead writer's temporary", where, bytes);
@@ -48,6 +50,13 @@ int open_dir(const char *root, struct mtc_store **s)
 		return mtc_store_result(errno);
 	}
 	if (!is_dir(root)) {
+		const char *path = strncmp(root, "file://", 7) ? root : root + 7;
+		if (access(path, F_OK) == 0) {
+			mtc_error("'%s' is a file, not a backup location: give the directory that "
+				  "holds the backups",
+				  root);
+			return MTC_EXIT_USAGE;
+		}
 		mtc_error("no such location: '%s'", root);
 		return MTC_EXIT_NOTFOUND;
 	}
@@ -132,10 +141,8 @@ int prune_location(const struct rules *r, struct totals *t)
 	int rc, nodes = 0, workers = 0;
 
 	if (config_file) {
-		if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {
-			mtc_error("cannot load config '%s': %s", config_file, err);
-			return MTC_EXIT_FAILURE;
-		}
+		if ((rc = mtc_cli_config(config_file, &cfg)) != MTC_EXIT_OK)
+			return rc;
 		if (job && strcmp(job, cfg.job_name)) {
 			rc = mtc_usage_error("--job %s and the config's job '%s' differ", job,
 					     cfg.job_name);

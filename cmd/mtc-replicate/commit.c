@@ -1,16 +1,6 @@
 #include "verbs.h"
 
-int load_config(const char *path, struct mtc_config *cfg)
-{
-	char err[512];
-	if (!path)
-		return mtc_usage_error("--config is required");
-	if (mtc_config_load(path, cfg, err, sizeof err) < 0) {
-		mtc_error("invalid config '%s': %s", path, err);
-		return MTC_EXIT_USAGE;
-	}
-	return MTC_EXIT_OK;
-}
+int load_config(const char *path, struct mtc_config *cfg) { return mtc_cli_config(path, cfg); }
 
 static void print_commit(const struct mtc_commit_result *r, void *arg)
 {
@@ -94,7 +84,7 @@ int mtc_replicate_commit(int argc, const char **argv)
 		  "wait up to SEC s for pending steps to become quiet and commit them; exit 3 if "
 		  "some are still pending",
 		  "SEC" },
-		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
+		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
 		  "N" },
 		{ "json", '\0', POPT_ARG_NONE, &json, 0,
 		  "only JSON on stdout: a line per committed step, one for the pending steps", NULL },

@@ -75,9 +75,9 @@ int mtc_replicate_digest(int argc, const char **argv)
 	char *framework = NULL;
 	struct poptOption opts[] = {
 		{ "json", '\0', POPT_ARG_NONE, &json, 0, "one JSON object per line", NULL },
-		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
+		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
 		  "N" },
-		{ "manifest", 'm', POPT_ARG_NONE, &manifest, 0,
+		{ "manifest", '\0', POPT_ARG_NONE, &manifest, 0,
 		  "with --json, add the manifest (path, type, size, digest of every entry)", NULL },
 		{ "framework", '\0', POPT_ARG_STRING, &framework, 0,
 		  "orbax: the logical digest of the step's OCDBT store (default and pytorch: merkle)",

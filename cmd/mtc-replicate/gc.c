@@ -76,8 +76,7 @@ int mtc_replicate_gc(int argc, const char **argv)
 	int rc;
 	if (mtc_replicate_parse(argc, argv, opts, GC_USAGE, &ctx, &rc) < 0)
 		goto out;
-	if (!dir || !keep) {
-		rc = mtc_usage_error("--dir and --keep are required");
+	if ((rc = mtc_cli_required("--dir", !!dir, "--keep", !!keep, NULL))) {
 		goto out;
 	}
 	if (parse_steps(keep, &steps, &nsteps) < 0) {

@@ -115,7 +115,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "SEC" },
 		{ "coordinator", '\0', POPT_ARG_NONE, &coordinator, 0,
 		  "also be the coordinator (rank 0): POST /v1/coord/{restore,restore-done,sync}", NULL },
-		{ "nodes", 'n', POPT_ARG_INT, &nodes, 0, "ranks the coordinator waits for", "N" },
+		{ "nodes", '\0', POPT_ARG_INT, &nodes, 0, "ranks the coordinator waits for", "N" },
 		{ "job", '\0', POPT_ARG_STRING, &job, 0,
 		  "the job the coordinator serves: a report of another job is refused (default: the "
 		  "first job a report names)",
@@ -329,7 +329,7 @@ static void free_argv(char **v)
 int mtc_replicate_push(int argc, const char **argv)
 {
 	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token = NULL, **peers = NULL,
-	     **urls = NULL, err[512];
+	     **urls = NULL;
 	struct client_args ca = CLIENT_ARGS_INIT;
 	int n_urls = 0, failed = 0, rc;
 	long long step;
@@ -338,7 +338,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (JSON, - for stdin)",
 		  "CFG" },
 		{ "step", 's', POPT_ARG_STRING, &step_s, 0, "the step to push", "S" },
-		{ "peer", 'p', POPT_ARG_ARGV, &peers, 0, "push to this peer (repeatable)", "URL" },
+		{ "peer", '\0', POPT_ARG_ARGV, &peers, 0, "push to this peer (repeatable)", "URL" },
 		{ "peer-url-template", '\0', POPT_ARG_STRING, &tmpl, 0,
 		  "turns a peer rank into its URL, e.g. http://job-0-{rank}.svc:7070", "T" },
 		CLIENT_OPTIONS(ca, "connections per tree and peer (default 4; 1: one tar stream)"),
@@ -352,8 +352,7 @@ int mtc_replicate_push(int argc, const char **argv)
 
 	if (mtc_replicate_parse(argc, argv, opts, PUSH_USAGE, &ctx, &rc) < 0)
 		goto out;
-	if (!dir || !config || !step_s) {
-		rc = mtc_usage_error("--dir, --config and --step are required");
+	if ((rc = mtc_cli_required("--dir", !!dir, "--config", !!config, "--step", !!step_s, NULL))) {
 		goto out;
 	}
 	if (mtc_parse_uint(step_s, &step) < 0) {
@@ -364,11 +363,8 @@ int mtc_replicate_push(int argc, const char **argv)
 		rc = mtc_usage_error("give --peer URL or --peer-url-template T");
 		goto out;
 	}
-	if (mtc_config_load(config, &cfg, err, sizeof err) < 0) {
-		mtc_error("invalid config '%s': %s", config, err);
-		rc = MTC_EXIT_FAILURE;
+	if ((rc = mtc_cli_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
-	}
 	if (peers) {
 		n_urls = count_argv(peers);
 		urls = xcalloc((size_t)n_urls + 1, sizeof *urls);
@@ -425,9 +421,9 @@ int mtc_replicate_fetch(int argc, const char **argv)
 	int rc, worst = 0;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
-		{ "from", 'f', POPT_ARG_STRING, &from, 0, "the peer to fetch from", "URL" },
+		{ "from", '\0', POPT_ARG_STRING, &from, 0, "the peer to fetch from", "URL" },
 		{ "hash", 'H', POPT_ARG_ARGV, &hashes, 0, "fetch <H>.data (repeatable)", "H" },
-		{ "meta", 'm', POPT_ARG_ARGV, &metas, 0, "fetch this .meta and its data (repeatable)",
+		{ "meta", '\0', POPT_ARG_ARGV, &metas, 0, "fetch this .meta and its data (repeatable)",
 		  "NAME" },
 		CLIENT_OPTIONS(ca, "connections per tree (default 4; 1: one tar stream)"),
 		JSON_OPTION("the summary line is JSON (it is without this too)"),
@@ -440,8 +436,8 @@ int mtc_replicate_fetch(int argc, const char **argv)
 
 	if (mtc_replicate_parse(argc, argv, opts, FETCH_USAGE, &ctx, &rc) < 0)
 		goto out;
-	if (!dir || !from || (!hashes && !metas)) {
-		rc = mtc_usage_error("--dir, --from and at least one --hash or --meta are required");
+	if ((rc = mtc_cli_required("--dir", !!dir, "--from", !!from, "--hash or --meta", hashes || metas,
+				   NULL))) {
 		goto out;
 	}
 	for (int i = 0; hashes && hashes[i]; i++)

@@ -119,7 +119,7 @@ int mtc_replicate_run(int argc, const char **argv)
 		  "seconds between heartbeats (default 5)", "SEC" },
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0, "exit 0 after SEC s (default: never)",
 		  "SEC" },
-		{ "threads", 't', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
+		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
 		  "N" },
 		{ "no-prehash", '\0', POPT_ARG_NONE, &no_prehash, 0,
 		  "hash a step only at its commit, not while the framework writes it", NULL },
@@ -139,8 +139,10 @@ int mtc_replicate_run(int argc, const char **argv)
 
 	if (mtc_replicate_parse(argc, argv, opts, RUN_USAGE, &ctx, &rc) < 0)
 		goto out;
-	if (!dir || !config || !strcmp(config, "-")) {
-		rc = mtc_usage_error("--dir and --config FILE are required (mtc-backup reads the file)");
+	if ((rc = mtc_cli_required("--dir", !!dir, "--config", !!config, NULL)))
+		goto out;
+	if (!strcmp(config, "-")) {
+		rc = mtc_usage_error("--config takes a FILE, not - (mtc-backup reads the file)");
 		goto out;
 	}
 	if (tmpl && peers_file) {

@@ -31,8 +31,19 @@ int choose_backup(struct mtc_store *s, char *name, size_t len)
 	int rc = MTC_EXIT_NOTFOUND, pin;
 
 	if (name_opt) {
+		if (mtc_backups_list(s, &list, &n) < 0) {
+			mtc_error("cannot list '%s': %s", mtc_store_url(s), mtc_store_error(s));
+			return MTC_EXIT_FAILURE;
+		}
+		for (size_t i = 0; i < n && rc == MTC_EXIT_NOTFOUND; i++)
+			if (!strcmp(list[i].name, name_opt))
+				rc = MTC_EXIT_OK;
+		if (rc == MTC_EXIT_NOTFOUND)
+			mtc_error("no backup '%s' at '%s' (--name): %s%s", name_opt, mtc_store_url(s),
+				  n ? "the newest is " : "it holds none", n ? list[0].name : "");
+		mtc_backups_free_list(list, n);
 		snprintf(name, len, "%s", name_opt);
-		return MTC_EXIT_OK;
+		return rc;
 	}
 	if ((pin = mtc_backups_restore_version(s, name, len)) == 1) {
 		mtc_info("restore.version names backup %s", name);

@@ -90,10 +90,8 @@ int restore_cluster(void)
 
 	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
 		return rc;
-	if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {
-		mtc_error("invalid config '%s': %s", config_file, err);
-		return MTC_EXIT_USAGE;
-	}
+	if ((rc = mtc_cli_config(config_file, &cfg)) != MTC_EXIT_OK)
+		return rc;
 	context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
 	mtc_log_status_dir(dir, context);
 	free(context);
@@ -150,13 +148,11 @@ int restore_cluster(void)
 int load_job(char **job)
 {
 	struct mtc_config cfg;
-	char err[512];
+	int rc = mtc_cli_config(config_file, &cfg);
 
-	if (mtc_config_load(config_file, &cfg, err, sizeof err) < 0) {
-		mtc_error("invalid config '%s': %s", config_file, err);
-		return -1;
-	}
+	if (rc != MTC_EXIT_OK)
+		return rc;
 	*job = xstrdup(cfg.job_name);
 	mtc_config_free(&cfg);
-	return 0;
+	return MTC_EXIT_OK;
 }

@@ -72,6 +72,7 @@ int from_backup(const char *job);
 int pin(const char *job, const char *name);
 int unpin(const char *job);
 int restore_cluster(void);
+/* MTC_EXIT_OK, or the exit code after the one-line error. */
 int load_job(char **job);
 
 #endif

@@ -355,6 +355,11 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, char *e
 		}
 		*port++ = '\0';
 	}
+	if (strspn(port, "0123456789") == strlen(port) &&
+	    (!*port || strlen(port) > 5 || atoi(port) > 65535)) {
+		snprintf(err, errlen, "listen address '%s': the port is 0 to 65535", listen);
+		return -1;
+	}
 	rc = getaddrinfo(*host ? host : "0.0.0.0", port, &hints, &res);
 	if (rc) {
 		snprintf(err, errlen, "bad listen address '%s': %s", listen, gai_strerror(rc));

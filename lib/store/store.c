@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "backends.h"
 #include "store_impl.h"
@@ -50,6 +51,23 @@ static int set_open_error(char *err, size_t errlen, int e, const char *fmt, cons
 	return -1;
 }
 
+int mtc_store_misspelt_url(const char *url, char *err, size_t errlen)
+{
+	static const char *const schemes[] = { "gs", "s3", "file" };
+	for (size_t i = 0; i < sizeof schemes / sizeof *schemes; i++) {
+		size_t n = strlen(schemes[i]);
+		if (strncasecmp(url, schemes[i], n) || url[n] != ':')
+			continue;
+		if (!strncmp(url, schemes[i], n) && !strncmp(url + n, "://", 3))
+			return 0;
+		snprintf(err, errlen, "not a URL: write %s://%s", schemes[i],
+			 i < 2 ? "BUCKET[/PREFIX]" : "DIR");
+		errno = EINVAL;
+		return 1;
+	}
+	return 0;
+}
+
 int mtc_store_open(const char *url, const struct mtc_store_options *opt, struct mtc_store **out,
 		   char *err, size_t errlen)
 {
@@ -60,6 +78,8 @@ int mtc_store_open(const char *url, const struct mtc_store_options *opt, struct 
 	*out = NULL;
 	if (!url || !*url)
 		return set_open_error(err, errlen, EINVAL, "empty location%s", "");
+	if (mtc_store_misspelt_url(url, err, errlen))
+		return -1;
 	s = xcalloc(1, sizeof *s);
 	pthread_mutex_init(&s->lock, NULL);
 	if (opt)

@@ -128,7 +128,16 @@ static void gcs_get(struct op *op, struct req *r)
 	r->url = gcs_object_url((struct gcs *)op->xf, op->name, q);
 }
 
-static const struct xfer_api gcs_api = { gcs_authorize, gcs_header, gcs_message, gcs_get, NULL, NULL };
+static const struct xfer_api gcs_api = {
+	gcs_authorize,
+	gcs_header,
+	gcs_message,
+	gcs_get,
+	NULL,
+	NULL,
+	"check the gs:// credential: --gcs-token-file, $MTC_GCS_TOKEN, else the application default "
+	"credentials or the metadata server, and its access to the bucket"
+};
 
 /* ----------------------------------------------------- small reads, stat, delete */
 

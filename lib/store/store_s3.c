@@ -218,7 +218,16 @@ static int s3_moved(struct op *op, const struct req *r)
 	return moved;
 }
 
-const struct xfer_api s3_api = { s3_authorize, s3_header, s3_message, s3_get, s3_expired, s3_moved };
+const struct xfer_api s3_api = {
+	s3_authorize,
+	s3_header,
+	s3_message,
+	s3_get,
+	s3_expired,
+	s3_moved,
+	"check the s3:// credential: $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY, else $AWS_PROFILE's, "
+	"and its access to the bucket"
+};
 
 /* Each <tag>...</tag> of xml in turn: *at moves past it; NULL after the last. */
 const char *s3_element(const char **at, const char *end, const char *tag, size_t *len)

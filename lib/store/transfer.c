@@ -79,7 +79,10 @@ static void describe(const struct op *op, const struct req *r, char *out, size_t
 				if (*p == '\n' || *p == '\r')
 					*p = ' ';
 		}
-		snprintf(out, outlen, "HTTP %ld%s%s", r->status, msg[0] ? ": " : "", msg);
+		const char *hint = r->status == 401 || r->status == 403 ? op->xf->api->denied_hint
+									: NULL;
+		snprintf(out, outlen, "HTTP %ld%s%s%s%s", r->status, msg[0] ? ": " : "", msg,
+			 hint ? "; " : "", hint ? hint : "");
 	}
 }
 
@@ -97,7 +100,7 @@ static int errno_of_status(long status)
 
 enum verdict xfer_fail_with(struct op *op, struct req *r, const char *what)
 {
-	char why[400];
+	char why[640];
 	describe(op, r, why, sizeof why);
 	return xfer_fail(op,
 			 r->abort_errno ? r->abort_errno

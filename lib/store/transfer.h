@@ -53,6 +53,8 @@ struct xfer_api {
 	 * an op. NULL: never.
 	 */
 	int (*moved)(struct op *op, const struct req *r);
+	/* What to check after a 401 or 403: which credential, where it comes from. */
+	const char *denied_hint;
 };
 
 /*
