@@ -232,4 +232,11 @@ TABLE='
 	assert_failure 2
 	assert_output "mtc-backup: cannot open 'gs:bkt': not a URL: write gs://BUCKET[/PREFIX]"
 	[ ! -e s3: ] && [ ! -e gs:bkt ]
+	# no bucket: refused at once, never a wait on a store nor a job taken for the bucket
+	run timeout 10 mtc-restore --from s3:// --job j --out o --s3-endpoint http://127.0.0.1:9
+	assert_failure 2
+	assert_output "mtc-restore: 's3://' is a URL without a bucket: write s3://BUCKET[/PREFIX]"
+	run timeout 10 mtc-lkg --backups gs:///x --job j
+	assert_failure 2
+	assert_output "mtc-lkg: 'gs:///x' is a URL without a bucket: write gs://BUCKET[/PREFIX]"
 }

@@ -58,9 +58,11 @@ int mtc_store_misspelt_url(const char *url, char *err, size_t errlen)
 		size_t n = strlen(schemes[i]);
 		if (strncasecmp(url, schemes[i], n) || url[n] != ':')
 			continue;
-		if (!strncmp(url, schemes[i], n) && !strncmp(url + n, "://", 3))
+		int exact = !strncmp(url, schemes[i], n) && !strncmp(url + n, "://", 3);
+		if (exact && (i == 2 || (url[n + 3] && url[n + 3] != '/')))
 			return 0;
-		snprintf(err, errlen, "not a URL: write %s://%s", schemes[i],
+		snprintf(err, errlen, "%s: write %s://%s",
+			 exact ? "a URL without a bucket" : "not a URL", schemes[i],
 			 i < 2 ? "BUCKET[/PREFIX]" : "DIR");
 		errno = EINVAL;
 		return 1;

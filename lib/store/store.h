@@ -97,13 +97,13 @@ void mtc_store_close(struct mtc_store *s);
 const char *mtc_store_url(const struct mtc_store *s);
 /* 1 for gs://, 0 for a directory. */
 int mtc_store_is_remote(const struct mtc_store *s);
-/* The reason for the last failure on s, never NULL. */
 /*
  * 1 when url starts gs:, s3: or file: in any case but is not that URL
- * (s3:/b, S3://b): err says how to write it, errno EINVAL. Such a name is
- * never taken for a local path.
+ * (s3:/b, S3://b, a gs:// or s3:// without a bucket): err says how to write
+ * it, errno EINVAL. Such a name is never taken for a local path.
  */
 int mtc_store_misspelt_url(const char *url, char *err, size_t errlen);
+/* The reason for the last failure on s, never NULL. */
 const char *mtc_store_error(const struct mtc_store *s);
 void mtc_store_set_progress(struct mtc_store *s, mtc_store_progress_fn fn, void *arg);
 
