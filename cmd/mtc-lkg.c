@@ -62,7 +62,7 @@ int main(int argc, const char **argv)
 		  "the local dir's rank (default: the config's, else 0)", "R" },
 		{ "job", '\0', POPT_ARG_STRING, &job_opt, 0,
 		  "the job: its backups, its metas (default: the config's)", "NAME" },
-		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "print JSON", NULL },
+		MTC_POPT_JSON(json_out, "print JSON"),
 		{ "nodes", '\0', POPT_ARG_INT, &nodes_opt, 0,
 		  "judge against N nodes (default: inferred)", "N" },
 		{ "workers", '\0', POPT_ARG_INT, &workers_opt, 0,

@@ -37,6 +37,43 @@ extern struct poptOption mtc_common_options[];
 			"URL"                                                                               \
 	}
 
+/* Entries with one meaning and one help text in every program that takes them. */
+#define MTC_POPT_DIR(var)                                                      \
+	{                                                                      \
+		"dir", 'd', POPT_ARG_STRING, &(var), 0, "the local dir", "DIR" \
+	}
+#define MTC_POPT_CONFIG(var)                                                                          \
+	{                                                                                             \
+		"config", 'c', POPT_ARG_STRING, &(var), 0, "the accepted config (JSON, - for stdin)", \
+			"CFG"                                                                         \
+	}
+#define MTC_POPT_THREADS(var)                                                                           \
+	{                                                                                               \
+		"threads", '\0', POPT_ARG_INT, &(var), 0, "hashing threads (default: one per CPU)", "N" \
+	}
+#define MTC_POPT_PARALLEL(var)                                                                    \
+	{                                                                                         \
+		"parallel", 'j', POPT_ARG_INT, &(var), 0, "transfers in flight (default 32)", "N" \
+	}
+#define MTC_POPT_NO_PROGRESS(var)                                                                     \
+	{                                                                                             \
+		"no-progress", '\0', POPT_ARG_NONE, &(var), 0, "no progress line on a terminal", NULL \
+	}
+#define MTC_POPT_JSON(var, help)                                   \
+	{                                                          \
+		"json", '\0', POPT_ARG_NONE, &(var), 0, help, NULL \
+	}
+#define MTC_POPT_COORDINATOR_URL(var)                                       \
+	{                                                                   \
+		"coordinator-url", '\0', POPT_ARG_STRING, &(var), 0,        \
+			"the coordinator (default $MTC_COORDINATOR)", "URL" \
+	}
+#define MTC_POPT_HEARTBEAT(var)                                         \
+	{                                                               \
+		"heartbeat", '\0', POPT_ARG_DOUBLE, &(var), 0,          \
+			"seconds between heartbeats (default 5)", "SEC" \
+	}
+
 poptContext mtc_cli_context(const char *name, int argc, const char **argv, const struct poptOption *opts,
 			    const char *usage);
 
