@@ -113,17 +113,12 @@ int main(int argc, const char **argv)
 	long long step;
 	int rc;
 
-	mtc_log_init(argv[0]);
-	mtc_http_init();
-	ctx = mtc_cli_context("mtc-backup", argc, argv, opts,
-			      "--dir DIR --config FILE --step S --to LOCATION [OPTIONS]");
-	if (mtc_cli_parse(ctx, &rc) < 0)
+	if (mtc_cli_start("mtc-backup", argc, argv, opts,
+			  "--dir DIR --config FILE --step S --to LOCATION [OPTIONS]", &ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
-	if (poptPeekArg(ctx)) {
-		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
+	if (mtc_cli_no_args(ctx))
 		goto out;
-	}
 	if (mtc_cli_required("--dir", !!dir, "--config", !!config_file, "--step", !!step_text, "--to",
 			     !!location, NULL))
 		goto out;

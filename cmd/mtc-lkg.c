@@ -76,18 +76,14 @@ int main(int argc, const char **argv)
 	poptContext ctx;
 	int rc;
 
-	mtc_log_init(argv[0]);
-	mtc_http_init();
-	ctx = mtc_cli_context(
-		"mtc-lkg", argc, argv, opts,
-		"--backups LOCATION (--job NAME | --config CFG) [--verify] | --inventory FILE|- | --dir DIR [--peer URL]... [--backups LOCATION] [--json]");
-	if (mtc_cli_parse(ctx, &rc) < 0)
+	if (mtc_cli_start(
+		    "mtc-lkg", argc, argv, opts,
+		    "--backups LOCATION (--job NAME | --config CFG) [--verify] | --inventory FILE|- | --dir DIR [--peer URL]... [--backups LOCATION] [--json]",
+		    &ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
-	if (poptPeekArg(ctx)) {
-		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
+	if (mtc_cli_no_args(ctx))
 		goto out;
-	}
 	if (inventory_path && (dir || backups_root || peer_urls || peer_template || config_path)) {
 		mtc_usage_error(
 			"--inventory takes everything from its file: no --dir, --peer, --backups or --config");

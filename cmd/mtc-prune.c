@@ -102,11 +102,9 @@ int main(int argc, const char **argv)
 	const char *arg;
 	int rc, ini_mode = 0, n_prints;
 
-	mtc_log_init(argv[0]);
-	mtc_http_init();
-	ctx = mtc_cli_context("mtc-prune", argc, argv, opts,
-			      "[OPTIONS] LOCATION --job NAME | -p PATH | --list FILE | -c FILE.ini");
-	if (mtc_cli_parse(ctx, &rc) < 0)
+	if (mtc_cli_start("mtc-prune", argc, argv, opts,
+			  "[OPTIONS] LOCATION --job NAME | -p PATH | --list FILE | -c FILE.ini", &ctx,
+			  &rc) < 0)
 		goto out;
 	if (mtc_log_level() == MTC_LOG_ERROR)
 		silent = 1; /* -q: errors only, as --silent */

@@ -98,17 +98,15 @@ int main(int argc, const char **argv)
 	char *job = NULL;
 	int rc;
 
-	mtc_log_init(argv[0]);
-	mtc_http_init();
 	cmd_argc = argc;
 	cmd_argv = argv;
-	ctx = mtc_cli_context(
-		"mtc-restore", argc, argv, opts,
-		"--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"
-		"  or: mtc-restore --from LOCATION --job JOB [--name NAME] [--rank R] (--out DIR | --archive FILE|- | --verify)\n"
-		"  or: mtc-restore --pin LOCATION --job JOB NAME [--force]\n"
-		"  or: mtc-restore --unpin LOCATION --job JOB");
-	if (mtc_cli_parse(ctx, &rc) < 0)
+	if (mtc_cli_start(
+		    "mtc-restore", argc, argv, opts,
+		    "--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"
+		    "  or: mtc-restore --from LOCATION --job JOB [--name NAME] [--rank R] (--out DIR | --archive FILE|- | --verify)\n"
+		    "  or: mtc-restore --pin LOCATION --job JOB NAME [--force]\n"
+		    "  or: mtc-restore --unpin LOCATION --job JOB",
+		    &ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
 	if (!!from + !!pin_root + !!unpin_root + !!dir > 1) {
@@ -148,10 +146,8 @@ int main(int argc, const char **argv)
 			goto out;
 		}
 	}
-	if (poptPeekArg(ctx)) {
-		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
+	if (mtc_cli_no_args(ctx))
 		goto out;
-	}
 	if (mode != MODE_FROM && (out_dir || archive_path || compress || rank_text || no_progress ||
 				  name_opt || verify_only)) {
 		mtc_usage_error(

@@ -78,6 +78,16 @@ poptContext mtc_cli_context(const char *name, int argc, const char **argv, const
 			    const char *usage);
 
 /*
+ * The start of a program's main: logging and HTTP set up, *ctx made over
+ * opts and parsed as mtc_cli_parse does, whose result it returns.
+ */
+int mtc_cli_start(const char *name, int argc, const char **argv, const struct poptOption *opts,
+		  const char *usage, poptContext *ctx, int *code);
+
+/* No argument left after the options: 0, else MTC_EXIT_USAGE after the one-line error. */
+int mtc_cli_no_args(poptContext ctx);
+
+/*
  * Runs popt over the whole command line. 0 to go on; -1 when the program
  * ends here, with its exit code in *code: 0 after --version,
  * MTC_EXIT_USAGE after a bad option.
@@ -149,5 +159,14 @@ int mtc_cli_required(const char *name, int given, ...);
  * no such file and MTC_EXIT_USAGE when it is not a valid config.
  */
 int mtc_cli_config(const char *path, struct mtc_config *cfg);
+
+/* The job and node of cfg said in the status file of the local dir. */
+void mtc_cli_status_node(const char *dir, const struct mtc_config *cfg);
+
+/*
+ * A node's --dir and --config: mtc_cli_local_dir, mtc_cli_config into *cfg,
+ * then mtc_cli_status_node. MTC_EXIT_OK, else as those say (cfg then unset).
+ */
+int mtc_cli_node(const char *dir, const char *config, struct mtc_config *cfg);
 
 #endif

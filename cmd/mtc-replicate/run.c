@@ -130,7 +130,7 @@ int mtc_replicate_run(int argc, const char **argv)
 	};
 	poptContext ctx;
 	struct mtc_config cfg;
-	char **urls = NULL, *context;
+	char **urls = NULL;
 	int n_urls = 0;
 	int rc;
 
@@ -150,13 +150,8 @@ int mtc_replicate_run(int argc, const char **argv)
 		rc = mtc_usage_error("--background takes idle, nice or normal, not '%s'", bg_name);
 		goto out;
 	}
-	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
+	if ((rc = mtc_cli_node(dir, config, &cfg)) != MTC_EXIT_OK)
 		goto out;
-	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
-		goto out;
-	context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
-	mtc_log_status_dir(dir, context);
-	free(context);
 	/* what it is given cannot work (a token, the peers): a restart does not change that */
 	rc = MTC_EXIT_USAGE;
 	if (mtc_peer_token_path(token_file) &&
