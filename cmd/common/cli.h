@@ -73,6 +73,12 @@ extern struct poptOption mtc_common_options[];
 		"heartbeat", '\0', POPT_ARG_DOUBLE, &(var), 0,          \
 			"seconds between heartbeats (default 5)", "SEC" \
 	}
+/* --slice-threshold SIZE and --slices N, read by mtc_cli_slices; the helps say which way. */
+#define MTC_POPT_SLICES(threshold_text, slices, threshold_help, slices_help)                        \
+	{ "slice-threshold", '\0', POPT_ARG_STRING, &(threshold_text), 0, threshold_help, "SIZE" }, \
+	{                                                                                           \
+		"slices", '\0', POPT_ARG_INT, &(slices), 0, slices_help, "N"                        \
+	}
 
 poptContext mtc_cli_context(const char *name, int argc, const char **argv, const struct poptOption *opts,
 			    const char *usage);

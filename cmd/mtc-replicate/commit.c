@@ -1,7 +1,5 @@
 #include "verbs.h"
 
-int load_config(const char *path, struct mtc_config *cfg) { return mtc_cli_config(path, cfg); }
-
 static void print_commit(const struct mtc_commit_result *r, void *arg)
 {
 	(void)arg;
@@ -106,7 +104,7 @@ int mtc_replicate_commit(int argc, const char **argv)
 		rc = mtc_usage_error("--watch and --wait exclude each other");
 		goto out;
 	}
-	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
+	if ((rc = mtc_cli_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
 	struct mtc_commit_opts o = {
 		.dir = dir, .cfg = &cfg, .threads = threads, .quiet_s = quiet, .cb = print_commit

@@ -86,7 +86,7 @@ int mtc_replicate_gc(int argc, const char **argv)
 		rc = mtc_usage_error("--grace takes seconds, 0 or more");
 		goto out;
 	}
-	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
+	if ((rc = mtc_cli_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
 	json_t *would = json ? json_array() : NULL;
 	struct mtc_gc_opts g = { dir, &cfg, steps, nsteps, own_only, 0, dry_run, grace };
