@@ -82,7 +82,7 @@ static int run(const struct mtc_config *cfg, long long step)
 int main(int argc, const char **argv)
 {
 	struct poptOption opts[] = {
-		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
+		MTC_POPT_DIR(dir),
 		{ "config", 'c', POPT_ARG_STRING, &config_file, 0, "accepted config (JSON, - for stdin)",
 		  "FILE" },
 		{ "step", 's', POPT_ARG_STRING, &step_text, 0, "the step to back up", "S" },
@@ -92,22 +92,19 @@ int main(int argc, const char **argv)
 		{ "name", '\0', POPT_ARG_STRING, &name_opt, 0, "backup name (default: now, UTC)",
 		  "YYYY-MM-DD_HH-MM" },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
-		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
-		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
-		  "N" },
-		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0,
-		  "on gs://: upload a file at least this big as parallel parts composed into one object (default 64M)",
-		  "SIZE" },
-		{ "slices", '\0', POPT_ARG_INT, &slices, 0,
-		  "parts of one such file (default 16, at most 32; 1: one stream)", "N" },
+		MTC_POPT_PARALLEL(parallel),
+		MTC_POPT_THREADS(threads),
+		MTC_POPT_SLICES(
+			slice_threshold_text, slices,
+			"on gs://: upload a file at least this big as parallel parts composed into one object (default 64M)",
+			"parts of one such file (default 16, at most 32; 1: one stream)"),
 		{ "no-verify", '\0', POPT_ARG_NONE, &no_verify, 0,
 		  "do not check the data against its name, and upload no manifest", NULL },
-		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal",
-		  NULL },
+		MTC_POPT_NO_PROGRESS(no_progress),
 		{ "stall-timeout", '\0', POPT_ARG_INT, &stall_s, 0,
 		  "give up waiting for data another node uploads after it has not grown this long (default 300)",
 		  "SECONDS" },
-		{ "json", '\0', POPT_ARG_NONE, &json, 0, "the summary line as JSON", NULL },
+		MTC_POPT_JSON(json, "the summary line as JSON"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	struct mtc_config cfg;
@@ -115,17 +112,12 @@ int main(int argc, const char **argv)
 	long long step;
 	int rc;
 
-	mtc_log_init(argv[0]);
-	mtc_http_init();
-	ctx = mtc_cli_context("mtc-backup", argc, argv, opts,
-			      "--dir DIR --config FILE --step S --to LOCATION [OPTIONS]");
-	if (mtc_cli_parse(ctx, &rc) < 0)
+	if (mtc_cli_start("mtc-backup", argc, argv, opts,
+			  "--dir DIR --config FILE --step S --to LOCATION [OPTIONS]", &ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
-	if (poptPeekArg(ctx)) {
-		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
+	if (mtc_cli_no_args(ctx))
 		goto out;
-	}
 	if (mtc_cli_required("--dir", !!dir, "--config", !!config_file, "--step", !!step_text, "--to",
 			     !!location, NULL))
 		goto out;

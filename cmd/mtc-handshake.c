@@ -36,10 +36,9 @@ int main(int argc, const char **argv)
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir (a RAM disk)", "DIR" },
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout_s, 0,
 		  "give up after SEC seconds with exit 3 (default: wait forever; offer: 300)", "SEC" },
-		{ "json", '\0', POPT_ARG_NONE, &json, 0,
-		  "result lines as JSON: watch's path, offer's restore marker (accept and check print "
-		  "JSON either way)",
-		  NULL },
+		MTC_POPT_JSON(json,
+			      "result lines as JSON: watch's path, offer's restore marker (accept and check print "
+			      "JSON either way)"),
 		POPT_TABLEEND
 	};
 	struct poptOption offer_opts[] = {

@@ -56,13 +56,12 @@ int main(int argc, const char **argv)
 		MTC_POPT_PEER_TOKEN_FILE(peer_token_file),
 		{ "peer-timeout", '\0', POPT_ARG_DOUBLE, &peer_timeout, 0,
 		  "seconds per peer, retries included", "SEC" },
-		{ "config", 'c', POPT_ARG_STRING, &config_path, 0,
-		  "the accepted config (JSON, - for stdin)", "CFG" },
+		MTC_POPT_CONFIG(config_path),
 		{ "rank", 'r', POPT_ARG_INT, &rank_opt, 0,
 		  "the local dir's rank (default: the config's, else 0)", "R" },
 		{ "job", '\0', POPT_ARG_STRING, &job_opt, 0,
 		  "the job: its backups, its metas (default: the config's)", "NAME" },
-		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "print JSON", NULL },
+		MTC_POPT_JSON(json_out, "print JSON"),
 		{ "nodes", '\0', POPT_ARG_INT, &nodes_opt, 0,
 		  "judge against N nodes (default: inferred)", "N" },
 		{ "workers", '\0', POPT_ARG_INT, &workers_opt, 0,
@@ -76,18 +75,14 @@ int main(int argc, const char **argv)
 	poptContext ctx;
 	int rc;
 
-	mtc_log_init(argv[0]);
-	mtc_http_init();
-	ctx = mtc_cli_context(
-		"mtc-lkg", argc, argv, opts,
-		"--backups LOCATION (--job NAME | --config CFG) [--verify] | --inventory FILE|- | --dir DIR [--peer URL]... [--backups LOCATION] [--json]");
-	if (mtc_cli_parse(ctx, &rc) < 0)
+	if (mtc_cli_start(
+		    "mtc-lkg", argc, argv, opts,
+		    "--backups LOCATION (--job NAME | --config CFG) [--verify] | --inventory FILE|- | --dir DIR [--peer URL]... [--backups LOCATION] [--json]",
+		    &ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
-	if (poptPeekArg(ctx)) {
-		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
+	if (mtc_cli_no_args(ctx))
 		goto out;
-	}
 	if (inventory_path && (dir || backups_root || peer_urls || peer_template || config_path)) {
 		mtc_usage_error(
 			"--inventory takes everything from its file: no --dir, --peer, --backups or --config");

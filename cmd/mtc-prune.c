@@ -78,8 +78,7 @@ int main(int argc, const char **argv)
 		  "print only the paths kept, one a line", NULL },
 		{ "print-kept", '\0', POPT_ARG_NONE, &print_kept, 0,
 		  "print only the names kept, one a line", NULL },
-		{ "json", '\0', POPT_ARG_NONE, &json_out, 0,
-		  "print one JSON line a backup, then a summary line", NULL },
+		MTC_POPT_JSON(json_out, "print one JSON line a backup, then a summary line"),
 		{ "silent", '\0', POPT_ARG_NONE, &silent, 0, "errors only, and no table", NULL },
 		{ "debug", '\0', POPT_ARG_NONE, &debug, 0, "debug log output (as -vv)", NULL },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
@@ -103,11 +102,9 @@ int main(int argc, const char **argv)
 	const char *arg;
 	int rc, ini_mode = 0, n_prints;
 
-	mtc_log_init(argv[0]);
-	mtc_http_init();
-	ctx = mtc_cli_context("mtc-prune", argc, argv, opts,
-			      "[OPTIONS] LOCATION --job NAME | -p PATH | --list FILE | -c FILE.ini");
-	if (mtc_cli_parse(ctx, &rc) < 0)
+	if (mtc_cli_start("mtc-prune", argc, argv, opts,
+			  "[OPTIONS] LOCATION --job NAME | -p PATH | --list FILE | -c FILE.ini", &ctx,
+			  &rc) < 0)
 		goto out;
 	if (mtc_log_level() == MTC_LOG_ERROR)
 		silent = 1; /* -q: errors only, as --silent */

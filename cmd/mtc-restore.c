@@ -67,24 +67,18 @@ int main(int argc, const char **argv)
 		{ "unpin", '\0', POPT_ARG_STRING, &unpin_root, 0, "remove restore.version", "LOCATION" },
 		{ "force", '\0', POPT_ARG_NONE, &force, 0, "pin a backup that is not valid", NULL },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
-		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0, "transfers in flight (default 32)", "N" },
-		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
-		  "N" },
-		{ "slice-threshold", '\0', POPT_ARG_STRING, &slice_threshold_text, 0,
-		  "gs://: fetch a file at least this big as parallel ranged GETs (default 64M)",
-		  "SIZE" },
-		{ "slices", '\0', POPT_ARG_INT, &slices, 0,
-		  "ranged GETs of one such file (default 16, at most 32; 1: one stream)", "N" },
-		{ "no-progress", '\0', POPT_ARG_NONE, &no_progress, 0, "no progress line on a terminal",
-		  NULL },
+		MTC_POPT_PARALLEL(parallel),
+		MTC_POPT_THREADS(threads),
+		MTC_POPT_SLICES(slice_threshold_text, slices,
+				"gs://: fetch a file at least this big as parallel ranged GETs (default 64M)",
+				"ranged GETs of one such file (default 16, at most 32; 1: one stream)"),
+		MTC_POPT_NO_PROGRESS(no_progress),
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "restore this node's local dir (cluster mode)",
 		  "DIR" },
-		{ "config", 'c', POPT_ARG_STRING, &config_file, 0,
-		  "the accepted config (JSON, - for stdin)", "CFG" },
+		MTC_POPT_CONFIG(config_file),
 		{ "backup", 'b', POPT_ARG_STRING, &backup, 0,
 		  "the backup location (the job name is added)", "LOCATION" },
-		{ "coordinator-url", '\0', POPT_ARG_STRING, &coordinator_url, 0,
-		  "the coordinator (default $MTC_COORDINATOR)", "URL" },
+		MTC_POPT_COORDINATOR_URL(coordinator_url),
 		{ "standalone", '\0', POPT_ARG_NONE, &standalone, 0,
 		  "decide alone, without a coordinator", NULL },
 		{ "address", '\0', POPT_ARG_STRING, &address, 0,
@@ -92,9 +86,8 @@ int main(int argc, const char **argv)
 		MTC_POPT_PEER_TOKEN_FILE(peer_token_file),
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout_s, 0,
 		  "seconds for the whole restore (default 600)", "SEC" },
-		{ "heartbeat", '\0', POPT_ARG_DOUBLE, &heartbeat_s, 0,
-		  "seconds between heartbeats (default 5)", "SEC" },
-		{ "json", '\0', POPT_ARG_NONE, &json_out, 0, "the summary line as JSON", NULL },
+		MTC_POPT_HEARTBEAT(heartbeat_s),
+		MTC_POPT_JSON(json_out, "the summary line as JSON"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	enum mode mode = MODE_NONE;
@@ -103,17 +96,15 @@ int main(int argc, const char **argv)
 	char *job = NULL;
 	int rc;
 
-	mtc_log_init(argv[0]);
-	mtc_http_init();
 	cmd_argc = argc;
 	cmd_argv = argv;
-	ctx = mtc_cli_context(
-		"mtc-restore", argc, argv, opts,
-		"--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"
-		"  or: mtc-restore --from LOCATION --job JOB [--name NAME] [--rank R] (--out DIR | --archive FILE|- | --verify)\n"
-		"  or: mtc-restore --pin LOCATION --job JOB NAME [--force]\n"
-		"  or: mtc-restore --unpin LOCATION --job JOB");
-	if (mtc_cli_parse(ctx, &rc) < 0)
+	if (mtc_cli_start(
+		    "mtc-restore", argc, argv, opts,
+		    "--dir DIR --config CFG [--backup LOCATION] [--coordinator-url URL | --standalone]\n"
+		    "  or: mtc-restore --from LOCATION --job JOB [--name NAME] [--rank R] (--out DIR | --archive FILE|- | --verify)\n"
+		    "  or: mtc-restore --pin LOCATION --job JOB NAME [--force]\n"
+		    "  or: mtc-restore --unpin LOCATION --job JOB",
+		    &ctx, &rc) < 0)
 		goto out;
 	rc = MTC_EXIT_USAGE;
 	if (!!from + !!pin_root + !!unpin_root + !!dir > 1) {
@@ -153,10 +144,8 @@ int main(int argc, const char **argv)
 			goto out;
 		}
 	}
-	if (poptPeekArg(ctx)) {
-		mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
+	if (mtc_cli_no_args(ctx))
 		goto out;
-	}
 	if (mode != MODE_FROM && (out_dir || archive_path || compress || rank_text || no_progress ||
 				  name_opt || verify_only)) {
 		mtc_usage_error(

@@ -8,10 +8,12 @@
 #include <sys/stat.h>
 
 #include "exitcode.h"
+#include "http.h"
 #include "local_dir.h"
 #include "parent_watch.h"
 #include "log.h"
 #include "store/store.h"
+#include "xalloc.h"
 
 enum { OPT_VERBOSE = 0x7601, OPT_QUIET, OPT_VERSION, OPT_LOG_FORMAT, OPT_TOKEN_FILE, OPT_HELP };
 
@@ -244,4 +246,40 @@ int mtc_cli_count(const char *name, int *v)
 	else if (*v < 1)
 		return mtc_usage_error("%s takes a number, 1 or more, not '%d'", name, *v);
 	return 0;
+}
+
+int mtc_cli_start(const char *name, int argc, const char **argv, const struct poptOption *opts,
+		  const char *usage, poptContext *ctx, int *code)
+{
+	mtc_log_init(argv[0]);
+	mtc_http_init();
+	*ctx = mtc_cli_context(name, argc, argv, opts, usage);
+	return mtc_cli_parse(*ctx, code);
+}
+
+int mtc_cli_no_args(poptContext ctx)
+{
+	if (!poptPeekArg(ctx))
+		return 0;
+	return mtc_usage_error("unexpected argument '%s'", poptPeekArg(ctx));
+}
+
+void mtc_cli_status_node(const char *dir, const struct mtc_config *cfg)
+{
+	char *context = xasprintf("job=%s node=%d/%d", cfg->job_name, cfg->node_rank, cfg->nodes);
+
+	mtc_log_status_dir(dir, context);
+	free(context);
+}
+
+int mtc_cli_node(const char *dir, const char *config, struct mtc_config *cfg)
+{
+	int rc;
+
+	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
+		return rc;
+	if ((rc = mtc_cli_config(config, cfg)) != MTC_EXIT_OK)
+		return rc;
+	mtc_cli_status_node(dir, cfg);
+	return MTC_EXIT_OK;
 }

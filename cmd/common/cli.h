@@ -37,8 +37,61 @@ extern struct poptOption mtc_common_options[];
 			"URL"                                                                               \
 	}
 
+/* Entries with one meaning and one help text in every program that takes them. */
+#define MTC_POPT_DIR(var)                                                      \
+	{                                                                      \
+		"dir", 'd', POPT_ARG_STRING, &(var), 0, "the local dir", "DIR" \
+	}
+#define MTC_POPT_CONFIG(var)                                                                          \
+	{                                                                                             \
+		"config", 'c', POPT_ARG_STRING, &(var), 0, "the accepted config (JSON, - for stdin)", \
+			"CFG"                                                                         \
+	}
+#define MTC_POPT_THREADS(var)                                                                           \
+	{                                                                                               \
+		"threads", '\0', POPT_ARG_INT, &(var), 0, "hashing threads (default: one per CPU)", "N" \
+	}
+#define MTC_POPT_PARALLEL(var)                                                                    \
+	{                                                                                         \
+		"parallel", 'j', POPT_ARG_INT, &(var), 0, "transfers in flight (default 32)", "N" \
+	}
+#define MTC_POPT_NO_PROGRESS(var)                                                                     \
+	{                                                                                             \
+		"no-progress", '\0', POPT_ARG_NONE, &(var), 0, "no progress line on a terminal", NULL \
+	}
+#define MTC_POPT_JSON(var, help)                                   \
+	{                                                          \
+		"json", '\0', POPT_ARG_NONE, &(var), 0, help, NULL \
+	}
+#define MTC_POPT_COORDINATOR_URL(var)                                       \
+	{                                                                   \
+		"coordinator-url", '\0', POPT_ARG_STRING, &(var), 0,        \
+			"the coordinator (default $MTC_COORDINATOR)", "URL" \
+	}
+#define MTC_POPT_HEARTBEAT(var)                                         \
+	{                                                               \
+		"heartbeat", '\0', POPT_ARG_DOUBLE, &(var), 0,          \
+			"seconds between heartbeats (default 5)", "SEC" \
+	}
+/* --slice-threshold SIZE and --slices N, read by mtc_cli_slices; the helps say which way. */
+#define MTC_POPT_SLICES(threshold_text, slices, threshold_help, slices_help)                        \
+	{ "slice-threshold", '\0', POPT_ARG_STRING, &(threshold_text), 0, threshold_help, "SIZE" }, \
+	{                                                                                           \
+		"slices", '\0', POPT_ARG_INT, &(slices), 0, slices_help, "N"                        \
+	}
+
 poptContext mtc_cli_context(const char *name, int argc, const char **argv, const struct poptOption *opts,
 			    const char *usage);
+
+/*
+ * The start of a program's main: logging and HTTP set up, *ctx made over
+ * opts and parsed as mtc_cli_parse does, whose result it returns.
+ */
+int mtc_cli_start(const char *name, int argc, const char **argv, const struct poptOption *opts,
+		  const char *usage, poptContext *ctx, int *code);
+
+/* No argument left after the options: 0, else MTC_EXIT_USAGE after the one-line error. */
+int mtc_cli_no_args(poptContext ctx);
 
 /*
  * Runs popt over the whole command line. 0 to go on; -1 when the program
@@ -112,5 +165,14 @@ int mtc_cli_required(const char *name, int given, ...);
  * no such file and MTC_EXIT_USAGE when it is not a valid config.
  */
 int mtc_cli_config(const char *path, struct mtc_config *cfg);
+
+/* The job and node of cfg said in the status file of the local dir. */
+void mtc_cli_status_node(const char *dir, const struct mtc_config *cfg);
+
+/*
+ * A node's --dir and --config: mtc_cli_local_dir, mtc_cli_config into *cfg,
+ * then mtc_cli_status_node. MTC_EXIT_OK, else as those say (cfg then unset).
+ */
+int mtc_cli_node(const char *dir, const char *config, struct mtc_config *cfg);
 
 #endif

@@ -90,9 +90,7 @@ int do_accept(void)
 		free(path);
 		return MTC_EXIT_USAGE;
 	}
-	char *context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
-	mtc_log_status_dir(dir, context);
-	free(context);
+	mtc_cli_status_node(dir, &cfg);
 
 	if (mtc_clean_local_dir(dir) < 0) {
 		mtc_critical("cannot clean the local dir '%s'", dir);

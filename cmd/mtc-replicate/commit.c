@@ -1,7 +1,5 @@
 #include "verbs.h"
 
-int load_config(const char *path, struct mtc_config *cfg) { return mtc_cli_config(path, cfg); }
-
 static void print_commit(const struct mtc_commit_result *r, void *arg)
 {
 	(void)arg;
@@ -71,9 +69,8 @@ int mtc_replicate_commit(int argc, const char **argv)
 	int watch = 0, threads = 0, json = 0;
 	double quiet = 5, timeout = -1, wait_s = -1;
 	struct poptOption opts[] = {
-		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
-		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (JSON, - for stdin)",
-		  "CFG" },
+		MTC_POPT_DIR(dir),
+		MTC_POPT_CONFIG(config),
 		{ "watch", 'w', POPT_ARG_NONE, &watch, 0, "keep committing steps as they arrive", NULL },
 		{ "quiet-time", '\0', POPT_ARG_DOUBLE, &quiet, 0,
 		  "a created step dir or .save file is taken after SEC s without change (default 5)",
@@ -84,10 +81,9 @@ int mtc_replicate_commit(int argc, const char **argv)
 		  "wait up to SEC s for pending steps to become quiet and commit them; exit 3 if "
 		  "some are still pending",
 		  "SEC" },
-		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
-		  "N" },
-		{ "json", '\0', POPT_ARG_NONE, &json, 0,
-		  "only JSON on stdout: a line per committed step, one for the pending steps", NULL },
+		MTC_POPT_THREADS(threads),
+		MTC_POPT_JSON(json,
+			      "only JSON on stdout: a line per committed step, one for the pending steps"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -108,7 +104,7 @@ int mtc_replicate_commit(int argc, const char **argv)
 		rc = mtc_usage_error("--watch and --wait exclude each other");
 		goto out;
 	}
-	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
+	if ((rc = mtc_cli_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
 	struct mtc_commit_opts o = {
 		.dir = dir, .cfg = &cfg, .threads = threads, .quiet_s = quiet, .cb = print_commit

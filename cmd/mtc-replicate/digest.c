@@ -74,9 +74,8 @@ int mtc_replicate_digest(int argc, const char **argv)
 	int json = 0, threads = 0, manifest = 0;
 	char *framework = NULL;
 	struct poptOption opts[] = {
-		{ "json", '\0', POPT_ARG_NONE, &json, 0, "one JSON object per line", NULL },
-		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
-		  "N" },
+		MTC_POPT_JSON(json, "one JSON object per line"),
+		MTC_POPT_THREADS(threads),
 		{ "manifest", '\0', POPT_ARG_NONE, &manifest, 0,
 		  "with --json, add the manifest (path, type, size, digest of every entry)", NULL },
 		{ "framework", '\0', POPT_ARG_STRING, &framework, 0,

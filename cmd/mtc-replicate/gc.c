@@ -54,9 +54,8 @@ int mtc_replicate_gc(int argc, const char **argv)
 	int own_only = 0, dry_run = 0, json = 0;
 	double grace = 0;
 	struct poptOption opts[] = {
-		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
-		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (JSON, - for stdin)",
-		  "CFG" },
+		MTC_POPT_DIR(dir),
+		MTC_POPT_CONFIG(config),
 		{ "keep", 'k', POPT_ARG_STRING, &keep, 0,
 		  "steps whose .meta and .data stay ('' for none)", "STEP[,STEP...]" },
 		{ "own-only", '\0', POPT_ARG_NONE, &own_only, 0,
@@ -65,8 +64,8 @@ int mtc_replicate_gc(int argc, const char **argv)
 		  NULL },
 		{ "grace", '\0', POPT_ARG_DOUBLE, &grace, 0,
 		  "keep any .data published less than this long ago (default 0)", "SECONDS" },
-		{ "json", '\0', POPT_ARG_NONE, &json, 0,
-		  "print the summary as one JSON line (a dry run lists what would go in it)", NULL },
+		MTC_POPT_JSON(json,
+			      "print the summary as one JSON line (a dry run lists what would go in it)"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -87,7 +86,7 @@ int mtc_replicate_gc(int argc, const char **argv)
 		rc = mtc_usage_error("--grace takes seconds, 0 or more");
 		goto out;
 	}
-	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
+	if ((rc = mtc_cli_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
 	json_t *would = json ? json_array() : NULL;
 	struct mtc_gc_opts g = { dir, &cfg, steps, nsteps, own_only, 0, dry_run, grace };

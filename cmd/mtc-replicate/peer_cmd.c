@@ -334,9 +334,8 @@ int mtc_replicate_push(int argc, const char **argv)
 	int n_urls = 0, failed = 0, rc;
 	long long step;
 	struct poptOption opts[] = {
-		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
-		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (JSON, - for stdin)",
-		  "CFG" },
+		MTC_POPT_DIR(dir),
+		MTC_POPT_CONFIG(config),
 		{ "step", 's', POPT_ARG_STRING, &step_s, 0, "the step to push", "S" },
 		{ "peer", '\0', POPT_ARG_ARGV, &peers, 0, "push to this peer (repeatable)", "URL" },
 		{ "peer-url-template", '\0', POPT_ARG_STRING, &tmpl, 0,
@@ -420,7 +419,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 	struct client_args ca = CLIENT_ARGS_INIT;
 	int rc, worst = 0;
 	struct poptOption opts[] = {
-		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
+		MTC_POPT_DIR(dir),
 		{ "from", '\0', POPT_ARG_STRING, &from, 0, "the peer to fetch from", "URL" },
 		{ "hash", 'H', POPT_ARG_ARGV, &hashes, 0, "fetch <H>.data (repeatable)", "H" },
 		{ "meta", '\0', POPT_ARG_ARGV, &metas, 0, "fetch this .meta and its data (repeatable)",

@@ -98,13 +98,12 @@ int mtc_replicate_run(int argc, const char **argv)
 	int threads = 0, json = 0, no_prehash = 0;
 	enum mtc_background bg = MTC_BG_IDLE;
 	struct poptOption opts[] = {
-		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir", "DIR" },
+		MTC_POPT_DIR(dir),
 		{ "config", 'c', POPT_ARG_STRING, &config, 0, "the accepted config (a JSON file)",
 		  "CFG" },
 		{ "backup", 'b', POPT_ARG_STRING, &backup, 0,
 		  "backup location (the job name is added); without it no backups", "LOCATION" },
-		{ "coordinator-url", '\0', POPT_ARG_STRING, &coord, 0,
-		  "the coordinator (default $MTC_COORDINATOR)", "URL" },
+		MTC_POPT_COORDINATOR_URL(coord),
 		{ "peer-url-template", '\0', POPT_ARG_STRING, &tmpl, 0,
 		  "turns a peer rank into its URL, e.g. http://job-0-{rank}.job:7070", "T" },
 		{ "peers-file", '\0', POPT_ARG_STRING, &peers_file, 0,
@@ -115,25 +114,23 @@ int mtc_replicate_run(int argc, const char **argv)
 		  "seconds between syncs with the coordinator (default 10)", "SEC" },
 		{ "quiet-time", '\0', POPT_ARG_DOUBLE, &quiet, 0,
 		  "a created step dir is taken after SEC s without change (default 5)", "SEC" },
-		{ "heartbeat", '\0', POPT_ARG_DOUBLE, &heartbeat, 0,
-		  "seconds between heartbeats (default 5)", "SEC" },
+		MTC_POPT_HEARTBEAT(heartbeat),
 		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0, "exit 0 after SEC s (default: never)",
 		  "SEC" },
-		{ "threads", '\0', POPT_ARG_INT, &threads, 0, "hashing threads (default: one per CPU)",
-		  "N" },
+		MTC_POPT_THREADS(threads),
 		{ "no-prehash", '\0', POPT_ARG_NONE, &no_prehash, 0,
 		  "hash a step only at its commit, not while the framework writes it", NULL },
 		{ "background", '\0', POPT_ARG_STRING, &bg_name, 0,
 		  "CPU class of hashing before the commit, pushes and backups: idle (default), nice or normal",
 		  "CLASS" },
-		{ "json", '\0', POPT_ARG_NONE, &json, 0,
-		  "a JSON line for each step's time to safety, and the node's state when the loop stops",
-		  NULL },
+		MTC_POPT_JSON(
+			json,
+			"a JSON line for each step's time to safety, and the node's state when the loop stops"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
 	struct mtc_config cfg;
-	char **urls = NULL, *context;
+	char **urls = NULL;
 	int n_urls = 0;
 	int rc;
 
@@ -153,13 +150,8 @@ int mtc_replicate_run(int argc, const char **argv)
 		rc = mtc_usage_error("--background takes idle, nice or normal, not '%s'", bg_name);
 		goto out;
 	}
-	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
+	if ((rc = mtc_cli_node(dir, config, &cfg)) != MTC_EXIT_OK)
 		goto out;
-	if ((rc = load_config(config, &cfg)) != MTC_EXIT_OK)
-		goto out;
-	context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
-	mtc_log_status_dir(dir, context);
-	free(context);
 	/* what it is given cannot work (a token, the peers): a restart does not change that */
 	rc = MTC_EXIT_USAGE;
 	if (mtc_peer_token_path(token_file) &&

@@ -44,7 +44,4 @@ int mtc_replicate_commit(int argc, const char **argv);
 int mtc_replicate_gc(int argc, const char **argv);
 int mtc_replicate_run(int argc, const char **argv);
 
-/* --config of a local verb, loaded into cfg: MTC_EXIT_OK, or the exit code after the error. */
-int load_config(const char *path, struct mtc_config *cfg);
-
 #endif

@@ -84,17 +84,12 @@ int restore_cluster(void)
 {
 	struct mtc_config cfg;
 	struct mtc_cluster_restore_opts o = { 0 };
-	char err[512], *token = NULL, *context;
+	char err[512], *token = NULL;
 	json_t *summary = NULL;
 	int rc;
 
-	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
+	if ((rc = mtc_cli_node(dir, config_file, &cfg)) != MTC_EXIT_OK)
 		return rc;
-	if ((rc = mtc_cli_config(config_file, &cfg)) != MTC_EXIT_OK)
-		return rc;
-	context = xasprintf("job=%s node=%d/%d", cfg.job_name, cfg.node_rank, cfg.nodes);
-	mtc_log_status_dir(dir, context);
-	free(context);
 	const char *ptf = mtc_peer_token_path(peer_token_file);
 	if (ptf && !(token = mtc_read_token_file(ptf, err, sizeof err))) {
 		mtc_critical("%s", err);
