@@ -11,7 +11,13 @@ int from_backup(const char *job)
 
 	if (!js)
 		return rc;
-	rc = choose_backup(js, name, sizeof name);
+	/* a --verify of a named backup reports it whatever its state, missing too */
+	if (verify_only && name_opt) {
+		snprintf(name, sizeof name, "%s", name_opt);
+		rc = MTC_EXIT_OK;
+	} else {
+		rc = choose_backup(js, name, sizeof name);
+	}
 	if (rc == MTC_EXIT_OK && verify_only) {
 		rc = verify_backup(js, job, name);
 	} else if (rc == MTC_EXIT_OK && mtc_backup_inspect(js, name, 0, 0, &info) < 0) {
