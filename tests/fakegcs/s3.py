@@ -17,7 +17,7 @@ from urllib.parse import quote, unquote
 from xml.sax.saxutils import escape
 
 import crc32c
-from protocol import HTTPError, XML_NS, decode_token, encode_token, parse_range
+from protocol import HTTPError, XML_NS, decode_token, encode_token
 
 MAX_KEYS = 1000
 MIN_PART = 5 << 20
@@ -187,6 +187,15 @@ class S3Handler:
             meta["metadata"] = md
         return meta
 
+    def s3_receive_new(self):
+        """The body into a new blob, dropped if it fails: (blob, crc32c, md5 digest or None)."""
+        blob = ENV.STATE.new_blob()
+        try:
+            return (blob,) + self.s3_receive(blob)
+        except BaseException:
+            blob.discard()
+            raise
+
     def s3_receive(self, blob):
         """The body into blob, its sums checked against the request's checksum headers:
         (crc32c, md5 digest or None)."""
@@ -240,12 +249,7 @@ class S3Handler:
         if self.headers.get("x-amz-copy-source"):
             raise HTTPError(501, "CopyObject is not implemented by this server.", "NotImplemented")
         self.s3_bucket_or_404(bucket)
-        blob = ENV.STATE.new_blob()
-        try:
-            crc, md5 = self.s3_receive(blob)
-        except BaseException:
-            blob.discard()
-            raise
+        blob, crc, md5 = self.s3_receive_new()
         etag = '"%s"' % (md5.hex() if md5 else "%08x-1" % crc)
         o = self.s3_commit(bucket, key, blob, self.s3_meta(), crc, etag, crc32c.b64(crc))
         self.send(200, headers={"ETag": o.s3_etag, "x-amz-checksum-crc32c": o.s3_crc})
@@ -264,32 +268,15 @@ class S3Handler:
         o = self.s3_object(bucket, key)
         self.s3_conditions(o)
         headers = self.s3_headers(o)
-        size, start, end, status = o.size, 0, o.size, 200
-        rng = self.headers.get("Range")
-        if rng:
-            start, end = parse_range(rng, size)
-            if start is None:
-                raise HTTPError(416, "The requested range is not satisfiable", "InvalidRange",
-                                {"Content-Range": "bytes */%d" % size})
+        status = 200
+        start, end, span = self.byte_range(o.size, "The requested range is not satisfiable",
+                                           "InvalidRange")
+        if span:
             status = 206
-            headers["Content-Range"] = "bytes %d-%d/%d" % (start, end - 1, size)
+            headers["Content-Range"] = span
             headers.pop("x-amz-checksum-crc32c", None)
             headers.pop("x-amz-checksum-type", None)
-        reader = o.blob.reader()
-        try:
-            def pieces():
-                off = start
-                while off < end:
-                    piece = reader.read_at(off, min(ENV.PIECE, end - off))
-                    if not piece:
-                        raise ENV.DropConnection()
-                    off += len(piece)
-                    yield piece
-            self.send(status, headers=headers, content_type=o.content_type,
-                      total_length=end - start, pieces=pieces(), base_offset=start)
-        finally:
-            if reader is not o.blob:
-                reader.close()
+        self.send_blob(o, status, headers, start, end)
 
     def s3_delete(self, bucket, key):
         b = self.s3_bucket_or_404(bucket)
@@ -409,12 +396,7 @@ class S3Handler:
         if not 1 <= n <= MAX_PARTS:
             raise HTTPError(400, "Part number must be an integer between 1 and 10000, inclusive",
                             "InvalidArgument")
-        blob = ENV.STATE.new_blob()
-        try:
-            crc, md5 = self.s3_receive(blob)
-        except BaseException:
-            blob.discard()
-            raise
+        blob, crc, md5 = self.s3_receive_new()
         etag = '"%s"' % (md5.hex() if md5 else "%08x%08x" % (crc, n))
         with u.lock:
             with ENV.STATE.lock:

@@ -738,15 +738,19 @@ class Handler(s3.S3Handler, BaseHTTPRequestHandler):
 
     # ---- objects
 
-    def lookup(self, bucket, name):
-        b = STATE.bucket(bucket)
-        with STATE.lock:
-            o = b["objects"].get(name)
+    def selected(self, b, bucket, name):
+        """The object the request's generation and preconditions select; STATE.lock held."""
+        o = b["objects"].get(name)
         g = self.q.get("generation")
         if o is None or (g and g != str(o.generation)):
             raise HTTPError(404, "No such object: %s/%s" % (bucket, name), "notFound")
         check_preconditions(self.q, o)
         return o
+
+    def lookup(self, bucket, name):
+        b = STATE.bucket(bucket)
+        with STATE.lock:
+            return self.selected(b, bucket, name)
 
     def get_metadata(self, bucket, name):
         self.send_json(200, self.lookup(bucket, name).resource(self.host()))
@@ -754,11 +758,7 @@ class Handler(s3.S3Handler, BaseHTTPRequestHandler):
     def delete_object(self, bucket, name):
         b = STATE.bucket(bucket)
         with STATE.lock:
-            o = b["objects"].get(name)
-            g = self.q.get("generation")
-            if o is None or (g and g != str(o.generation)):
-                raise HTTPError(404, "No such object: %s/%s" % (bucket, name), "notFound")
-            check_preconditions(self.q, o)
+            o = self.selected(b, bucket, name)
             del b["objects"][name]
         o.blob.discard()
         self.send(204)
@@ -788,8 +788,7 @@ class Handler(s3.S3Handler, BaseHTTPRequestHandler):
 
     def download(self, bucket, name):
         o = self.lookup(bucket, name)
-        size, start, end = o.size, 0, o.size
-        status = 200
+        size, status = o.size, 200
         headers = {"x-goog-generation": str(o.generation),
                    "x-goog-metageneration": str(o.metageneration),
                    "x-goog-hash": "crc32c=%s" % o.crc32c + (",md5=%s" % o.md5 if o.md5 else ""),
@@ -798,14 +797,25 @@ class Handler(s3.S3Handler, BaseHTTPRequestHandler):
                    "ETag": '"%s"' % (base64.b64decode(o.md5).hex() if o.md5 else o.generation),
                    "Accept-Ranges": "bytes",
                    "Last-Modified": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(o.updated))}
-        rng = self.headers.get("Range")
-        if rng:
-            start, end = parse_range(rng, size)
-            if start is None:
-                raise HTTPError(416, "The requested range cannot be satisfied.", "requestedRangeNotSatisfiable",
-                                {"Content-Range": "bytes */%d" % size})
+        start, end, span = self.byte_range(size, "The requested range cannot be satisfied.",
+                                           "requestedRangeNotSatisfiable")
+        if span:
             status = 206
-            headers["Content-Range"] = "bytes %d-%d/%d" % (start, end - 1, size)
+            headers["Content-Range"] = span
+        self.send_blob(o, status, headers, start, end)
+
+    def byte_range(self, size, msg, reason):
+        """(start, end, Content-Range) the Range header asks for; (0, size, None) without one."""
+        rng = self.headers.get("Range")
+        if not rng:
+            return 0, size, None
+        start, end = parse_range(rng, size)
+        if start is None:
+            raise HTTPError(416, msg, reason, {"Content-Range": "bytes */%d" % size})
+        return start, end, "bytes %d-%d/%d" % (start, end - 1, size)
+
+    def send_blob(self, o, status, headers, start, end):
+        """Answers with bytes [start, end) of o, read piece by piece."""
         reader = o.blob.reader()
         try:
             def pieces():
