@@ -18,13 +18,7 @@ slices=${MTC_BENCH_SLICES:-16}
 store="$build/unit/store"
 bench_root big
 
-avail_mb=$(df -Pm /dev/shm | awk 'NR == 2 { print $4 }')
-if [ "$avail_mb" -lt $((size_mb * 7 + 256)) ]; then
-	echo "# /dev/shm has $avail_mb MB free, too little for the 7 copies of $size_mb MB this takes: skipped"
-	exit 0
-fi
-head -c $((size_mb * 1048576)) /dev/urandom > "$root/big"
-gib=$(echo "$size_mb" | awk '{ print $1 / 1024 }')
+big_object "$size_mb"
 fake_gcs --conn-rate "$rate" --no-md5
 export STORAGE_EMULATOR_HOST="$url" MTC_GCS_RETRY_BASE_MS=100 FAKEGCS_URL="$url"
 node=
@@ -56,16 +50,22 @@ measure() {
 		printf "\n" }'
 }
 
+# one_and_sliced LABEL PREP ARGS1 ARGS2: `store gs://bench ARGS1` as one stream, the ratios'
+# base, run once; then ARGS2 over $slices streams, best of MTC_BENCH_RUNS.
+one_and_sliced() {
+	base= runs=1
+	# shellcheck disable=SC2086
+	measure "mtc one stream (--slices 1)" "$2" env TEST_SLICES=1 "$store" gs://bench $3
+	runs=${MTC_BENCH_RUNS:-3}
+	# shellcheck disable=SC2086
+	measure "mtc $1 (--slices $slices)" "$2" env TEST_SLICES="$slices" "$store" gs://bench $4
+}
+
 rc="rclone --gcs-anonymous --gcs-bucket-policy-only --gcs-endpoint $url/storage/v1/"
 echo "# $size_mb MiB, fake GCS capped at $rate bytes/s per connection; ratios against one stream"
 echo "# --- download"
 TEST_SLICES=1 "$store" gs://bench put big "$root/big"
-base= runs=1
-measure "mtc one stream (--slices 1)" "rm -f $root/back" \
-	env TEST_SLICES=1 "$store" gs://bench get big "$root/back"
-runs=${MTC_BENCH_RUNS:-3}
-measure "mtc sliced (--slices $slices)" "rm -f $root/back" \
-	env TEST_SLICES="$slices" "$store" gs://bench get big "$root/back"
+one_and_sliced sliced "rm -f $root/back" "get big $root/back" "get big $root/back"
 cmp "$root/big" "$root/back" || echo "# the sliced download differs!"
 if command -v rclone > /dev/null; then
 	measure "rclone --multi-thread-streams $slices" "rm -f $root/back" \
@@ -85,12 +85,7 @@ else
 fi
 rm -f "$root/back"
 echo "# --- upload"
-base= runs=1
-measure "mtc one stream (--slices 1)" "true" \
-	env TEST_SLICES=1 "$store" gs://bench put up1 "$root/big"
-runs=${MTC_BENCH_RUNS:-3}
-measure "mtc composite (--slices $slices)" "true" \
-	env TEST_SLICES="$slices" "$store" gs://bench put up2 "$root/big"
+one_and_sliced composite true "put up1 $root/big" "put up2 $root/big"
 if command -v rclone > /dev/null; then
 	measure "rclone copyto (chunked resumable)" "curl -s -o /dev/null -X DELETE $url/storage/v1/b/bench/o/up3" \
 		$rc copyto "$root/big" :gcs:bench/up3

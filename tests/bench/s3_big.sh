@@ -12,7 +12,7 @@
 # (default 512: the whole bench runs in about 2 minutes on 2 cores), MTC_BENCH_S3_RATE
 # the cap (default 20M = 20*10^6 bytes/s), MTC_BENCH_SLICES the streams (default 8).
 set -eu
-build=${1:-build/release}
+. tests/bench/lib/common.sh
 size_mb=${MTC_BENCH_S3_MB:-512}
 rate=${MTC_BENCH_S3_RATE:-20M}
 slices=${MTC_BENCH_SLICES:-8}
@@ -22,30 +22,10 @@ if [ ! -x "$venv/bin/aws" ]; then
 	echo "# the AWS CLI is not in $venv (make venv): skipped"
 	exit 0
 fi
-dir=$(mktemp -d /dev/shm/mtc-bench-s3.XXXXXX)
-server_pid=
-cleanup() {
-	[ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-
-avail_mb=$(df -Pm /dev/shm | awk 'NR == 2 { print $4 }')
-if [ "$avail_mb" -lt $((size_mb * 7 + 256)) ]; then
-	echo "# /dev/shm has $avail_mb MB free, too little for the 7 copies of $size_mb MB this takes: skipped"
-	exit 0
-fi
-head -c $((size_mb * 1048576)) /dev/urandom > "$dir/big"
-gib=$(echo "$size_mb" | awk '{ print $1 / 1024 }')
-mkdir "$dir/server"
-python3 tests/fakegcs/server.py --s3 --host 127.0.0.1 --port 0 --port-file "$dir/port" \
-	--conn-rate "$rate" --no-md5 --data-dir "$dir/server" > "$dir/server.log" 2>&1 &
-server_pid=$!
-i=0
-while [ ! -s "$dir/port" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-[ -s "$dir/port" ] || { echo "# the fake server did not start:"; sed 's/^/#   /' "$dir/server.log"; exit 1; }
-url="http://127.0.0.1:$(cat "$dir/port")"
-export AWS_CONFIG_FILE="$dir/aws.config" AWS_SHARED_CREDENTIALS_FILE="$dir/aws.credentials" \
+bench_root s3
+big_object "$size_mb"
+fake_gcs --s3 --conn-rate "$rate" --no-md5
+export AWS_CONFIG_FILE="$root/aws.config" AWS_SHARED_CREDENTIALS_FILE="$root/aws.credentials" \
 	AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench AWS_REGION=us-east-1 \
 	AWS_EC2_METADATA_DISABLED=true AWS_ENDPOINT_URL_S3="$url" MTC_S3_RETRY_BASE_MS=100
 aws="$venv/bin/aws --endpoint-url $url"
@@ -61,9 +41,9 @@ measure() {
 	label=$1 prep=$2
 	shift 2
 	sh -c "$prep"
-	/usr/bin/time -f '%e %U %S' -o "$dir/time" "$@" > /dev/null 2>"$dir/err" || {
-		echo "# $label failed:"; sed 's/^/#   /' "$dir/err" | tail -5; return 0; }
-	set -- $(cat "$dir/time")
+	/usr/bin/time -f '%e %U %S' -o "$root/time" "$@" > /dev/null 2>"$root/err" || {
+		echo "# $label failed:"; sed 's/^/#   /' "$root/err" | tail -5; return 0; }
+	set -- $(cat "$root/time")
 	[ -n "$base" ] || base=$1
 	printf '%-46s' "$label"
 	echo "$1 $2 $3 $base" | awk -v g="$gib" '{
@@ -74,32 +54,32 @@ chunk=$(( (size_mb + slices - 1) / slices ))
 [ "$chunk" -ge 5 ] || chunk=5
 echo "# $size_mb MiB, fake S3 (fakegcs --s3) capped at $rate bytes/s per connection; ratios against one stream"
 echo "# --- download"
-TEST_SLICES="$slices" TEST_SLICE_THRESHOLD=8388608 "$store" s3://bench put big "$dir/big"
+TEST_SLICES="$slices" TEST_SLICE_THRESHOLD=8388608 "$store" s3://bench put big "$root/big"
 base=
-measure "mtc one stream (--slices 1)" "rm -f $dir/back" \
-	env TEST_SLICES=1 "$store" s3://bench get big "$dir/back"
-measure "mtc ranged GETs (--slices $slices)" "rm -f $dir/back" \
-	env TEST_SLICES="$slices" TEST_SLICE_THRESHOLD=8388608 "$store" s3://bench get big "$dir/back"
-cmp "$dir/big" "$dir/back" || echo "# the sliced download differs!"
-measure "aws s3 cp (max_concurrent_requests $slices)" "rm -f $dir/back; $venv/bin/aws configure set default.s3.max_concurrent_requests $slices; $venv/bin/aws configure set default.s3.multipart_chunksize ${chunk}MB" \
-	$aws s3 cp s3://bench/big "$dir/back"
-cmp "$dir/big" "$dir/back" || echo "# the AWS CLI's download differs!"
+measure "mtc one stream (--slices 1)" "rm -f $root/back" \
+	env TEST_SLICES=1 "$store" s3://bench get big "$root/back"
+measure "mtc ranged GETs (--slices $slices)" "rm -f $root/back" \
+	env TEST_SLICES="$slices" TEST_SLICE_THRESHOLD=8388608 "$store" s3://bench get big "$root/back"
+cmp "$root/big" "$root/back" || echo "# the sliced download differs!"
+measure "aws s3 cp (max_concurrent_requests $slices)" "rm -f $root/back; $venv/bin/aws configure set default.s3.max_concurrent_requests $slices; $venv/bin/aws configure set default.s3.multipart_chunksize ${chunk}MB" \
+	$aws s3 cp s3://bench/big "$root/back"
+cmp "$root/big" "$root/back" || echo "# the AWS CLI's download differs!"
 if command -v rclone > /dev/null; then
-	measure "rclone --multi-thread-streams $slices" "rm -f $dir/back" \
-		$rc --multi-thread-streams "$slices" --multi-thread-cutoff 8M copyto b:bench/big "$dir/back"
-	cmp "$dir/big" "$dir/back" || echo "# rclone's download differs!"
+	measure "rclone --multi-thread-streams $slices" "rm -f $root/back" \
+		$rc --multi-thread-streams "$slices" --multi-thread-cutoff 8M copyto b:bench/big "$root/back"
+	cmp "$root/big" "$root/back" || echo "# rclone's download differs!"
 fi
-rm -f "$dir/back"
+rm -f "$root/back"
 echo "# --- upload"
 base=
 measure "mtc one stream (--slices 1)" "true" \
-	env TEST_SLICES=1 "$store" s3://bench put up1 "$dir/big"
+	env TEST_SLICES=1 "$store" s3://bench put up1 "$root/big"
 measure "mtc multipart (--slices $slices)" "true" \
-	env TEST_SLICES="$slices" TEST_SLICE_THRESHOLD=8388608 "$store" s3://bench put up2 "$dir/big"
+	env TEST_SLICES="$slices" TEST_SLICE_THRESHOLD=8388608 "$store" s3://bench put up2 "$root/big"
 measure "aws s3 cp (max_concurrent_requests $slices)" "true" \
-	$aws s3 cp "$dir/big" s3://bench/up3
+	$aws s3 cp "$root/big" s3://bench/up3
 if command -v rclone > /dev/null; then
 	measure "rclone (--s3-upload-concurrency $slices)" "true" \
 		$rc --s3-no-head --s3-upload-concurrency "$slices" --s3-chunk-size "${chunk}M" \
-		--s3-upload-cutoff 8M copyto "$dir/big" b:bench/up4
+		--s3-upload-cutoff 8M copyto "$root/big" b:bench/up4
 fi

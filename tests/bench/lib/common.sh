@@ -109,13 +109,25 @@ make_pki() {
 
 # fake_gcs [OPTION...]: the fake GCS server (tests/fakegcs/server.py) on a free port, its
 # data in $root/server, stopped at exit; sets url
+# big_object MB: $root/big, MB MiB of random bytes, and gib its size in GiB; exits 0
+# (skipped) when /dev/shm lacks room for the 7 copies a big bench takes.
+big_object() {
+	avail_mb=$(df -Pm /dev/shm | awk 'NR == 2 { print $4 }')
+	if [ "$avail_mb" -lt $(($1 * 7 + 256)) ]; then
+		echo "# /dev/shm has $avail_mb MB free, too little for the 7 copies of $1 MB this takes: skipped"
+		exit 0
+	fi
+	head -c $(($1 * 1048576)) /dev/urandom >"$root/big"
+	gib=$(echo "$1" | awk '{ print $1 / 1024 }')
+}
+
 fake_gcs() {
 	mkdir -p "$root/server"
 	python3 tests/fakegcs/server.py --host 127.0.0.1 --port 0 --port-file "$root/port" \
 		--data-dir "$root/server" "$@" >"$root/server.log" 2>&1 &
 	pids="$pids $!"
 	i=0
-	while [ ! -s "$root/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	while [ ! -s "$root/port" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 	[ -s "$root/port" ] || { echo "# the fake server did not start:"; sed 's/^/#   /' "$root/server.log"; exit 1; }
 	url="http://127.0.0.1:$(cat "$root/port")"
 }
