@@ -98,28 +98,27 @@ rc() {
 # ---- Google's Node.js client (@google-cloud/storage, `make node-client`)
 
 node_client() { node "$BATS_TEST_DIRNAME/fakegcs/node_client.js" "$@"; }
-
-@test "node client: multipart upload keeps the bytes, CRC32C and MD5" {
+# node_upload BYTES VERB NAME [ARG]: the Node.js client's VERB stores BYTES as bkt/NAME on a
+# fresh server, with the right CRC32C; what it printed is in $WORK/out.
+node_upload() {
 	need_node_client
 	fakegcs_start
-	make_data "$WORK/f" 1000003 f
-	run node_client multipart bkt n/mp "$WORK/f"
+	make_data "$WORK/f" "$1" f
+	run node_client "$2" bkt "$3" "$WORK/f" "${@:4}"
 	assert_success
 	echo "$output" >"$WORK/out"
 	[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/f")" ]
+}
+
+@test "node client: multipart upload keeps the bytes, CRC32C and MD5" {
+	node_upload 1000003 multipart n/mp
 	[ "$(field '["md5Hash"]')" = "$(md5_of "$WORK/f")" ]
 	[ "$(fakegcs_stat 'requests.POST upload-multipart')" -eq 1 ]
 	curl -s "$(api)/n%2Fmp?alt=media" | cmp - "$WORK/f"
 }
 
 @test "node client: resumable upload of a stream of unknown length, in one request and in chunks, and resumed after a cut" {
-	need_node_client
-	fakegcs_start
-	make_data "$WORK/f" 3000000 f
-	run node_client resumable bkt n/one "$WORK/f"
-	assert_success
-	echo "$output" >"$WORK/out"
-	[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/f")" ]
+	node_upload 3000000 resumable n/one
 	[ "$(fakegcs_stat 'requests.PUT upload-chunk')" -eq 1 ]
 	run node_client resumable bkt n/chunks "$WORK/f" 1048576
 	assert_success
@@ -192,13 +191,7 @@ node_client() { node "$BATS_TEST_DIRNAME/fakegcs/node_client.js" "$@"; }
 }
 
 @test "node client: TransferManager chunked upload (XML API multipart upload); parts under 5 MiB are refused" {
-	need_node_client
-	fakegcs_start
-	make_data "$WORK/f" 12000000 f
-	run node_client chunked bkt n/xml "$WORK/f" $((5 << 20))
-	assert_success
-	echo "$output" >"$WORK/out"
-	[ "$(field '["crc32c"]')" = "$(crc_of "$WORK/f")" ]
+	node_upload 12000000 chunked n/xml $((5 << 20))
 	[ "$(field '["md5Hash"]')" = null ]
 	[ "$(fakegcs_stat 'requests.PUT xml-mpu-part')" -eq 3 ]
 	[ "$(fakegcs_stat 'requests.POST xml-mpu-complete')" -eq 1 ]
