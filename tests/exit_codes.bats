@@ -18,25 +18,13 @@ setup() {
 
 teardown() { fakegcs_stop 2>/dev/null || true; }
 
+# Every program and verb, as a command line.
+EVERY=(mtc-backup mtc-restore mtc-lkg mtc-prune 'mtc-handshake '{accept,watch,offer,check,rank}
+	'mtc-replicate '{digest,commit,gc,serve,push,fetch,run})
+
 # Rows: CODE | ERE the one stderr line matches | the command (words without spaces).
 # Every program and verb, each class of bad input.
 TABLE='
-2|unknown option: .--bogus.|mtc-backup --bogus
-2|unknown option: .--bogus.|mtc-restore --bogus
-2|unknown option: .--bogus.|mtc-lkg --bogus
-2|unknown option: .--bogus.|mtc-prune --bogus
-2|unknown option: .--bogus.|mtc-handshake accept --bogus
-2|unknown option: .--bogus.|mtc-handshake watch --bogus
-2|unknown option: .--bogus.|mtc-handshake offer --bogus
-2|unknown option: .--bogus.|mtc-handshake check --bogus
-2|unknown option: .--bogus.|mtc-handshake rank --bogus
-2|unknown option: .--bogus.|mtc-replicate digest --bogus
-2|unknown option: .--bogus.|mtc-replicate commit --bogus
-2|unknown option: .--bogus.|mtc-replicate gc --bogus
-2|unknown option: .--bogus.|mtc-replicate serve --bogus
-2|unknown option: .--bogus.|mtc-replicate push --bogus
-2|unknown option: .--bogus.|mtc-replicate fetch --bogus
-2|unknown option: .--bogus.|mtc-replicate run --bogus
 2|unknown verb .bogus.|mtc-replicate bogus
 2|--parallel takes a number, 1 or more, not .0.|mtc-backup -d d -c cfg.json -s 1 --to root --parallel 0
 2|--parallel takes a number, 1 or more, not .-3.|mtc-backup -d d -c cfg.json -s 1 --to root --parallel -3
@@ -109,7 +97,7 @@ TABLE='
 			sed 's/^/    /' "$T/err" >&2
 			failed=$((failed + 1))
 		fi
-	done <<<"$TABLE"
+	done < <(printf '2|unknown option: .--bogus.|%s --bogus\n' "${EVERY[@]}"; echo "$TABLE")
 	[ "$failed" = 0 ]
 }
 
@@ -121,11 +109,10 @@ TABLE='
 # ---- one meaning per short option
 
 @test "short options: a letter means one long option across every program and verb" {
-	local p v
+	local c
 	{
-		for p in mtc-backup mtc-restore mtc-lkg mtc-prune; do "$p" --help; done
-		for v in accept watch offer check rank; do mtc-handshake "$v" --help; done
-		for v in digest commit gc serve push fetch run; do mtc-replicate "$v" --help; done
+		# shellcheck disable=SC2086
+		for c in "${EVERY[@]}"; do $c --help; done
 	} | sed -nE 's/^ +-([A-Za-z?]), --([a-z-]+).*/\1 \2/p' | sort -u >"$T/pairs"
 	# --backup and --backups are the one backup location (mtc(7) §9.1)
 	sed -i 's/^b backups$/b backup/' "$T/pairs"

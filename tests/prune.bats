@@ -9,6 +9,13 @@ NONE=(--minutely 0 --hourly 0 --daily 0 --weekly 0 --monthly 0 --yearly 0)
 # decide POLICY... < names: prints "action name [reasons]" without the summary.
 decide() { mtc-prune --list - "$@" 2>/dev/null | sed '$d' | tr -s ' '; }
 kept() { mtc-prune --list - --print-kept "$@" 2>/dev/null | tr '\n' ' '; }
+# kept_is 'KEPT ' FLAGS...: of $names, FLAGS on top of NONE keep exactly KEPT.
+kept_is() {
+	local want=$1
+	shift
+	run kept "${NONE[@]}" "$@" <<<"$names"
+	assert_output "$want"
+}
 
 setup() {
 	ROOT=$(mktemp -d /dev/shm/mtc-prune.XXXXXX)
@@ -39,14 +46,10 @@ dirs() { (cd "$ROOT/job" && find . -mindepth 1 -maxdepth 1 -type d | sed 's|^\./
 	names='2025-06-30_08-00
 2025-06-30_09-00
 2025-06-30_13-00'
-	run kept "${NONE[@]}" --hourly 3 <<<"$names"
-	assert_output '2025-06-30_13-00 '
-	run kept "${NONE[@]}" --hourly 3 --relaxed <<<"$names"
-	assert_output '2025-06-30_08-00 2025-06-30_09-00 2025-06-30_13-00 '
-	run kept "${NONE[@]}" --hourly 4 <<<"$names"
-	assert_output '2025-06-30_09-00 2025-06-30_13-00 '
-	run kept "${NONE[@]}" --hourly 5 <<<"$names"
-	assert_output '2025-06-30_08-00 2025-06-30_09-00 2025-06-30_13-00 '
+	kept_is '2025-06-30_13-00 ' --hourly 3
+	kept_is '2025-06-30_08-00 2025-06-30_09-00 2025-06-30_13-00 ' --hourly 3 --relaxed
+	kept_is '2025-06-30_09-00 2025-06-30_13-00 ' --hourly 4
+	kept_is '2025-06-30_08-00 2025-06-30_09-00 2025-06-30_13-00 ' --hourly 5
 }
 
 @test "the oldest of each period by default, the newest with --prefer-recent" {
@@ -54,10 +57,8 @@ dirs() { (cd "$ROOT/job" && find . -mindepth 1 -maxdepth 1 -type d | sed 's|^\./
 2025-06-30_10-30
 2025-06-30_11-00
 2025-06-30_11-30'
-	run kept "${NONE[@]}" --hourly 2 <<<"$names"
-	assert_output '2025-06-30_10-00 2025-06-30_11-00 '
-	run kept "${NONE[@]}" --hourly 2 --prefer-recent <<<"$names"
-	assert_output '2025-06-30_10-30 2025-06-30_11-30 '
+	kept_is '2025-06-30_10-00 2025-06-30_11-00 ' --hourly 2
+	kept_is '2025-06-30_10-30 2025-06-30_11-30 ' --hourly 2 --prefer-recent
 }
 
 @test "minutely periods, and the reasons name every rule that keeps a backup" {
@@ -79,13 +80,11 @@ keep 2025-06-30_10-03-00 minutely'
 db-2025-06-30_11-00
 logs-2025-06-30_10-30
 logs-2025-06-30_11-30'
-	run kept "${NONE[@]}" --hourly 1 --include 'db-*' <<<"$names"
-	assert_output 'db-2025-06-30_11-00 '
+	kept_is 'db-2025-06-30_11-00 ' --hourly 1 --include 'db-*'
 	run decide "${NONE[@]}" --hourly 1 --exclude 'db-*' <<<"$names"
 	assert_output 'would-delete logs-2025-06-30_10-30
 keep logs-2025-06-30_11-30 hourly'
-	run kept "${NONE[@]}" --minutely 90 -I 'db-*, logs-*' -E '*11-*' <<<"$names"
-	assert_output 'db-2025-06-30_10-00 logs-2025-06-30_10-30 '
+	kept_is 'db-2025-06-30_10-00 logs-2025-06-30_10-30 ' --minutely 90 -I 'db-*, logs-*' -E '*11-*'
 }
 
 @test "a custom timestamp pattern reads its named groups by name" {
@@ -93,8 +92,7 @@ keep logs-2025-06-30_11-30 hourly'
 snap-01.01.2025-01h
 snap-15.01.2025-00h
 other-2025-01-20'
-	run kept "${NONE[@]}" --monthly 2 -t '(?P<day>\d{2})\.(?P<month>\d{2})\.(?<year>\d{4}) - (?P<hour>\d\d)h' <<<"$names"
-	assert_output 'snap-31.12.2024-23h snap-01.01.2025-01h '
+	kept_is 'snap-31.12.2024-23h snap-01.01.2025-01h ' --monthly 2 -t '(?P<day>\d{2})\.(?P<month>\d{2})\.(?<year>\d{4}) - (?P<hour>\d\d)h'
 	run mtc-prune --list - -t '(?P<year>\d{4})' </dev/null
 	assert_failure 2
 	assert_output --partial "no group named 'month'"
@@ -124,10 +122,8 @@ keep 2025-06-30_14-30 daily'
 @test "ties in time are broken by name" {
 	names='b-2025-06-30_10-00
 a-2025-06-30_10-00'
-	run kept "${NONE[@]}" --daily 1 <<<"$names"
-	assert_output 'a-2025-06-30_10-00 '
-	run kept "${NONE[@]}" --daily 1 --prefer-recent <<<"$names"
-	assert_output 'b-2025-06-30_10-00 '
+	kept_is 'a-2025-06-30_10-00 ' --daily 1
+	kept_is 'b-2025-06-30_10-00 ' --daily 1 --prefer-recent
 }
 
 @test "weeks are ISO weeks: the week around New Year is one period" {
@@ -137,8 +133,7 @@ a-2025-06-30_10-00'
 2025-01-06_10-00
 2020-12-28_10-00
 2021-01-01_10-00'
-	run kept "${NONE[@]}" --weekly always <<<"$names"
-	assert_output '2020-12-28_10-00 2024-12-30_10-00 2025-01-06_10-00 '
+	kept_is '2020-12-28_10-00 2024-12-30_10-00 2025-01-06_10-00 ' --weekly always
 }
 
 @test "always keeps every period; calendar months bound the strict window" {
@@ -147,21 +142,16 @@ a-2025-06-30_10-00'
 2023-05-05_00-00
 2025-02-27_12-00
 2025-03-31_12-00'
-	run kept "${NONE[@]}" --yearly always <<<"$names"
-	assert_output '2019-03-01_00-00 2023-05-05_00-00 2025-02-27_12-00 '
+	kept_is '2019-03-01_00-00 2023-05-05_00-00 2025-02-27_12-00 ' --yearly always
 	# 2025-03-31 minus one month is 2025-02-28 12:00: February's backup is outside.
-	run kept "${NONE[@]}" --monthly 0+1 <<<"$names"
-	assert_output '2025-03-31_12-00 '
-	run kept "${NONE[@]}" --monthly 2 --relaxed <<<"$names"
-	assert_output '2025-02-27_12-00 2025-03-31_12-00 '
+	kept_is '2025-03-31_12-00 ' --monthly 0+1
+	kept_is '2025-02-27_12-00 2025-03-31_12-00 ' --monthly 2 --relaxed
 }
 
 @test "counts take sums and products like backup-warden's expressions" {
 	names=$(for h in 00 01 02 03 04 05 06 07 08 09; do echo "2025-06-30_$h-00"; done)
-	run kept "${NONE[@]}" --hourly 2+1 <<<"$names"
-	assert_output '2025-06-30_07-00 2025-06-30_08-00 2025-06-30_09-00 '
-	run kept "${NONE[@]}" --hourly '2 * 2' <<<"$names"
-	assert_output '2025-06-30_06-00 2025-06-30_07-00 2025-06-30_08-00 2025-06-30_09-00 '
+	kept_is '2025-06-30_07-00 2025-06-30_08-00 2025-06-30_09-00 ' --hourly 2+1
+	kept_is '2025-06-30_06-00 2025-06-30_07-00 2025-06-30_08-00 2025-06-30_09-00 ' --hourly '2 * 2'
 	run mtc-prune --list - --hourly 2-1 </dev/null
 	assert_failure 2
 	assert_output --partial "--hourly: '2-1' is not a count"
