@@ -170,7 +170,7 @@ print(json.dumps({"type": "service_account", "project_id": "p", "private_key_id"
 
 # flipped_download BYTES OFFSET TIMES: gs://bkt/f of BYTES on the fake GCS server, read with
 # the byte at OFFSET flipped TIMES times, is whole and says why it read again; flipped
-# every time, the read fails with exit 5 and leaves no file.
+# every time, the read fails with exit 5 and leaves no file and no temporary.
 flipped_download() {
 	make_data "$WORK/f" "$1" flip
 	fakegcs_start
@@ -184,4 +184,6 @@ flipped_download() {
 	run "$STORE" gs://bkt get f "$WORK/back2"
 	assert_equal "$status" 5
 	assert_file_not_exists "$WORK/back2"
+	run ls -A "$WORK"
+	refute_output --partial ".tmp"
 }

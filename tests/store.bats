@@ -146,8 +146,6 @@ teardown() {
 
 @test "gs://: a flipped byte in a download is caught; retried once, then exit 5" {
 	flipped_download $((1 << 20)) 1000 1
-	run ls -A "$WORK"
-	refute_output --partial ".tmp"
 }
 
 @test "gs://: ranged parallel downloads are pinned to one generation and checked" {

@@ -44,8 +44,6 @@ raw_list() {
 
 @test "gs://: a flipped byte in one slice fails the combined CRC32C; fetched again, then exit 5" {
 	flipped_download $((3 << 20)) 2000000 5
-	run ls -A "$WORK"
-	refute_output --partial ".tmp"
 }
 
 @test "gs://: a killed sliced fetch continues with the slices it lacks, from the same generation" {
