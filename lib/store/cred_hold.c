@@ -27,3 +27,11 @@ void mtc_cred_hold_free(struct mtc_cred_hold *h)
 	free(h->failure);
 	h->failure = NULL;
 }
+
+const char *mtc_cred_one_line(char *buf)
+{
+	for (char *p = buf; p && *p; p++)
+		if ((unsigned char)*p < ' ')
+			*p = ' ';
+	return buf ? buf : "";
+}

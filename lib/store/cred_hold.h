@@ -20,5 +20,7 @@ struct mtc_cred_hold {
 int mtc_cred_hold_refresh(struct mtc_cred_hold *h, int (*refresh)(void *arg, char *err, size_t errlen),
 			  void *arg, char *err, size_t errlen);
 void mtc_cred_hold_free(struct mtc_cred_hold *h);
+/* buf (may be NULL) with its control characters made spaces, for a one-line error. */
+const char *mtc_cred_one_line(char *buf);
 
 #endif

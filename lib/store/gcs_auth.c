@@ -225,15 +225,6 @@ static int take_token(struct mtc_gcs_auth *a, const struct body *b, const char *
 	return 0;
 }
 
-/* buf (may be NULL) with its control characters made spaces, for a one-line error. */
-static const char *one_line(char *buf)
-{
-	for (char *p = buf; p && *p; p++)
-		if ((unsigned char)*p < ' ')
-			*p = ' ';
-	return buf ? buf : "";
-}
-
 /*
  * POSTs a form to a token endpoint and takes the token it answers; retried
  * on transport errors, 408, 429 and 5xx. A refusal reads as
@@ -263,7 +254,7 @@ static int exchange(struct mtc_gcs_auth *a, const char *what, const char *uri, c
 					 what, uri, status, code, desc ? ": " : "", desc ? desc : "");
 			else
 				mtc_fail(err, errlen, "%s: token request at '%s': HTTP %ld: %.200s",
-					 what, uri, status, one_line(b.buf.p));
+					 what, uri, status, mtc_cred_one_line(b.buf.p));
 			json_decref(j);
 		} else {
 			mtc_fail(err, errlen, "%s: token request at '%s': %s", what, uri, why);

@@ -274,15 +274,6 @@ enum mtc_s3_auth_kind mtc_s3_auth_kind(const struct mtc_s3_auth *a) { return a->
 
 const char *mtc_s3_auth_source(const struct mtc_s3_auth *a) { return a->source ? a->source : "none"; }
 
-/* buf with its control characters made spaces, for a one-line error. */
-static const char *one_line(char *buf)
-{
-	for (char *p = buf; p && *p; p++)
-		if ((unsigned char)*p < ' ')
-			*p = ' ';
-	return buf ? buf : "";
-}
-
 /* A file's first line, trailing blanks dropped (malloc'd), or NULL with err. */
 static char *read_token(const char *path, const char *what, char *err, size_t errlen)
 {
@@ -391,12 +382,12 @@ static int web_identity(struct mtc_s3_auth *a, char *err, size_t errlen)
 					 "web identity: AssumeRoleWithWebIdentity at '%s' for role '%s': "
 					 "HTTP %ld: %s%s%.200s",
 					 a->sts_url, a->role_arn, status, code, msg ? ": " : "",
-					 msg ? one_line(msg) : "");
+					 msg ? mtc_cred_one_line(msg) : "");
 			else
 				mtc_fail(err, errlen,
 					 "web identity: AssumeRoleWithWebIdentity at '%s' for role '%s': "
 					 "HTTP %ld: %.200s",
-					 a->sts_url, a->role_arn, status, one_line(b.p));
+					 a->sts_url, a->role_arn, status, mtc_cred_one_line(b.p));
 			free(code);
 			free(msg);
 		} else {
@@ -472,7 +463,7 @@ static int container(struct mtc_s3_auth *a, char *err, size_t errlen)
 		}
 		if (status)
 			mtc_fail(err, errlen, "container endpoint '%s': HTTP %ld: %.200s",
-				 a->container_url, status, one_line(b.p));
+				 a->container_url, status, mtc_cred_one_line(b.p));
 		else
 			mtc_fail(err, errlen, "container endpoint '%s': %s", a->container_url, why);
 		if ((status && !mtc_http_transient(status)) || retry.attempt == 2 ||
@@ -520,12 +511,12 @@ static int instance(struct mtc_s3_auth *a, char *err, size_t errlen)
 	}
 	if (status != 200) {
 		mtc_fail(err, errlen, "instance metadata '%s': session token: HTTP %ld: %.200s",
-			 a->imds_url, status, one_line(b.p));
+			 a->imds_url, status, mtc_cred_one_line(b.p));
 		mtc_buf_free(&b);
 		return -1;
 	}
 	token = mtc_buf_take(&b);
-	line = xasprintf("X-aws-ec2-metadata-token: %s", token ? one_line(token) : "");
+	line = xasprintf("X-aws-ec2-metadata-token: %s", token ? mtc_cred_one_line(token) : "");
 	free(token);
 	status = imds(a, NULL, IMDS_CREDS, line, &b, why, sizeof why);
 	if (status != 200) {
