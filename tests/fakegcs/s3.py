@@ -21,7 +21,6 @@ from protocol import HTTPError, XML_NS, decode_token, encode_token
 
 MAX_KEYS = 1000
 MIN_PART = 5 << 20
-MAX_PARTS = 10000
 
 ENV = None  # the server module: STATE, Obj, MultipartUpload, commit_object, join, PIECE...
 
@@ -380,22 +379,12 @@ class S3Handler:
                               el("Bucket", bucket) + el("Key", key) + el("UploadId", u.id)))
 
     def s3_upload(self, bucket, key):
-        with ENV.STATE.lock:
-            u = ENV.STATE.mpus.get(self.q.get("uploadId", ""))
-        if u is None or u.bucket != bucket or u.name != key:
-            raise HTTPError(404, "The specified upload does not exist. The upload ID may be invalid, "
-                            "or the upload may have been aborted or completed.", "NoSuchUpload")
-        return u
+        return self.mpu(bucket, key, "The specified upload does not exist. The upload ID may be "
+                        "invalid, or the upload may have been aborted or completed.")
 
     def s3_part(self, bucket, key):
         u = self.s3_upload(bucket, key)
-        try:
-            n = int(self.q["partNumber"])
-        except ValueError:
-            n = 0
-        if not 1 <= n <= MAX_PARTS:
-            raise HTTPError(400, "Part number must be an integer between 1 and 10000, inclusive",
-                            "InvalidArgument")
+        n = self.part_number("Part number must be an integer between 1 and 10000, inclusive")
         blob, crc, md5 = self.s3_receive_new()
         etag = '"%s"' % (md5.hex() if md5 else "%08x%08x" % (crc, n))
         with u.lock:

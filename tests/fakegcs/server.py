@@ -1135,22 +1135,27 @@ class Handler(s3.S3Handler, BaseHTTPRequestHandler):
         self.send_xml(200, "InitiateMultipartUploadResult",
                       [("Bucket", bucket), ("Key", name), ("UploadId", u.id)])
 
-    def mpu(self, bucket, name):
+    def mpu(self, bucket, name, msg="The requested upload was not found."):
+        """The multipart upload of bucket/name that uploadId names; else 404 NoSuchUpload, msg."""
         with STATE.lock:
             u = STATE.mpus.get(self.q.get("uploadId", ""))
         if u is None or u.bucket != bucket or u.name != name:
-            raise HTTPError(404, "The requested upload was not found.", "NoSuchUpload")
+            raise HTTPError(404, msg, "NoSuchUpload")
         return u
 
-    def xml_mpu_part(self, bucket, name):
-        u = self.mpu(bucket, name)
+    def part_number(self, msg):
+        """partNumber, 1 to MPU_MAX_PARTS; else 400 InvalidArgument, msg."""
         try:
             n = int(self.q["partNumber"])
         except ValueError:
             n = 0
         if not 1 <= n <= MPU_MAX_PARTS:
-            raise HTTPError(400, "Part number must be an integer between 1 and %d." % MPU_MAX_PARTS,
-                            "InvalidArgument")
+            raise HTTPError(400, msg, "InvalidArgument")
+        return n
+
+    def xml_mpu_part(self, bucket, name):
+        u = self.mpu(bucket, name)
+        n = self.part_number("Part number must be an integer between 1 and %d." % MPU_MAX_PARTS)
         blob, crc, md5 = STATE.new_blob(), 0, hashlib.md5()
         try:
             for piece in self.body_pieces():
