@@ -49,7 +49,8 @@ real_slurm() {
 		--pid-file="$SL/munged.pid" --seed-file="$SL/munged.seed"
 	local ports=($(free_ports 3))
 	MTC_PORT=${ports[2]}
-	# cred_expire: a requeued job may start again that many seconds after it ended (120 by default)
+	# cred_expire: a requeued job may start again that many seconds after it ended (120 by default);
+	# sched_interval, bf_interval: the schedulers, which start it then, look every second (60, 30 by default)
 	cat >"$SL/slurm.conf" <<-EOF
 	ClusterName=mtctest
 	SlurmctldHost=$(hostname)(127.0.0.1)
@@ -78,6 +79,7 @@ real_slurm() {
 	SelectTypeParameters=CR_Core
 	ReturnToService=2
 	KillWait=5
+	SchedulerParameters=sched_interval=1,bf_interval=1
 	NodeName=localhost NodeHostname=$(hostname) NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
 	PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 	EOF
@@ -112,9 +114,12 @@ real_sbatch() {
 		MTC_NODE_OPTS="--heartbeat=0.5 --heartbeat-timeout=3 --sync-interval=0.5 --quiet-time=0.5 --verbose" \
 		command sbatch --parsable --output="$CL_ROOT/job-%j.out" "$MTC_TESTS/../contrib/slurm/mtc.sbatch" bash -c '
 			mtc-trainer --dir "$MTC_DIR" --rank "$NODE_RANK" --nodes 1 --job train \
-				--tick 0.1 --restore-timeout 900 --shard-bytes 65536 --save-every 0.3 --steps '"$1"' || exit 1
-			# the job goes on training until mtc-node has committed the last step (60 s at most)
-			for _ in $(seq 600); do [ -e "$MTC_DIR/train-s'"$1"'-n0-w0.meta" ] && break; sleep 0.1; done')
+				--tick 0.1 --restore-timeout 900 --shard-bytes 65536 --save-every 0.3 --steps '"$1"' \
+				>trainer.out || { cat trainer.out; exit 1; }
+			cat trainer.out
+			# the job goes on training until mtc-node has committed the last step it saved (60 s at most)
+			last=$(sed -n "s/^saved //p" trainer.out | tail -n 1)
+			for _ in $(seq 600); do [ -e "$MTC_DIR/train-s$last-n0-w0.meta" ] && break; sleep 0.1; done')
 }
 
 job_state() { scontrol show job "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
@@ -134,7 +139,7 @@ job_ended() { case $(job_state "$1") in COMPLETED | FAILED | CANCELLED | TIMEOUT
 	ls "$CL_ROOT/shm/mtc/train" | grep -q '^train-s3-n0-w0.meta$'
 	# the helper step ended by itself: no task killed, no step cancelled
 	! grep -E 'error|Killed|CANCELLED|forcing' "$out"
-	grep -q 'signal 2: shutting down' "$out"
+	grep -Eq 'signal (2|15): shutting down$' "$out"
 	[ ! -e "$CL_ROOT/submit/.mtc-$id" ] # the script cleans up after itself
 	# the backups gone: what the requeued job restores can only come from RAM
 	rm -rf "$CL_BACKUP"/*
