@@ -282,13 +282,6 @@ $WORK/run.out:0"
 	[[ "$stderr" == *"info: uploading 1 .meta file last"* ]]
 }
 
-# wait_for CMD...: up to 10 s for CMD to succeed.
-wait_for() {
-	local i
-	for ((i = 0; i < 200; i++)); do "$@" && return 0; sleep 0.05; done
-	return 1
-}
-
 # stalled_backup STEP LOCATION NAME: mtc-backup held where the temporary of 'weights' is
 # written whole (MTC_FAULT_STALL), in the background: BG_PID is its pid.
 stalled_backup() {
