@@ -243,8 +243,8 @@ int mtc_replicate_serve(int argc, const char **argv)
 		rc = MTC_EXIT_USAGE;
 		goto out;
 	}
-	if (print_serving(dir, mtc_peer_server_address(s), !!o.tls_dir, coordinator ? nodes : 0,
-			  json) < 0)
+	if (print_serving(dir, mtc_peer_server_address(s), !!o.tls_dir, coordinator ? nodes : 0, json) <
+	    0)
 		mtc_warn("cannot write the result line:");
 	sigwait(&set, &sig);
 	mtc_info("signal %d: shutting down", sig);
@@ -347,7 +347,7 @@ static int print_pushed(json_t *summary)
 	json_t *peers = json_object_get(summary, "peers"), *p;
 	size_t i;
 
-	json_array_foreach(peers, i, p) {
+	json_array_foreach (peers, i, p) {
 		if (!json_is_true(json_object_get(p, "ok")))
 			continue;
 		printf("pushed step %lld to '%s': %lld metas, %lld data sent, %lld skipped, %lld bytes "
@@ -518,8 +518,8 @@ int mtc_replicate_fetch(int argc, const char **argv)
 			free(name);
 		}
 	if (json) {
-		summary = json_pack("{s:s, s:b, s:o, s:o}", "from", from, "ok", worst == 0,
-				    "seconds", mtc_json_seconds(mtc_now() - t0), "transfers", list);
+		summary = json_pack("{s:s, s:b, s:o, s:o}", "from", from, "ok", worst == 0, "seconds",
+				    mtc_json_seconds(mtc_now() - t0), "transfers", list);
 		if (mtc_json_print(summary) < 0 && !worst)
 			worst = MTC_EXIT_FAILURE;
 	} else {
