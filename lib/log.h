@@ -39,6 +39,19 @@ void mtc_log_progress_drawn(int drawn);
 int mtc_log_progress_is_drawn(void);
 
 /*
+ * A log line made now and written later by a signal handler, in the format
+ * and at the level it was made with, stamped when written (JSON records):
+ * mtc_log_write_prepared is async-signal-safe.
+ */
+struct mtc_log_prepared {
+	char tail[1024];
+	size_t len;
+	int stamped;
+};
+void mtc_log_prepare(struct mtc_log_prepared *p, int level, const char *msg);
+void mtc_log_write_prepared(const struct mtc_log_prepared *p);
+
+/*
  * The status files of the local volume (mtc(7) §3.3): once a program knows
  * its local dir, every error is also appended to <dir>/replicator.errors, and
  * a critical one to <dir>/replicator.failed too, which makes the training job

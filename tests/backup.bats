@@ -282,13 +282,6 @@ $WORK/run.out:0"
 	[[ "$stderr" == *"info: uploading 1 .meta file last"* ]]
 }
 
-# wait_for CMD...: up to 10 s for CMD to succeed.
-wait_for() {
-	local i
-	for ((i = 0; i < 200; i++)); do "$@" && return 0; sleep 0.05; done
-	return 1
-}
-
 # stalled_backup STEP LOCATION NAME: mtc-backup held where the temporary of 'weights' is
 # written whole (MTC_FAULT_STALL), in the background: BG_PID is its pid.
 stalled_backup() {
@@ -464,4 +457,20 @@ interrupted_backup() {
 	assert_equal "$int_status" 130
 	run cat "$WORK/err2"
 	assert_output "mtc-backup: interrupted"
+}
+
+@test "Ctrl-C with --log-format json says interrupted in a JSON log record like every other line" {
+	config "$WORK/cfg" job 0 1
+	saved_step "$WORK/local" job 100 0 a 4194304 >/dev/null
+	interrupted_backup "$WORK/err" --to "$WORK/bk" --name 2025-06-30_14-30 --log-format json
+	assert_equal "$int_status" 130
+	run cat "$WORK/err"
+	assert_equal "${#lines[@]}" 1
+	jq -e '(keys_unsorted == ["ts", "level", "prog", "msg"]) and .level == "error" and
+		.prog == "mtc-backup" and .msg == "interrupted; run the same command to continue" and
+		(.ts | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$"))' <<<"$output"
+	# the time is now, as every other record's is
+	now=$(date -u +%s)
+	t=$(jq -r '.ts | sub("\\.[0-9]+Z$"; "Z") | fromdate' <<<"$output")
+	[ $((now - t)) -ge 0 ] && [ $((now - t)) -lt 120 ]
 }

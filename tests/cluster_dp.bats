@@ -71,7 +71,7 @@ backup_copies() { ls "$(backup_dir)" | grep -c '\.data$'; }
 	serve_on "$CL_ROOT/node1"
 	run mtc-replicate push --dir "$CL_ROOT/node0" --config "$CL_ROOT/cfg0" --step 1 --peer "$URL"
 	assert_success
-	echo "$output" | grep -q '"bytes":0[,}]'
+	assert_output --regexp " 0 bytes in [0-9.]+ s$"
 	assert_equal "$(cat "$CL_ROOT/node1/$CL_JOB-s1-n0-w0.meta")" "$h"
 }
 

@@ -348,8 +348,11 @@ prehash_tid() {
 	assert_output --regexp '^\{"dry-run":true,"would-delete-paths":\[("[^"]*",){6}"[^"]*"\],"would-delete-meta":3,"would-delete-data":2,"kept-meta":2,"kept-data":2\}$'
 	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 3 --dry-run
 	assert_success
-	assert_line "would delete '$L/job-s2-n0-w0.meta'"
-	assert_line --index 7 "would delete 3 .meta and 2 .data, kept 2 .meta and 2 .data"
+	assert_line "would-delete $L/job-s2-n0-w0.meta"
+	assert_line --index 7 "3 .meta and 2 .data to delete, kept 2 .meta and 2 .data (dry run: nothing deleted)"
+	would=$(sed -n 's/^would-delete //p' <<<"$output") # mtc(7) §9.1: as mtc-prune's table
+	[ "$(wc -l <<<"$would")" -eq 7 ]
+	for p in $would; do [ -e "$p" ]; done
 	[ "$(ls "$L"/*.meta | wc -l)" -eq 5 ]
 	run mtc-replicate gc --dir "$L" --config "$T/cfg.json" --keep 3 --json
 	assert_success

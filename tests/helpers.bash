@@ -83,13 +83,20 @@ EOF
 }
 free_port() { free_ports 1; }
 
+# wait_for CMD...: up to 30 s for CMD to succeed.
+wait_for() {
+	local i
+	for ((i = 0; i < 600; i++)); do "$@" && return 0; sleep 0.05; done
+	return 1
+}
+
 # serve_on DIR [serve options]: a peer daemon on DIR on a free loopback port,
-# its output in DIR.out and DIR.err; sets URL and PID and adds PID to PIDS
+# its output in DIR.out (its --json line) and DIR.err; sets URL and PID and adds PID to PIDS
 # (the caller's teardown kills them).
 serve_on() {
 	local dir=$1
 	shift
-	mtc-replicate serve --dir "$dir" --listen 127.0.0.1:0 "$@" >"$dir.out" 2>"$dir.err" &
+	mtc-replicate serve --dir "$dir" --listen 127.0.0.1:0 --json "$@" >"$dir.out" 2>"$dir.err" &
 	PID=$!
 	PIDS+=("$PID")
 	for _ in $(seq 600); do

@@ -155,13 +155,29 @@ would delete' '{"seconds":1e-05}' '{"no-such-field":1}' '{"ok":1}'; do
 
 @test "mtc-replicate serve, push and fetch --json; run --json prints the node's state when it stops" {
 	mkdir "$W/peer"
-	serve_on "$W/peer" --json
+	serve_on "$W/peer" # with --json
 	json_of 0 cat "$W/peer.out"
 	json_of 0 mtc-replicate push --dir "$W/local" --config "$W/cfg" --step 100 --peer "$URL" --json
 	mkdir "$W/f"
 	json_of 0 mtc-replicate fetch --dir "$W/f" --from "$URL" --meta job-s100-n0-w0.meta --json
 	json_of 0 mtc-replicate run --dir "$W/local" --config "$W/cfg" --timeout 0.5 --json
 	assert_output --regexp '^\{"rank":0,"committed":100,.*"stopped":"timeout"\}$'
+}
+
+@test "mtc-replicate serve, push and fetch print a line for a person, JSON only with --json" {
+	mkdir "$W/peer" "$W/f"
+	mtc-replicate serve --dir "$W/peer" --listen 127.0.0.1:0 >"$W/serve.out" 2>"$W/serve.err" &
+	PIDS+=($!)
+	wait_for grep -q . "$W/serve.out"
+	run cat "$W/serve.out"
+	assert_output --regexp "^serving '$W/peer' on http://127\.0\.0\.1:[0-9]+$"
+	URL=${output##* on }
+	run --separate-stderr mtc-replicate push --dir "$W/local" --config "$W/cfg" --step 100 --peer "$URL"
+	assert_success
+	assert_output --regexp "^pushed step 100 to '$URL': 1 metas, 1 data sent, 0 skipped, [0-9]+ bytes in [0-9.]+ s$"
+	run --separate-stderr mtc-replicate fetch --dir "$W/f" --from "$URL" --meta job-s100-n0-w0.meta
+	assert_success
+	assert_output --regexp "^fetched 1 of 1 objects from '$URL': [0-9]+ bytes in [0-9.]+ s$"
 }
 
 @test "mtc-backup --json: the summary line" {

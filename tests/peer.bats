@@ -112,9 +112,10 @@ only_staging_free() { # nothing in DIR but the given names
 	U1=$URL
 	start_daemon p2
 	U2=$URL
-	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 5 --peer "$U1" --peer "$U2"
+	run --separate-stderr mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 5 --peer "$U1" --peer "$U2"
 	assert_success
-	assert_output --partial '"ok":true'
+	assert_line --regexp "^pushed step 5 to '$U1': 1 metas, 1 data sent, 0 skipped, [0-9]+ bytes in [0-9.]+ s$"
+	assert_line --regexp "^pushed step 5 to '$U2': "
 	for p in p1 p2; do
 		diff -r "$T/src/$HASH.data" "$T/$p/$HASH.data"
 		cmp "$T/src/job-s5-n0-w0.meta" "$T/$p/job-s5-n0-w0.meta"
@@ -122,6 +123,7 @@ only_staging_free() { # nothing in DIR but the given names
 	run mtc-replicate fetch --dir "$T/back" --from "$U2" --meta job-s5-n0-w0.meta
 	assert_success # a missing local dir is created
 	assert_output --partial "created the local dir '$T/back'"
+	assert_line --regexp "^fetched 1 of 1 objects from '$U2': [0-9]+ bytes in [0-9.]+ s$"
 	diff -r "$T/src/$HASH.data" "$T/back/$HASH.data"
 	cmp "$T/src/job-s5-n0-w0.meta" "$T/back/job-s5-n0-w0.meta"
 	only_staging_free "$T/back" "$HASH.data" "$HASH.manifest" job-s5-n0-w0.meta
@@ -160,7 +162,7 @@ only_staging_free() { # nothing in DIR but the given names
 	mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 7 --peer "$URL"
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 7 --peer "$URL"
 	assert_success
-	assert_output --partial '"data-sent":0,"data-skipped":1'
+	assert_output --regexp "1 metas, 0 data sent, 1 skipped, "
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 8 --peer "$URL"
 	assert_failure 4
 }

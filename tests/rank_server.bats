@@ -124,6 +124,28 @@ pid_in() { head -n 1 "$CL_ROOT/node$1/jax-init-info.txt"; }
 	grep -q "superseded" "$T/a/jax-init-info.txt"
 }
 
+@test "a coordinator not up yet: the rank says once that it cannot reach it and keeps trying" {
+	T=$(mktemp -d)
+	mkdir "$T/p" "$T/a"
+	port=$(free_port)
+	C=http://127.0.0.1:$port
+	mtc-handshake rank --dir "$T/a" --coordinator-url "$C" --index 0 --host a --timeout 60 >"$T/a.out" 2>"$T/a.err" &
+	apid=$!
+	PIDS+=($apid)
+	wait_for "the warning" 20 grep -q "cannot reach" "$T/a.err"
+	run cat "$T/a.err"
+	assert_output --regexp "^mtc-handshake: warning: cannot reach the coordinator '$C': connection refused; retrying for up to [0-9]+ s$"
+	# refused again and again while it stays down: still the one line
+	wait_for "two more refusals" 20 eval '[ $(( $(date +%s) - $(stat -c %Y "$T/a.err") )) -ge 3 ]'
+	mtc-replicate serve --dir "$T/p" --listen "127.0.0.1:$port" --coordinator --nodes 1 >/dev/null 2>"$T/p.err" &
+	PIDS+=($!)
+	st=0
+	wait "$apid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(grep -c "cannot reach" "$T/a.err")" 1
+	assert_equal "$(head -n 1 "$T/a/jax-init-info.txt")" 0
+}
+
 @test "restore, crash before a save, restore again: the second survives the same loss as the first" {
 	cluster_init "$N"
 	export CL_DP=2

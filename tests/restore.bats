@@ -369,13 +369,6 @@ wide_step() {
 	echo "$hash"
 }
 
-# wait_for CMD...: up to 10 s for CMD to succeed.
-wait_for() {
-	local i
-	for ((i = 0; i < 200; i++)); do "$@" && return 0; sleep 0.05; done
-	return 1
-}
-
 size_of() { stat -c %s "$1" 2>/dev/null || echo 0; }
 fired_at_least() { [ "$(fakegcs_stat faults_fired)" -ge "$1" ]; }
 

@@ -27,13 +27,6 @@ teardown() {
 	rm -rf "$WORK"
 }
 
-# wait_for CMD...: up to 30 s for CMD to succeed.
-wait_for() {
-	local i
-	for ((i = 0; i < 600; i++)); do "$@" && return 0; sleep 0.05; done
-	return 1
-}
-
 # boto3_get KEY FILE: the object as boto3 reads it
 boto3_get() {
 	"$MTC_PY" -c '

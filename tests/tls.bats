@@ -122,7 +122,7 @@ handshakes() {
 	serve_on "$T/p" --tls-dir "$T/pki/node"
 	run mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 5 --peer "$URL" --tls-dir "$T/pki/node"
 	assert_success
-	assert_output --partial '"ok":true'
+	assert_output --regexp "^pushed step 5 to '$URL': 1 metas, 1 data sent, "
 	diff -r "$T/src/$HASH.data" "$T/p/$HASH.data"
 	cmp "$T/src/job-s5-n0-w0.meta" "$T/p/job-s5-n0-w0.meta"
 	mkdir "$T/back"

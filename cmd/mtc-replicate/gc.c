@@ -24,7 +24,7 @@ static void print_would_delete(const char *path, void *arg)
 	if (arg)
 		json_array_append_new(arg, json_string(path));
 	else
-		printf("would delete '%s'\n", path);
+		printf("would-delete %s\n", path); /* mtc(7) §9.1: the one dry-run line */
 }
 
 /* The summary: text, or with json one line; a dry run says what would go. */
@@ -42,9 +42,13 @@ static int print_gc(const struct mtc_gc_stats *st, int dry_run, json_t *would, i
 						"deleted-data", (json_int_t)st->deleted_data,
 						"kept-meta", (json_int_t)st->kept_meta, "kept-data",
 						(json_int_t)st->kept_data));
-	printf("%s %zu .meta and %zu .data, kept %zu .meta and %zu .data\n",
-	       dry_run ? "would delete" : "deleted", st->deleted_meta, st->deleted_data, st->kept_meta,
-	       st->kept_data);
+	if (dry_run)
+		printf("%zu .meta and %zu .data to delete, kept %zu .meta and %zu .data (dry run: "
+		       "nothing deleted)\n",
+		       st->deleted_meta, st->deleted_data, st->kept_meta, st->kept_data);
+	else
+		printf("deleted %zu .meta and %zu .data, kept %zu .meta and %zu .data\n",
+		       st->deleted_meta, st->deleted_data, st->kept_meta, st->kept_data);
 	return fflush(stdout) == 0 ? 0 : -1;
 }
 

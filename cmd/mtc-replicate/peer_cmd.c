@@ -45,11 +45,30 @@ int mtc_replicate_parse(int argc, const char **argv, struct poptOption *opts, co
 	return mtc_cli_parse(*ctx, code);
 }
 
-/* The output of these verbs is JSON with or without --json (accepted by each). */
-#define JSON_OPTION(help)                                        \
-	{                                                        \
-		"json", '\0', POPT_ARG_NONE, NULL, 0, help, NULL \
+/*
+ * serve's one result line, once listening: "serving 'DIR' on URL", with " as the
+ * coordinator of N nodes", or with json the object of mtc-replicate(1).
+ */
+static int print_serving(const char *dir, const char *address, int tls, int coord_nodes, int json)
+{
+	const char *scheme = tls ? "https" : "http";
+	json_t *o;
+
+	mtc_info("serving '%s' on %s://%s", dir, scheme, address);
+	if (!json) {
+		if (coord_nodes)
+			printf("serving '%s' on %s://%s as the coordinator of %d nodes\n", dir, scheme,
+			       address, coord_nodes);
+		else
+			printf("serving '%s' on %s://%s\n", dir, scheme, address);
+		return fflush(stdout) == 0 ? 0 : -1;
 	}
+	o = json_pack("{s:s, s:s, s:s, s:b}", "listen", address, "scheme", scheme, "dir", dir,
+		      "coordinator", coord_nodes > 0);
+	if (tls)
+		json_object_set_new(o, "kernel-tls", json_boolean(mtc_tls_kernel_available()));
+	return mtc_json_print(o);
+}
 
 int mtc_replicate_serve(int argc, const char **argv)
 {
@@ -57,12 +76,11 @@ int mtc_replicate_serve(int argc, const char **argv)
 	char *dir = NULL, *listen = NULL, *token = NULL, *ready_file = NULL, *tls_dir = NULL,
 	     *job = NULL, err[512];
 	long long max_body = -1, max_files = -1, min_rate = -1;
-	int insecure = 0, strict_ranks = 0, max_depth = -1, max_conn = -1, timeout = -1,
+	int insecure = 0, strict_ranks = 0, json = 0, max_depth = -1, max_conn = -1, timeout = -1,
 	    session_timeout = -1, sig, rc;
 	int coordinator = 0, nodes = 0, per_ip = -1, max_unauth = -1, head_timeout = -1;
 	double round_s = 0, heartbeat_s = 0, poll_s = 0;
 	struct mtc_coord *coord = NULL;
-	json_t *result;
 	struct poptOption opts[] = {
 		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir to serve", "DIR" },
 		{ "listen", 'l', POPT_ARG_STRING, &listen, 0,
@@ -126,7 +144,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "seconds of silence after which a rank has vanished (default 30)", "SEC" },
 		{ "poll-timeout", '\0', POPT_ARG_DOUBLE, &poll_s, 0,
 		  "longest wait of one coordinator request (default 20)", "SEC" },
-		JSON_OPTION("the one result line, when listening, is JSON (it is without this too)"),
+		MTC_POPT_JSON(json, "the one result line, once listening, is JSON"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -225,12 +243,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 		rc = MTC_EXIT_USAGE;
 		goto out;
 	}
-	result = json_pack("{s:s, s:s, s:s, s:b}", "listen", mtc_peer_server_address(s), "scheme",
-			   o.tls_dir ? "https" : "http", "dir", dir, "coordinator", coordinator);
-	if (o.tls_dir)
-		json_object_set_new(result, "kernel-tls", json_boolean(mtc_tls_kernel_available()));
-	mtc_json_print(result);
-	mtc_info("serving '%s' on %s", dir, mtc_peer_server_address(s));
+	if (print_serving(dir, mtc_peer_server_address(s), !!o.tls_dir, coordinator ? nodes : 0, json) <
+	    0)
+		mtc_warn("cannot write the result line:");
 	sigwait(&set, &sig);
 	mtc_info("signal %d: shutting down", sig);
 	if (coord)
@@ -326,12 +341,35 @@ static void free_argv(char **v)
 	free(v);
 }
 
+/* push's human result: a line per peer the step reached (a peer it did not is an error line). */
+static int print_pushed(json_t *summary)
+{
+	json_t *peers = json_object_get(summary, "peers"), *p;
+	size_t i;
+
+	json_array_foreach (peers, i, p) {
+		if (!json_is_true(json_object_get(p, "ok")))
+			continue;
+		printf("pushed step %lld to '%s': %lld metas, %lld data sent, %lld skipped, %lld bytes "
+		       "in %.3f s\n",
+		       (long long)json_integer_value(json_object_get(summary, "step")),
+		       json_string_value(json_object_get(p, "peer")),
+		       (long long)json_integer_value(json_object_get(p, "metas")),
+		       (long long)json_integer_value(json_object_get(p, "data-sent")),
+		       (long long)json_integer_value(json_object_get(p, "data-skipped")),
+		       (long long)json_integer_value(json_object_get(p, "bytes")),
+		       json_number_value(json_object_get(p, "seconds")));
+	}
+	json_decref(summary);
+	return fflush(stdout) == 0 ? 0 : -1;
+}
+
 int mtc_replicate_push(int argc, const char **argv)
 {
 	char *dir = NULL, *config = NULL, *step_s = NULL, *tmpl = NULL, *token = NULL, **peers = NULL,
 	     **urls = NULL;
 	struct client_args ca = CLIENT_ARGS_INIT;
-	int n_urls = 0, failed = 0, rc;
+	int n_urls = 0, failed = 0, json = 0, rc;
 	long long step;
 	struct poptOption opts[] = {
 		MTC_POPT_DIR(dir),
@@ -341,7 +379,7 @@ int mtc_replicate_push(int argc, const char **argv)
 		{ "peer-url-template", '\0', POPT_ARG_STRING, &tmpl, 0,
 		  "turns a peer rank into its URL, e.g. http://job-0-{rank}.svc:7070", "T" },
 		CLIENT_OPTIONS(ca, "connections per tree and peer (default 4; 1: one tar stream)"),
-		JSON_OPTION("the summary line is JSON (it is without this too)"),
+		MTC_POPT_JSON(json, "the summary is one JSON line"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -394,7 +432,8 @@ int mtc_replicate_push(int argc, const char **argv)
 		pc.token = token = cred;
 	}
 	summary = mtc_peer_push_step(&pc, dir, cfg.job_name, step, cfg.node_rank, urls, n_urls, &failed);
-	mtc_json_print(summary);
+	if ((json ? mtc_json_print(summary) : print_pushed(summary)) < 0 && !failed)
+		failed = 1;
 	if (failed < 0)
 		mtc_error("nothing to push: no .meta of step %lld for node %d in '%s'", step,
 			  cfg.node_rank, dir);
@@ -417,7 +456,8 @@ int mtc_replicate_fetch(int argc, const char **argv)
 {
 	char *dir = NULL, *from = NULL, *token = NULL, **hashes = NULL, **metas = NULL;
 	struct client_args ca = CLIENT_ARGS_INIT;
-	int rc, worst = 0;
+	int rc, worst = 0, json = 0, fetched = 0, total = 0;
+	long long fetched_bytes = 0;
 	struct poptOption opts[] = {
 		MTC_POPT_DIR(dir),
 		{ "from", '\0', POPT_ARG_STRING, &from, 0, "the peer to fetch from", "URL" },
@@ -425,7 +465,7 @@ int mtc_replicate_fetch(int argc, const char **argv)
 		{ "meta", '\0', POPT_ARG_ARGV, &metas, 0, "fetch this .meta and its data (repeatable)",
 		  "NAME" },
 		CLIENT_OPTIONS(ca, "connections per tree (default 4; 1: one tar stream)"),
-		JSON_OPTION("the summary line is JSON (it is without this too)"),
+		MTC_POPT_JSON(json, "the summary is one JSON line"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -469,13 +509,27 @@ int mtc_replicate_fetch(int argc, const char **argv)
 				mtc_error("cannot fetch '%s': %s", name, err);
 				if (!worst || r == MTC_EXIT_INTEGRITY)
 					worst = r;
+			} else {
+				fetched++;
+				fetched_bytes += bytes;
 			}
+			total++;
 			json_array_append_new(list, o);
 			free(name);
 		}
-	summary = json_pack("{s:s, s:b, s:o, s:o}", "from", from, "ok", worst == 0, "seconds",
-			    mtc_json_seconds(mtc_now() - t0), "transfers", list);
-	mtc_json_print(summary);
+	if (json) {
+		summary = json_pack("{s:s, s:b, s:o, s:o}", "from", from, "ok", worst == 0, "seconds",
+				    mtc_json_seconds(mtc_now() - t0), "transfers", list);
+		if (mtc_json_print(summary) < 0 && !worst)
+			worst = MTC_EXIT_FAILURE;
+	} else {
+		json_decref(list);
+		if (fetched)
+			printf("fetched %d of %d objects from '%s': %lld bytes in %.3f s\n", fetched,
+			       total, from, fetched_bytes, mtc_now() - t0);
+		if (fflush(stdout) != 0 && !worst)
+			worst = MTC_EXIT_FAILURE;
+	}
 	rc = worst;
 out:
 	poptFreeContext(ctx);

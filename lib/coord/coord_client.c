@@ -71,12 +71,13 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 /*
  * One HTTP POST, on keep's connection when given (kept open for the next),
  * else on a connection of its own. MTC_OK with the parsed JSON answer and its
- * HTTP code, MTC_FAILURE with err (transport: worth a retry), or MTC_USAGE with
- * err when no retry can help (the URL's scheme against the TLS set-up).
+ * HTTP code, MTC_FAILURE with err (transport: worth a retry; *refused 1 when
+ * nothing listens at the address), or MTC_USAGE with err when no retry can help
+ * (the URL's scheme against the TLS set-up).
  */
 static enum mtc_result post_once(struct mtc_coord_client *cc, CURL *keep, const char *kind,
 				 const char *body, double timeout_s, json_t **answer, long *code,
-				 char *err, size_t errlen)
+				 int *refused, char *err, size_t errlen)
 {
 	CURL *h = keep ? keep : curl_easy_init();
 	struct curl_slist *hdr = NULL;
@@ -117,6 +118,12 @@ static enum mtc_result post_once(struct mtc_coord_client *cc, CURL *keep, const 
 	}
 	rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
+	*refused = 0;
+	if (rc == CURLE_COULDNT_CONNECT) {
+		long os_errno = 0;
+		curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+		*refused = os_errno == ECONNREFUSED;
+	}
 	if (rc != CURLE_OK && atomic_load(&cc->last_ok) == 0) {
 		long sent = 0;
 		/* A report that reached the coordinator before the connection broke is a first contact. */
@@ -134,6 +141,7 @@ static enum mtc_result post_once(struct mtc_coord_client *cc, CURL *keep, const 
 		return MTC_FAILURE;
 	}
 	atomic_store(&cc->last_ok, mtc_now());
+	atomic_store(&cc->said_unreachable, 0);
 	*answer = b.p ? json_loadb(b.p, b.len, 0, &jerr) : NULL;
 	if (!json_is_object(*answer)) {
 		snprintf(err, errlen, "coordinator '%s' answered HTTP %ld without JSON: %.80s", url,
@@ -168,8 +176,10 @@ static void *heartbeat_main(void *arg)
 		struct timespec ts;
 		json_t *a;
 		long code;
+		int refused;
 		pthread_mutex_unlock(&cc->mu);
-		if (post_once(cc, keep, "heartbeat", body, 10, &a, &code, err, sizeof err) != MTC_OK)
+		if (post_once(cc, keep, "heartbeat", body, 10, &a, &code, &refused, err, sizeof err) !=
+		    MTC_OK)
 			mtc_debug("heartbeat: %s", err);
 		json_decref(a);
 		pthread_mutex_lock(&cc->mu);
@@ -216,7 +226,7 @@ enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, js
 	char *body;
 	struct mtc_retry retry;
 	const char *status;
-	int rc;
+	int rc, refused;
 
 	*answer = NULL;
 	err[0] = '\0';
@@ -251,8 +261,8 @@ enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, js
 			return MTC_FAILURE;
 		}
 		err[0] = '\0';
-		rc = post_once(cc, NULL, kind, body, (wait_s >= 0 ? wait_s : 60) + 30, &a, &code, err,
-			       errlen);
+		rc = post_once(cc, NULL, kind, body, (wait_s >= 0 ? wait_s : 60) + 30, &a, &code,
+			       &refused, err, errlen);
 		if (rc == MTC_USAGE) {
 			free(body);
 			return MTC_FAILURE;
@@ -263,6 +273,9 @@ enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, js
 					 json_string_value(json_object_get(a, "error"))
 						 ?: "unavailable");
 			json_decref(a);
+			if (refused && !atomic_exchange(&cc->said_unreachable, 1))
+				mtc_warn("cannot reach the coordinator '%s': connection refused; retrying for up to %.0f s",
+					 cc->url, deadline - mtc_now());
 			mtc_debug("%s: %s; retrying", kind, err);
 			if (mtc_retry_wait(&retry) < 0) {
 				free(body);

@@ -32,6 +32,7 @@ struct mtc_coord_client {
 	 */
 	double lost_s;
 	_Atomic double last_ok;	       /* mtc_now() of the last answer; 0: never */
+	atomic_int said_unreachable;   /* warned that it refuses connections; 0 again on an answer */
 	volatile sig_atomic_t *cancel; /* when set and non-zero, reports stop with FAILURE */
 };
 
@@ -52,7 +53,8 @@ void mtc_coord_client_close(struct mtc_coord_client *cc);
  * FAILURE (the round failed, the coordinator refused the report or was
  * lost, or *cancel was set: err says why) or TIMEOUT (coordinator never
  * reached). Connection errors are retried until deadline (mtc_now() based)
- * or until the coordinator counts as lost.
+ * or until the coordinator counts as lost; a refused connection is warned
+ * about once, not at each retry, and again only after an answer.
  */
 enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, json_t *report,
 			       double wait_s, double deadline, json_t **answer, char *err,

@@ -47,11 +47,11 @@ best() {
 # ratio A B NAME: how much faster A (s) is than B (s).
 ratio() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "#   %s: %+.0f%%\n", n, (b / a - 1) * 100 }'; }
 
-# serve NAME DIR [OPTIONS]: a daemon for DIR; sets SERVED_PID and SERVED_URL.
+# serve NAME DIR [OPTIONS]: a daemon for DIR, its --json line in NAME.out; sets SERVED_PID and SERVED_URL.
 serve() {
 	name=$1 d=$2
 	shift 2
-	"$bin/mtc-replicate" serve --dir "$d" --listen 127.0.0.1:0 "$@" >"$root/$name.out" 2>"$root/$name.err" &
+	"$bin/mtc-replicate" serve --dir "$d" --listen 127.0.0.1:0 --json "$@" >"$root/$name.out" 2>"$root/$name.err" &
 	SERVED_PID=$!
 	pids="$pids $SERVED_PID"
 	i=0
