@@ -24,6 +24,15 @@ void mtc_run_threads(size_t n, void *(*fn)(void *), void *arg)
 	free(t);
 }
 
+void mtc_thread_stop(pthread_t t, pthread_mutex_t *lock, pthread_cond_t *wake, int *stop)
+{
+	pthread_mutex_lock(lock);
+	*stop = 1;
+	pthread_cond_signal(wake);
+	pthread_mutex_unlock(lock);
+	pthread_join(t, NULL);
+}
+
 int mtc_background_parse(const char *name, enum mtc_background *out)
 {
 	static const char *const names[] = { "idle", "nice", "normal" };

@@ -1,6 +1,7 @@
 #ifndef MTC_THREADS_H
 #define MTC_THREADS_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #define MTC_HASH_THREADS_MAX 256 /* the most threads a digest hashes on */
@@ -12,6 +13,12 @@
  * longer.
  */
 void mtc_run_threads(size_t n, void *(*fn)(void *), void *arg);
+
+/*
+ * Ends thread t, which waits on wake under lock until *stop: sets *stop,
+ * wakes it and joins it. lock and wake are left for the caller to destroy.
+ */
+void mtc_thread_stop(pthread_t t, pthread_mutex_t *lock, pthread_cond_t *wake, int *stop);
 
 /*
  * How mtc's background work (hashing while a step is written, pushes,
