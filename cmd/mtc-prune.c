@@ -54,8 +54,8 @@ int main(int argc, const char **argv)
 		POPT_TABLEEND
 	};
 	struct poptOption action_opts[] = {
-		{ "job", '\0', POPT_ARG_STRING, &job, 0,
-		  "the job whose backups are at LOCATION/NAME (LOCATION is the bucket root)", "NAME" },
+		MTC_POPT_JOB(job,
+			     "the job whose backups are at LOCATION/NAME (LOCATION is the bucket root)"),
 		{ "path", 'p', POPT_ARG_STRING, &path_opt, 0,
 		  "the directory that holds the backups (backup-warden's -p)", "PATH" },
 		{ "list", '\0', POPT_ARG_STRING, &list_file, 0,
@@ -66,9 +66,9 @@ int main(int argc, const char **argv)
 		{ "delete", '\0', POPT_ARG_NONE, &do_delete, 0, "delete (the default is a dry run)",
 		  NULL },
 		{ "dry-run", 'n', POPT_ARG_NONE, &dry_run, 0, "delete nothing (the default)", NULL },
-		{ "verify", '\0', POPT_ARG_NONE, &verify, 0,
-		  "protect the newest backup that re-hashes to its names, not only the newest intact by size",
-		  NULL },
+		MTC_POPT_VERIFY(
+			verify,
+			"protect the newest backup that re-hashes to its names, not only the newest intact by size"),
 		{ "grace", '\0', POPT_ARG_STRING, &grace_text, 0,
 		  "a backup younger than this that is not valid is being written (default 6h)",
 		  "DURATION" },
@@ -82,8 +82,9 @@ int main(int argc, const char **argv)
 		{ "silent", '\0', POPT_ARG_NONE, &silent, 0, "errors only, and no table", NULL },
 		{ "debug", '\0', POPT_ARG_NONE, &debug, 0, "debug log output (as -vv)", NULL },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
-		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0,
-		  "transfers in flight: gs:// requests, threads on a directory (default 32)", "N" },
+		MTC_POPT_PARALLEL_FOR(
+			parallel,
+			"transfers in flight: gs:// requests, threads on a directory (default 32)"),
 		{ NULL, 'V', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &show_version, 0, NULL, NULL },
 		{ "no-recency-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0,
 		  NULL, NULL },
