@@ -22,21 +22,22 @@ struct mtc_warden_config ini;
 struct mtc_store_options store_opt;
 long long grace;
 
+/* --hourly N|always and its like: how many backups of the period to keep. */
+#define PERIOD_OPTION(freq, name, keep)                                        \
+	{                                                                      \
+		name, '\0', POPT_ARG_ARGV, &counts[freq], 0,                   \
+			name " backups to keep (default " keep ")", "N|always" \
+	}
+
 int main(int argc, const char **argv)
 {
 	struct poptOption policy_opts[] = {
-		{ "minutely", '\0', POPT_ARG_ARGV, &counts[MTC_MINUTELY], 0,
-		  "minutely backups to keep (default 0)", "N|always" },
-		{ "hourly", '\0', POPT_ARG_ARGV, &counts[MTC_HOURLY], 0,
-		  "hourly backups to keep (default 72)", "N|always" },
-		{ "daily", '\0', POPT_ARG_ARGV, &counts[MTC_DAILY], 0,
-		  "daily backups to keep (default 7)", "N|always" },
-		{ "weekly", '\0', POPT_ARG_ARGV, &counts[MTC_WEEKLY], 0,
-		  "weekly backups to keep (default 6)", "N|always" },
-		{ "monthly", '\0', POPT_ARG_ARGV, &counts[MTC_MONTHLY], 0,
-		  "monthly backups to keep (default 12)", "N|always" },
-		{ "yearly", '\0', POPT_ARG_ARGV, &counts[MTC_YEARLY], 0,
-		  "yearly backups to keep (default always)", "N|always" },
+		PERIOD_OPTION(MTC_MINUTELY, "minutely", "0"),
+		PERIOD_OPTION(MTC_HOURLY, "hourly", "72"),
+		PERIOD_OPTION(MTC_DAILY, "daily", "7"),
+		PERIOD_OPTION(MTC_WEEKLY, "weekly", "6"),
+		PERIOD_OPTION(MTC_MONTHLY, "monthly", "12"),
+		PERIOD_OPTION(MTC_YEARLY, "yearly", "always"),
 		{ "prefer-recent", '\0', POPT_ARG_NONE, &prefer_recent, 0,
 		  "keep the newest backup of each period, not the oldest", NULL },
 		{ "relaxed", '\0', POPT_ARG_NONE, &relaxed, 0, "do not enforce the time windows", NULL },
