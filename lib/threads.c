@@ -24,12 +24,17 @@ void mtc_run_threads(size_t n, void *(*fn)(void *), void *arg)
 	free(t);
 }
 
-void mtc_thread_stop(pthread_t t, pthread_mutex_t *lock, pthread_cond_t *wake, int *stop)
+void mtc_cond_set(pthread_mutex_t *lock, pthread_cond_t *cond, int *flag, int value)
 {
 	pthread_mutex_lock(lock);
-	*stop = 1;
-	pthread_cond_signal(wake);
+	*flag = value;
+	pthread_cond_broadcast(cond);
 	pthread_mutex_unlock(lock);
+}
+
+void mtc_thread_stop(pthread_t t, pthread_mutex_t *lock, pthread_cond_t *wake, int *stop)
+{
+	mtc_cond_set(lock, wake, stop, 1);
 	pthread_join(t, NULL);
 }
 

@@ -14,9 +14,12 @@
  */
 void mtc_run_threads(size_t n, void *(*fn)(void *), void *arg);
 
+/* Sets *flag to value under lock, then wakes every thread waiting on cond. */
+void mtc_cond_set(pthread_mutex_t *lock, pthread_cond_t *cond, int *flag, int value);
+
 /*
- * Ends thread t, which waits on wake under lock until *stop: sets *stop,
- * wakes it and joins it. lock and wake are left for the caller to destroy.
+ * Ends thread t, which waits on wake under lock until *stop: sets *stop
+ * (mtc_cond_set) and joins it. lock and wake are left for the caller to destroy.
  */
 void mtc_thread_stop(pthread_t t, pthread_mutex_t *lock, pthread_cond_t *wake, int *stop);
 

@@ -1,5 +1,4 @@
 #include "peer_server_int.h"
-#include "threads.h"
 
 void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
 {
