@@ -33,9 +33,10 @@ double o_restore_timeout = 300;
 int main(int argc, const char **argv)
 {
 	struct poptOption dir_opts[] = {
-		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir (a RAM disk)", "DIR" },
-		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout_s, 0,
-		  "give up after SEC seconds with exit 3 (default: wait forever; offer: 300)", "SEC" },
+		MTC_POPT_DIR_FOR(dir, "the local dir (a RAM disk)"),
+		MTC_POPT_TIMEOUT(
+			timeout_s,
+			"give up after SEC seconds with exit 3 (default: wait forever; offer: 300)"),
 		MTC_POPT_JSON(json,
 			      "result lines as JSON: watch's path, offer's restore marker (accept and check print "
 			      "JSON either way)"),
@@ -46,7 +47,7 @@ int main(int argc, const char **argv)
 		{ "framework", '\0', POPT_ARG_STRING, &o_framework, 0,
 		  "orbax, pytorch.distributed or pytorch (default orbax)", "NAME" },
 		{ "node-rank", '\0', POPT_ARG_INT, &o_rank, 0, "node-rank", "R" },
-		{ "nodes", '\0', POPT_ARG_INT, &o_nodes, 0, "nodes", "N" },
+		MTC_POPT_NODES(o_nodes, "nodes"),
 		{ "peer-ranks", '\0', POPT_ARG_STRING, &o_peers, 0,
 		  "peer-ranks, comma separated ('' for [])", "R,R" },
 		{ "peers-per-node", '\0', POPT_ARG_INT, &o_ppn, 0, "peers-per-node", "K" },

@@ -22,21 +22,22 @@ struct mtc_warden_config ini;
 struct mtc_store_options store_opt;
 long long grace;
 
+/* --hourly N|always and its like: how many backups of the period to keep. */
+#define PERIOD_OPTION(freq, name, keep)                                        \
+	{                                                                      \
+		name, '\0', POPT_ARG_ARGV, &counts[freq], 0,                   \
+			name " backups to keep (default " keep ")", "N|always" \
+	}
+
 int main(int argc, const char **argv)
 {
 	struct poptOption policy_opts[] = {
-		{ "minutely", '\0', POPT_ARG_ARGV, &counts[MTC_MINUTELY], 0,
-		  "minutely backups to keep (default 0)", "N|always" },
-		{ "hourly", '\0', POPT_ARG_ARGV, &counts[MTC_HOURLY], 0,
-		  "hourly backups to keep (default 72)", "N|always" },
-		{ "daily", '\0', POPT_ARG_ARGV, &counts[MTC_DAILY], 0,
-		  "daily backups to keep (default 7)", "N|always" },
-		{ "weekly", '\0', POPT_ARG_ARGV, &counts[MTC_WEEKLY], 0,
-		  "weekly backups to keep (default 6)", "N|always" },
-		{ "monthly", '\0', POPT_ARG_ARGV, &counts[MTC_MONTHLY], 0,
-		  "monthly backups to keep (default 12)", "N|always" },
-		{ "yearly", '\0', POPT_ARG_ARGV, &counts[MTC_YEARLY], 0,
-		  "yearly backups to keep (default always)", "N|always" },
+		PERIOD_OPTION(MTC_MINUTELY, "minutely", "0"),
+		PERIOD_OPTION(MTC_HOURLY, "hourly", "72"),
+		PERIOD_OPTION(MTC_DAILY, "daily", "7"),
+		PERIOD_OPTION(MTC_WEEKLY, "weekly", "6"),
+		PERIOD_OPTION(MTC_MONTHLY, "monthly", "12"),
+		PERIOD_OPTION(MTC_YEARLY, "yearly", "always"),
 		{ "prefer-recent", '\0', POPT_ARG_NONE, &prefer_recent, 0,
 		  "keep the newest backup of each period, not the oldest", NULL },
 		{ "relaxed", '\0', POPT_ARG_NONE, &relaxed, 0, "do not enforce the time windows", NULL },
@@ -54,8 +55,8 @@ int main(int argc, const char **argv)
 		POPT_TABLEEND
 	};
 	struct poptOption action_opts[] = {
-		{ "job", '\0', POPT_ARG_STRING, &job, 0,
-		  "the job whose backups are at LOCATION/NAME (LOCATION is the bucket root)", "NAME" },
+		MTC_POPT_JOB(job,
+			     "the job whose backups are at LOCATION/NAME (LOCATION is the bucket root)"),
 		{ "path", 'p', POPT_ARG_STRING, &path_opt, 0,
 		  "the directory that holds the backups (backup-warden's -p)", "PATH" },
 		{ "list", '\0', POPT_ARG_STRING, &list_file, 0,
@@ -66,9 +67,9 @@ int main(int argc, const char **argv)
 		{ "delete", '\0', POPT_ARG_NONE, &do_delete, 0, "delete (the default is a dry run)",
 		  NULL },
 		{ "dry-run", 'n', POPT_ARG_NONE, &dry_run, 0, "delete nothing (the default)", NULL },
-		{ "verify", '\0', POPT_ARG_NONE, &verify, 0,
-		  "protect the newest backup that re-hashes to its names, not only the newest intact by size",
-		  NULL },
+		MTC_POPT_VERIFY(
+			verify,
+			"protect the newest backup that re-hashes to its names, not only the newest intact by size"),
 		{ "grace", '\0', POPT_ARG_STRING, &grace_text, 0,
 		  "a backup younger than this that is not valid is being written (default 6h)",
 		  "DURATION" },
@@ -82,8 +83,9 @@ int main(int argc, const char **argv)
 		{ "silent", '\0', POPT_ARG_NONE, &silent, 0, "errors only, and no table", NULL },
 		{ "debug", '\0', POPT_ARG_NONE, &debug, 0, "debug log output (as -vv)", NULL },
 		MTC_POPT_STORE_AUTH(token_file, s3_endpoint),
-		{ "parallel", 'j', POPT_ARG_INT, &parallel, 0,
-		  "transfers in flight: gs:// requests, threads on a directory (default 32)", "N" },
+		MTC_POPT_PARALLEL_FOR(
+			parallel,
+			"transfers in flight: gs:// requests, threads on a directory (default 32)"),
 		{ NULL, 'V', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &show_version, 0, NULL, NULL },
 		{ "no-recency-check", '\0', POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, &compat_flag, 0,
 		  NULL, NULL },

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "digest.h"
 #include "digest_cache.h"
+#include "threads.h"
 #include "xalloc.h"
 
 struct rec {
@@ -256,10 +257,4 @@ int mtc_digest_cache_begin(struct mtc_digest_cache *c)
 	return ok;
 }
 
-void mtc_digest_cache_end(struct mtc_digest_cache *c)
-{
-	pthread_mutex_lock(&c->lock);
-	c->busy = 0;
-	pthread_cond_broadcast(&c->idle);
-	pthread_mutex_unlock(&c->lock);
-}
+void mtc_digest_cache_end(struct mtc_digest_cache *c) { mtc_cond_set(&c->lock, &c->idle, &c->busy, 0); }

@@ -228,11 +228,7 @@ void mtc_prehash_stop(struct mtc_prehash *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);
-	p->stop = 1;
-	pthread_cond_signal(&p->wake);
-	pthread_mutex_unlock(&p->lock);
-	pthread_join(p->thread, NULL);
+	mtc_thread_stop(p->thread, &p->lock, &p->wake, &p->stop);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

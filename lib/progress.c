@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "fsutil.h"
 #include "log.h"
+#include "threads.h"
 #include "units.h"
 #include "xalloc.h"
 
@@ -144,11 +145,7 @@ void mtc_progress_end(struct mtc_progress *p)
 	if (!p)
 		return;
 	if (p->following) {
-		pthread_mutex_lock(&p->lock);
-		p->stop = 1;
-		pthread_cond_signal(&p->wake);
-		pthread_mutex_unlock(&p->lock);
-		pthread_join(p->thread, NULL);
+		mtc_thread_stop(p->thread, &p->lock, &p->wake, &p->stop);
 		pthread_cond_destroy(&p->wake);
 		pthread_mutex_destroy(&p->lock);
 	}

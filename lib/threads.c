@@ -24,6 +24,20 @@ void mtc_run_threads(size_t n, void *(*fn)(void *), void *arg)
 	free(t);
 }
 
+void mtc_cond_set(pthread_mutex_t *lock, pthread_cond_t *cond, int *flag, int value)
+{
+	pthread_mutex_lock(lock);
+	*flag = value;
+	pthread_cond_broadcast(cond);
+	pthread_mutex_unlock(lock);
+}
+
+void mtc_thread_stop(pthread_t t, pthread_mutex_t *lock, pthread_cond_t *wake, int *stop)
+{
+	mtc_cond_set(lock, wake, stop, 1);
+	pthread_join(t, NULL);
+}
+
 int mtc_background_parse(const char *name, enum mtc_background *out)
 {
 	static const char *const names[] = { "idle", "nice", "normal" };

@@ -1,6 +1,7 @@
 #ifndef MTC_THREADS_H
 #define MTC_THREADS_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #define MTC_HASH_THREADS_MAX 256 /* the most threads a digest hashes on */
@@ -12,6 +13,15 @@
  * longer.
  */
 void mtc_run_threads(size_t n, void *(*fn)(void *), void *arg);
+
+/* Sets *flag to value under lock, then wakes every thread waiting on cond. */
+void mtc_cond_set(pthread_mutex_t *lock, pthread_cond_t *cond, int *flag, int value);
+
+/*
+ * Ends thread t, which waits on wake under lock until *stop: sets *stop
+ * (mtc_cond_set) and joins it. lock and wake are left for the caller to destroy.
+ */
+void mtc_thread_stop(pthread_t t, pthread_mutex_t *lock, pthread_cond_t *wake, int *stop);
 
 /*
  * How mtc's background work (hashing while a step is written, pushes,

@@ -9,6 +9,8 @@ NONE=(--minutely 0 --hourly 0 --daily 0 --weekly 0 --monthly 0 --yearly 0)
 # decide POLICY... < names: prints "action name [reasons]" without the summary.
 decide() { mtc-prune --list - "$@" 2>/dev/null | sed '$d' | tr -s ' '; }
 kept() { mtc-prune --list - --print-kept "$@" 2>/dev/null | tr '\n' ' '; }
+# names_are NAME...: the backups' names, one a line, that kept_is and decide read
+names_are() { names=$(printf '%s\n' "$@"); }
 # kept_is 'KEPT ' FLAGS...: of $names, FLAGS on top of NONE keep exactly KEPT.
 kept_is() {
 	local want=$1
@@ -43,9 +45,7 @@ snapshot() { (cd "$ROOT" && find . | sort); }
 dirs() { (cd "$ROOT/job" && find . -mindepth 1 -maxdepth 1 -type d | sed 's|^\./||' | sort | tr '\n' ' '); }
 
 @test "strict windows drop old periods, relaxed keeps the last N" {
-	names='2025-06-30_08-00
-2025-06-30_09-00
-2025-06-30_13-00'
+	names_are 2025-06-30_08-00 2025-06-30_09-00 2025-06-30_13-00
 	kept_is '2025-06-30_13-00 ' --hourly 3
 	kept_is '2025-06-30_08-00 2025-06-30_09-00 2025-06-30_13-00 ' --hourly 3 --relaxed
 	kept_is '2025-06-30_09-00 2025-06-30_13-00 ' --hourly 4
@@ -53,19 +53,13 @@ dirs() { (cd "$ROOT/job" && find . -mindepth 1 -maxdepth 1 -type d | sed 's|^\./
 }
 
 @test "the oldest of each period by default, the newest with --prefer-recent" {
-	names='2025-06-30_10-00
-2025-06-30_10-30
-2025-06-30_11-00
-2025-06-30_11-30'
+	names_are 2025-06-30_10-00 2025-06-30_10-30 2025-06-30_11-00 2025-06-30_11-30
 	kept_is '2025-06-30_10-00 2025-06-30_11-00 ' --hourly 2
 	kept_is '2025-06-30_10-30 2025-06-30_11-30 ' --hourly 2 --prefer-recent
 }
 
 @test "minutely periods, and the reasons name every rule that keeps a backup" {
-	names='2025-06-30_10-00-10
-2025-06-30_10-00-40
-2025-06-30_10-01-05
-2025-06-30_10-03-00'
+	names_are 2025-06-30_10-00-10 2025-06-30_10-00-40 2025-06-30_10-01-05 2025-06-30_10-03-00
 	run decide "${NONE[@]}" --minutely 2 --hourly 1 <<<"$names"
 	assert_output 'keep 2025-06-30_10-00-10 hourly
 would-delete 2025-06-30_10-00-40
@@ -76,10 +70,7 @@ keep 2025-06-30_10-03-00 minutely'
 }
 
 @test "include and exclude globs select the backups considered" {
-	names='db-2025-06-30_10-00
-db-2025-06-30_11-00
-logs-2025-06-30_10-30
-logs-2025-06-30_11-30'
+	names_are db-2025-06-30_10-00 db-2025-06-30_11-00 logs-2025-06-30_10-30 logs-2025-06-30_11-30
 	kept_is 'db-2025-06-30_11-00 ' --hourly 1 --include 'db-*'
 	run decide "${NONE[@]}" --hourly 1 --exclude 'db-*' <<<"$names"
 	assert_output 'would-delete logs-2025-06-30_10-30
@@ -88,10 +79,7 @@ keep logs-2025-06-30_11-30 hourly'
 }
 
 @test "a custom timestamp pattern reads its named groups by name" {
-	names='snap-31.12.2024-23h
-snap-01.01.2025-01h
-snap-15.01.2025-00h
-other-2025-01-20'
+	names_are snap-31.12.2024-23h snap-01.01.2025-01h snap-15.01.2025-00h other-2025-01-20
 	kept_is 'snap-31.12.2024-23h snap-01.01.2025-01h ' --monthly 2 -t '(?P<day>\d{2})\.(?P<month>\d{2})\.(?<year>\d{4}) - (?P<hour>\d\d)h'
 	run mtc-prune --list - -t '(?P<year>\d{4})' </dev/null
 	assert_failure 2
@@ -104,14 +92,7 @@ u1700100000123'
 }
 
 @test "backup-warden's default pattern: all its spellings parse, invalid dates are not backups" {
-	names='2025-06-30_14-30
-2013-10-10@20:07
-backup-20160110_214500
-20160111
-2025-02-30_10-00
-2025-13-01_10-00
-restore.version
-notes'
+	names_are 2025-06-30_14-30 2013-10-10@20:07 backup-20160110_214500 20160111 2025-02-30_10-00 2025-13-01_10-00 restore.version notes
 	run decide "${NONE[@]}" --daily always <<<"$names"
 	assert_output 'keep 2013-10-10@20:07 daily
 keep backup-20160110_214500 daily
@@ -120,28 +101,19 @@ keep 2025-06-30_14-30 daily'
 }
 
 @test "ties in time are broken by name" {
-	names='b-2025-06-30_10-00
-a-2025-06-30_10-00'
+	names_are b-2025-06-30_10-00 a-2025-06-30_10-00
 	kept_is 'a-2025-06-30_10-00 ' --daily 1
 	kept_is 'b-2025-06-30_10-00 ' --daily 1 --prefer-recent
 }
 
 @test "weeks are ISO weeks: the week around New Year is one period" {
 	# 2024-12-30 is the Monday of ISO week 2025-W01; 2021-01-01 is in 2020-W53.
-	names='2024-12-30_10-00
-2025-01-01_10-00
-2025-01-06_10-00
-2020-12-28_10-00
-2021-01-01_10-00'
+	names_are 2024-12-30_10-00 2025-01-01_10-00 2025-01-06_10-00 2020-12-28_10-00 2021-01-01_10-00
 	kept_is '2020-12-28_10-00 2024-12-30_10-00 2025-01-06_10-00 ' --weekly always
 }
 
 @test "always keeps every period; calendar months bound the strict window" {
-	names='2019-03-01_00-00
-2019-07-01_00-00
-2023-05-05_00-00
-2025-02-27_12-00
-2025-03-31_12-00'
+	names_are 2019-03-01_00-00 2019-07-01_00-00 2023-05-05_00-00 2025-02-27_12-00 2025-03-31_12-00
 	kept_is '2019-03-01_00-00 2023-05-05_00-00 2025-02-27_12-00 ' --yearly always
 	# 2025-03-31 minus one month is 2025-02-28 12:00: February's backup is outside.
 	kept_is '2025-03-31_12-00 ' --monthly 0+1

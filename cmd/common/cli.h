@@ -13,15 +13,55 @@ extern struct poptOption mtc_common_options[];
 		POPT_AUTOHELP
 
 /*
- * Options several programs take alike, each with its one help text. The
- * peers' token is read through mtc_peer_token_path (token_file.h).
+ * Options several programs take: each one's name, type and argument here;
+ * those with one help text in every program take no help. The peers' token
+ * is read through mtc_peer_token_path (token_file.h).
  */
+#define MTC_POPT_ARG(name, c, type, var, help, arg) \
+	{                                           \
+		name, c, type, &(var), 0, help, arg \
+	}
+
+/* the node */
+#define MTC_POPT_DIR_FOR(var, help) MTC_POPT_ARG("dir", 'd', POPT_ARG_STRING, var, help, "DIR")
+#define MTC_POPT_DIR(var) MTC_POPT_DIR_FOR(var, "the local dir")
+#define MTC_POPT_CONFIG(var)                                                                          \
+	{                                                                                             \
+		"config", 'c', POPT_ARG_STRING, &(var), 0, "the accepted config (JSON, - for stdin)", \
+			"CFG"                                                                         \
+	}
+#define MTC_POPT_STEP(var, help) MTC_POPT_ARG("step", 's', POPT_ARG_STRING, var, help, "S")
+#define MTC_POPT_JOB(var, help) MTC_POPT_ARG("job", '\0', POPT_ARG_STRING, var, help, "NAME")
+#define MTC_POPT_NODES(var, help) MTC_POPT_ARG("nodes", '\0', POPT_ARG_INT, var, help, "N")
+#define MTC_POPT_THREADS(var)                                                                           \
+	{                                                                                               \
+		"threads", '\0', POPT_ARG_INT, &(var), 0, "hashing threads (default: one per CPU)", "N" \
+	}
+
+/* the peers and the coordinator */
+#define MTC_POPT_PEER(var, help) MTC_POPT_ARG("peer", '\0', POPT_ARG_ARGV, var, help, "URL")
+#define MTC_POPT_PEER_URL_TEMPLATE(var)                                                          \
+	{                                                                                        \
+		"peer-url-template", '\0', POPT_ARG_STRING, &(var), 0,                           \
+			"turns a peer rank into its URL, e.g. http://job-0-{rank}.job:7070", "T" \
+	}
 #define MTC_POPT_PEER_TOKEN_FILE(var)                                                                 \
 	{                                                                                             \
 		"peer-token-file", '\0', POPT_ARG_STRING, &(var), 0,                                  \
 			"bearer token for the peers and the coordinator (else $MTC_PEER_TOKEN_FILE)", \
 			"FILE"                                                                        \
 	}
+#define MTC_POPT_COORDINATOR_URL(var)                                       \
+	{                                                                   \
+		"coordinator-url", '\0', POPT_ARG_STRING, &(var), 0,        \
+			"the coordinator (default $MTC_COORDINATOR)", "URL" \
+	}
+
+/* backups */
+#define MTC_POPT_BACKUP(var, help) MTC_POPT_ARG("backup", 'b', POPT_ARG_STRING, var, help, "LOCATION")
+#define MTC_POPT_NAME(var, help) \
+	MTC_POPT_ARG("name", '\0', POPT_ARG_STRING, var, help, "YYYY-MM-DD_HH-MM")
+#define MTC_POPT_VERIFY(var, help) MTC_POPT_ARG("verify", '\0', POPT_ARG_NONE, var, help, NULL)
 #define MTC_POPT_STORE_AUTH(token_file, s3_endpoint)                                                        \
 	{ "gcs-token-file",                                                                                 \
 	  '\0',                                                                                             \
@@ -36,43 +76,26 @@ extern struct poptOption mtc_common_options[];
 			"AWS's)",                                                                           \
 			"URL"                                                                               \
 	}
-
-/* Entries with one meaning and one help text in every program that takes them. */
-#define MTC_POPT_DIR(var)                                                      \
-	{                                                                      \
-		"dir", 'd', POPT_ARG_STRING, &(var), 0, "the local dir", "DIR" \
-	}
-#define MTC_POPT_CONFIG(var)                                                                          \
-	{                                                                                             \
-		"config", 'c', POPT_ARG_STRING, &(var), 0, "the accepted config (JSON, - for stdin)", \
-			"CFG"                                                                         \
-	}
-#define MTC_POPT_THREADS(var)                                                                           \
-	{                                                                                               \
-		"threads", '\0', POPT_ARG_INT, &(var), 0, "hashing threads (default: one per CPU)", "N" \
-	}
-#define MTC_POPT_PARALLEL(var)                                                                    \
-	{                                                                                         \
-		"parallel", 'j', POPT_ARG_INT, &(var), 0, "transfers in flight (default 32)", "N" \
-	}
+#define MTC_POPT_PARALLEL_FOR(var, help) MTC_POPT_ARG("parallel", 'j', POPT_ARG_INT, var, help, "N")
+#define MTC_POPT_PARALLEL(var) MTC_POPT_PARALLEL_FOR(var, "transfers in flight (default 32)")
 #define MTC_POPT_NO_PROGRESS(var)                                                                     \
 	{                                                                                             \
 		"no-progress", '\0', POPT_ARG_NONE, &(var), 0, "no progress line on a terminal", NULL \
 	}
-#define MTC_POPT_JSON(var, help)                                   \
-	{                                                          \
-		"json", '\0', POPT_ARG_NONE, &(var), 0, help, NULL \
-	}
-#define MTC_POPT_COORDINATOR_URL(var)                                       \
-	{                                                                   \
-		"coordinator-url", '\0', POPT_ARG_STRING, &(var), 0,        \
-			"the coordinator (default $MTC_COORDINATOR)", "URL" \
-	}
+
+/* time */
+#define MTC_POPT_TIMEOUT(var, help) MTC_POPT_ARG("timeout", '\0', POPT_ARG_DOUBLE, var, help, "SEC")
+#define MTC_POPT_QUIET_TIME(var, help) \
+	MTC_POPT_ARG("quiet-time", '\0', POPT_ARG_DOUBLE, var, help, "SEC")
 #define MTC_POPT_HEARTBEAT(var)                                         \
 	{                                                               \
 		"heartbeat", '\0', POPT_ARG_DOUBLE, &(var), 0,          \
 			"seconds between heartbeats (default 5)", "SEC" \
 	}
+
+/* output */
+#define MTC_POPT_JSON(var, help) MTC_POPT_ARG("json", '\0', POPT_ARG_NONE, var, help, NULL)
+
 /* --slice-threshold SIZE and --slices N, read by mtc_cli_slices; the helps say which way. */
 #define MTC_POPT_SLICES(threshold_text, slices, threshold_help, slices_help)                        \
 	{ "slice-threshold", '\0', POPT_ARG_STRING, &(threshold_text), 0, threshold_help, "SIZE" }, \

@@ -72,11 +72,10 @@ int mtc_replicate_commit(int argc, const char **argv)
 		MTC_POPT_DIR(dir),
 		MTC_POPT_CONFIG(config),
 		{ "watch", 'w', POPT_ARG_NONE, &watch, 0, "keep committing steps as they arrive", NULL },
-		{ "quiet-time", '\0', POPT_ARG_DOUBLE, &quiet, 0,
-		  "a created step dir or .save file is taken after SEC s without change (default 5)",
-		  "SEC" },
-		{ "timeout", '\0', POPT_ARG_DOUBLE, &timeout, 0,
-		  "with --watch, exit 0 after SEC s (default: never)", "SEC" },
+		MTC_POPT_QUIET_TIME(
+			quiet,
+			"a created step dir or .save file is taken after SEC s without change (default 5)"),
+		MTC_POPT_TIMEOUT(timeout, "with --watch, exit 0 after SEC s (default: never)"),
 		{ "wait", '\0', POPT_ARG_DOUBLE, &wait_s, 0,
 		  "wait up to SEC s for pending steps to become quiet and commit them; exit 3 if "
 		  "some are still pending",

@@ -82,7 +82,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 	double round_s = 0, heartbeat_s = 0, poll_s = 0;
 	struct mtc_coord *coord = NULL;
 	struct poptOption opts[] = {
-		{ "dir", 'd', POPT_ARG_STRING, &dir, 0, "the local dir to serve", "DIR" },
+		MTC_POPT_DIR_FOR(dir, "the local dir to serve"),
 		{ "listen", 'l', POPT_ARG_STRING, &listen, 0,
 		  "address to listen on (default 127.0.0.1:7070; port 0 picks a free one)",
 		  "HOST:PORT" },
@@ -133,11 +133,10 @@ int mtc_replicate_serve(int argc, const char **argv)
 		  "SEC" },
 		{ "coordinator", '\0', POPT_ARG_NONE, &coordinator, 0,
 		  "also be the coordinator (rank 0): POST /v1/coord/{restore,restore-done,sync}", NULL },
-		{ "nodes", '\0', POPT_ARG_INT, &nodes, 0, "ranks the coordinator waits for", "N" },
-		{ "job", '\0', POPT_ARG_STRING, &job, 0,
-		  "the job the coordinator serves: a report of another job is refused (default: the "
-		  "first job a report names)",
-		  "NAME" },
+		MTC_POPT_NODES(nodes, "ranks the coordinator waits for"),
+		MTC_POPT_JOB(job,
+			     "the job the coordinator serves: a report of another job is refused (default: the "
+			     "first job a report names)"),
 		{ "round-timeout", '\0', POPT_ARG_DOUBLE, &round_s, 0,
 		  "seconds before an incomplete round fails (default 300)", "SEC" },
 		{ "heartbeat-timeout", '\0', POPT_ARG_DOUBLE, &heartbeat_s, 0,
@@ -285,9 +284,7 @@ struct client_args {
 		  "HTTPS: peers checked against DIR/ca.crt, DIR/tls.crt shown as the client "               \
 		  "certificate (else $MTC_TLS_DIR)",                                                        \
 		  "DIR" },                                                                                  \
-		{ "timeout",	'\0', POPT_ARG_DOUBLE,                                                      \
-		  &(a).timeout, 0,    "seconds per object, retries included (default 3600)",                \
-		  "SEC" },                                                                                  \
+		MTC_POPT_TIMEOUT((a).timeout, "seconds per object, retries included (default 3600)"),       \
 		{ "retries", '\0', POPT_ARG_INT, &(a).retries, 0, "retries per request (default 4)", "N" }, \
 	{                                                                                                   \
 		"streams", '\0', POPT_ARG_INT, &(a).streams, 0, streams_help, "N"                           \
@@ -374,10 +371,9 @@ int mtc_replicate_push(int argc, const char **argv)
 	struct poptOption opts[] = {
 		MTC_POPT_DIR(dir),
 		MTC_POPT_CONFIG(config),
-		{ "step", 's', POPT_ARG_STRING, &step_s, 0, "the step to push", "S" },
-		{ "peer", '\0', POPT_ARG_ARGV, &peers, 0, "push to this peer (repeatable)", "URL" },
-		{ "peer-url-template", '\0', POPT_ARG_STRING, &tmpl, 0,
-		  "turns a peer rank into its URL, e.g. http://job-0-{rank}.svc:7070", "T" },
+		MTC_POPT_STEP(step_s, "the step to push"),
+		MTC_POPT_PEER(peers, "push to this peer (repeatable)"),
+		MTC_POPT_PEER_URL_TEMPLATE(tmpl),
 		CLIENT_OPTIONS(ca, "connections per tree and peer (default 4; 1: one tar stream)"),
 		MTC_POPT_JSON(json, "the summary is one JSON line"),
 		MTC_POPT_COMMON POPT_TABLEEND

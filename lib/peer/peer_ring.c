@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "threads.h"
 #include "xalloc.h"
 
 void mtc_ring_init(struct mtc_ring *r, size_t batch)
@@ -96,10 +97,4 @@ ssize_t mtc_ring_next(void *ring, const void **buf)
 	return n;
 }
 
-void mtc_ring_done(struct mtc_ring *r)
-{
-	pthread_mutex_lock(&r->mu);
-	r->done = 1;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-}
+void mtc_ring_done(struct mtc_ring *r) { mtc_cond_set(&r->mu, &r->cv, &r->done, 1); }

@@ -644,11 +644,7 @@ const char *mtc_peer_server_address(const struct mtc_peer_server *s) { return s-
 void mtc_peer_server_stop(struct mtc_peer_server *s)
 {
 	atomic_store(&s->stopping, 1);
-	pthread_mutex_lock(&s->conns_mu);
-	s->guard_stop = 1;
-	pthread_cond_signal(&s->conns_cv);
-	pthread_mutex_unlock(&s->conns_mu);
-	pthread_join(s->guard, NULL);
+	mtc_thread_stop(s->guard, &s->conns_mu, &s->conns_cv, &s->guard_stop);
 	if (s->tls)
 		mtc_tls_front_stop(s->tls);
 	mtc_sorter_stop(s->sorter);

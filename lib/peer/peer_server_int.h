@@ -61,6 +61,7 @@
 #include "sorter.h"
 #include "tls_front.h"
 #include "tls_relay.h"
+#include "threads.h"
 #include "tmpname.h"
 #include "walk.h"
 #include "xalloc.h"

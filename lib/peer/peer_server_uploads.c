@@ -138,10 +138,7 @@ int psrv_manifest_enter(struct mtc_peer_server *s)
 
 void psrv_manifest_leave(struct mtc_peer_server *s)
 {
-	pthread_mutex_lock(&s->manifest_mu);
-	s->manifest_busy = 0;
-	pthread_cond_signal(&s->manifest_cv);
-	pthread_mutex_unlock(&s->manifest_mu);
+	mtc_cond_set(&s->manifest_mu, &s->manifest_cv, &s->manifest_busy, 0);
 }
 
 /*

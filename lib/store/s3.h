@@ -15,11 +15,12 @@ struct s3 {
 };
 
 /*
- * States in r a request for object name (NULL: the bucket) with query, its
- * parameters "name=value" (or "name") one a line, neither encoded; it is
- * signed at its start.
+ * States in r a request for object name (NULL: the bucket) with the query
+ * printf makes of fmt (NULL: none), its parameters "name=value" (or "name")
+ * one a line, neither encoded; it is signed at its start.
  */
-void s3_request(struct req *r, const char *method, const char *name, const char *query);
+void s3_request(struct req *r, const char *method, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Each <tag>...</tag> of an answer in turn: *at moves past it; NULL after the last. */
 const char *s3_element(const char **at, const char *end, const char *tag, size_t *len);

@@ -29,11 +29,18 @@
 
 /* ---------------------------------------------------------------- the api */
 
-void s3_request(struct req *r, const char *method, const char *name, const char *query)
+void s3_request(struct req *r, const char *method, const char *name, const char *fmt, ...)
 {
+	va_list ap;
+
 	r->method = method;
 	r->path = name ? xasprintf("/%s", name) : xstrdup("");
-	r->query = query ? xstrdup(query) : NULL;
+	r->query = NULL;
+	if (fmt) {
+		va_start(ap, fmt);
+		r->query = xvasprintf(fmt, ap);
+		va_end(ap);
+	}
 }
 
 /* "Name: value" lines → pairs (pointing into copies kept in *keep). */
@@ -359,14 +366,9 @@ static long long iso_time(const char *text)
 
 static int list_prepare(struct op *op, struct req *r)
 {
-	char *full = xasprintf("%s%s", op->xf->prefix, op->lprefix);
-	char *q = xasprintf("list-type=2\nprefix=%s%s%s%s%s", full, op->ldelim ? "\ndelimiter=" : "",
-			    op->ldelim ? op->ldelim : "", op->page_token ? "\ncontinuation-token=" : "",
-			    op->page_token ? op->page_token : "");
-
-	s3_request(r, "GET", NULL, q);
-	free(full);
-	free(q);
+	s3_request(r, "GET", NULL, "list-type=2\nprefix=%s%s%s%s%s%s", op->xf->prefix, op->lprefix,
+		   op->ldelim ? "\ndelimiter=" : "", op->ldelim ? op->ldelim : "",
+		   op->page_token ? "\ncontinuation-token=" : "", op->page_token ? op->page_token : "");
 	return 0;
 }
 

@@ -165,7 +165,6 @@ static int sums_of_range(int fd, long long off, long long size, uint32_t *crc, u
 static int up_prepare(struct op *op, struct req *r)
 {
 	int create_only = !(op->flags & MTC_STORE_REPLACE);
-	char *q;
 
 	switch (op->state) {
 	case U_PARTS:
@@ -191,16 +190,8 @@ static int up_prepare(struct op *op, struct req *r)
 		s3_request(r, "HEAD", op->name, NULL);
 		xfer_header(r, "x-amz-checksum-mode: ENABLED");
 		break;
-	case U_FIND:
-		q = xasprintf("uploads\nprefix=%s", op->name);
-		s3_request(r, "GET", NULL, q);
-		free(q);
-		break;
-	case U_LIST:
-		q = xasprintf("uploadId=%s", op->session);
-		s3_request(r, "GET", op->name, q);
-		free(q);
-		break;
+	case U_FIND: s3_request(r, "GET", NULL, "uploads\nprefix=%s", op->name); break;
+	case U_LIST: s3_request(r, "GET", op->name, "uploadId=%s", op->session); break;
 	case U_CREATE:
 		s3_request(r, "POST", op->name, "uploads");
 		xfer_header(r, "Content-Type: application/octet-stream");
@@ -208,17 +199,14 @@ static int up_prepare(struct op *op, struct req *r)
 		r->body = "";
 		break;
 	case U_PART:
-		q = xasprintf("partNumber=%zu\nuploadId=%s", op->slot + 1, op->parent->session);
-		s3_request(r, "PUT", op->name, q);
-		free(q);
+		s3_request(r, "PUT", op->name, "partNumber=%zu\nuploadId=%s", op->slot + 1,
+			   op->parent->session);
 		crc_header(r, op->crc);
 		xfer_put_body(r, op->fd, op->off, op->size);
 		break;
 	case U_COMPLETE:
 		mtc_fault_stall("s3-complete", op->name);
-		q = xasprintf("uploadId=%s", op->session);
-		s3_request(r, "POST", op->name, q);
-		free(q);
+		s3_request(r, "POST", op->name, "uploadId=%s", op->session);
 		xfer_header(r, "Content-Type: application/xml");
 		if (create_only)
 			xfer_header(r, "If-None-Match: *");
@@ -227,11 +215,7 @@ static int up_prepare(struct op *op, struct req *r)
 		r->body = op->body;
 		r->body_len = (long long)strlen(op->body);
 		break;
-	case U_ABORT:
-		q = xasprintf("uploadId=%s", op->session);
-		s3_request(r, "DELETE", op->name, q);
-		free(q);
-		break;
+	case U_ABORT: s3_request(r, "DELETE", op->name, "uploadId=%s", op->session); break;
 	}
 	return 0;
 }

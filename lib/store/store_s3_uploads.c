@@ -52,31 +52,23 @@ static char *param(const char *name, const char *value)
 
 static int up_prepare(struct op *op, struct req *r)
 {
-	char *a, *b, *q;
+	char *a = NULL, *b = NULL;
 
 	switch (op->state) {
 	case M_UPLOADS:
 		a = param("key-marker", op->page_token);
 		b = param("upload-id-marker", op->session);
-		q = xasprintf("uploads\nprefix=%s%s%s%s", op->xf->prefix, op->lprefix, a, b);
-		s3_request(r, "GET", NULL, q);
+		s3_request(r, "GET", NULL, "uploads\nprefix=%s%s%s%s", op->xf->prefix, op->lprefix, a,
+			   b);
 		break;
 	case M_PARTS:
 		a = param("part-number-marker", op->page_token);
-		b = xstrdup("");
-		q = xasprintf("uploadId=%s%s", op->session, a);
-		s3_request(r, "GET", op->name, q);
+		s3_request(r, "GET", op->name, "uploadId=%s%s", op->session, a);
 		break;
-	default:
-		a = xstrdup("");
-		b = xstrdup("");
-		q = xasprintf("uploadId=%s", op->session);
-		s3_request(r, "DELETE", op->name, q);
-		break;
+	default: s3_request(r, "DELETE", op->name, "uploadId=%s", op->session); break;
 	}
 	free(a);
 	free(b);
-	free(q);
 	return 0;
 }
 

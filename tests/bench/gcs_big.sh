@@ -15,7 +15,6 @@ set -eu
 size_mb=${MTC_BENCH_BIG_MB:-1024}
 rate=${MTC_BENCH_CONN_RATE:-100M}
 slices=${MTC_BENCH_SLICES:-16}
-store="$build/unit/store"
 bench_root big
 
 big_object "$size_mb"
@@ -24,31 +23,6 @@ export STORAGE_EMULATOR_HOST="$url" MTC_GCS_RETRY_BASE_MS=100 FAKEGCS_URL="$url"
 node=
 [ -d build/node/node_modules ] && command -v node > /dev/null && node=1
 export NODE_PATH="$PWD/build/node/node_modules"
-
-# measure LABEL PREP CMD...: PREP (a shell snippet) runs untimed before each of $runs
-# runs; the fastest is shown.
-base=
-runs=1
-measure() {
-	label=$1 prep=$2
-	shift 2
-	: >"$root/times"
-	n=0
-	while [ $n -lt $runs ]; do
-		sh -c "$prep"
-		/usr/bin/time -f '%e %U %S' -o "$root/time" "$@" > /dev/null 2>"$root/err" || {
-			echo "# $label failed:"; sed 's/^/#   /' "$root/err"; return 0; }
-		cat "$root/time" >> "$root/times"
-		n=$((n + 1))
-	done
-	set -- $(sort -n "$root/times" | head -1) $(sort -n "$root/times" | tail -1 | cut -d' ' -f1)
-	[ -n "$base" ] || base=$1
-	printf '%-44s' "$label"
-	echo "$1 $2 $3 $base $4 $runs" | awk -v g="$gib" '{
-		printf " %7.2f s  %8.1f MB/s  %6.2f CPU s/GiB  %5.2fx", $1, g * 1073.741824 / $1, ($2 + $3) / g, $4 / $1
-		if ($6 > 1) printf "  (best of %d, spread %.2f)", $6, $5 / $1
-		printf "\n" }'
-}
 
 # one_and_sliced LABEL PREP ARGS1 ARGS2: `store gs://bench ARGS1` as one stream, the ratios'
 # base, run once; then ARGS2 over $slices streams, best of MTC_BENCH_RUNS.

@@ -16,7 +16,6 @@ set -eu
 size_mb=${MTC_BENCH_S3_MB:-512}
 rate=${MTC_BENCH_S3_RATE:-20M}
 slices=${MTC_BENCH_SLICES:-8}
-store="$PWD/$build/unit/store"
 venv=${MTC_VENV:-$PWD/build/venv}
 if [ ! -x "$venv/bin/aws" ]; then
 	echo "# the AWS CLI is not in $venv (make venv): skipped"
@@ -34,21 +33,6 @@ rc="env -u AWS_CA_BUNDLE RCLONE_CONFIG=/dev/null RCLONE_CONFIG_B_TYPE=s3 RCLONE_
 	RCLONE_CONFIG_B_ACCESS_KEY_ID=bench RCLONE_CONFIG_B_SECRET_ACCESS_KEY=bench
 	RCLONE_CONFIG_B_ENDPOINT=$url RCLONE_CONFIG_B_REGION=us-east-1
 	RCLONE_CONFIG_B_FORCE_PATH_STYLE=true rclone"
-
-# measure LABEL PREP CMD...: PREP (a shell snippet) runs untimed first; one run each.
-base=
-measure() {
-	label=$1 prep=$2
-	shift 2
-	sh -c "$prep"
-	/usr/bin/time -f '%e %U %S' -o "$root/time" "$@" > /dev/null 2>"$root/err" || {
-		echo "# $label failed:"; sed 's/^/#   /' "$root/err" | tail -5; return 0; }
-	set -- $(cat "$root/time")
-	[ -n "$base" ] || base=$1
-	printf '%-46s' "$label"
-	echo "$1 $2 $3 $base" | awk -v g="$gib" '{
-		printf " %7.2f s  %8.1f MB/s  %6.2f CPU s/GiB  %5.2fx\n", $1, g * 1073.741824 / $1, ($2 + $3) / g, $4 / $1 }'
-}
 
 chunk=$(( (size_mb + slices - 1) / slices ))
 [ "$chunk" -ge 5 ] || chunk=5

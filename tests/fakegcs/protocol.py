@@ -1,6 +1,7 @@
 """Pure pieces of the GCS JSON API: errors, preconditions, hashes, ranges, page tokens,
 multipart bodies."""
 import base64
+import bisect
 import json
 import secrets
 import time
@@ -80,6 +81,33 @@ def expectations(meta, header):
             e["md5"] = meta["md5Hash"]
     e.update(parse_goog_hash(header))
     return e
+
+
+def list_page(names, i, prefix, delim, limit, skip=None):
+    """One page of a listing over the sorted names from index i, as both APIs page it:
+    (keys, prefixes, last, more). A name that delim cuts after prefix counts once, as its
+    common prefix; names skip(name) is true of are passed over; last is the last key or
+    common prefix taken, more whether names were left at limit entries."""
+    keys, prefixes, last, more = [], [], None, False
+    while i < len(names):
+        n = names[i]
+        if skip and skip(n):
+            i += 1
+            continue
+        if len(keys) + len(prefixes) >= limit:
+            more = True
+            break
+        cut = n.find(delim, len(prefix)) if delim else -1
+        if cut >= 0:
+            p = n[:cut + len(delim)]
+            prefixes.append(p)
+            last = p
+            i = bisect.bisect_right(names, p + "\U0010ffff", i)
+            continue
+        keys.append(n)
+        last = n
+        i += 1
+    return keys, prefixes, last, more
 
 
 def encode_token(start_after):

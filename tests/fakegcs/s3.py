@@ -17,7 +17,7 @@ from urllib.parse import quote, unquote
 from xml.sax.saxutils import escape
 
 import crc32c
-from protocol import HTTPError, XML_NS, decode_token, encode_token
+from protocol import HTTPError, XML_NS, decode_token, encode_token, list_page
 
 MAX_KEYS = 1000
 MIN_PART = 5 << 20
@@ -323,28 +323,16 @@ class S3Handler:
         else:
             after = q.get("marker") or None
         enc = (lambda s: quote(s, safe="/")) if q.get("encoding-type") == "url" else (lambda s: s)
-        contents, prefixes, last, more = [], [], None, False
         with ENV.STATE.lock:
             names = sorted(n for n in b["objects"] if n.startswith(prefix))
             i = bisect.bisect_right(names, after) if after else 0
-            while i < len(names):
-                n = names[i]
-                if len(contents) + len(prefixes) >= limit:
-                    more = True
-                    break
-                cut = n.find(delim, len(prefix)) if delim else -1
-                if cut >= 0:
-                    p = n[:cut + len(delim)]
-                    prefixes.append(p)
-                    last = p
-                    i = bisect.bisect_right(names, p + "\U0010ffff", i)
-                    continue
+            keys, prefixes, last, more = list_page(names, i, prefix, delim, limit)
+            contents = []
+            for n in keys:
                 o = b["objects"][n]
                 contents.append("<Contents>%s%s%s%s%s</Contents>" % (
                     el("Key", enc(n)), el("LastModified", iso(o.updated)), el("ETag", o.s3_etag),
                     el("Size", o.size), el("StorageClass", "STANDARD")))
-                last = n
-                i += 1
         inner = el("Name", bucket) + el("Prefix", enc(prefix)) + el("MaxKeys", limit)
         if delim:
             inner += el("Delimiter", enc(delim))

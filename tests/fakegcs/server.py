@@ -30,7 +30,7 @@ import crc32c  # noqa: E402
 import s3  # noqa: E402
 from blobs import Chain, FileBlob, MemBlob  # noqa: E402
 from protocol import (HTTPError, check_hashes, check_preconditions, decode_token,  # noqa: E402
-                      encode_token, expectations, parse_content_range, parse_goog_hash,
+                      encode_token, expectations, list_page, parse_content_range, parse_goog_hash,
                       parse_complete_mpu, parse_range, parse_rate, rfc3339, split_multipart,
                       multipart_boundary,
                       xml_doc, xml_error)
@@ -854,25 +854,11 @@ class Handler(s3.S3Handler, BaseHTTPRequestHandler):
             snapshot = b["objects"]
             i = bisect.bisect_right(names, start_after) if start_after is not None else 0
             lo, hi = q.get("startOffset"), q.get("endOffset")
-            items, prefixes, last, more = [], [], None, False
-            while i < len(names):
-                n = names[i]
-                if (lo and n < lo) or (hi and n >= hi):
-                    i += 1
-                    continue
-                if len(items) + len(prefixes) >= limit:
-                    more = True
-                    break
-                cut = n.find(delim, len(prefix)) if delim else -1
-                if cut >= 0:
-                    p = n[:cut + len(delim)]
-                    prefixes.append(p)
-                    last = p + "\U0010ffff"
-                    i = bisect.bisect_right(names, last, i)
-                    continue
-                items.append(snapshot[n].resource(self.host()))
-                last = n
-                i += 1
+            keys, prefixes, last, more = list_page(
+                names, i, prefix, delim, limit, lambda n: (lo and n < lo) or (hi and n >= hi))
+            items = [snapshot[n].resource(self.host()) for n in keys]
+        if prefixes and last == prefixes[-1]:
+            last += "\U0010ffff"  # the next page starts past every name under it
         out = {"kind": "storage#objects"}
         if items:
             out["items"] = items

@@ -1,11 +1,12 @@
 # shellcheck shell=sh
 # What the benches share (POSIX sh), sourced from the tree's top by a bench
 # that takes the build dir as $1:  . tests/bench/lib/common.sh
-# Gives build and bin; bench_root NAME (root: a fresh tmpfs dir, removed at
+# Gives build, bin and store; bench_root NAME (root: a fresh tmpfs dir, removed at
 # exit with the processes in $pids stopped, kept when MTC_BENCH_KEEP is set);
 # and the helpers below. Not a bench itself: tests/bench/run runs *.sh only.
 build=${1:-build/release}
 bin=$(cd "$build/bin" && pwd)
+store="$PWD/$build/unit/store" # the store unit test's binary: put, get, ... on any URL
 pids=""
 
 stop_all() {
@@ -119,6 +120,32 @@ big_object() {
 	fi
 	head -c $(($1 * 1048576)) /dev/urandom >"$root/big"
 	gib=$(echo "$1" | awk '{ print $1 / 1024 }')
+}
+
+# measure LABEL PREP CMD...: CMD over the big object ($gib GiB), the fastest of $runs (1) runs,
+# each after PREP (a shell snippet, untimed): wall seconds, MB/s, client CPU seconds per GiB,
+# and its speed over $base's, which the first line after `base=` sets.
+base=
+runs=1
+measure() {
+	label=$1 prep=$2
+	shift 2
+	: >"$root/times"
+	n=0
+	while [ $n -lt $runs ]; do
+		sh -c "$prep"
+		/usr/bin/time -f '%e %U %S' -o "$root/time" "$@" > /dev/null 2>"$root/err" || {
+			echo "# $label failed:"; sed 's/^/#   /' "$root/err" | tail -5; return 0; }
+		cat "$root/time" >> "$root/times"
+		n=$((n + 1))
+	done
+	set -- $(sort -n "$root/times" | head -1) $(sort -n "$root/times" | tail -1 | cut -d' ' -f1)
+	[ -n "$base" ] || base=$1
+	printf '%-46s' "$label"
+	echo "$1 $2 $3 $base $4 $runs" | awk -v g="$gib" '{
+		printf " %7.2f s  %8.1f MB/s  %6.2f CPU s/GiB  %5.2fx", $1, g * 1073.741824 / $1, ($2 + $3) / g, $4 / $1
+		if ($6 > 1) printf "  (best of %d, spread %.2f)", $6, $5 / $1
+		printf "\n" }'
 }
 
 fake_gcs() {
