@@ -180,6 +180,27 @@ would delete' '{"seconds":1e-05}' '{"no-such-field":1}' '{"ok":1}'; do
 	assert_output --regexp "^fetched 1 of 1 objects from '$URL': [0-9]+ bytes in [0-9.]+ s$"
 }
 
+@test "mtc-replicate commit prints a line for a person, JSON only with --json" {
+	L=$W/c
+	mkdir -p "$L/7" "$L/8"
+	echo seven >"$L/7/f"
+	echo eight >"$L/8/f"
+	: >"$L/7/commit_success.txt"
+	run --separate-stderr mtc-replicate commit --dir "$L" --config "$W/cfg" --quiet-time 60
+	assert_success
+	assert_output --regexp "^committed step 7 worker 0: D[0-9a-f]{64} \([0-9]+ bytes, [0-9.]+ s, [0-9]+ of them hashed while it was written\)$"
+	[ "$stderr" = "mtc-replicate: warning: step 8 is pending: written to within the last 60 s (--quiet-time); not committed (--wait SEC waits for it)" ]
+	h=$(cat "$L/job-s7-n0-w0.meta")
+	cp -a "$L/$h.data" "$L/9"
+	run --separate-stderr mtc-replicate commit --dir "$L" --config "$W/cfg" --quiet-time 60
+	assert_success
+	assert_output --regexp "^committed step 9 worker 0: $h \(.*; the same data was already there\)$"
+	cp -a "$L/$h.data" "$L/10"
+	json_of 0 mtc-replicate commit --dir "$L" --config "$W/cfg" --quiet-time 60 --json
+	assert_line --index 0 --regexp "^\{\"step\":10,\"worker\":0,\"hash\":\"$h\",.*\"redundant\":true\}$"
+	assert_line --index 1 '{"pending":[8],"quiet-time":60.0}'
+}
+
 @test "mtc-backup --json: the summary line" {
 	saved_step "$W/local" job 300 0 c 1000 >/dev/null
 	json_of 0 mtc-backup --dir "$W/local" --config "$W/cfg" --step 300 --to "$W/bk" --name 2025-07-01_00-00 --json

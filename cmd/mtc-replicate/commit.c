@@ -1,11 +1,20 @@
 #include "verbs.h"
 
+/* A committed step: the JSON line with --json, else the line run logs for it (lib/commit.c). */
 static void print_commit(const struct mtc_commit_result *r, void *arg)
 {
-	(void)arg;
-	mtc_json_print(json_pack("{s:I, s:i, s:s, s:I, s:o, s:b}", "step", (json_int_t)r->step, "worker",
-				 r->worker, "hash", r->hash, "bytes", (json_int_t)r->bytes, "seconds",
-				 mtc_json_seconds(r->seconds), "redundant", r->redundant));
+	if (*(const int *)arg) {
+		mtc_json_print(json_pack("{s:I, s:i, s:s, s:I, s:o, s:b}", "step", (json_int_t)r->step,
+					 "worker", r->worker, "hash", r->hash, "bytes",
+					 (json_int_t)r->bytes, "seconds", mtc_json_seconds(r->seconds),
+					 "redundant", r->redundant));
+		return;
+	}
+	printf("committed step %lld worker %d: %s (%lld bytes, %.3f s, %lld of them hashed while it was "
+	       "written%s)\n",
+	       r->step, r->worker, r->hash, r->bytes, r->seconds, r->known,
+	       r->redundant ? "; the same data was already there" : "");
+	fflush(stdout);
 }
 
 /*
@@ -81,8 +90,7 @@ int mtc_replicate_commit(int argc, const char **argv)
 		  "some are still pending",
 		  "SEC" },
 		MTC_POPT_THREADS(threads),
-		MTC_POPT_JSON(json,
-			      "only JSON on stdout: a line per committed step, one for the pending steps"),
+		MTC_POPT_JSON(json, "a JSON line per committed step and one for the pending steps"),
 		MTC_POPT_COMMON POPT_TABLEEND
 	};
 	poptContext ctx;
@@ -105,9 +113,12 @@ int mtc_replicate_commit(int argc, const char **argv)
 	}
 	if ((rc = mtc_cli_config(config, &cfg)) != MTC_EXIT_OK)
 		goto out;
-	struct mtc_commit_opts o = {
-		.dir = dir, .cfg = &cfg, .threads = threads, .quiet_s = quiet, .cb = print_commit
-	};
+	struct mtc_commit_opts o = { .dir = dir,
+				     .cfg = &cfg,
+				     .threads = threads,
+				     .quiet_s = quiet,
+				     .cb = print_commit,
+				     .arg = &json };
 	if (watch) {
 		rc = mtc_commit_watch(&o, timeout) < 0 ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
 	} else if (wait_s >= 0) {

@@ -93,7 +93,7 @@ t0=$(date +%s.%N)
 out=$(mtc-replicate commit --dir "$root/local" --config "$cfg" --quiet-time 0)
 t1=$(date +%s.%N)
 same=$(find "$root/local" -inum "$inode" | grep -c '\.data/shards/shard1$' || true)
-echo "commit: $out"
+echo "$out"
 awk -v b="$bytes" -v t0="$t0" -v t1="$t1" -v same="$same" 'BEGIN {
 	printf "commit end to end: %.3f s, %.2f GB/s; data moved by rename, no copy: %s\n", t1 - t0, b / 1e9 / (t1 - t0), same == 1 ? "yes (same inode)" : "NO"
 }'

@@ -22,7 +22,7 @@ for i in 0 1 2; do head -c "$shard" /dev/urandom >"$root/src/1/shard-$i"; done
 head -c $((small * 65536)) /dev/urandom | split -b 65536 -a 5 - "$root/src/1/small/f-"
 : >"$root/src/1/commit_success.txt"
 printf '{"job-name":"bench","framework":"orbax","node-rank":0,"nodes":2,"peers-per-node":1,"backup-interval-minutes":30}\n' >"$root/cfg.json"
-hash=$("$bin/mtc-replicate" commit --dir "$root/src" --config "$root/cfg.json" |
+hash=$("$bin/mtc-replicate" commit --dir "$root/src" --config "$root/cfg.json" --json |
 	sed -n 's/.*"hash":"\([^"]*\)".*/\1/p')
 [ -f "$root/src/$hash.manifest" ] || { echo "commit kept no manifest" >&2; exit 1; }
 echo "# peer bench: $mb MiB step (3 shards of $((shard >> 20)) MiB, $small files of 64 KiB), $(nproc) CPUs"
