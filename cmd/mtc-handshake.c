@@ -38,8 +38,8 @@ int main(int argc, const char **argv)
 			timeout_s,
 			"give up after SEC seconds with exit 3 (default: wait forever; offer: 300)"),
 		MTC_POPT_JSON(json,
-			      "result lines as JSON: watch's path, offer's restore marker (accept and check print "
-			      "JSON either way)"),
+			      "result lines as JSON: watch's path, offer's restore marker, rank's answer (accept "
+			      "and check print the config as JSON either way)"),
 		POPT_TABLEEND
 	};
 	struct poptOption offer_opts[] = {
@@ -139,6 +139,7 @@ int main(int argc, const char **argv)
 		ro.host = r_host;
 		ro.token_file = mtc_peer_token_path(r_token);
 		ro.timeout_s = timeout_s;
+		ro.json = json;
 		if (!ro.coordinator || !r_host || ro.index < 0)
 			rc = mtc_usage_error("rank needs --coordinator-url, --host and --index");
 		else if (ro.jax_port <= 0 || ro.jax_port > 65535)

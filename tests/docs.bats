@@ -23,7 +23,8 @@
 #                   peer token), peers (a peers file)
 #   /tmp            a scratch dir
 #   gs://bucket     the fake GCS server, holding the same backup
-#   host:7070       a peer daemon serving /local, no token (job-0-0.job:7070,
+#   host:7070       a peer daemon serving /local, no token, the coordinator of
+#                   a one-node job (job-0-0.job:7070,
 #                   http://job-0-{rank}.job:7070 and 127.0.0.1:7070 alike)
 #   0.0.0.0:7070, 127.0.0.1:7071
 #                   a free loopback port for a daemon an example starts
@@ -216,7 +217,7 @@ setup() {
 	mtc-backup -q --dir local --config run/mtc/config.json --step 100 --to gs://bucket --name 2025-06-30_14-30 >/dev/null
 	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >run/mtc/token
 	PIDS=()
-	serve_on "$W/local" 3>&-
+	serve_on "$W/local" --coordinator --nodes 1 3>&-
 	PORT=${URL##*:}
 	PORT2=$(free_port)
 	echo "$URL" >run/mtc/peers

@@ -232,6 +232,24 @@ backup-interval-minutes: 30'
 	assert_output "{\"step\":42,\"path\":\"$D/job-s42-n0-w0.restore\"}"
 }
 
+@test "mtc-handshake rank prints a line for a person, JSON only with --json" {
+	mkdir "$W/p" "$W/a" "$W/b"
+	saved_step "$W/a" job 100 1 a 1000 >/dev/null # index 0 holds rank 1, index 1 rank 0
+	saved_step "$W/b" job 100 0 b 1000 >/dev/null
+	serve_on "$W/p" --coordinator --nodes 2 --round-timeout 60
+	mtc-handshake rank --dir "$W/a" --coordinator-url "$URL" --index 0 --host a --timeout 30 --json \
+		>"$W/a.out" 2>"$W/a.err" &
+	apid=$!
+	PIDS+=($apid)
+	run --separate-stderr mtc-handshake rank --dir "$W/b" --coordinator-url "$URL" --index 1 --host b \
+		--jax-port 9000 --timeout 30
+	assert_success
+	assert_output "process id 0 of 2 for pod index 1, moved off its own index: JAX coordinator 'b:9000', 2 of 2 nodes on data they hold of step 100"
+	wait "$apid" # bounded by its --timeout
+	json_of 0 cat "$W/a.out"
+	assert_output '{"coordinator-host":"b","step":100,"on-data":2,"moved":[[1,0],[0,1]],"nodes":2,"process-id":1}'
+}
+
 @test "mtc-lkg --backups --json, and with --verify" {
 	not_converted 0 lkg_backups
 	json_ok

@@ -85,6 +85,33 @@ static int give_up(const char *dir, int rc, const char *why)
 	return rc;
 }
 
+/*
+ * The answer as a line for a person; steals it. An older coordinator's answer
+ * has no "nodes": the counts are then given without it.
+ */
+static int print_answer(json_t *answer, int index, const char *jax)
+{
+	long long pid = json_integer_value(json_object_get(answer, "process-id"));
+	json_t *nodes = json_object_get(answer, "nodes"), *step = json_object_get(answer, "step");
+	char of[32] = "", held[128] = "no node holds a step";
+	int rc;
+
+	if (json_is_integer(nodes))
+		snprintf(of, sizeof of, " of %lld", (long long)json_integer_value(nodes));
+	if (json_is_integer(step))
+		snprintf(held, sizeof held, "%lld%s nodes on data they hold of step %lld",
+			 (long long)json_integer_value(json_object_get(answer, "on-data")), of,
+			 (long long)json_integer_value(step));
+	rc = printf("process id %lld%s for pod index %d%s: JAX coordinator '%s', %s\n", pid, of, index,
+		    pid == index ? "" : ", moved off its own index", jax, held);
+	json_decref(answer);
+	if (rc < 0 || fflush(stdout) != 0) {
+		mtc_error("cannot write to standard output:");
+		return -1;
+	}
+	return 0;
+}
+
 int do_rank(const struct rank_opts *o)
 {
 	struct mtc_coord_client cc;
@@ -124,9 +151,12 @@ int do_rank(const struct rank_opts *o)
 	rc = write_info(o->dir, info) < 0 ? MTC_EXIT_FAILURE : MTC_EXIT_OK;
 	if (rc == MTC_EXIT_OK) {
 		json_object_del(answer, "status");
-		mtc_info("process id %lld, JAX coordinator '%s'", (long long)json_integer_value(pid),
-			 strchr(info, '\n') + 1);
-		rc = mtc_json_print(answer) == 0 ? MTC_EXIT_OK : MTC_EXIT_FAILURE;
+		if (o->json)
+			rc = mtc_json_print(answer) == 0 ? MTC_EXIT_OK : MTC_EXIT_FAILURE;
+		else
+			rc = print_answer(answer, o->index, strchr(info, '\n') + 1) < 0
+				     ? MTC_EXIT_FAILURE
+				     : MTC_EXIT_OK;
 		answer = NULL;
 	}
 	json_decref(answer);

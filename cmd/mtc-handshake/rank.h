@@ -4,7 +4,7 @@
 /* mtc-handshake rank: this node's process id from the rank server, into jax-init-info.txt. */
 struct rank_opts {
 	const char *dir, *coordinator, *host, *token_file;
-	int index, jax_port;
+	int index, jax_port, json;
 	double timeout_s;
 };
 

@@ -141,9 +141,9 @@ static void assign(struct mtc_rank_server *rs)
 	for (int i = 0; i < rs->nodes; i++)
 		if (rs->rank_of[i] != i)
 			json_array_append_new(moved, json_pack("[i, i]", rs->rank_of[i], i));
-	rs->shared = json_pack("{s:s, s:s, s:o, s:i, s:o}", "status", "done", "coordinator-host",
+	rs->shared = json_pack("{s:s, s:s, s:o, s:i, s:o, s:i}", "status", "done", "coordinator-host",
 			       rs->s[zero].host, "step", step >= 0 ? json_integer(step) : json_null(),
-			       "on-data", on_data, "moved", moved);
+			       "on-data", on_data, "moved", moved, "nodes", rs->nodes);
 	mtc_info("ranks: %d of %d nodes on data they hold (step %lld), %zu moved, assigned in %.3f s",
 		 on_data, rs->nodes, step, json_array_size(moved), mtc_now() - t0);
 	free(held);

@@ -14,7 +14,7 @@
  *   {"status": "done", "process-id", "coordinator-host": the host of process
  *    0, "step": the step the locality is judged by (null: none), "on-data":
  *    nodes given a rank they hold, "moved": [[rank, index], ...] for every
- *    rank that is not at the pod of its own index}
+ *    rank that is not at the pod of its own index, "nodes": the job's nodes}
  * The ranks come from mtc_rank_assign over the newest step every rank is held
  * at (else the newest held anywhere) and hold for the coordinator's life: a
  * later report of an index gets its rank again. A round that is not complete
