@@ -28,7 +28,7 @@ _mtc_handshake()
 		--backup-interval-steps --workers-per-node --style --replace-stale --wait-restore
 		--restore-timeout --rename --json $common" -- "$cur")) ;;
 	rank) COMPREPLY=($(compgen -W "--dir --timeout --coordinator-url --index --host --jax-port
-		--peer-token-file $common" -- "$cur")) ;;
+		--peer-token-file --json $common" -- "$cur")) ;;
 	check)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--json $common" -- "$cur"))
