@@ -205,6 +205,7 @@ pid_in() { head -n 1 "$CL_ROOT/node$1/jax-init-info.txt"; }
 	MTC_PEER_TOKEN_FILE="$T/token" run mtc-handshake rank --dir "$T/b" --coordinator-url "$URL" \
 		--index 1 --host b --timeout 30
 	assert_success
+	assert_output "process id 1 of 2 for pod index 1: JAX coordinator 'a:8482', no node holds a step"
 	wait_for "index 0's answer" 10 test -s "$T/a.out"
 	assert_equal "$(head -n 1 "$T/a/jax-init-info.txt")" 0
 	assert_equal "$(head -n 1 "$T/b/jax-init-info.txt")" 1
