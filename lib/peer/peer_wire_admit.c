@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -199,20 +198,4 @@ int mtc_wire_digest_matches(const struct mtc_manifest_entry *x, const struct mtc
 		return 0; /* a range is checked once its file is joined */
 	return mtc_fail(err, errlen, "'%.200s' has digest %s, the manifest says %s", w->path, w->digest,
 			x->digest);
-}
-
-uint8_t *mtc_wire_map_range(int fd, const struct mtc_wire_entry *w, char *err, size_t errlen)
-{
-	int e = fallocate(fd, 0, w->off, w->size) < 0 ? errno : 0;
-	if (e == EOPNOTSUPP)
-		e = posix_fallocate(fd, w->off, w->size);
-	void *p = e ? MAP_FAILED
-		    : mmap(NULL, (size_t)w->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, w->off);
-	if (!e && p == MAP_FAILED)
-		e = errno;
-	if (e) {
-		mtc_fail(err, errlen, "'%.200s': %s", w->path, strerror(e));
-		return NULL;
-	}
-	return p;
 }

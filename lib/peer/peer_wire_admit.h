@@ -28,15 +28,6 @@ int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long l
 		   long long file_size, int *fd, struct mtc_wire_entry **w,
 		   const struct mtc_manifest_entry **x, char *err, size_t errlen);
 
-/*
- * A range's bytes in its file (fd), mapped for writing: ranges of one file
- * arrive at once over several connections, and writes to one file take
- * turns on its lock, while stores to a mapping do not. The range's pages are
- * allocated first, so a full disk is an error here, not a SIGBUS later.
- * NULL with err.
- */
-uint8_t *mtc_wire_map_range(int fd, const struct mtc_wire_entry *w, char *err, size_t errlen);
-
 /* The value of a MTC_WIRE_RANGE_KEY record into *off and *file_size: 0, or -1 with err. */
 int mtc_wire_parse_range(const char *value, long long *off, long long *file_size, char *err,
 			 size_t errlen);
