@@ -41,6 +41,7 @@ struct mtc_store_options {
 	 */
 	long long slice_threshold;
 	int slices;
+	int threads; /* a directory: the threads a put with a digest copies one file on; 0: one per CPU */
 };
 
 #define MTC_STORE_SLICE_THRESHOLD (64LL << 20)

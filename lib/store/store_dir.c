@@ -236,7 +236,9 @@ static int fill_checked(struct mtc_store *s, int fd, const void *arg, long long 
 		fail(s, "cannot open", x->path);
 		return -1;
 	}
-	rc = fstat(in, &st) < 0 ? -1 : mtc_digest_copy(in, fd, st.st_size, 0, progress_add, s, digest);
+	rc = fstat(in, &st) < 0
+		     ? -1
+		     : mtc_digest_copy(in, fd, st.st_size, s->opt.threads, progress_add, s, digest);
 	e = errno;
 	close(in);
 	errno = e;
