@@ -3,12 +3,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -198,4 +200,21 @@ int mtc_wire_digest_matches(const struct mtc_manifest_entry *x, const struct mtc
 		return 0; /* a range is checked once its file is joined */
 	return mtc_fail(err, errlen, "'%.200s' has digest %s, the manifest says %s", w->path, w->digest,
 			x->digest);
+}
+
+#define RANGE_LOCKS 16
+static pthread_mutex_t range_locks[RANGE_LOCKS] = {
+	[0 ... RANGE_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER,
+};
+
+int mtc_wire_write_range(int fd, const void *buf, size_t len, long long off)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -1;
+	pthread_mutex_t *m = &range_locks[st.st_ino % RANGE_LOCKS];
+	pthread_mutex_lock(m);
+	int rc = mtc_pwrite_all(fd, buf, len, off);
+	pthread_mutex_unlock(m);
+	return rc;
 }

@@ -37,7 +37,7 @@ static int extract_file(struct archive *a, int fd, const char *path, struct mtc_
 			rc = mtc_fail(err, errlen, "'%.200s': data does not match its size", path);
 			break;
 		}
-		if ((w->file_size ? mtc_pwrite_all(fd, buf, len, w->off + done)
+		if ((w->file_size ? mtc_wire_write_range(fd, buf, len, w->off + done)
 				  : mtc_write_all(fd, buf, len)) < 0) {
 			rc = mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
 			break;

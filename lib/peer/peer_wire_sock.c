@@ -155,7 +155,7 @@ static int sock_file(struct sock_in *in, int fd, const char *path, struct mtc_wi
 		uint8_t *dst = (uint8_t *)in->buf;
 		if (sock_read(in, (char *)dst, k, err, errlen) < 0)
 			rc = -1;
-		else if ((w->file_size ? mtc_pwrite_all(fd, dst, k, w->off + off)
+		else if ((w->file_size ? mtc_wire_write_range(fd, dst, k, w->off + off)
 				       : mtc_write_all(fd, dst, k)) < 0)
 			rc = mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
 		else
