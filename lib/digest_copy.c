@@ -36,7 +36,7 @@ struct copy {
 static void *copy_units(void *arg)
 {
 	struct copy *c = arg;
-	uint8_t *buf = xmalloc((size_t)UNIT);
+	uint8_t *buf = xmalloc((size_t)(c->size < UNIT ? c->size : UNIT));
 
 	for (long long u; !atomic_load(&c->err) && (u = atomic_fetch_add(&c->next, 1)) <= c->last;) {
 		long long off = u * UNIT;
