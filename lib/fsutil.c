@@ -64,6 +64,20 @@ int mtc_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int mtc_pwrite_all(int fd, const void *buf, size_t len, long long off)
+{
+	for (size_t put = 0; put < len;) {
+		ssize_t n = pwrite(fd, (const char *)buf + put, len - put,
+				   (off_t)(off + (long long)put));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		put += (size_t)n;
+	}
+	return 0;
+}
+
 int mtc_pread_all(int fd, void *buf, size_t len, long long off)
 {
 	for (size_t got = 0; got < len;) {

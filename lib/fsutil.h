@@ -15,6 +15,8 @@ int mtc_fsync_parent(const char *path);
 
 /* write(2) until all of buf is written, retrying on EINTR. */
 int mtc_write_all(int fd, const void *buf, size_t len);
+/* pwrite(2) of all of buf at off, retrying on EINTR. */
+int mtc_pwrite_all(int fd, const void *buf, size_t len, long long off);
 
 /* pread(2) of len bytes at off, retrying on EINTR: 0, or -1 with errno (ENODATA: the file ends first). */
 int mtc_pread_all(int fd, void *buf, size_t len, long long off);

@@ -167,6 +167,55 @@ teardown() {
 	[ -z "$(find "$WORK/bk" -name '*.meta' 2>/dev/null)" ]
 }
 
+# committed_step DIR CFG STEP SEED: a step committed by mtc-replicate (with its manifest beside
+# the data, a 3 MiB file over several copy units, an empty dir); prints the hash
+committed_step() {
+	mkdir -p "$1/$3/sub/empty"
+	make_data "$1/$3/weights" $((3 << 20)) "$4"
+	echo "$4" >"$1/$3/sub/note.txt"
+	touch "$1/$3/commit_success.txt"
+	mtc-replicate commit --dir "$1" --config "$2" >/dev/null 2>&1
+	cat "$1"/*-s"$3"-n0-w0.meta
+}
+
+@test "to a directory, each file is checked against the step's manifest as it is copied: no pass of its own" {
+	config "$WORK/cfg" job 0 1
+	h=$(committed_step "$WORK/local" "$WORK/cfg" 8 d)
+	assert_file_exists "$WORK/local/$h.manifest"
+	run mtc-backup -v --dir "$WORK/local" --config "$WORK/cfg" --step 8 --to "$WORK/bk" --name 2025-01-01_00-00
+	assert_success
+	assert_output --partial "each file is checked against its manifest as it is copied"
+	refute_output --partial "hashed '"
+	b="$WORK/bk/job/2025-01-01_00-00"
+	diff -r "$WORK/local/$h.data" "$b/$h.data"
+	cmp "$WORK/local/$h.manifest" "$b/$h.manifest"
+	assert_equal "$(cat "$b/job-s8-n0-w0.meta")" "$h"
+	run find "$WORK/bk" -name '*.tmp'
+	assert_output ""
+}
+
+@test "a bit flipped in a committed file is caught as it is copied (exit 5): that object and no .meta land" {
+	config "$WORK/cfg" job 0 1
+	h=$(committed_step "$WORK/local" "$WORK/cfg" 9 e)
+	printf '\xff' | dd of="$WORK/local/$h.data/weights" bs=1 seek=$((2 << 20)) conv=notrunc status=none
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 9 --to "$WORK/bk" --name 2025-01-01_00-00
+	assert_equal "$status" 5
+	assert_output --partial "its bytes do not match its manifest"
+	b="$WORK/bk/job/2025-01-01_00-00"
+	assert_file_not_exists "$b/$h.data/weights"
+	[ -z "$(find "$WORK/bk" -name '*.meta' -o -name '*.tmp')" ]
+}
+
+@test "a committed step whose files no longer match its manifest's sizes is hashed first and refused (exit 5)" {
+	config "$WORK/cfg" job 0 1
+	h=$(committed_step "$WORK/local" "$WORK/cfg" 10 f)
+	echo tampered >>"$WORK/local/$h.data/sub/note.txt"
+	run mtc-backup --dir "$WORK/local" --config "$WORK/cfg" --step 10 --to "$WORK/bk" --name 2025-01-01_00-00
+	assert_equal "$status" 5
+	assert_output --partial "its digest is"
+	[ -z "$(find "$WORK/bk" -name '*.meta' -o -name '*.data' 2>/dev/null)" ]
+}
+
 @test "a step of 48k files, its manifest longer than a peer accepts: commit warns; backed up, verified and restored whole" {
 	[ -d /dev/shm ] && rm -rf "$WORK" && WORK=$(mktemp -d /dev/shm/mtc-backup.XXXXXX) # a RAM disk, as deployed
 	config "$WORK/cfg" big 0 1

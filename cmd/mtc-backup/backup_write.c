@@ -17,6 +17,7 @@
 #include "log.h"
 #include "manifest_text.h"
 #include "naming.h"
+#include "peer/peer_manifest.h"
 #include "progress.h"
 #include "shape.h"
 #include "store/store_tree.h"
@@ -92,6 +93,7 @@ static size_t drop_present(struct mtc_store *s, const char *prefix, struct mtc_t
 			t->bytes -= local;
 			free((char *)t->x[i].key);
 			free((char *)t->x[i].path);
+			free((char *)t->x[i].digest);
 			dropped++;
 			continue;
 		}
@@ -117,8 +119,9 @@ static int tolerate_existing(struct mtc_store *s, struct mtc_tree *t)
 		}
 		if (!bad++)
 			mtc_error("cannot upload '%s/%s': %s", mtc_store_url(s), t->x[i].key,
-				  t->x[i].err == EEXIST ? "a different object exists"
-							: strerror(t->x[i].err));
+				  t->x[i].err == EEXIST	   ? "a different object exists"
+				  : t->x[i].err == EBADMSG ? "its bytes do not match its manifest"
+							   : strerror(t->x[i].err));
 	}
 	return bad ? -1 : 0;
 }
@@ -226,6 +229,77 @@ static int owns_data(const struct mtc_backup_write *o, long long step, int w, co
 	free(path);
 	free(name);
 	return !same;
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct mtc_manifest_entry *)a)->path,
+		      ((const struct mtc_manifest_entry *)b)->path);
+}
+
+/*
+ * A directory store checks each file's digest as it writes it (store.h), so
+ * the data need not be hashed before it is copied when the manifest kept
+ * beside it (dir/<hash>.manifest) composes to hash (a merkle name) and lists
+ * exactly the files, sizes and empty directories of one, the objects of
+ * key: then what lands is bound to the name through that manifest. Gives m
+ * and sets each file's digest in one; -1 (m empty, one untouched) when the
+ * data must be hashed first.
+ */
+static int digests_from_manifest(const char *dir, const char *hash, const char *key,
+				 struct mtc_tree *one, struct mtc_manifest *m)
+{
+	static const struct mtc_wire_limits lim = { 1LL << 62, 1LL << 40, 1 << 20 };
+	char *path = xasprintf("%s/%s.manifest", dir, hash), *text = NULL, digest[MTC_DIGEST_LEN],
+	     err[512];
+	struct mtc_wire_list l = { 0 };
+	struct mtc_manifest rebuilt;
+	size_t len, klen = strlen(key);
+	int rc = -1;
+
+	mtc_manifest_init(&rebuilt);
+	if (mtc_read_file(path, (size_t)1 << 34, &text, &len) < 0 ||
+	    mtc_peer_manifest_parse(text, len, hash, &lim, m, err, sizeof err) < 0)
+		goto out;
+	for (size_t i = 0; i < one->n; i++) {
+		const char *k = one->x[i].key, *rel = k + klen + 1;
+		size_t rlen = strlen(k) - klen - 1;
+		struct mtc_manifest_entry probe = { .path = (char *)rel }, *e;
+		if (strncmp(k, key, klen) || k[klen] != '/' || !rlen)
+			goto out;
+		if (rel[rlen - 1] == '/') {
+			char *d = xasprintf("%.*s", (int)(rlen - 1), rel);
+			mtc_wire_list_add(&l, d, 1, 0);
+			free(d);
+			continue;
+		}
+		e = bsearch(&probe, m->entries, m->n, sizeof *m->entries, by_path);
+		if (!e || e->type != MTC_ENTRY_FILE)
+			goto out;
+		snprintf(mtc_wire_list_add(&l, rel, 0, local_size(&one->x[i]))->digest, MTC_DIGEST_LEN,
+			 "%s", e->digest);
+	}
+	mtc_wire_manifest(&l, &rebuilt, digest);
+	if (strcmp(digest, hash) || mtc_manifest_compare(m, &rebuilt, err, sizeof err))
+		goto out;
+	for (size_t i = 0; i < one->n; i++) {
+		const char *rel = one->x[i].key + klen + 1;
+		struct mtc_manifest_entry probe = { .path = (char *)rel }, *e;
+		e = bsearch(&probe, m->entries, m->n, sizeof *m->entries, by_path);
+		if (e && e->type == MTC_ENTRY_FILE)
+			one->x[i].digest = xstrdup(e->digest);
+	}
+	rc = 0;
+out:
+	if (rc < 0) {
+		mtc_manifest_free(m);
+		mtc_manifest_init(m);
+	}
+	mtc_manifest_free(&rebuilt);
+	mtc_wire_list_free(&l);
+	free(text);
+	free(path);
+	return rc;
 }
 
 /*
@@ -378,7 +452,15 @@ int mtc_backup_write(const struct mtc_backup_write *o, long long step, struct mt
 			continue;
 		}
 		mtc_manifest_init(&m);
-		if (!o->no_verify) {
+		if (mtc_tree_collect(data, key, &one, err, sizeof err) < 0) {
+			mtc_error("%s", err);
+			goto fail_one;
+		}
+		if (!o->no_verify && !mtc_store_is_remote(s) &&
+		    digests_from_manifest(o->dir, metas[w].hash, key, &one, &m) == 0) {
+			mtc_info("'%s': each file is checked against its manifest as it is copied",
+				 data);
+		} else if (!o->no_verify) {
 			double t0 = mtc_now();
 			if (mtc_digest_path(data, o->threads, digest, &m) < 0) {
 				mtc_error("cannot read '%s':", data);
@@ -392,6 +474,8 @@ int mtc_backup_write(const struct mtc_backup_write *o, long long step, struct mt
 				rc = MTC_EXIT_INTEGRITY;
 				goto fail_one;
 			}
+		}
+		if (!o->no_verify) {
 			char *text = mtc_manifest_text(&m);
 			int mine = claim(s, prefix, metas[w].hash, text);
 			free(text);
@@ -401,14 +485,11 @@ int mtc_backup_write(const struct mtc_backup_write *o, long long step, struct mt
 			if (!mine) {
 				metas[w].wait = 1;
 				mtc_manifest_free(&m);
+				mtc_tree_free(&one);
 				free(data);
 				free(key);
 				continue;
 			}
-		}
-		if (mtc_tree_collect(data, key, &one, err, sizeof err) < 0) {
-			mtc_error("%s", err);
-			goto fail_one;
 		}
 		skipped += drop_present(s, key, &one);
 		for (size_t i = 0; i < one.n; i++) {
@@ -438,8 +519,8 @@ fail_one:
 	mtc_progress_end(bar);
 	if (put_failed && tolerate_existing(s, &t) < 0) {
 		for (size_t i = 0; i < t.n; i++)
-			if (t.x[i].err == ETIMEDOUT)
-				rc = MTC_EXIT_TIMEOUT;
+			if (t.x[i].err == ETIMEDOUT || t.x[i].err == EBADMSG)
+				rc = t.x[i].err == EBADMSG ? MTC_EXIT_INTEGRITY : MTC_EXIT_TIMEOUT;
 		goto out;
 	}
 	for (int w = 0; w < nw; w++)

@@ -3,13 +3,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -201,18 +202,19 @@ int mtc_wire_digest_matches(const struct mtc_manifest_entry *x, const struct mtc
 			x->digest);
 }
 
-uint8_t *mtc_wire_map_range(int fd, const struct mtc_wire_entry *w, char *err, size_t errlen)
+#define RANGE_LOCKS 16
+static pthread_mutex_t range_locks[RANGE_LOCKS] = {
+	[0 ... RANGE_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER,
+};
+
+int mtc_wire_write_range(int fd, const void *buf, size_t len, long long off)
 {
-	int e = fallocate(fd, 0, w->off, w->size) < 0 ? errno : 0;
-	if (e == EOPNOTSUPP)
-		e = posix_fallocate(fd, w->off, w->size);
-	void *p = e ? MAP_FAILED
-		    : mmap(NULL, (size_t)w->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, w->off);
-	if (!e && p == MAP_FAILED)
-		e = errno;
-	if (e) {
-		mtc_fail(err, errlen, "'%.200s': %s", w->path, strerror(e));
-		return NULL;
-	}
-	return p;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -1;
+	pthread_mutex_t *m = &range_locks[st.st_ino % RANGE_LOCKS];
+	pthread_mutex_lock(m);
+	int rc = mtc_pwrite_all(fd, buf, len, off);
+	pthread_mutex_unlock(m);
+	return rc;
 }

@@ -29,13 +29,12 @@ int mtc_wire_admit(struct mtc_wire_admission *ad, char *path, int is_dir, long l
 		   const struct mtc_manifest_entry **x, char *err, size_t errlen);
 
 /*
- * A range's bytes in its file (fd), mapped for writing: ranges of one file
- * arrive at once over several connections, and writes to one file take
- * turns on its lock, while stores to a mapping do not. The range's pages are
- * allocated first, so a full disk is an error here, not a SIGBUS later.
- * NULL with err.
+ * len bytes at off of a range's file fd. Ranges of one file arrive at once
+ * over several connections, and their writes would take turns on the file's
+ * lock, which spins on the CPU the writer needs: they take turns on a mutex
+ * (one of a few, by inode) first, which sleeps. 0, or -1 with errno.
  */
-uint8_t *mtc_wire_map_range(int fd, const struct mtc_wire_entry *w, char *err, size_t errlen);
+int mtc_wire_write_range(int fd, const void *buf, size_t len, long long off);
 
 /* The value of a MTC_WIRE_RANGE_KEY record into *off and *file_size: 0, or -1 with err. */
 int mtc_wire_parse_range(const char *value, long long *off, long long *file_size, char *err,

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,26 +26,19 @@ static int extract_file(struct archive *a, int fd, const char *path, struct mtc_
 {
 	struct mtc_wire_hash h;
 	long long done = 0, size = w->size;
-	uint8_t *map = w->file_size ? mtc_wire_map_range(fd, w, err, errlen) : NULL;
 	const void *buf;
 	size_t len;
 	la_int64_t off;
 	int rc;
 
-	if (w->file_size && !map) {
-		close(fd);
-		return -1;
-	}
 	mtc_wire_hash_start(&h, w);
 	while ((rc = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
 		if (off != done || done + (long long)len > size) {
 			rc = mtc_fail(err, errlen, "'%.200s': data does not match its size", path);
 			break;
 		}
-		if (map) {
-			if (len)
-				memcpy(map + done, buf, len);
-		} else if (mtc_write_all(fd, buf, len) < 0) {
+		if ((w->file_size ? mtc_wire_write_range(fd, buf, len, w->off + done)
+				  : mtc_write_all(fd, buf, len)) < 0) {
 			rc = mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
 			break;
 		}
@@ -55,8 +47,6 @@ static int extract_file(struct archive *a, int fd, const char *path, struct mtc_
 	}
 	close(fd);
 	mtc_wire_hash_end(&h);
-	if (map)
-		munmap(map, (size_t)size);
 	if (rc == -1)
 		return -1;
 	if (rc != ARCHIVE_EOF)

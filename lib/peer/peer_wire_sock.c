@@ -11,7 +11,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "blake3/blake3.h"
@@ -138,36 +137,32 @@ static int sock_skip(struct sock_in *in, size_t len, char *err, size_t errlen)
 }
 
 /*
- * w's bytes of the stream into fd, hashed into w: a whole file through the
- * buffer, a range straight into its place in fd's mapping (hashed there).
+ * w's bytes of the stream into fd, hashed into w: through the buffer, hashed
+ * there while it is hot, a range written at its place in fd. (A range mapped
+ * and received into its pages costs more: fallocate clears every page, the
+ * mapping faults them in and munmap tears them down.)
  */
 static int sock_file(struct sock_in *in, int fd, const char *path, struct mtc_wire_entry *w, char *err,
 		     size_t errlen)
 {
 	struct mtc_wire_hash h;
-	uint8_t *map = NULL;
 	int rc = 0;
 
-	if (w->file_size && !(map = mtc_wire_map_range(fd, w, err, errlen)))
-		return -1;
 	mtc_wire_hash_start(&h, w);
 	for (long long off = 0; off < w->size && !rc;) {
 		size_t k = w->size - off < (long long)in->buf_len ? (size_t)(w->size - off)
 								  : in->buf_len;
-		uint8_t *dst = map ? map + off : (uint8_t *)in->buf;
-		if (map)
-			madvise(dst, k, MADV_POPULATE_WRITE); /* one call, not a fault a page */
+		uint8_t *dst = (uint8_t *)in->buf;
 		if (sock_read(in, (char *)dst, k, err, errlen) < 0)
 			rc = -1;
-		else if (!map && mtc_write_all(fd, dst, k) < 0)
+		else if ((w->file_size ? mtc_wire_write_range(fd, dst, k, w->off + off)
+				       : mtc_write_all(fd, dst, k)) < 0)
 			rc = mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
 		else
 			mtc_wire_hash_update(&h, dst, k);
 		off += (long long)k;
 	}
 	mtc_wire_hash_end(&h);
-	if (map)
-		munmap(map, (size_t)w->size);
 	return rc;
 }
 

@@ -41,6 +41,7 @@ struct mtc_store_options {
 	 */
 	long long slice_threshold;
 	int slices;
+	int threads; /* a directory: the threads a put with a digest copies one file on; 0: one per CPU */
 };
 
 #define MTC_STORE_SLICE_THRESHOLD (64LL << 20)
@@ -83,6 +84,12 @@ struct mtc_store_xfer {
 	 * atomically, removed once the file is whole. NULL: not recorded.
 	 */
 	const char *slice_state;
+	/*
+	 * Puts to a directory only: the digest (digest.h) the file's bytes must
+	 * have. They are hashed as they are written, and an object whose bytes
+	 * differ is not published (err EBADMSG). NULL: not checked.
+	 */
+	const char *digest;
 };
 
 enum { MTC_STORE_REPLACE = 1 }; /* put flag: overwrite instead of create-only */

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "digest_copy.h"
 #include "fault.h"
 #include "fsutil.h"
 #include "backends.h"
@@ -192,7 +193,8 @@ fail_dirs:
 	free(path);
 	return -1;
 fail_write:
-	fail(s, "cannot write", t.path);
+	if (errno != EBADMSG) /* a digest that differs: fill said so */
+		fail(s, "cannot write", t.path);
 	mtc_tmp_discard(&t);
 out:
 	e = errno;
@@ -218,6 +220,38 @@ static int fill_from_file(struct mtc_store *s, int fd, const void *arg, long lon
 	if (rc < 0)
 		fail(s, "cannot copy", src);
 	return rc;
+}
+
+static void progress_add(void *arg, long long n) { mtc_store_progress_add(arg, n); }
+
+/* fill_from_file, hashing what it writes: the object is refused unless it has x's digest. */
+static int fill_checked(struct mtc_store *s, int fd, const void *arg, long long *n)
+{
+	const struct mtc_store_xfer *x = arg;
+	char digest[MTC_DIGEST_LEN];
+	struct stat st;
+	int in = open(x->path, O_RDONLY | O_CLOEXEC), rc, e;
+
+	if (in < 0) {
+		fail(s, "cannot open", x->path);
+		return -1;
+	}
+	rc = fstat(in, &st) < 0
+		     ? -1
+		     : mtc_digest_copy(in, fd, st.st_size, s->opt.threads, progress_add, s, digest);
+	e = errno;
+	close(in);
+	errno = e;
+	if (rc < 0)
+		return fail(s, "cannot copy", x->path);
+	*n = st.st_size;
+	if (strcmp(digest, x->digest)) {
+		mtc_store_set_error(s, "'%s' has digest %s, its manifest says %s", x->path, digest,
+				    x->digest);
+		errno = EBADMSG;
+		return -1;
+	}
+	return 0;
 }
 
 struct buf_arg {
@@ -247,6 +281,8 @@ static int dir_put_buf(struct mtc_store *s, const char *key, const void *buf, si
 
 static int put_one(struct mtc_store *s, struct mtc_store_xfer *x, int flags)
 {
+	if (x->digest)
+		return put_with(s, x->key, flags, fill_checked, x, &x->size);
 	return put_with(s, x->key, flags, fill_from_file, x->path, &x->size);
 }
 

@@ -90,6 +90,7 @@ void mtc_tree_free(struct mtc_tree *t)
 	for (size_t i = 0; i < t->n; i++) {
 		free((char *)t->x[i].key);
 		free((char *)t->x[i].path);
+		free((char *)t->x[i].digest);
 	}
 	free(t->x);
 	memset(t, 0, sizeof *t);

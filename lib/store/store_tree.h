@@ -11,7 +11,7 @@
  * object KEY/<relative path>/ (so an empty directory survives the trip).
  */
 struct mtc_tree {
-	struct mtc_store_xfer *x; /* key and path malloc'd */
+	struct mtc_store_xfer *x; /* key, path and digest malloc'd */
 	size_t n;
 	long long bytes;
 };

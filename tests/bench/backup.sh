@@ -11,8 +11,13 @@ size_mb=${MTC_BENCH_MB:-1024}
 bench_root backup
 
 make_step "$root/local/step" $(((size_mb - 32) / 4)) 512 127 509 16
-hash=$(mtc-replicate digest "$root/local/step" | awk '{print $1}')
+# as a commit leaves it: the data and its manifest beside it (a directory backup copies each
+# file checked against that manifest; "hashed first" drops the manifest to time the other way)
+mtc-replicate digest --json --manifest "$root/local/step" >"$root/digest.json"
+hash=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["digest"])
+open(sys.argv[2], "w").write(json.dumps(d["manifest"], separators=(",", ":")))' "$root/digest.json" "$root/manifest")
 mv "$root/local/step" "$root/local/$hash.data"
+mv "$root/manifest" "$root/local/$hash.manifest"
 printf %s "$hash" > "$root/local/job-s1-n0-w0.meta"
 printf '{"job-name":"job","framework":"orbax","node-rank":0,"nodes":1,"peer-ranks":[],"backup-interval-minutes":30}\n' > "$root/cfg"
 bytes=$(du -sb "$root/local/$hash.data" | cut -f1)
@@ -43,6 +48,10 @@ measure "upload:   mtc-backup" "rm -rf $root/bk" \
 	mtc-backup --dir "$root/local" --config "$root/cfg" --step 1 --to "$root/bk" --name 2025-01-01_00-00
 measure "upload:   mtc-backup --no-verify" "rm -rf $root/bk" \
 	mtc-backup --dir "$root/local" --config "$root/cfg" --step 1 --to "$root/bk" --name 2025-01-01_00-00 --no-verify
+mv "$root/local/$hash.manifest" "$root/manifest"
+measure "upload:   mtc-backup, hashed first" "rm -rf $root/bk" \
+	mtc-backup --dir "$root/local" --config "$root/cfg" --step 1 --to "$root/bk" --name 2025-01-01_00-00
+mv "$root/manifest" "$root/local/$hash.manifest"
 mtc-backup --dir "$root/local" --config "$root/cfg" --step 1 --to "$root/bk" --name 2025-01-01_00-01 > /dev/null
 measure "download: cp -r" "rm -rf $root/cpback" cp -r "$root/cp" "$root/cpback"
 measure "download: mtc-restore (verified)" "rm -rf $root/out" \
