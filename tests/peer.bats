@@ -76,6 +76,7 @@ swappable_step() {
 }
 
 flip_relay() {
+	rm -f "$T/relay.port" # a second relay's port is not read from the first's file
 	python3 "$HOSTILE" flip "${1#http://}" "$2" "$3" "$4" >"$T/relay.port" &
 	PIDS+=($!)
 	for _ in $(seq 600); do
