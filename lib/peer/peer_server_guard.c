@@ -120,12 +120,15 @@ void psrv_conn_answered(struct mtc_peer_server *s, struct MHD_Connection *c)
 	pthread_mutex_unlock(&s->conns_mu);
 }
 
-/* Cuts unauthenticated connections past the head deadline; warns of cuts now and then. */
+/*
+ * Cuts unauthenticated connections past the head deadline, drops upload
+ * sessions idle past theirs each second; warns of cuts now and then.
+ */
 void *psrv_guard_main(void *arg)
 {
 	struct mtc_peer_server *s = arg;
 	long long warned = 0;
-	double warned_at = 0;
+	double warned_at = 0, reaped_at = mtc_now();
 
 	pthread_mutex_lock(&s->conns_mu);
 	while (!s->guard_stop) {
@@ -141,6 +144,12 @@ void *psrv_guard_main(void *arg)
 			if (!k->authed && !k->cut && !k->in_request &&
 			    now - k->since > s->o.head_timeout_s)
 				conn_cut(s, k, &s->cut_head);
+		if (now - reaped_at >= 1) {
+			pthread_mutex_unlock(&s->conns_mu);
+			psrv_reap_sessions(s);
+			pthread_mutex_lock(&s->conns_mu);
+			reaped_at = now;
+		}
 		cuts = atomic_load(&s->cut_unauth) + atomic_load(&s->cut_head);
 		if (cuts > warned && now - warned_at >= GUARD_WARN_S) {
 			mtc_warn("cut %lld unauthenticated connections so far (%lld beyond --max-unauth, "

@@ -277,6 +277,8 @@ enum MHD_Result psrv_finish_range(struct req *r, struct MHD_Connection *c);
 int psrv_manifest_enter(struct mtc_peer_server *s);
 void psrv_manifest_leave(struct mtc_peer_server *s);
 enum MHD_Result psrv_open_session(struct req *r, struct MHD_Connection *c);
+/* Drops the sessions idle past the session timeout: no staging outlives it without a request. */
+void psrv_reap_sessions(struct mtc_peer_server *s);
 enum MHD_Result psrv_receive(struct req *r, const char *data, size_t len);
 void psrv_remove_staging(struct req *r);
 struct mtc_wire_limits psrv_server_limits(const struct mtc_peer_server *s);

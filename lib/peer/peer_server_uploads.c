@@ -808,6 +808,13 @@ static void reap_sessions(struct mtc_peer_server *s)
 	}
 }
 
+void psrv_reap_sessions(struct mtc_peer_server *s)
+{
+	pthread_mutex_lock(&s->sessions_mu);
+	reap_sessions(s);
+	pthread_mutex_unlock(&s->sessions_mu);
+}
+
 /* The listed session id, unlisted when take; NULL if none. The caller holds sessions_mu. */
 static struct session *find_session(struct mtc_peer_server *s, const char *id, int take)
 {
