@@ -163,12 +163,11 @@ job_ended() { case $(job_state "$1") in COMPLETED | FAILED | CANCELLED | TIMEOUT
 	grep "^mtc-node: .*cannot read token file '$CL_ROOT/no-such-token'" "$out"
 	# the framework is told: it read replicator.failed (Orbax deletes it as it reads it,
 	# and fails with its text), or the script stopped the training step when mtc-node
-	# failed first; which comes first is a race, both end the job now
-	if [ -e "$CL_ROOT/shm/mtc/train/replicator.failed" ]; then
+	# failed first; which comes first is a race, both end the job now (the file may be
+	# there either way: mtc-node may write it again after the framework read it)
+	if ! grep -q "Replicator fatal errors: .*no-such-token" "$out"; then
 		grep -q "no-such-token" "$CL_ROOT/shm/mtc/train/replicator.failed"
 		grep -q "^mtc.sbatch: mtc-node failed (exit 1): stopping the training step" "$out"
-	else
-		grep -q "Replicator fatal errors: .*no-such-token" "$out"
 	fi
 }
 
