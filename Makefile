@@ -48,7 +48,7 @@ UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 LIBMTC   := $(B)/lib/libmtc.a
 
 .SECONDEXPANSION:
-.PHONY: all have-deps check-builds check-release-build check check-stress check-long asan fuzz format format-check bench demo deps install clean venv node-client schemas
+.PHONY: all have-deps check-builds check check-stress check-long asan fuzz format format-check bench demo deps install clean venv node-client schemas
 all: $(PROGS) $(UNITS)
 	@ln -sfn $(notdir $(B)) build/current 2>/dev/null || true
 
@@ -73,24 +73,19 @@ asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 all
 
 # make check: the whole suite on the release build and under ASan+UBSan, in parallel
-# lanes (tests/run; TESTS=tests/x.bats limits it to those files). The release build and
-# the downloads for the tests share one make, so the venv's install overlaps compiling;
-# the sanitizer and fuzzing builds overlap the release build's tests (most of which wait
-# on daemons), and their tests start once they are built.
+# lanes (tests/run; TESTS=tests/x.bats limits it to those files). The three builds and
+# the downloads for the tests share one make, so the venv's install overlaps compiling.
 # A missing build dependency brings `make deps` first, so a fresh machine needs no set-up.
 have-deps:
 	@pkg-config --exists $(PKGS) && command -v bats >/dev/null && command -v b3sum >/dev/null \
 	    && command -v clang >/dev/null && command -v jq >/dev/null && command -v inotifywait >/dev/null \
 	    && command -v stress-ng >/dev/null && command -v clang-format >/dev/null || $(MAKE) --no-print-directory deps
 
-CHECK_MAKE = $(MAKE) --no-print-directory -j$(JOBS) WERROR=1
 check-builds: have-deps
-	@+$(CHECK_MAKE) all venv node-client schemas asan fuzz
-check-release-build: have-deps
-	@+$(CHECK_MAKE) all venv node-client schemas
+	@$(MAKE) --no-print-directory -j$(JOBS) WERROR=1 all venv node-client schemas asan fuzz
 
-check: check-release-build
-	@MTC_LATER_BUILD='$(CHECK_MAKE) asan fuzz' tests/run build/release build/asan $(if $(TESTS),-- $(TESTS))
+check: check-builds
+	@tests/run build/release build/asan $(if $(TESTS),-- $(TESTS))
 
 # make check-stress: the same while stress-ng keeps every core busy, as CI's other lane
 # does: a test that passes only on an idle machine fails here. TESTS= as for check.
