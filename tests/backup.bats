@@ -338,7 +338,7 @@ stalled_backup() {
 	MTC_FAULT_STALL="dir-put=*/weights:$WORK/stalled" mtc-backup --dir "$WORK/local" \
 		--config "$WORK/cfg" --step "$1" --to "$2" --name "$3" >/dev/null 2>&1 &
 	BG_PID=$!
-	wait_for grep -qs "^[0-9]*$" "$WORK/stalled"
+	wait_for "the stall" 30 grep -qs "^[0-9]*$" "$WORK/stalled"
 }
 
 temporaries() { find "$1" -name '.mtc-*.tmp' | sort; }
@@ -400,7 +400,7 @@ stalled_gs_backup() {
 		--config "$WORK/cfg" --step 100 --to gs://bkt --name "$1" --slice-threshold 1M \
 		--slices 4 >/dev/null 2>&1 &
 	BG_PID=$!
-	wait_for grep -qs "^[0-9]*$" "$WORK/stalled"
+	wait_for "the stall" 30 grep -qs "^[0-9]*$" "$WORK/stalled"
 }
 
 @test "gs://: kill -9 mid-upload leaves parts that the re-run, --verify and prune --delete handle by their age" {
@@ -484,7 +484,7 @@ interrupted_backup() {
 	MTC_FAULT_STALL="dir-put=*/weights:$WORK/stalled" mtc-backup --dir "$WORK/local" \
 		--config "$WORK/cfg" --step 100 "$@" >/dev/null 2>"$err" &
 	BG_PID=$!
-	wait_for grep -qs "^[0-9][0-9]*$" "$WORK/stalled"
+	wait_for "the stall" 30 grep -qs "^[0-9][0-9]*$" "$WORK/stalled"
 	kill -INT "$BG_PID"
 	int_status=0
 	wait "$BG_PID" || int_status=$?

@@ -7,6 +7,8 @@ bats_load_library bats-file
 : "${MTC_BIN:=$BATS_TEST_DIRNAME/../build/release/bin}"
 export PATH="$MTC_BIN:$BATS_TEST_DIRNAME/standin:$PATH"
 export MTC_TESTS="$BATS_TEST_DIRNAME"
+# shellcheck source=tests/shell.bash
+. "$MTC_TESTS/shell.bash"
 
 # need_frameworks: skips the test, saying why, unless `make venv` installed
 # the real Orbax, JAX and tensorstore; sets MTC_PY to that venv's python.
@@ -49,45 +51,6 @@ flip_byte() {
 	python3 -c 'import sys
 with open(sys.argv[1], "r+b") as f:
     f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0xff]))' "$1" "$2"
-}
-
-# free_ports N: N loopback ports free now, for a daemon the test starts next.
-# Under tests/run (MTC_LANE set) they come from the lane's own range below the
-# kernel's ephemeral ports, so no other lane picks them and no connection's
-# source port takes them before the daemon binds; else the kernel picks them.
-free_ports() {
-	python3 - "$1" <<'EOF'
-import os, random, socket, sys
-n, lane = int(sys.argv[1]), os.environ.get("MTC_LANE")
-socks = []
-if lane is None:
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-else:
-    span = 22000 // max(1, int(os.environ.get("MTC_LANES", "1")))
-    base = 10000 + int(lane) * span
-    for port in random.sample(range(base, base + span), span):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            s.close()
-            continue
-        socks.append(s)
-        if len(socks) == n:
-            break
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
-free_port() { free_ports 1; }
-
-# wait_for CMD...: up to 30 s for CMD to succeed.
-wait_for() {
-	local i
-	for ((i = 0; i < 600; i++)); do "$@" && return 0; sleep 0.05; done
-	return 1
 }
 
 # serve_on DIR [serve options]: a peer daemon on DIR on a free loopback port,

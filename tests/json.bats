@@ -168,7 +168,7 @@ would delete' '{"seconds":1e-05}' '{"no-such-field":1}' '{"ok":1}'; do
 	mkdir "$W/peer" "$W/f"
 	mtc-replicate serve --dir "$W/peer" --listen 127.0.0.1:0 >"$W/serve.out" 2>"$W/serve.err" &
 	PIDS+=($!)
-	wait_for grep -q . "$W/serve.out"
+	wait_for "the daemon's line" 30 grep -q . "$W/serve.out"
 	run cat "$W/serve.out"
 	assert_output --regexp "^serving '$W/peer' on http://127\.0\.0\.1:[0-9]+$"
 	URL=${output##* on }

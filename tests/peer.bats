@@ -817,7 +817,7 @@ for p in sys.argv[1:]:
 	[ -n "$ID" ]
 	[ "$(ls -d "$T/p"/.mtc-*.upload.tmp | wc -l)" = 1 ]
 	# dropped by the daemon's own clock, with no request to prompt it
-	wait_for bash -c "! ls -d '$T/p'/.mtc-*.upload.tmp 2>/dev/null"
+	wait_for "the idle session dropped" 30 bash -c "! ls -d '$T/p'/.mtc-*.upload.tmp 2>/dev/null"
 	run curl -s -o /dev/null -w '%{http_code}' -X POST "$URL/v1/uploads/$ID/commit"
 	assert_output 404
 	[ "$(ls -d "$T/p"/.mtc-*.upload.tmp 2>/dev/null | wc -l)" = 0 ]

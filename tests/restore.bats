@@ -381,8 +381,8 @@ killed_midway() {
 	BG_PID=$!
 	S=$(staging_of "$WORK/out")
 	PART="$S/.partial/$h.data/weights"
-	wait_for fired_at_least 3
-	wait_for test -s "$S/$h.data/sub/note.txt"
+	wait_for "the fault fired" 30 fired_at_least 3
+	wait_for "the file written" 30 test -s "$S/$h.data/sub/note.txt"
 	kill -9 "$BG_PID"
 	wait "$BG_PID" || true
 	fakegcs_ctl DELETE faults >/dev/null
@@ -504,7 +504,7 @@ killed_midway() {
 	fakegcs_fault '{"kind": "download", "object": "*weights", "action": "delay", "seconds": 2, "times": 1}'
 	mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" >/dev/null 2>&1 &
 	BG_PID=$!
-	wait_for fired_at_least 1
+	wait_for "the fault fired" 30 fired_at_least 1
 	run mtc-restore --from "gs://bkt" --job job --name "$B" --rank 0 --layout hash --out "$WORK/out"
 	assert_equal "$status" 1
 	assert_output --partial "another mtc-restore"
@@ -546,7 +546,7 @@ sending() { [ "$(fakegcs_stat bytes_sent)" -gt 100000 ]; }
 	gs_backup_of_step 2097152
 	MTC_FAULT_PAUSE="fetch-verify:$WORK/paused" script -qec "mtc-restore --from gs://bkt --job job --name $B --rank 0 --layout hash --out '$WORK/out'; exit \$?" /dev/null >"$WORK/tty" 2>&1 &
 	BG_PID=$! # not exec'd: script(1) loses a direct child that stops
-	wait_for paused_stopped
+	wait_for "the run paused" 30 paused_stopped
 	sleep 1.1 # a phase is shown once it has lasted a second: let one pass while it is stopped
 	kill -CONT "$(cat "$WORK/paused")"
 	wait "$BG_PID"
@@ -555,7 +555,7 @@ sending() { [ "$(fakegcs_stat bytes_sent)" -gt 100000 ]; }
 	rm -rf "$WORK/out" "$WORK/paused"
 	MTC_FAULT_PAUSE="fetch-verify:$WORK/paused" mtc-restore --from gs://bkt --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" >/dev/null 2>"$WORK/err" &
 	BG_PID=$!
-	wait_for paused_stopped
+	wait_for "the run paused" 30 paused_stopped
 	sleep 1.1
 	kill -CONT "$(cat "$WORK/paused")"
 	wait "$BG_PID"
@@ -568,7 +568,7 @@ sending() { [ "$(fakegcs_stat bytes_sent)" -gt 100000 ]; }
 	fakegcs_ctl POST config '{"conn_rate": 262144}' >/dev/null
 	script -qec "echo \$\$ >'$WORK/pid'; exec mtc-restore --from gs://bkt --job job --name $B --rank 0 --layout hash --out '$WORK/out'" /dev/null >"$WORK/tty" 2>&1 &
 	BG_PID=$!
-	wait_for grep -q ETA "$WORK/tty"
+	wait_for "the progress line" 30 grep -q ETA "$WORK/tty"
 	kill -INT "$(cat "$WORK/pid")"
 	status=0
 	wait "$BG_PID" || status=$?
@@ -587,7 +587,7 @@ sending() { [ "$(fakegcs_stat bytes_sent)" -gt 100000 ]; }
 	fakegcs_ctl POST config '{"conn_rate": 262144}' >/dev/null
 	mtc-restore --from gs://bkt --job job --name "$B" --verify 2>"$WORK/err" >/dev/null &
 	BG_PID=$!
-	wait_for sending
+	wait_for "the upload under way" 30 sending
 	kill -INT "$BG_PID"
 	status=0
 	wait "$BG_PID" || status=$?
@@ -833,7 +833,7 @@ sent_since() {
 		MTC_FAULT_STALL="$point:$WORK/stalled" mtc-restore --from "$WORK/bk" --job job --name "$B" \
 			--rank 0 --layout hash --out "$WORK/out" >/dev/null 2>&1 &
 		BG_PID=$!
-		wait_for grep -qs '^[0-9]*$' "$WORK/stalled"
+		wait_for "the stall" 30 grep -qs '^[0-9]*$' "$WORK/stalled"
 		run find "$WORK/out" -name '.mtc-*.tmp'
 		[ -n "$output" ]
 		kill -9 "$BG_PID"
@@ -856,7 +856,7 @@ sent_since() {
 	MTC_FAULT_STALL="dir-get=*/f3:$WORK/stalled" mtc-restore --from "$WORK/bk" --job job --name "$B" \
 		--rank 0 --archive "$WORK/a.tar" >/dev/null 2>&1 &
 	BG_PID=$!
-	wait_for grep -qs '^[0-9]*$' "$WORK/stalled"
+	wait_for "the stall" 30 grep -qs '^[0-9]*$' "$WORK/stalled"
 	run find "$TMPDIR" -maxdepth 1 -name '.mtc-*.restore.tmp'
 	[ -n "$output" ]
 	kill -9 "$BG_PID"

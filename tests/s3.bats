@@ -159,7 +159,7 @@ c.download_file("bkt", sys.argv[2], sys.argv[3])' "$MOTO_URL" "$1" "$2"
 	mv "$WORK/local/7.tmp" "$WORK/local/7"
 	valid() { [ "$(mtc-lkg --backups s3://bkt --s3-endpoint "$MOTO_URL" --job job --json 2>/dev/null |
 		jq -r '.backups[0].state')" = valid ]; }
-	wait_for valid || { cat "$WORK/run.err"; false; }
+	wait_for "a valid backup" 30 valid || { cat "$WORK/run.err"; false; }
 	kill "$BG_PID"
 	wait "$BG_PID" || true
 	BG_PID=
@@ -184,7 +184,7 @@ fault_proxy() {
 	rm -f "$WORK/proxy.port"
 	"$MTC_PY" "$BATS_TEST_DIRNAME/s3_fault_proxy.py" "$MOTO_URL" "$@" >"$WORK/proxy.port" 2>"$WORK/proxy.err" &
 	PROXY_PID=$!
-	wait_for test -s "$WORK/proxy.port"
+	wait_for "the proxy's port" 30 test -s "$WORK/proxy.port"
 	PROXY_URL="http://127.0.0.1:$(cat "$WORK/proxy.port")"
 }
 
@@ -231,7 +231,7 @@ killed_upload() {
 		--config "$WORK/cfg" --step "$1" --to s3://bkt --name "$2" \
 		--slice-threshold 6M --slices 2 >/dev/null 2>&1 &
 	BG_PID=$!
-	wait_for grep -qs "^[0-9]*$" "$WORK/stalled"
+	wait_for "the stall" 30 grep -qs "^[0-9]*$" "$WORK/stalled"
 	kill -9 "$BG_PID"
 	wait "$BG_PID" || true
 	BG_PID=
@@ -374,7 +374,7 @@ rclone_moto() {
 	h=$(saved_step "$WORK/local" job 100 0 seed $((12 << 20)))
 	"$MTC_PY" "$BATS_TEST_DIRNAME/s3_fault_proxy.py" "$MOTO_URL" region eu-west-1 >"$WORK/proxy.port" 2>"$WORK/proxy.err" &
 	PROXY_PID=$!
-	wait_for test -s "$WORK/proxy.port"
+	wait_for "the proxy's port" 30 test -s "$WORK/proxy.port"
 	PROXY_URL="http://127.0.0.1:$(cat "$WORK/proxy.port")"
 	# the AWS CLI meets the refusal too, and follows it
 	run env AWS_REGION=us-west-2 ${MTC_PY%/*}/aws --endpoint-url "$PROXY_URL" s3 ls s3://bkt/

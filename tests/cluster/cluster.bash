@@ -8,7 +8,7 @@
 #   cluster_start [RANK...]   starts mtc-node for the ranks (default all)
 #   cluster_resize M          the next start has M nodes (growth or shrink)
 #   trainers STYLE ARGS...    runs one trainer per node in the background, waits for all
-#   wait_for DESC SEC CMD...  polls CMD every 0.2 s until it succeeds
+#   wait_for DESC SEC CMD...  polls CMD until it succeeds (tests/shell.bash)
 #   node_kill RANK            stops one node's service (SIGTERM, then SIGKILL)
 #   nodes_kill                stops every node's service, rank 0 last
 #   node_lost RANK            SIGKILL to the service and everything it runs: a lost pod
@@ -27,6 +27,9 @@
 # instead of the directory CL_BACKUP (mtc-node --backup, --s3-endpoint).
 # CL_RANKSERVER=1 runs the rank server (mtc-node --nodes): pod index r then runs on the
 # RAM of node CL_HOST_OF[r] (default r) and its trainer takes its rank from jax-init-info.txt.
+
+# shellcheck source=tests/shell.bash
+. "$MTC_TESTS/shell.bash"
 
 CL_JOB=${CL_JOB:-job}
 
@@ -207,17 +210,6 @@ restored_steps() {
 	for ((r = 0; r < CL_N; r++)); do
 		sed -n 's/^restored //p' "$CL_ROOT/trainer$r.out"
 	done | sort -u | tr '\n' ' ' | sed 's/ $//'
-}
-
-wait_for() {
-	local desc=$1 secs=$2 i
-	shift 2
-	for ((i = 0; i < secs * 5; i++)); do
-		"$@" && return 0
-		sleep 0.2
-	done
-	echo "# timed out waiting for: $desc" >&3
-	return 1
 }
 
 # Every node holds its own .meta of step S and its peer's copy.
