@@ -25,7 +25,7 @@ _mtc_replicate() {
 	digest) COMPREPLY=($(compgen -W "--json --manifest --threads --framework $common" -- "$cur") $(compgen -f -- "$cur")) ;;
 	commit) COMPREPLY=($(compgen -W "--dir --config --watch --wait --quiet-time --timeout --threads --json $common" -- "$cur")) ;;
 	gc) COMPREPLY=($(compgen -W "--dir --config --keep --own-only --dry-run --grace --json $common" -- "$cur")) ;;
-	serve) COMPREPLY=($(compgen -W "--dir --listen --peer-token-file --strict-ranks --insecure --tls-dir --ready-file --max-body --max-files --max-depth --max-connections --max-conns-per-ip --max-unauth --head-timeout --timeout --session-timeout --min-rate --coordinator --nodes --job --round-timeout --heartbeat-timeout --poll-timeout --json $common" -- "$cur")) ;;
+	serve) COMPREPLY=($(compgen -W "--dir --listen --peer-token-file --strict-ranks --insecure --tls-dir --ready-file --max-body --max-files --max-depth --max-connections --max-conns-per-ip --max-unauth --head-timeout --timeout --session-timeout --min-rate --coordinator --nodes --job --round-timeout --heartbeat-timeout --poll-timeout --background --json $common" -- "$cur")) ;;
 	run) COMPREPLY=($(compgen -W "--dir --config --backup --coordinator-url --peer-url-template --peers-file --peer-token-file --gcs-token-file --s3-endpoint --sync-interval --quiet-time --heartbeat --timeout --threads --no-prehash --background --json $common" -- "$cur")) ;;
 	push) COMPREPLY=($(compgen -W "--dir --config --step --peer --peer-url-template --peer-token-file --tls-dir --timeout --retries --streams --json $common" -- "$cur")) ;;
 	fetch) COMPREPLY=($(compgen -W "--dir --from --hash --meta --peer-token-file --tls-dir --timeout --retries --streams --json $common" -- "$cur")) ;;

@@ -1081,6 +1081,49 @@ PY
 	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-*' | wc -l)" -eq 0 ]
 }
 
+# threads_in PID POLICY NICE: how many threads of PID are in that class (policy 5: SCHED_IDLE)
+threads_in() {
+	local t n=0
+	for t in /proc/"$1"/task/*; do
+		[ "$(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{ print $39, $17 }')" = "$2 $3" ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# The connection's thread stays while it is kept alive, in the class it took.
+@test "serve receives a push in the idle class (--background), while reads and probes stay at normal priority" {
+	head -c 3000000 /dev/urandom >"$T/f"
+	H=$(b3sum --no-names "$T/f")
+	for class in idle nice normal; do
+		rm -rf "$T/p"
+		if [ "$class" = idle ]; then start_daemon p; else start_daemon p --background "$class"; fi
+		port=${URL##*:}
+		exec {up}<>"/dev/tcp/127.0.0.1/$port"
+		printf 'PUT /v1/objects/%s.data HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n' "$H" >&"$up"
+		cat "$T/f" >&"$up"
+		read -r -t 20 line <&"$up"
+		[[ "$line" == "HTTP/1.1 201"* ]] || { echo "PUT: $line"; false; }
+		exec {down}<>"/dev/tcp/127.0.0.1/$port"
+		printf 'GET /v1/objects/%s.data HTTP/1.1\r\nHost: x\r\n\r\n' "$H" >&"$down"
+		read -r -t 20 line <&"$down"
+		[[ "$line" == "HTTP/1.1 200"* ]] || { echo "GET: $line"; false; }
+		run curl -sf "$URL/healthz"
+		assert_output ok
+		case $class in
+		idle) want="1 0" ;;
+		nice) want="0 1" ;;
+		normal) want="0 0" ;;
+		esac
+		[ "$(threads_in "$PID" 5 0) $(threads_in "$PID" 0 19)" = "$want" ]
+		exec {up}>&- {down}>&-
+		cmp "$T/f" "$T/p/$H.data"
+		kill "$PID" && wait "$PID"
+	done
+	run mtc-replicate serve --dir "$T/p" --background low
+	assert_failure 2
+	assert_output --partial "--background takes idle, nice or normal, not 'low'"
+}
+
 @test "hostile probe set against one daemon: the right answers, /healthz throughout, peak memory under 64 MiB" {
 	local n=100000 hash hwm
 	sanitized && n=20000

@@ -248,6 +248,13 @@ int mtc_cli_count(const char *name, int *v)
 	return 0;
 }
 
+int mtc_cli_background(const char *name, enum mtc_background *out)
+{
+	if (name && mtc_background_parse(name, out) < 0)
+		return mtc_usage_error("--background takes idle, nice or normal, not '%s'", name);
+	return 0;
+}
+
 int mtc_cli_start(const char *name, int argc, const char **argv, const struct poptOption *opts,
 		  const char *usage, poptContext *ctx, int *code)
 {

@@ -5,6 +5,7 @@
 #include <popt.h>
 
 #include "config.h" /* mtc_parse_uint */
+#include "threads.h"
 
 /* -v/--verbose (repeatable), -q/--quiet, --log-format text|json, --version. */
 extern struct poptOption mtc_common_options[];
@@ -76,6 +77,8 @@ extern struct poptOption mtc_common_options[];
 			"AWS's)",                                                                           \
 			"URL"                                                                               \
 	}
+#define MTC_POPT_BACKGROUND(var, help) \
+	MTC_POPT_ARG("background", '\0', POPT_ARG_STRING, var, help, "CLASS")
 #define MTC_POPT_PARALLEL_FOR(var, help) MTC_POPT_ARG("parallel", 'j', POPT_ARG_INT, var, help, "N")
 #define MTC_POPT_PARALLEL(var) MTC_POPT_PARALLEL_FOR(var, "transfers in flight (default 32)")
 #define MTC_POPT_NO_PROGRESS(var)                                                                     \
@@ -166,11 +169,6 @@ int mtc_cli_slices(const char *threshold_text, int slices, long long *threshold)
  */
 int mtc_cli_local_dir(const char *dir);
 
-/*
- * The options a mode needs, as pairs of a name and whether it was given,
- * ending with NULL: 0 when all were, else MTC_EXIT_USAGE after one line
- * naming the missing ones only ("--step is required").
- */
 /* An int option left unset: its variable's initial value. */
 #define MTC_CLI_UNSET INT_MIN
 
@@ -180,7 +178,18 @@ int mtc_cli_local_dir(const char *dir);
  */
 int mtc_cli_count(const char *name, int *v);
 
+/*
+ * The options a mode needs, as pairs of a name and whether it was given,
+ * ending with NULL: 0 when all were, else MTC_EXIT_USAGE after one line
+ * naming the missing ones only ("--step is required").
+ */
 int mtc_cli_required(const char *name, int given, ...);
+
+/*
+ * --background CLASS (threads.h) into *out when given (name not NULL): 0,
+ * else MTC_EXIT_USAGE after the one-line error.
+ */
+int mtc_cli_background(const char *name, enum mtc_background *out);
 
 /*
  * The accepted config at path (- for stdin) into *cfg: MTC_EXIT_OK, else

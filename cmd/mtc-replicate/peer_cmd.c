@@ -74,7 +74,7 @@ int mtc_replicate_serve(int argc, const char **argv)
 {
 	struct mtc_peer_server_opts o;
 	char *dir = NULL, *listen = NULL, *token = NULL, *ready_file = NULL, *tls_dir = NULL,
-	     *job = NULL, err[512];
+	     *job = NULL, *bg_name = NULL, err[512];
 	long long max_body = -1, max_files = -1, min_rate = -1;
 	int insecure = 0, strict_ranks = 0, json = 0, max_depth = -1, max_conn = -1, timeout = -1,
 	    session_timeout = -1, sig, rc;
@@ -131,6 +131,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 		{ "session-timeout", '\0', POPT_ARG_INT, &session_timeout, 0,
 		  "seconds an upload session may stay idle before it is discarded (default 600)",
 		  "SEC" },
+		MTC_POPT_BACKGROUND(bg_name, "CPU class of receiving the peers' pushes: idle "
+					     "(default), nice or normal; reads and the coordinator "
+					     "stay at normal priority"),
 		{ "coordinator", '\0', POPT_ARG_NONE, &coordinator, 0,
 		  "also be the coordinator (rank 0): POST /v1/coord/{restore,restore-done,sync}", NULL },
 		MTC_POPT_NODES(nodes, "ranks the coordinator waits for"),
@@ -158,6 +161,8 @@ int mtc_replicate_serve(int argc, const char **argv)
 		goto out;
 	}
 	if ((rc = mtc_cli_local_dir(dir)) != MTC_EXIT_OK)
+		goto out;
+	if ((rc = mtc_cli_background(bg_name, &o.upload_class)))
 		goto out;
 	o.dir = dir;
 	if (listen)

@@ -118,9 +118,8 @@ int mtc_replicate_run(int argc, const char **argv)
 		MTC_POPT_THREADS(threads),
 		{ "no-prehash", '\0', POPT_ARG_NONE, &no_prehash, 0,
 		  "hash a step only at its commit, not while the framework writes it", NULL },
-		{ "background", '\0', POPT_ARG_STRING, &bg_name, 0,
-		  "CPU class of hashing before the commit, pushes and backups: idle (default), nice or normal",
-		  "CLASS" },
+		MTC_POPT_BACKGROUND(bg_name, "CPU class of hashing before the commit, pushes and "
+					     "backups: idle (default), nice or normal"),
 		MTC_POPT_JSON(
 			json,
 			"a JSON line for each step's time to safety, and the node's state when the loop stops"),
@@ -144,10 +143,8 @@ int mtc_replicate_run(int argc, const char **argv)
 		rc = mtc_usage_error("--peer-url-template and --peers-file exclude each other");
 		goto out;
 	}
-	if (bg_name && mtc_background_parse(bg_name, &bg) < 0) {
-		rc = mtc_usage_error("--background takes idle, nice or normal, not '%s'", bg_name);
+	if ((rc = mtc_cli_background(bg_name, &bg)))
 		goto out;
-	}
 	if ((rc = mtc_cli_node(dir, config, &cfg)) != MTC_EXIT_OK)
 		goto out;
 	/* what it is given cannot work (a token, the peers): a restart does not change that */

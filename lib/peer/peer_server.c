@@ -14,6 +14,7 @@ void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
 	o->timeout_s = 120;
 	o->min_rate = 64 << 10;
 	o->session_timeout_s = 600;
+	o->upload_class = MTC_BG_IDLE;
 }
 
 /* 1 when the request carries the job's secret or a rank's credential (peer_auth.h), with who it is in *who. */
@@ -87,6 +88,18 @@ static int refused_writer(struct req *r, struct MHD_Connection *c, const char *j
 	return 1;
 }
 
+/*
+ * A connection that uploads carries a peer's push: its thread (one per
+ * connection, and the extractor it starts) yields the CPU to the training
+ * job as the pusher's own threads do, while reads (a restore) and the
+ * coordinator stay at normal priority.
+ */
+static void upload_class(struct mtc_peer_server *s)
+{
+	if (mtc_background_enter(s->o.upload_class) < 0)
+		mtc_debug("an upload's thread stays at normal priority: %s", strerror(errno));
+}
+
 static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char *url,
 			     const char *method)
 {
@@ -123,6 +136,8 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 		name = url + strlen(UPLOADS);
 		if (!get && !head && refused_writer(r, c, NULL, -1, &rc))
 			return rc;
+		if (!get && !head)
+			upload_class(s);
 		if (strcmp(method, "POST") || mtc_parse_data_name(name, r->hash))
 			return psrv_session_request(r, c, name, method);
 		snprintf(r->name, sizeof r->name, "%s", name);
@@ -148,8 +163,10 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 	if (put && refused_writer(r, c, kind == REQ_PUT_META ? n.job : NULL,
 				  kind == REQ_PUT_META ? n.rank : -1, &rc))
 		return rc;
-	if (put)
+	if (put) {
+		upload_class(s);
 		return psrv_begin_put(r, c, kind);
+	}
 	if (!get && !head)
 		return psrv_respond(r, c, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT, "method not allowed\n");
 	if (kind == REQ_PUT_MANIFEST)

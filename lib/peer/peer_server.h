@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include "threads.h"
+
 struct mtc_buf;
 struct mtc_peer_cred;
 
@@ -44,6 +46,8 @@ struct mtc_peer_server_opts {
 	int timeout_s;	       /* idle connection timeout */
 	long long min_rate;    /* a body slower than this (bytes/s, after 30 s) is cut; 0: never */
 	int session_timeout_s; /* an upload session idle this long is discarded */
+	/* a connection's thread once it uploads (a peer's push): receiving is background work */
+	enum mtc_background upload_class;
 	/*
 	 * Extra routes (the coordinator): an authorized request whose URL starts
 	 * with route_prefix is first shown to route_admit, before any of its body
