@@ -7,6 +7,7 @@
 #     mtc process at all;
 #   - write start -> on the peer, rename -> committed, rename -> on the peer;
 #   - replication CPU (the sender's run and the peer's daemon) per GiB;
+#   - the write while a peer's step arrives, the receiving daemon idle-class or not;
 #   - the restore of a wiped node from its peer (mtc-replicate fetch, verified)
 #     against cp -r of the same step, time and CPU;
 #   - the copy to a directory backup (mtc-backup, verified) against cp -r.
@@ -173,4 +174,40 @@ bt=$(echo "$BT" | median) kt=$(echo "$KT" | median)
 awk -v bt="$bt" -v bc="$(echo "$BC" | median)" -v kt="$kt" -v g="$gib" 'BEGIN {
 	printf "backup copy to a directory              %6.2f s/GiB  %.2f CPU s/GiB, %.2fx cp -r (%.2f s/GiB)\n", bt / g, bc / g, bt / kt, kt / g
 }'
+
+# the framework's write on a node while a peer's step arrives, by the receiving daemon's
+# class (serve --background), the pusher idle-class as on a host of its own: the write
+# (against the stopped write of the same run) and the push's seconds
+mkdir -p "$root/src"
+python3 "$root/write.py" "$root/tmpl" "$root/src" 1 src >/dev/null
+"$bin/mtc-replicate" commit --dir "$root/src" --config "$root/cfg.json" --quiet-time 0 >/dev/null
+receiving() {
+	stop_all
+	rm -rf "$root/local" && mkdir -p "$root/local"
+	serve recv "$root/local" --background "$1"
+	s=$(now)
+	chrt -i 0 "$bin/mtc-replicate" push --dir "$root/src" --config "$root/cfg.json" --step 1 \
+		--peer "$SERVED_URL" >/dev/null 2>"$root/push.err" &
+	push=$!
+	n=$((n + 1))
+	set -- $(python3 "$root/write.py" "$root/tmpl" "$root/local" 2 "in$n")
+	w=$2
+	wait "$push" || { echo "push failed:" >&2; cat "$root/push.err" >&2; exit 1; }
+	p=$(since "$s")
+}
+R0="" RI="" RN="" PI="" PN=""
+for _ in $(seq "$runs"); do
+	stopped
+	R0="$R0 $w"
+	receiving idle
+	RI="$RI $w" PI="$PI $p"
+	receiving normal
+	RN="$RN $w" PN="$PN $p"
+done
+awk -v w0="$(echo "$R0" | median)" -v wi="$(echo "$RI" | median)" -v wn="$(echo "$RN" | median)" \
+	-v pi="$(echo "$PI" | median)" -v pn="$(echo "$PN" | median)" 'BEGIN {
+	printf "framework write while a peer step arrives  %.2fx the write alone (serve --background idle), %.2fx (normal)\n", wi / w0, wn / w0
+	printf "  the push meanwhile                    %6.2f s (idle), %.2f s (normal)\n", pi, pn
+}'
+
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
