@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dirwatch.h"
 #include "fsutil.h"
@@ -41,6 +44,35 @@ static int settled(const struct stat *st)
 	return age >= SETTLE_S;
 }
 
+/*
+ * Whether no process has dir/name open for writing, so that what it holds is
+ * whole: a read lease is granted only then (fcntl(2) F_SETLEASE), and given
+ * back at once. It needs the file's owner, CAP_FOWNER or CAP_LEASE, and a
+ * file system with leases; elsewhere this says no and the caller waits for
+ * an event or the file to settle. A writer opening it meanwhile breaks the
+ * lease, which signals SIGIO: ignored for that moment.
+ */
+static int unwritten(const char *dir, const char *name)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	char *path = xasprintf("%s/%s", dir, name);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), rc = 0;
+
+	free(path);
+	if (fd < 0)
+		return 0;
+	sigaction(SIGIO, &ign, &old);
+	if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
+		rc = 1;
+		fcntl(fd, F_SETLEASE, F_UNLCK);
+	} else {
+		mtc_debug("'%s' may still be written (no read lease: %s)", name, strerror(errno));
+	}
+	close(fd);
+	sigaction(SIGIO, &old, NULL);
+	return rc;
+}
+
 int mtc_wait_config(const char *dir, double deadline)
 {
 	struct mtc_dirwatch w;
@@ -56,7 +88,8 @@ int mtc_wait_config(const char *dir, double deadline)
 			rc = 1;
 			break;
 		}
-		if (present && ((mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) || settled(&st))) {
+		if (present && ((mask & (IN_CLOSE_WRITE | IN_MOVED_TO)) || settled(&st) ||
+				unwritten(dir, MTC_CONFIG_FILE))) {
 			rc = 0;
 			break;
 		}

@@ -89,6 +89,28 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 	assert_output --partial '"node-rank":0'
 }
 
+# Its time set ahead, the yaml never settles: only the read lease tells that it is whole.
+@test "a replicator.yaml found at start that no one has open for writing is taken at once" {
+	orbax_yaml 0 2 '[1]' > "$D/replicator.yaml"
+	touch -d '+1 hour' "$D/replicator.yaml"
+	accept
+	assert_success
+	assert_output --partial '"node-rank":0'
+}
+
+@test "a replicator.yaml found at start that a writer still holds open is taken once it closes it" {
+	orbax_yaml 0 2 '[1]' > "$D/replicator.yaml"
+	touch -d '+1 hour' "$D/replicator.yaml"
+	exec {w}>>"$D/replicator.yaml"
+	accept --timeout 1
+	exec {w}>&-
+	assert_failure 3
+	assert_file_exists "$D/replicator.yaml"
+	accept
+	assert_success
+	assert_output --partial '"node-rank":0'
+}
+
 @test "cleanup keeps exactly *.meta, *.data and jax-init-info.txt" {
 	mkdir -p "$D/7" "$D/D0123.data/sub" "$D/8.orbax-checkpoint-tmp" "$D/step=9" "$BATS_TEST_TMPDIR/outside"
 	touch "$D/job-s7-n0-w0.meta" "$D/abc.data" "$D/D0123.data/sub/f" "$D/jax-init-info.txt" \
@@ -309,11 +331,14 @@ sys.stdout.write(yaml.dump(config, default_flow_style=False, sort_keys=False))' 
 	assert_output --partial "to disappear"
 	run grep -c stale "$D/replicator.yaml"
 	assert_output 1
-	mtc-handshake accept --dir "$D" --timeout 10 > /dev/null &
+	mtc-handshake offer --dir "$D" --replace-stale --job-name j --node-rank 0 --nodes 1 --peer-ranks '' --backup-interval-minutes 5 --timeout 10 &
 	BG=$!
-	sleep 0.2
-	run mtc-handshake offer --dir "$D" --replace-stale --job-name j --node-rank 0 --nodes 1 --peer-ranks '' --backup-interval-minutes 5 --timeout 10
+	wait_for "offer to replace the stale yaml" 10 grep -q job-name "$D/replicator.yaml"
+	accept
 	assert_success
+	assert_output --partial '"job-name":"j"'
+	wait $BG
+	BG=
 }
 
 @test "offer refuses to write an invalid config" {
