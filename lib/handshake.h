@@ -15,10 +15,9 @@ enum mtc_yaml_style { MTC_STYLE_ORBAX, MTC_STYLE_NEMO };
  * Waits until replicator.yaml is whole: it arrived by rename, its writer closed
  * it, no process has it open for writing (a read lease is granted), or (found
  * without an event where leases are not to be had) it has not changed for a
- * second. 0; 1 at
- * once when it is there but not a regular file (a directory, a symlink, a
- * FIFO: no writer will ever finish it); -1 with errno ETIMEDOUT after the
- * deadline.
+ * second. 0; 1 at once when it is there but not a regular file (a directory,
+ * a symlink, a FIFO: no writer will ever finish it); -1 with errno ETIMEDOUT
+ * after the deadline.
  */
 int mtc_wait_config(const char *dir, double deadline);
 
