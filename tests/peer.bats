@@ -537,6 +537,31 @@ time.sleep(120)' "$T/mute.held" >"$T/mute.port" &
 	[ $((SECONDS - start)) -le 3 ]
 }
 
+# save_small DIR STEP: a framework's save of a small step (rename into place)
+save_small() {
+	mkdir "$1/$2.tmp" && head -c 100000 /dev/urandom >"$1/$2.tmp/w" && mv "$1/$2.tmp" "$1/$2"
+}
+
+@test "run: a step on every peer is agreed at once, not at the next sync, and the older one is freed" {
+	start_daemon n0 --coordinator --nodes 2 -v
+	u0=$URL
+	start_daemon n1
+	printf '%s\n%s\n' "$u0" "$URL" >"$T/peers"
+	for r in 0 1; do
+		write_config "$T/cfg$r.json" "$r" 2 1
+		mtc-replicate run --dir "$T/n$r" --config "$T/cfg$r.json" --peers-file "$T/peers" \
+			--coordinator-url "$u0" --quiet-time 0.2 --sync-interval 3600 --timeout 120 2>"$T/run$r.err" &
+		PIDS+=($!)
+	done
+	for step in 1 2; do
+		save_small "$T/n0" "$step"
+		save_small "$T/n1" "$step"
+		wait_for "the ranks to agree on step $step" 60 grep -q "sync: agreed step $step" "$T/n0.err"
+	done
+	wait_for "step 1 to be freed" 30 test ! -e "$T/n0/job-s1-n0-w0.meta"
+	[ -e "$T/n0/job-s2-n0-w0.meta" ] && [ -e "$T/n0/job-s2-n1-w0.meta" ]
+}
+
 @test "run: heartbeats go on one kept connection; metrics count connections" {
 	write_config "$T/cfg.json" 0 2 1
 	mkdir -p "$T/local"

@@ -72,6 +72,7 @@ struct loop {
 		int running;
 		atomic_int done;
 		json_t *report, *answer;
+		long long step; /* the replicated step the last report gave */
 		int rc;
 		char err[1024];
 	} sync;
@@ -705,7 +706,7 @@ static int sync_once(struct loop *l)
 	if (seed_pending(l))
 		return 0;
 	if (!l->coordinated) {
-		agreed = l->replicated;
+		agreed = l->sync.step = l->replicated;
 		if (mtc_coord_backup_due(agreed, l->child > 0, backup_requested(l),
 					 o->cfg->backup_interval_minutes, o->cfg->backup_interval_steps,
 					 (long long)time(NULL), l->last_backup_time, l->last_backup_step,
@@ -719,6 +720,7 @@ static int sync_once(struct loop *l)
 		return 1;
 	}
 	if (!l->sync.report) {
+		l->sync.step = l->replicated;
 		rep = json_pack("{s:I, s:b, s:b, s:o}", "replicated-step", (json_int_t)l->replicated,
 				"backup-running", l->child > 0, "backup-requested", backup_requested(l),
 				"config", mtc_config_to_json(o->cfg));
@@ -814,7 +816,7 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 	}
 	/* The newest step is pushed again at the start: a kill may have cut its push. */
 	l.committed = newest_own_step(&l);
-	l.pushed = l.replicated = -1;
+	l.pushed = l.replicated = l.sync.step = -1;
 	mtc_info("steady state from step %lld", l.committed);
 	while (!*o->stop && (end < 0 || mtc_now() < end)) {
 		double wait_until;
@@ -825,7 +827,8 @@ int mtc_steady_run(const struct mtc_steady_opts *o)
 		push_new(&l);
 		unpin_after_new_step(&l);
 		reap_backup(&l, 0);
-		if (mtc_now() >= next_sync)
+		/* a step newly on the peers is agreed at once, so the old one's memory is freed */
+		if (mtc_now() >= next_sync || (!l.sync.report && l.replicated > l.sync.step))
 			next_sync = sync_once(&l) ? mtc_now() + sync_s : 0;
 		write_status(&l);
 		wait_until = next_sync > 0 ? next_sync : mtc_now() + 0.2;
