@@ -77,5 +77,7 @@ stop_service() {
 	run bash -ec "cd '$W' && . ./workstation.sh"
 	assert_success
 	assert_line --regexp '/backups/job/[0-9_-]+: valid$'
-	[ -d "$W/ckpt/2" ]
+	# the step the newest backup holds (the first agreed one is backed up at once)
+	step=$(ls "$W/backups/job"/20*/ | sed -n 's/^job-s\([0-9]*\)-n0-w0\.meta$/\1/p' | sort -n | tail -1)
+	[ -n "$step" ] && [ -d "$W/ckpt/$step" ]
 }

@@ -265,6 +265,7 @@ out:
 	free(tls_dir);
 	free(ready_file);
 	free(job);
+	free(bg_name);
 	return rc;
 }
 
