@@ -224,8 +224,8 @@ stop_at_meta() {
 	assert_consistent
 }
 
-# sched_of TID: "<policy> <nice>" of a thread of run (policy 0: normal, 5: SCHED_IDLE)
-sched_of() { sed 's/.*) //' "/proc/$WATCH_PID/task/$1/stat" | awk '{ print $39, $17 }'; }
+# run_sched TID: the class of a thread of run (sched_of)
+run_sched() { sched_of "$WATCH_PID" "$1"; }
 
 # prehash_tid: the thread of run that hashes steps before their commit
 prehash_tid() {
@@ -242,8 +242,8 @@ prehash_tid() {
 @test "run hashes before the commit in the idle class, and commits at normal priority" {
 	run_one
 	tid=$(prehash_tid)
-	[ "$(sched_of "$tid")" = "5 0" ]
-	[ "$(sched_of "$WATCH_PID")" = "0 0" ]
+	[ "$(run_sched "$tid")" = "5 0" ]
+	[ "$(run_sched "$WATCH_PID")" = "0 0" ]
 	make_step "$L/7.orbax-checkpoint-tmp" 7
 	: >"$L/7.orbax-checkpoint-tmp/commit_success.txt"
 	mv "$L/7.orbax-checkpoint-tmp" "$L/7"
@@ -253,11 +253,11 @@ prehash_tid() {
 
 @test "run --background nice and normal: the class of the work before the commit" {
 	run_one --background nice
-	[ "$(sched_of "$(prehash_tid)")" = "0 19" ]
-	[ "$(sched_of "$WATCH_PID")" = "0 0" ]
+	[ "$(run_sched "$(prehash_tid)")" = "0 19" ]
+	[ "$(run_sched "$WATCH_PID")" = "0 0" ]
 	kill "$WATCH_PID" && wait "$WATCH_PID" || true
 	run_one --background normal
-	[ "$(sched_of "$(prehash_tid)")" = "0 0" ]
+	[ "$(run_sched "$(prehash_tid)")" = "0 0" ]
 	kill "$WATCH_PID" && wait "$WATCH_PID" || true
 	WATCH_PID=
 	run mtc-replicate run --dir "$L" --config "$T/one.json" --background low

@@ -1106,11 +1106,11 @@ PY
 	[ "$(find "$T/p" -maxdepth 1 -name '.mtc-*' | wc -l)" -eq 0 ]
 }
 
-# threads_in PID POLICY NICE: how many threads of PID are in that class (policy 5: SCHED_IDLE)
+# threads_in PID POLICY NICE: how many threads of PID are in that class (sched_of)
 threads_in() {
 	local t n=0
 	for t in /proc/"$1"/task/*; do
-		[ "$(sed 's/.*) //' "$t/stat" 2>/dev/null | awk '{ print $39, $17 }')" = "$2 $3" ] && n=$((n + 1))
+		[ "$(sched_of "$1" "${t##*/}")" = "$2 $3" ] && n=$((n + 1))
 	done
 	echo "$n"
 }
