@@ -1116,12 +1116,12 @@ threads_in() {
 }
 
 # The connection's thread stays while it is kept alive, in the class it took.
-@test "serve receives a push in the idle class (--background), while reads and probes stay at normal priority" {
+@test "serve --background idle or nice receives a push in that class, while reads and probes stay at normal priority" {
 	head -c 3000000 /dev/urandom >"$T/f"
 	H=$(b3sum --no-names "$T/f")
 	for class in idle nice normal; do
 		rm -rf "$T/p"
-		if [ "$class" = idle ]; then start_daemon p; else start_daemon p --background "$class"; fi
+		if [ "$class" = normal ]; then start_daemon p; else start_daemon p --background "$class"; fi
 		port=${URL##*:}
 		exec {up}<>"/dev/tcp/127.0.0.1/$port"
 		printf 'PUT /v1/objects/%s.data HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n' "$H" >&"$up"

@@ -14,7 +14,7 @@ void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
 	o->timeout_s = 120;
 	o->min_rate = 64 << 10;
 	o->session_timeout_s = 600;
-	o->upload_class = MTC_BG_IDLE;
+	o->upload_class = MTC_BG_NORMAL;
 }
 
 /* 1 when the request carries the job's secret or a rank's credential (peer_auth.h), with who it is in *who. */
@@ -89,10 +89,10 @@ static int refused_writer(struct req *r, struct MHD_Connection *c, const char *j
 }
 
 /*
- * A connection that uploads carries a peer's push: its thread (one per
- * connection, and the extractor it starts) yields the CPU to the training
- * job as the pusher's own threads do, while reads (a restore) and the
- * coordinator stay at normal priority.
+ * A connection that uploads carries a peer's push: in a background class
+ * (serve --background) its thread (one per connection, and the extractor it
+ * starts) yields the CPU to the training job as the pusher's own threads do,
+ * while reads (a restore) and the coordinator stay at normal priority.
  */
 static void upload_class(struct mtc_peer_server *s)
 {
