@@ -68,3 +68,111 @@ int mtc_background_enter(enum mtc_background b)
 	}
 	return 0;
 }
+
+struct bg_job {
+	void (*fn)(void *);
+	void *arg;
+	int done;
+	pthread_cond_t cv;
+	struct bg_job *next;
+};
+
+struct mtc_bg_pool {
+	enum mtc_background b;
+	pthread_mutex_t mu;
+	pthread_cond_t work;
+	struct bg_job *head, **tail;
+	pthread_t *threads;
+	int n, started, waiting, queued, stop; /* waiting: started threads without a job */
+};
+
+static void *bg_main(void *arg)
+{
+	struct mtc_bg_pool *p = arg;
+	struct bg_job *j;
+
+	pthread_setname_np(pthread_self(), "mtc-bg");
+	mtc_background_enter(p->b); /* else it works at normal priority: no worse than without a pool */
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (!p->head && !p->stop)
+			pthread_cond_wait(&p->work, &p->mu);
+		if (!p->head)
+			break;
+		j = p->head;
+		if (!(p->head = j->next))
+			p->tail = &p->head;
+		p->queued--;
+		p->waiting--;
+		pthread_mutex_unlock(&p->mu);
+		j->fn(j->arg);
+		pthread_mutex_lock(&p->mu);
+		p->waiting++;
+		j->done = 1; /* j is the caller's: not touched once the lock is given up */
+		pthread_cond_signal(&j->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+struct mtc_bg_pool *mtc_bg_pool_new(enum mtc_background b, int n)
+{
+	struct mtc_bg_pool *p;
+
+	if (b == MTC_BG_NORMAL)
+		return NULL;
+	p = xcalloc(1, sizeof *p);
+	p->b = b;
+	p->n = n > 0 ? n : 1;
+	p->threads = xcalloc((size_t)p->n, sizeof *p->threads);
+	p->tail = &p->head;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->work, NULL);
+	return p;
+}
+
+void mtc_bg_pool_free(struct mtc_bg_pool *p)
+{
+	if (!p)
+		return;
+	mtc_cond_set(&p->mu, &p->work, &p->stop, 1);
+	for (int i = 0; i < p->started; i++)
+		pthread_join(p->threads[i], NULL);
+	pthread_cond_destroy(&p->work);
+	pthread_mutex_destroy(&p->mu);
+	free(p->threads);
+	free(p);
+}
+
+void mtc_bg_call(struct mtc_bg_pool *p, void (*fn)(void *), void *arg)
+{
+	struct bg_job j = { .fn = fn, .arg = arg };
+
+	if (!p) {
+		fn(arg);
+		return;
+	}
+	pthread_cond_init(&j.cv, NULL);
+	pthread_mutex_lock(&p->mu);
+	/* a thread more when none would be free for this job, up to n, started by a normal-priority caller */
+	if (p->queued >= p->waiting && p->started < p->n &&
+	    !pthread_create(&p->threads[p->started], NULL, bg_main, p)) {
+		p->started++;
+		p->waiting++;
+	}
+	if (!p->started) {
+		pthread_mutex_unlock(&p->mu);
+		pthread_cond_destroy(&j.cv);
+		fn(arg);
+		return;
+	}
+	*p->tail = &j;
+	p->tail = &j.next;
+	p->queued++;
+	pthread_cond_signal(&p->work);
+	/* unbounded, but so is no CPU class's share: the idle class too gets a few thousandths of a CPU */
+	while (!j.done)
+		pthread_cond_wait(&j.cv, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+	pthread_cond_destroy(&j.cv);
+}

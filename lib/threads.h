@@ -39,4 +39,23 @@ int mtc_background_parse(const char *name, enum mtc_background *out);
 /* Puts the calling thread in class b: 0, or -1 with errno (it is left as it was). */
 int mtc_background_enter(enum mtc_background b);
 
+/*
+ * Background work for threads that must stay at normal priority. A thread in
+ * the idle class that holds what its process's other threads need (a lock,
+ * its malloc arena, the address space while it maps or unmaps memory, as
+ * every thread does when it ends) makes them wait for idle CPU time too. So
+ * a daemon's connection threads stay normal and hand the heavy part of a
+ * receive (hashing, writing into the RAM disk) to a pool's threads, which
+ * enter class b once and live as long as the pool; its work takes no lock
+ * but the pool's and those of the upload it serves, and maps nothing.
+ */
+struct mtc_bg_pool;
+
+/* n threads in class b, started lazily; NULL for MTC_BG_NORMAL (the work runs on the caller). */
+struct mtc_bg_pool *mtc_bg_pool_new(enum mtc_background b, int n);
+void mtc_bg_pool_free(struct mtc_bg_pool *p); /* after the last mtc_bg_call has returned */
+
+/* Runs fn(arg) on one of p's threads (with p NULL, on the caller's) and returns when it has returned. */
+void mtc_bg_call(struct mtc_bg_pool *p, void (*fn)(void *), void *arg);
+
 #endif

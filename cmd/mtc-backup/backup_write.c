@@ -249,7 +249,9 @@ static int by_path(const void *a, const void *b)
 static int digests_from_manifest(const char *dir, const char *hash, const char *key,
 				 struct mtc_tree *one, struct mtc_manifest *m)
 {
-	static const struct mtc_wire_limits lim = { 1LL << 62, 1LL << 40, 1 << 20 };
+	static const struct mtc_wire_limits lim = { .max_bytes = 1LL << 62,
+						    .max_files = 1LL << 40,
+						    .max_depth = 1 << 20 };
 	char *path = xasprintf("%s/%s.manifest", dir, hash), *text = NULL, digest[MTC_DIGEST_LEN],
 	     err[512];
 	struct mtc_wire_list l = { 0 };

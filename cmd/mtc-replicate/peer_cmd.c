@@ -131,9 +131,9 @@ int mtc_replicate_serve(int argc, const char **argv)
 		{ "session-timeout", '\0', POPT_ARG_INT, &session_timeout, 0,
 		  "seconds an upload session may stay idle before it is discarded (default 600)",
 		  "SEC" },
-		MTC_POPT_BACKGROUND(bg_name, "CPU class of receiving the peers' pushes: idle, nice "
-					     "or normal (default); reads and the coordinator stay "
-					     "at normal priority"),
+		MTC_POPT_BACKGROUND(bg_name, "CPU class of writing and hashing the peers' pushes: "
+					     "idle (default), nice or normal; connections, reads and "
+					     "the coordinator stay at normal priority"),
 		{ "coordinator", '\0', POPT_ARG_NONE, &coordinator, 0,
 		  "also be the coordinator (rank 0): POST /v1/coord/{restore,restore-done,sync}", NULL },
 		MTC_POPT_NODES(nodes, "ranks the coordinator waits for"),

@@ -103,7 +103,9 @@ int mtc_peer_manifest_parse(const char *text, size_t len, const char *hash,
 int mtc_peer_manifest_local(const char *dir, const char *hash, struct mtc_manifest *m, char **text,
 			    char *err, size_t errlen)
 {
-	struct mtc_wire_limits lim = { 1LL << 62, 1LL << 40, 1 << 20 };
+	struct mtc_wire_limits lim = { .max_bytes = 1LL << 62,
+				       .max_files = 1LL << 40,
+				       .max_depth = 1 << 20 };
 	char *path = xasprintf("%s/%s.manifest", dir, hash), *data, *buf = NULL, d[MTC_DIGEST_LEN];
 	char diff[512];
 	struct stat st;

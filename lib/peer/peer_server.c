@@ -14,7 +14,7 @@ void mtc_peer_server_defaults(struct mtc_peer_server_opts *o)
 	o->timeout_s = 120;
 	o->min_rate = 64 << 10;
 	o->session_timeout_s = 600;
-	o->upload_class = MTC_BG_NORMAL;
+	o->upload_class = MTC_BG_IDLE;
 }
 
 /* 1 when the request carries the job's secret or a rank's credential (peer_auth.h), with who it is in *who. */
@@ -88,18 +88,6 @@ static int refused_writer(struct req *r, struct MHD_Connection *c, const char *j
 	return 1;
 }
 
-/*
- * A connection that uploads carries a peer's push: in a background class
- * (serve --background) its thread (one per connection, and the extractor it
- * starts) yields the CPU to the training job as the pusher's own threads do,
- * while reads (a restore) and the coordinator stay at normal priority.
- */
-static void upload_class(struct mtc_peer_server *s)
-{
-	if (mtc_background_enter(s->o.upload_class) < 0)
-		mtc_debug("an upload's thread stays at normal priority: %s", strerror(errno));
-}
-
 static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char *url,
 			     const char *method)
 {
@@ -136,8 +124,6 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 		name = url + strlen(UPLOADS);
 		if (!get && !head && refused_writer(r, c, NULL, -1, &rc))
 			return rc;
-		if (!get && !head)
-			upload_class(s);
 		if (strcmp(method, "POST") || mtc_parse_data_name(name, r->hash))
 			return psrv_session_request(r, c, name, method);
 		snprintf(r->name, sizeof r->name, "%s", name);
@@ -163,10 +149,8 @@ static enum MHD_Result route(struct req *r, struct MHD_Connection *c, const char
 	if (put && refused_writer(r, c, kind == REQ_PUT_META ? n.job : NULL,
 				  kind == REQ_PUT_META ? n.rank : -1, &rc))
 		return rc;
-	if (put) {
-		upload_class(s);
+	if (put)
 		return psrv_begin_put(r, c, kind);
-	}
 	if (!get && !head)
 		return psrv_respond(r, c, MHD_HTTP_METHOD_NOT_ALLOWED, TEXT, "method not allowed\n");
 	if (kind == REQ_PUT_MANIFEST)
@@ -319,7 +303,6 @@ void psrv_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	psrv_remove_staging(r);
 	mtc_wire_reader_close(r->send);
 	route_release(r);
-	free(r->file_hash);
 	free(r->why);
 	free(r->extract_why);
 	free(r->url);
@@ -515,6 +498,7 @@ static int start_events(struct mtc_peer_server *s, int fd, int ipv6, char *err, 
 static void server_free(struct mtc_peer_server *s)
 {
 	mtc_peer_auth_free(s->auth);
+	mtc_bg_pool_free(s->pool);
 	free(s->tls_client);
 	free(s->dir);
 	free(s);
@@ -563,6 +547,7 @@ struct mtc_peer_server *mtc_peer_server_start(const struct mtc_peer_server_opts 
 	TAILQ_INIT(&s->conns);
 	s->o = *o;
 	s->dir = xstrdup(o->dir);
+	s->pool = mtc_bg_pool_new(o->upload_class, mtc_cpu_count());
 	pthread_mutex_init(&s->sessions_mu, NULL);
 	pthread_mutex_init(&s->manifest_mu, NULL);
 	pthread_mutex_init(&s->split_mu, NULL);

@@ -46,7 +46,7 @@ struct mtc_peer_server_opts {
 	int timeout_s;	       /* idle connection timeout */
 	long long min_rate;    /* a body slower than this (bytes/s, after 30 s) is cut; 0: never */
 	int session_timeout_s; /* an upload session idle this long is discarded */
-	/* a connection's thread once it uploads (a peer's push): receiving is background work */
+	/* of writing and hashing uploads (a peer's push), on a pool's threads (threads.h) */
 	enum mtc_background upload_class;
 	/*
 	 * Extra routes (the coordinator): an authorized request whose URL starts

@@ -42,6 +42,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "config.h"
+#include "cpu_count.h"
 #include "local_dir.h"
 #include "object.h"
 #include "framing.h"
@@ -97,6 +98,8 @@ struct mtc_peer_server {
 	atomic_llong route_held; /* ROUTE_HELD_MAX */
 	struct mtc_peer_server_opts o;
 	char *dir;
+	/* where uploads are written and hashed: in serve --background's class (threads.h) */
+	struct mtc_bg_pool *pool;
 	struct mtc_peer_auth *auth; /* NULL: no token */
 	char address[128];
 	atomic_int stopping;
@@ -202,14 +205,12 @@ struct req {
 	long long bytes, limit; /* limit: the largest body this request may have */
 	double t0;
 	int transfer;
-	struct mtc_blake3 *file_hash; /* REQ_PUT_FILE (18 KB: only a data upload has one) */
-	char got_digest[66];
-	char *url, *method;		 /* REQ_ROUTE, REQ_PUT_MANIFEST */
-	struct mtc_buf body;		 /* REQ_ROUTE: capped at the largest body its endpoint takes */
-	long long held;			 /* REQ_ROUTE: its part of route_held */
-	struct session *sess;		 /* REQ_PUT_TREE, REQ_PUT_RANGE */
-	struct mtc_wire_hash range_hash; /* REQ_PUT_RANGE: into got's one entry */
-	int piece;			 /* sess is listed: this request is one piece of it */
+	char *url, *method;		/* REQ_ROUTE, REQ_PUT_MANIFEST */
+	struct mtc_buf body;		/* REQ_ROUTE: capped at the largest body its endpoint takes */
+	long long held;			/* REQ_ROUTE: its part of route_held */
+	struct session *sess;		/* REQ_PUT_TREE, REQ_PUT_RANGE */
+	struct mtc_wire_hash body_hash; /* REQ_PUT_FILE, REQ_PUT_RANGE: into got's one entry */
+	int piece;			/* sess is listed: this request is one piece of it */
 	struct mtc_wire_list got;
 	struct mtc_wire_reader *send; /* REQ_GET_TREE_SOCK */
 	struct mtc_peer_cred who;

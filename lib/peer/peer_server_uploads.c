@@ -64,8 +64,7 @@ void psrv_remove_staging(struct req *r)
 		r->fd = -1;
 	}
 	end_extraction(r);
-	if (r->kind == REQ_PUT_RANGE)
-		mtc_wire_hash_end(&r->range_hash);
+	mtc_wire_hash_end(&r->body_hash);
 	drop_staging(&r->staging);
 	free(r->obj);
 	r->obj = NULL;
@@ -111,7 +110,7 @@ static long long body_limit(const struct mtc_peer_server *s)
 
 struct mtc_wire_limits psrv_server_limits(const struct mtc_peer_server *s)
 {
-	return (struct mtc_wire_limits){ body_limit(s), s->o.max_files, s->o.max_depth };
+	return (struct mtc_wire_limits){ body_limit(s), s->o.max_files, s->o.max_depth, s->pool };
 }
 
 /*
@@ -407,13 +406,8 @@ static enum MHD_Result start_range(struct req *r, struct MHD_Connection *c)
 				    "units of %d bytes but for the last, its body that long\n",
 				    r->name, n, MTC_WIRE_UNIT);
 	}
-	/* its own descriptor at the range's place: the body is written as a whole file's is */
-	if ((r->fd = open(r->sess->obj, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    lseek(r->fd, (off_t)a, SEEK_SET) < 0) {
+	if ((r->fd = open(r->sess->obj, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		e = errno;
-		if (r->fd >= 0)
-			close(r->fd);
-		r->fd = -1;
 		piece_done(r, "the staging file is gone");
 		return psrv_respond(r, c, MHD_HTTP_INSUFFICIENT_STORAGE, TEXT, "cannot stage '%s': %s\n",
 				    r->name, strerror(e));
@@ -425,7 +419,7 @@ static enum MHD_Result start_range(struct req *r, struct MHD_Connection *c)
 	w = mtc_wire_list_add(&r->got, "", 0, b - a + 1);
 	w->off = a;
 	w->file_size = n;
-	mtc_wire_hash_start(&r->range_hash, w);
+	mtc_wire_hash_start(&r->body_hash, w);
 	return MHD_YES;
 }
 
@@ -434,7 +428,7 @@ enum MHD_Result psrv_finish_range(struct req *r, struct MHD_Connection *c)
 	char why[512];
 	unsigned code = MHD_HTTP_OK;
 
-	mtc_wire_hash_end(&r->range_hash);
+	mtc_wire_hash_end(&r->body_hash);
 	if (r->fail_code) {
 		code = (unsigned)r->fail_code;
 		snprintf(why, sizeof why, "%s", r->why);
@@ -526,8 +520,7 @@ enum MHD_Result psrv_begin_put(struct req *r, struct MHD_Connection *c, enum req
 	if (is_data) {
 		r->transfer = 1;
 		atomic_fetch_add(&s->active, 1);
-		r->file_hash = xmalloc(sizeof *r->file_hash);
-		mtc_blake3_init(r->file_hash);
+		mtc_wire_hash_start(&r->body_hash, mtc_wire_list_add(&r->got, "", 0, 0));
 	}
 	r->fd = open(r->obj, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (r->fd < 0) {
@@ -593,17 +586,14 @@ enum MHD_Result psrv_receive(struct req *r, const char *data, size_t len)
 	}
 	if (r->fd < 0)
 		return MHD_YES;
-	if (mtc_write_all(r->fd, data, len) < 0) {
+	if (mtc_wire_put(s->pool, r->fd, r->body_hash.w ? &r->body_hash : NULL, data, len,
+			 r->bytes - (long long)len) < 0) {
 		r->fail_code = MHD_HTTP_INSUFFICIENT_STORAGE;
 		r->why = xasprintf("cannot write '%s': %s", r->name, strerror(errno));
 		close(r->fd);
 		r->fd = -1;
 		return MHD_YES;
 	}
-	if (r->file_hash)
-		mtc_blake3_update(r->file_hash, data, len);
-	else if (r->kind == REQ_PUT_RANGE)
-		mtc_wire_hash_update(&r->range_hash, data, len);
 	return MHD_YES;
 }
 
@@ -738,6 +728,7 @@ enum MHD_Result psrv_finish_data(struct req *r, struct MHD_Connection *c)
 {
 	struct mtc_peer_server *s = r->s;
 	char why[1024];
+	const char *got;
 	unsigned code;
 	int rc;
 
@@ -754,16 +745,13 @@ enum MHD_Result psrv_finish_data(struct req *r, struct MHD_Connection *c)
 		psrv_remove_staging(r);
 		return psrv_respond(r, c, code, TEXT, "%s\n", r->why);
 	}
-	{
-		uint8_t h[MTC_BLAKE3_OUT_LEN];
-		mtc_blake3_final(r->file_hash, h, sizeof h);
-		mtc_hex(h, sizeof h, r->got_digest);
-	}
+	mtc_wire_hash_end(&r->body_hash);
+	got = r->got.e[0].digest;
 	mtc_debug("'%s': received and hashed in %.3f s", r->name, mtc_now() - r->t0);
-	if (strcmp(r->got_digest, r->hash)) {
+	if (strcmp(got, r->hash)) {
 		atomic_fetch_add(&s->rejected, 1);
 		atomic_fetch_add(&s->digest_failures, 1);
-		snprintf(why, sizeof why, "digest is %s, expected %s", r->got_digest, r->hash);
+		snprintf(why, sizeof why, "digest is %s, expected %s", got, r->hash);
 		mtc_warn("'%s' rejected: %s", r->name, why);
 		psrv_remove_staging(r);
 		return psrv_respond(r, c, HTTP_UNPROCESSABLE, TEXT, "'%s' rejected: %s\n", r->name, why);

@@ -24,10 +24,12 @@
  * back.
  */
 
+struct mtc_bg_pool;
 struct mtc_wire_limits {
-	long long max_bytes; /* file content in total */
-	long long max_files; /* files and directories */
-	int max_depth;	     /* path components */
+	long long max_bytes;	  /* file content in total */
+	long long max_files;	  /* files and directories */
+	int max_depth;		  /* path components */
+	struct mtc_bg_pool *pool; /* where what arrives is written and hashed (threads.h; NULL: here) */
 };
 
 #define MTC_WIRE_PATH_MAX 4096
@@ -91,6 +93,14 @@ struct mtc_wire_hash {
 void mtc_wire_hash_start(struct mtc_wire_hash *h, struct mtc_wire_entry *w);
 void mtc_wire_hash_update(struct mtc_wire_hash *h, const void *data, size_t len);
 void mtc_wire_hash_end(struct mtc_wire_hash *h);
+
+/*
+ * len bytes of h's entry that arrived after its first at bytes: written into
+ * fd (a range at its place, a whole file where fd is) and hashed into h
+ * (NULL: only written), on one of pool's threads (threads.h). 0, or -1 with errno.
+ */
+int mtc_wire_put(struct mtc_bg_pool *pool, int fd, struct mtc_wire_hash *h, const void *buf, size_t len,
+		 long long at);
 
 /*
  * Joins the ranges in l into one entry per file with its digest: the ranges

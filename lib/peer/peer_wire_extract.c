@@ -20,9 +20,9 @@
 #define BLOCK (1 << 20)
 #define TRAILING_MAX (1 << 20)
 
-/* The entry's data from the archive into fd (closed here), hashed into w. */
-static int extract_file(struct archive *a, int fd, const char *path, struct mtc_wire_entry *w, char *err,
-			size_t errlen)
+/* The entry's data from the archive into fd (closed here), hashed into w on pool's threads. */
+static int extract_file(struct archive *a, struct mtc_bg_pool *pool, int fd, const char *path,
+			struct mtc_wire_entry *w, char *err, size_t errlen)
 {
 	struct mtc_wire_hash h;
 	long long done = 0, size = w->size;
@@ -37,12 +37,10 @@ static int extract_file(struct archive *a, int fd, const char *path, struct mtc_
 			rc = mtc_fail(err, errlen, "'%.200s': data does not match its size", path);
 			break;
 		}
-		if ((w->file_size ? mtc_wire_write_range(fd, buf, len, w->off + done)
-				  : mtc_write_all(fd, buf, len)) < 0) {
+		if (mtc_wire_put(pool, fd, &h, buf, len, done) < 0) {
 			rc = mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
 			break;
 		}
-		mtc_wire_hash_update(&h, buf, len);
 		done += (long long)len;
 	}
 	close(fd);
@@ -188,7 +186,7 @@ enum mtc_result mtc_wire_extract_from(mtc_wire_source *next, void *arg, const ch
 			goto out;
 		if (c > 0)
 			continue;
-		if (extract_file(a, fd, path, w, err, errlen) < 0)
+		if (extract_file(a, lim->pool, fd, path, w, err, errlen) < 0)
 			goto out;
 		if (mtc_wire_digest_matches(x, w, err, errlen) < 0) {
 			rc = MTC_INTEGRITY;

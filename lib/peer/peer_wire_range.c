@@ -1,20 +1,25 @@
 /*
- * Hashing what arrives, a whole file or a range of one, and joining a
- * file's ranges into its digest (peer_wire.h). A range's units are BLAKE3
+ * Writing and hashing what arrives, a whole file or a range of one, and
+ * joining a file's ranges into its digest (peer_wire.h). A range's units are BLAKE3
  * subtrees of UNIT_CHUNKS chunks at the unit's place in the file; the
  * file's last unit (1 to MTC_WIRE_UNIT bytes) is kept as bytes, since the
  * root must be finalised over real input.
  */
 #include "peer_wire.h"
+#include "peer_wire_admit.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsutil.h"
 #include "log.h"
+#include "threads.h"
 #include "xalloc.h"
 
 #define UNIT_CHUNKS (MTC_WIRE_UNIT / MTC_BLAKE3_CHUNK_LEN)
+#define RESERVE_UNITS (1 << 15) /* 1 MiB of chaining values: a range of 2 GiB */
 
 /* The file's last unit: the one whose bytes are kept. */
 static uint64_t last_unit(const struct mtc_wire_entry *w)
@@ -32,18 +37,26 @@ void mtc_wire_hash_start(struct mtc_wire_hash *h, struct mtc_wire_entry *w)
 		return;
 	}
 	h->next = (uint64_t)w->off / MTC_WIRE_UNIT;
+	/* taken here, as the updates may run on a pool's thread (threads.h): room for a range of
+	   up to RESERVE_UNITS units, and more only as they arrive, not as the range claims */
+	h->cv_cap = w->size / MTC_WIRE_UNIT < RESERVE_UNITS ? (size_t)(w->size / MTC_WIRE_UNIT) + 1
+							    : RESERVE_UNITS;
+	w->cvs = xrealloc(w->cvs, h->cv_cap * MTC_BLAKE3_OUT_LEN);
+	h->unit = xmalloc(MTC_WIRE_UNIT);
 }
 
 /* A whole unit of the range at b: hashed, or kept when it is the file's last. */
 static void unit_done(struct mtc_wire_hash *h, const uint8_t *b, size_t len)
 {
 	struct mtc_wire_entry *w = h->w;
-	if (h->next == last_unit(w)) {
-		w->tail = xmalloc(len);
-		memcpy(w->tail, b, len);
+	if (h->next == last_unit(w)) { /* the gathering buffer becomes the tail: nothing allocated */
+		if (b != h->unit)
+			memcpy(h->unit, b, len);
+		w->tail = h->unit;
 		w->tail_len = len;
+		h->unit = NULL;
 	} else {
-		if (w->ncv == h->cv_cap) { /* grown as units arrive, not as the range claims */
+		if (w->ncv == h->cv_cap) {
 			h->cv_cap = h->cv_cap ? 2 * h->cv_cap : 64;
 			w->cvs = xrealloc(w->cvs, h->cv_cap * MTC_BLAKE3_OUT_LEN);
 		}
@@ -67,7 +80,7 @@ void mtc_wire_hash_update(struct mtc_wire_hash *h, const void *data, size_t len)
 			len -= MTC_WIRE_UNIT;
 			continue;
 		}
-		if (!h->unit)
+		if (!h->unit) /* past the file's last unit: the callers' size checks keep this from happening */
 			h->unit = xmalloc(MTC_WIRE_UNIT);
 		size_t k = MTC_WIRE_UNIT - h->have < len ? MTC_WIRE_UNIT - h->have : len;
 		memcpy(h->unit + h->have, p, k);
@@ -79,6 +92,38 @@ void mtc_wire_hash_update(struct mtc_wire_hash *h, const void *data, size_t len)
 			h->have = 0;
 		}
 	}
+}
+
+struct put {
+	int fd;
+	struct mtc_wire_hash *h;
+	const void *buf;
+	size_t len;
+	long long at;
+	int rc, err;
+};
+
+static void put_block(void *arg)
+{
+	struct put *p = arg;
+	const struct mtc_wire_entry *w = p->h ? p->h->w : NULL;
+
+	p->rc = w && w->file_size ? mtc_wire_write_range(p->fd, p->buf, p->len, w->off + p->at)
+				  : mtc_write_all(p->fd, p->buf, p->len);
+	if (p->rc < 0)
+		p->err = errno;
+	else if (p->h)
+		mtc_wire_hash_update(p->h, p->buf, p->len);
+}
+
+int mtc_wire_put(struct mtc_bg_pool *pool, int fd, struct mtc_wire_hash *h, const void *buf, size_t len,
+		 long long at)
+{
+	struct put p = { .fd = fd, .h = h, .buf = buf, .len = len, .at = at };
+
+	mtc_bg_call(pool, put_block, &p);
+	errno = p.err;
+	return p.rc;
 }
 
 void mtc_wire_hash_end(struct mtc_wire_hash *h)

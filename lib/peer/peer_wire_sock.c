@@ -71,6 +71,7 @@ struct sock_in {
 	size_t pre_len;
 	int timeout_s;
 	const int *stop;
+	struct mtc_bg_pool *pool; /* where what arrives is written and hashed */
 	char *buf;
 	size_t buf_len;
 	long long consumed;
@@ -155,11 +156,8 @@ static int sock_file(struct sock_in *in, int fd, const char *path, struct mtc_wi
 		uint8_t *dst = (uint8_t *)in->buf;
 		if (sock_read(in, (char *)dst, k, err, errlen) < 0)
 			rc = -1;
-		else if ((w->file_size ? mtc_wire_write_range(fd, dst, k, w->off + off)
-				       : mtc_write_all(fd, dst, k)) < 0)
+		else if (mtc_wire_put(in->pool, fd, &h, dst, k, off) < 0)
 			rc = mtc_fail(err, errlen, "'%.200s': %s", path, strerror(errno));
-		else
-			mtc_wire_hash_update(&h, dst, k);
 		off += (long long)k;
 	}
 	mtc_wire_hash_end(&h);
@@ -254,9 +252,12 @@ enum mtc_result mtc_wire_extract_sock(int sock, const void *pre, size_t pre_len,
 				      const struct mtc_manifest *expected, struct mtc_wire_list *got,
 				      long long *consumed, char *err, size_t errlen)
 {
-	struct sock_in in = {
-		.fd = sock, .pre = pre, .pre_len = pre_len, .timeout_s = timeout_s, .stop = stop
-	};
+	struct sock_in in = { .fd = sock,
+			      .pre = pre,
+			      .pre_len = pre_len,
+			      .timeout_s = timeout_s,
+			      .stop = stop,
+			      .pool = lim->pool };
 	unsigned char hdr[512];
 	char *path = xmalloc(MTC_WIRE_PATH_MAX), *pax = NULL;
 	struct mtc_wire_admission ad = { .lim = lim, .expected = expected, .got = got };

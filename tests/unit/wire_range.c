@@ -208,7 +208,7 @@ static void wire(void)
 	char *sa = stream(src, &a, 1, &la), *sb = stream(src, &b, 1, &lb);
 	ok(la && lb, "each range is a stream of its own");
 	for (int sock = 0; sock < 2; sock++) {
-		struct mtc_wire_limits lim = { 1 << 30, 100, 8 };
+		struct mtc_wire_limits lim = { .max_bytes = 1 << 30, .max_files = 100, .max_depth = 8 };
 		struct mtc_wire_list got = { 0 };
 		char out[64], want[66];
 		int rc = 0, sv[2];
