@@ -1,9 +1,9 @@
 /*
  * Writing and hashing what arrives, a whole file or a range of one, and
- * joining a file's ranges into its digest (peer_wire.h). A range's units are BLAKE3
- * subtrees of UNIT_CHUNKS chunks at the unit's place in the file; the
- * file's last unit (1 to MTC_WIRE_UNIT bytes) is kept as bytes, since the
- * root must be finalised over real input.
+ * joining a file's ranges into its digest (peer_wire.h). A range's units
+ * are BLAKE3 subtrees of UNIT_CHUNKS chunks at the unit's place in the
+ * file; the file's last unit (1 to MTC_WIRE_UNIT bytes) is kept as bytes,
+ * since the root must be finalised over real input.
  */
 #include "peer_wire.h"
 #include "peer_wire_admit.h"
