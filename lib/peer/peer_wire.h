@@ -97,7 +97,8 @@ void mtc_wire_hash_end(struct mtc_wire_hash *h);
 /*
  * len bytes of h's entry that arrived after its first at bytes: written into
  * fd (a range at its place, a whole file where fd is) and hashed into h
- * (NULL: only written), on one of pool's threads (threads.h). 0, or -1 with errno.
+ * (NULL: only written), on one of pool's threads (threads.h) unless it is a
+ * few KiB. 0, or -1 with errno.
  */
 int mtc_wire_put(struct mtc_bg_pool *pool, int fd, struct mtc_wire_hash *h, const void *buf, size_t len,
 		 long long at);

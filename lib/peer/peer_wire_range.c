@@ -20,6 +20,12 @@
 
 #define UNIT_CHUNKS (MTC_WIRE_UNIT / MTC_BLAKE3_CHUNK_LEN)
 #define RESERVE_UNITS (1 << 15) /* 1 MiB of chaining values: a range of 2 GiB */
+/*
+ * A smaller block is written on the caller's thread: handing it over costs
+ * more than the work, and a connection waiting for idle CPU time over a few
+ * bytes keeps its staging and its idle timeout waiting too.
+ */
+#define PUT_INLINE_MAX (64 << 10)
 
 /* The file's last unit: the one whose bytes are kept. */
 static uint64_t last_unit(const struct mtc_wire_entry *w)
@@ -121,7 +127,10 @@ int mtc_wire_put(struct mtc_bg_pool *pool, int fd, struct mtc_wire_hash *h, cons
 {
 	struct put p = { .fd = fd, .h = h, .buf = buf, .len = len, .at = at };
 
-	mtc_bg_call(pool, put_block, &p);
+	if (len < PUT_INLINE_MAX)
+		put_block(&p);
+	else
+		mtc_bg_call(pool, put_block, &p);
 	errno = p.err;
 	return p.rc;
 }
