@@ -45,11 +45,11 @@ no_sanitizer_reports() {
 	return "$bad"
 }
 
-# flip_byte FILE OFFSET: inverts one byte in place (writing a fixed value
-# would change nothing when the byte already held it).
 # sched_of PID TID: "<policy> <nice>" of one of PID's threads (policy 0: normal, 5: SCHED_IDLE)
 sched_of() { sed 's/.*) //' "/proc/$1/task/$2/stat" 2>/dev/null | awk '{ print $39, $17 }'; }
 
+# flip_byte FILE OFFSET: inverts one byte in place (writing a fixed value
+# would change nothing when the byte already held it).
 flip_byte() {
 	python3 -c 'import sys
 with open(sys.argv[1], "r+b") as f:
