@@ -168,7 +168,16 @@ struct pool {
 	size_t n;
 	atomic_size_t next;
 	atomic_int err;
+	const struct mtc_digest_gate *gate; /* may be NULL */
 };
+
+static void fail(atomic_int *err, int e)
+{
+	int zero = 0;
+	atomic_compare_exchange_strong(err, &zero, e ? e : EIO);
+}
+
+static int may_go(const struct mtc_digest_gate *g) { return !g || g->may_go(g->arg); }
 
 static int open_node(const struct node *n)
 {
@@ -336,10 +345,10 @@ static void *pool_worker(void *arg)
 	struct pool *p = arg;
 	size_t i;
 	while (atomic_load(&p->err) == 0 && (i = atomic_fetch_add(&p->next, 1)) < p->n) {
-		if (run_job(&p->jobs[i]) < 0) {
-			int zero = 0;
-			atomic_compare_exchange_strong(&p->err, &zero, errno ? errno : EIO);
-		}
+		if (!may_go(p->gate))
+			fail(&p->err, EAGAIN);
+		else if (run_job(&p->jobs[i]) < 0)
+			fail(&p->err, errno);
 	}
 	return NULL;
 }
@@ -351,7 +360,8 @@ static int by_size_desc(const void *a, const void *b)
 }
 
 /* Fills the digest (and size) of every file node, largest first, on up to `threads` threads. */
-static int hash_files(struct node **files, size_t n, int threads, int nomap)
+static int hash_files(struct node **files, size_t n, int threads, int nomap,
+		      const struct mtc_digest_gate *gate)
 {
 	if (n)
 		qsort(files, n, sizeof *files, by_size_desc);
@@ -373,7 +383,7 @@ static int hash_files(struct node **files, size_t n, int threads, int nomap)
 		njobs += t[i].segs > (long long)f->nprefix ? (size_t)(t[i].segs - (long long)f->nprefix)
 							   : 1;
 	}
-	struct pool p = { xcalloc(njobs ? njobs : 1, sizeof *p.jobs), njobs, 0, 0 };
+	struct pool p = { xcalloc(njobs ? njobs : 1, sizeof *p.jobs), njobs, 0, 0, gate };
 	for (size_t i = 0, k = 0; i < n; i++) {
 		long long from = (long long)files[i]->nprefix;
 		if (t[i].segs && from == t[i].segs)
@@ -399,9 +409,10 @@ static int hash_files(struct node **files, size_t n, int threads, int nomap)
 }
 
 /* The digest (and size) of the one file node n, which is freed. */
-static int digest_node(struct node *n, int threads, int nomap, char out[MTC_DIGEST_LEN], long long *size)
+static int digest_node(struct node *n, int threads, int nomap, const struct mtc_digest_gate *gate,
+		       char out[MTC_DIGEST_LEN], long long *size)
 {
-	int rc = hash_files(&n, 1, threads, nomap);
+	int rc = hash_files(&n, 1, threads, nomap, gate);
 	int e = errno;
 	if (rc == 0) {
 		memcpy(out, n->digest, MTC_DIGEST_LEN);
@@ -419,7 +430,7 @@ static int digest_file(const char *path, const struct stat *st, int threads, cha
 {
 	struct node *n = new_node(path, strlen(path));
 	n->size = st->st_size;
-	return digest_node(n, threads, 0, out, size);
+	return digest_node(n, threads, 0, NULL, out, size);
 }
 
 int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size)
@@ -480,22 +491,23 @@ static void manifest_collect(struct mtc_manifest *m, const struct node *n)
 }
 
 int mtc_digest_fd_read(int fd, const struct stat *st, int threads, struct mtc_digest_cache *cache,
-		       char out[MTC_DIGEST_LEN])
+		       const struct mtc_digest_gate *gate, char out[MTC_DIGEST_LEN])
 {
 	struct node *n = new_node("", 0);
 	n->fd = fd;
 	n->size = st->st_size;
 	if (cache)
 		n->nprefix = mtc_digest_cache_prefix(cache, st, fd, NULL, &n->prefix);
-	return digest_node(n, threads > 0 ? threads : mtc_cpu_count(), 1, out, NULL);
+	return digest_node(n, threads > 0 ? threads : mtc_cpu_count(), 1, gate, out, NULL);
 }
 
 struct segments {
 	int fd;
 	size_t to;
 	uint8_t *cvs;
-	atomic_size_t next;
+	atomic_size_t next; /* every segment below it taken by a worker, and done */
 	atomic_int err;
+	const struct mtc_digest_gate *gate;
 };
 
 static void *segments_worker(void *arg)
@@ -503,11 +515,10 @@ static void *segments_worker(void *arg)
 	struct segments *g = arg;
 	uint8_t *buf = xmalloc((size_t)SEG_BYTES);
 	size_t i;
-	while (atomic_load(&g->err) == 0 && (i = atomic_fetch_add(&g->next, 1)) < g->to) {
+	while (atomic_load(&g->err) == 0 && may_go(g->gate) &&
+	       (i = atomic_fetch_add(&g->next, 1)) < g->to) {
 		if (mtc_pread_all(g->fd, buf, (size_t)SEG_BYTES, (long long)i * SEG_BYTES) < 0) {
-			int zero = 0;
-			atomic_compare_exchange_strong(&g->err, &zero,
-						       errno == ENODATA ? EAGAIN : errno);
+			fail(&g->err, errno == ENODATA ? EAGAIN : errno);
 			break;
 		}
 		mtc_blake3_subtree(buf, SEG_CHUNKS, (uint64_t)i * SEG_CHUNKS, g->cvs + 32 * i);
@@ -516,9 +527,10 @@ static void *segments_worker(void *arg)
 	return NULL;
 }
 
-int mtc_digest_fd_segments(int fd, size_t from, size_t to, int threads, uint8_t *cvs)
+long long mtc_digest_fd_segments(int fd, size_t from, size_t to, int threads, uint8_t *cvs,
+				 const struct mtc_digest_gate *gate)
 {
-	struct segments g = { .fd = fd, .to = to, .cvs = cvs };
+	struct segments g = { .fd = fd, .to = to, .cvs = cvs, .gate = gate };
 	atomic_init(&g.next, from);
 	atomic_init(&g.err, 0);
 	size_t n = to > from ? to - from : 0, most = threads > 0 ? (size_t)threads : 1;
@@ -528,7 +540,8 @@ int mtc_digest_fd_segments(int fd, size_t from, size_t to, int threads, uint8_t 
 		errno = g.err;
 		return -1;
 	}
-	return 0;
+	size_t end = atomic_load(&g.next);
+	return (long long)(end < to ? end : to);
 }
 
 int mtc_digest_path(const char *path, int threads, char out[MTC_DIGEST_LEN],
@@ -563,7 +576,7 @@ int mtc_digest_path_cached(const char *path, int threads, struct mtc_digest_cach
 	struct mtc_walk w = { .root = path, .max_depth = MAX_DEPTH, .visit = add_entry, .arg = &t };
 	int rc = mtc_walk(&w);
 	if (rc == 0)
-		rc = hash_files(t.files, t.nfiles, threads, 0);
+		rc = hash_files(t.files, t.nfiles, threads, 0, NULL);
 	if (rc == 0) {
 		fold_dir(root);
 		memcpy(out, root->digest, MTC_DIGEST_LEN);

@@ -54,20 +54,32 @@ int mtc_digest_path_cached(const char *path, int threads, struct mtc_digest_cach
 int mtc_digest_file(const char *path, int threads, char out[MTC_DIGEST_LEN], long long *size);
 
 /*
+ * Hashing ahead of a commit (prehash.h) asks may_go(arg) before each piece
+ * of work, a segment or a file, and stops there when it says 0.
+ */
+struct mtc_digest_gate {
+	int (*may_go)(void *arg);
+	void *arg;
+};
+
+/*
  * The digest of the open regular file fd, of the size st gives, read with
  * pread and never mapped, so that a file cut short under it is an error
  * (EAGAIN), not a SIGBUS: for files still being written. The segments the
- * cache (may be NULL) holds for it are not read again.
+ * cache (may be NULL) holds for it are not read again. A gate (may be NULL)
+ * that stops it makes it EAGAIN.
  */
 int mtc_digest_fd_read(int fd, const struct stat *st, int threads, struct mtc_digest_cache *cache,
-		       char out[MTC_DIGEST_LEN]);
+		       const struct mtc_digest_gate *gate, char out[MTC_DIGEST_LEN]);
 
 /*
  * The chaining values of segments [from, to) of the open file fd into cvs
  * (32 bytes each, at their index), read with pread on up to `threads`
- * threads. -1 with errno (EAGAIN: the file is shorter) when one cannot be.
+ * threads: the end of those done, to unless the gate (may be NULL) stopped
+ * them first; -1 with errno (EAGAIN: the file is shorter) when one cannot be.
  */
-int mtc_digest_fd_segments(int fd, size_t from, size_t to, int threads, uint8_t *cvs);
+long long mtc_digest_fd_segments(int fd, size_t from, size_t to, int threads, uint8_t *cvs,
+				 const struct mtc_digest_gate *gate);
 
 /*
  * The digest of a directory whose children have the digests kids (n of

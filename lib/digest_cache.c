@@ -258,3 +258,11 @@ int mtc_digest_cache_begin(struct mtc_digest_cache *c)
 }
 
 void mtc_digest_cache_end(struct mtc_digest_cache *c) { mtc_cond_set(&c->lock, &c->idle, &c->busy, 0); }
+
+int mtc_digest_cache_held(struct mtc_digest_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	int held = c->holds > 0;
+	pthread_mutex_unlock(&c->lock);
+	return held;
+}

@@ -84,5 +84,7 @@ void mtc_digest_cache_hold(struct mtc_digest_cache *c);
 void mtc_digest_cache_release(struct mtc_digest_cache *c);
 int mtc_digest_cache_begin(struct mtc_digest_cache *c);
 void mtc_digest_cache_end(struct mtc_digest_cache *c);
+/* Whether a hold is on: work in the slot should end at its next piece. */
+int mtc_digest_cache_held(struct mtc_digest_cache *c);
 
 #endif

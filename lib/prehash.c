@@ -65,6 +65,22 @@ static int stopping(struct mtc_prehash *p)
 	return stop;
 }
 
+/* A commit that holds the cache takes over at once; so does a stop. */
+static int give_up(void *arg)
+{
+	struct mtc_prehash *p = arg;
+	return mtc_digest_cache_held(p->cache) || (p->threaded && stopping(p));
+}
+
+/* Before each piece of hashing: in the idle class, a CPU nothing else wants (threads.h). */
+static int may_go(void *arg)
+{
+	struct mtc_prehash *p = arg;
+	if (give_up(p))
+		return 0;
+	return p->bg != MTC_BG_IDLE || mtc_spare_cpu_wait(MTC_PREHASH_SPARE_WAIT_S, give_up, p);
+}
+
 /*
  * An OCDBT data file (<store>/d/<32 hex>): tensorstore appends to it and
  * never writes its bytes again, so its start can be hashed while it grows.
@@ -82,15 +98,17 @@ static void extend_prefix(struct pass *ps, int fd, const struct stat *st)
 {
 	struct mtc_prehash *p = ps->p;
 	uint8_t *cvs;
+	struct mtc_digest_gate gate = { may_go, p };
 	size_t from = mtc_digest_cache_prefix(p->cache, st, fd, NULL, &cvs);
 	size_t to = st->st_size > 0 ? (size_t)((st->st_size - 1) / MTC_DIGEST_SEG_BYTES) : 0;
 	if (to > from + MTC_PREHASH_BATCH)
 		to = from + MTC_PREHASH_BATCH;
 	if (to > from && mtc_digest_cache_begin(p->cache)) {
 		cvs = xrealloc(cvs, 32 * to);
-		if (mtc_digest_fd_segments(fd, from, to, p->threads, cvs) == 0) {
-			mtc_digest_cache_put_prefix(p->cache, st, fd, from, to, cvs);
-			ps->bytes += (long long)(to - from) * MTC_DIGEST_SEG_BYTES;
+		long long end = mtc_digest_fd_segments(fd, from, to, p->threads, cvs, &gate);
+		if (end > (long long)from) {
+			mtc_digest_cache_put_prefix(p->cache, st, fd, from, (size_t)end, cvs);
+			ps->bytes += (end - (long long)from) * MTC_DIGEST_SEG_BYTES;
 		}
 		mtc_digest_cache_end(p->cache);
 	}
@@ -106,6 +124,7 @@ static int consider(const struct mtc_walk_entry *e, void *arg)
 	struct pass *ps = arg;
 	struct mtc_prehash *p = ps->p;
 	struct stat before, after;
+	struct mtc_digest_gate gate = { may_go, p };
 	char hex[MTC_DIGEST_LEN];
 	if (e->error || !S_ISREG(e->st.st_mode) || mtc_digest_cache_get(p->cache, &e->st, hex))
 		return 0;
@@ -120,7 +139,7 @@ static int consider(const struct mtc_walk_entry *e, void *arg)
 		;
 	} else if (mtc_digest_cache_quiet(&before, since)) {
 		if (mtc_digest_cache_begin(p->cache)) {
-			if (mtc_digest_fd_read(fd, &before, p->threads, p->cache, hex) == 0 &&
+			if (mtc_digest_fd_read(fd, &before, p->threads, p->cache, &gate, hex) == 0 &&
 			    fstat(fd, &after) == 0) {
 				mtc_digest_cache_put(p->cache, since, &before, &after, hex);
 				ps->bytes += before.st_size;
@@ -174,7 +193,9 @@ static long long pass(struct mtc_prehash *p, double *looking)
 long long mtc_prehash_pass(const char *dir, const struct mtc_config *cfg, int threads,
 			   struct mtc_digest_cache *cache)
 {
-	struct mtc_prehash p = { .dir = dir, .cfg = cfg, .threads = threads, .cache = cache };
+	struct mtc_prehash p = {
+		.dir = dir, .cfg = cfg, .threads = threads, .cache = cache, .bg = MTC_BG_NORMAL
+	};
 	double looking;
 	return pass(&p, &looking);
 }

@@ -1,13 +1,18 @@
 #include "threads.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "cpu_count.h"
 #include "xalloc.h"
 
 void mtc_run_threads(size_t n, void *(*fn)(void *), void *arg)
@@ -67,6 +72,40 @@ int mtc_background_enter(enum mtc_background b)
 	case MTC_BG_NORMAL: break;
 	}
 	return 0;
+}
+
+int mtc_spare_cpu(const char *loadavg, int cpus)
+{
+	int running, total;
+	/* "0.52 0.58 0.59 3/410 12345": 3 runnable now, the reader among them */
+	if (sscanf(loadavg, "%*s %*s %*s %d/%d", &running, &total) != 2 || running < 1)
+		return -1;
+	return running - 1 < cpus;
+}
+
+int mtc_spare_cpu_wait(double max_s, int (*give_up)(void *), void *arg)
+{
+	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	int cpus = mtc_cpu_count(), rc = 1;
+	double end = mtc_now() + max_s;
+	char text[128];
+
+	while (fd >= 0) {
+		ssize_t n = pread(fd, text, sizeof text - 1, 0);
+		if (n <= 0)
+			break;
+		text[n] = 0;
+		if (mtc_spare_cpu(text, cpus) != 0)
+			break;
+		if ((give_up && give_up(arg)) || mtc_now() >= end) {
+			rc = 0;
+			break;
+		}
+		nanosleep(&(struct timespec){ 0, (long)(MTC_SPARE_CPU_POLL_S * 1e9) }, NULL);
+	}
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
 struct bg_job {

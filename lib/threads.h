@@ -40,6 +40,23 @@ int mtc_background_parse(const char *name, enum mtc_background *out);
 int mtc_background_enter(enum mtc_background b);
 
 /*
+ * For idle-class work that comes in pieces (hashing a step while the
+ * framework writes it): the class alone does not keep it off a CPU another
+ * thread wants, because to the load balancer a CPU that runs an idle-class
+ * thread is busy, and runnable threads can queue on another CPU meanwhile
+ * (four writers on two CPUs took 1.4x as long beside it). So before each
+ * piece the worker waits here, asleep, until fewer threads than the machine
+ * has CPUs are runnable besides it (/proc/loadavg), at most max_s, and no
+ * longer than give_up(arg) (may be NULL) says 0. 1: go on; 0: it gave up or
+ * the time passed. Where the count cannot be read, 1 at once.
+ */
+#define MTC_SPARE_CPU_POLL_S 0.005
+int mtc_spare_cpu_wait(double max_s, int (*give_up)(void *), void *arg);
+
+/* The rule on a /proc/loadavg text and the CPU count: 1 spare, 0 not, -1 unreadable. */
+int mtc_spare_cpu(const char *loadavg, int cpus);
+
+/*
  * Background work for threads that must stay at normal priority. A thread in
  * the idle class that holds what its process's other threads need (a lock,
  * its malloc arena, the address space while it maps or unmaps memory, as

@@ -13,6 +13,7 @@ setup() {
 
 teardown() {
 	[ -n "${WATCH_PID:-}" ] && kill "$WATCH_PID" 2>/dev/null
+	[ -n "${SPINNERS:-}" ] && kill $SPINNERS 2>/dev/null
 	rm -rf "$T"
 }
 
@@ -187,7 +188,7 @@ stop_at_meta() {
 }
 
 @test "run hashes a step while the framework writes it; a file written again after its hash is hashed again" {
-	run_one
+	run_one --background normal # in the idle class it would wait for a CPU the suite leaves free
 	tmp=$L/5.orbax-checkpoint-tmp
 	mkdir -p "$tmp/d"
 	head -c 1048576 /dev/urandom >"$tmp/d/a"
@@ -208,6 +209,30 @@ stop_at_meta() {
 	h=$(cat "$L/job-s5-n0-w0.meta")
 	[ "$h" = "$(mtc-replicate digest "$T/want" | cut -d' ' -f1)" ]
 	grep "committed step 5 worker 0: $h (2097152 bytes, .* s, 1048576 of them hashed while it was written)" "$T/err"
+	assert_consistent
+}
+
+@test "in the idle class, run hashes nothing before the commit while every CPU is wanted" {
+	local i
+	SPINNERS=
+	for i in $(seq $((2 * $(nproc) + 1))); do
+		sh -c 'while :; do :; done' &
+		SPINNERS="$SPINNERS $!"
+	done
+	run_one
+	tmp=$L/8.orbax-checkpoint-tmp
+	mkdir -p "$tmp/d"
+	head -c 1048576 /dev/urandom >"$tmp/d/a"
+	head -c 5000000 /dev/urandom >"$tmp/d/e46f94127a44b0909c1e9ee2c33bc8ab" # OCDBT data: its segments too
+	: >"$tmp/commit_success.txt"
+	sleep 2 # quiet for longer than a pass needs, and for a second pass
+	mv "$tmp" "$L/8"
+	stop_at_meta 8
+	kill $SPINNERS
+	SPINNERS=
+	grep "committed step 8 worker 0: .*, 0 of them hashed while it was written)" "$T/err"
+	run grep 'of steps in the making' "$T/err"
+	assert_failure
 	assert_consistent
 }
 
