@@ -505,7 +505,7 @@ struct segments {
 	int fd;
 	size_t to;
 	uint8_t *cvs;
-	atomic_size_t next; /* every segment below it taken by a worker, and done */
+	atomic_size_t next; /* the next to take: once the workers end, all below it are done */
 	atomic_int err;
 	const struct mtc_digest_gate *gate;
 };
