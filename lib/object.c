@@ -89,15 +89,21 @@ int mtc_object_publish(const char *path, const char *dir, const char *name,
 	char *final = xasprintf("%s/%s.data", dir, name);
 	int rc = mtc_publish(path, final);
 
+	char *kept = xasprintf("%s/%s.manifest", dir, name);
 	if (rc == 0 && m && (m->file || m->text))
 		keep_manifest(dir, name, m);
-	if (rc >= 0) {
-		/* the data is here: a manifest a peer sent ahead of it is of no more use */
+	/*
+	 * The data is here: a manifest a peer sent ahead of it is of no more use.
+	 * Data that was here already leaves it to its publisher until that one has
+	 * kept its manifest: the pending one may be the very file it keeps.
+	 */
+	if (rc == 0 || (rc > 0 && access(kept, F_OK) == 0)) {
 		char *pending = xasprintf("%s/" MTC_PENDING_MANIFEST "%s", dir, name);
 		if (unlink(pending) == 0)
 			mtc_fsync_dir(dir);
 		free(pending);
 	}
+	free(kept);
 	free(final);
 	return rc;
 }

@@ -47,7 +47,8 @@ struct mtc_object_manifest {
  * Publishes staged data as dir/<name>.data (mtc_publish), then keeps its
  * manifest as dir/<name>.manifest when m is not NULL. A manifest that cannot
  * be kept is a warning: it is recomputed when asked for. Once the data is
- * there, a manifest a peer sent ahead of it (MTC_PENDING_MANIFEST) goes.
+ * there and its manifest kept, a manifest a peer sent ahead of it
+ * (MTC_PENDING_MANIFEST) goes.
  * Returns as mtc_publish.
  */
 int mtc_object_publish(const char *path, const char *dir, const char *name,
