@@ -38,15 +38,32 @@ double mtc_backoff(int attempt, double base, double cap, unsigned *seed)
 	return bound * ((double)rand_r(seed) / ((double)RAND_MAX + 1.0));
 }
 
-int mtc_retry_wait(struct mtc_retry *r)
+static int sleep_before(struct mtc_retry *r, double s)
 {
-	double s = mtc_backoff(r->attempt, r->base, r->cap, &r->seed);
 	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
 
 	if (mtc_now() + s > r->deadline)
 		return -1;
-	r->attempt++;
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 	return 0;
+}
+
+int mtc_retry_wait(struct mtc_retry *r)
+{
+	if (sleep_before(r, mtc_backoff(r->attempt, r->base, r->cap, &r->seed)) < 0)
+		return -1;
+	r->attempt++;
+	return 0;
+}
+
+#define REFUSED_WAIT_S 0.05
+
+int mtc_retry_wait_refused(struct mtc_retry *r)
+{
+	if (!r->refused)
+		r->refused = mtc_now();
+	if (mtc_now() - r->refused >= MTC_RETRY_REFUSED_S)
+		return mtc_retry_wait(r);
+	return sleep_before(r, mtc_backoff(0, REFUSED_WAIT_S, REFUSED_WAIT_S, &r->seed));
 }

@@ -26,6 +26,7 @@ struct mtc_retry {
 	double base, cap; /* seconds */
 	double deadline;  /* mtc_now() clock */
 	int attempt;	  /* waits so far */
+	double refused;	  /* when the first wait after a refused connection began, or 0 */
 	unsigned seed;
 };
 
@@ -34,5 +35,14 @@ void mtc_retry_init(struct mtc_retry *r, enum mtc_backoff_kind kind, double dead
 double mtc_backoff(int attempt, double base, double cap, unsigned *seed);
 /* Waits before the next try: 0, or -1 at once when the wait would end past the deadline. */
 int mtc_retry_wait(struct mtc_retry *r);
+
+/*
+ * The same after a refused connection: nothing listens there, as while a
+ * daemon restarts, and a try costs the far end no more than a reset. For
+ * its first MTC_RETRY_REFUSED_S the next try comes within 50 ms (full
+ * jitter), the backoff not grown; then the policy above.
+ */
+#define MTC_RETRY_REFUSED_S 2.0
+int mtc_retry_wait_refused(struct mtc_retry *r);
 
 #endif

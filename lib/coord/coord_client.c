@@ -277,7 +277,7 @@ enum mtc_result mtc_coord_post(struct mtc_coord_client *cc, const char *kind, js
 				mtc_warn("cannot reach the coordinator '%s': connection refused; retrying for up to %.0f s",
 					 cc->url, deadline - mtc_now());
 			mtc_debug("%s: %s; retrying", kind, err);
-			if (mtc_retry_wait(&retry) < 0) {
+			if ((refused ? mtc_retry_wait_refused(&retry) : mtc_retry_wait(&retry)) < 0) {
 				free(body);
 				return MTC_TIMEOUT;
 			}
