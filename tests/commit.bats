@@ -215,7 +215,7 @@ stop_at_meta() {
 @test "in the idle class, run hashes nothing before the commit while every CPU is wanted" {
 	local i
 	SPINNERS=
-	for i in $(seq $((2 * $(nproc) + 1))); do
+	for i in $(seq $((2 * $(getconf _NPROCESSORS_ONLN) + 1))); do # more than the CPUs the gate counts
 		sh -c 'while :; do :; done' &
 		SPINNERS="$SPINNERS $!"
 	done
