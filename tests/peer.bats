@@ -472,7 +472,7 @@ PY
 	rc=0
 	wait "$PID" || rc=$?
 	[ "$rc" = 0 ]
-	[ $((SECONDS - start)) -le 5 ]
+	[ $((SECONDS - start)) -le 15 ] # held up, it would wait for the reader's 30 s
 }
 
 @test "a stalled or short upload times out and leaves nothing" {
@@ -531,10 +531,12 @@ time.sleep(120)' "$T/mute.held" >"$T/mute.port" &
 	mkdir "$T/local/7.tmp" && head -c 1000 /dev/urandom >"$T/local/7.tmp/w" && mv "$T/local/7.tmp" "$T/local/7"
 	for _ in $(seq 300); do [ -e "$T/local/job-s7-n0-w0.meta" ] && break; sleep 0.1; done
 	[ -e "$T/local/job-s7-n0-w0.meta" ]
+	# held up, it would end when the push stalls (60 s); its idle-class push thread
+	# may wait seconds for a CPU to see the stop where the suite saturates them
 	kill -TERM "$RUN"
 	start=$SECONDS
 	wait "$RUN"
-	[ $((SECONDS - start)) -le 3 ]
+	[ $((SECONDS - start)) -le 20 ]
 }
 
 # save_small DIR STEP: a framework's save of a small step (rename into place)
