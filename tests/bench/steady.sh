@@ -6,7 +6,8 @@
 #     with mtc-replicate run watching the dir, against the same write with no
 #     mtc process at all;
 #   - write start -> on the peer, rename -> committed, rename -> on the peer;
-#   - replication CPU (the sender's run and the peer's daemon) per GiB;
+#   - replication CPU (the sender's run and the peer's daemon) per GiB, against its
+#     floor (the bytes over loopback TCP into tmpfs, hashed at both ends) and cp;
 #   - the write while a peer's step arrives, the receiving daemon idle-class or not;
 #   - the restore of a wiped node from its peer (mtc-replicate fetch, verified)
 #     against cp -r of the same step, time and CPU;
@@ -118,18 +119,41 @@ for _ in $(seq "$runs"); do
 done
 w0=$(echo "$W0" | median)
 printf 'framework write, mtc stopped            %6.2f s   (runs:%s)\n' "$w0" "$W0"
+
+# the floor under the replication CPU: the large file over loopback TCP into tmpfs with no
+# HTTP, framing or hashing (tcp_floor.c), and one hash of it, which mtc takes twice (to
+# name the step at the sender, to verify it at the receiver); cp's kernel copy beside it
+cc -O2 -D_GNU_SOURCE -o "$root/tcp_floor" tests/bench/tcp_floor.c
+big=$(awk -v b="$(stat -c %s "$root/tmpl/big")" 'BEGIN { print b / 1073741824 }')
+FT="" FH="" FK=""
+for _ in $(seq "$runs"); do
+	rm -f "$root/floor"
+	FT="$FT $("$root/tcp_floor" "$root/tmpl/big" "$root/floor" | awk '{ print $1 + $2 }')"
+	rm -f "$root/floor"
+	/usr/bin/time -f '%U %S' -o "$root/time" "$bin/mtc-replicate" digest --threads 1 "$root/tmpl/big" >/dev/null
+	FH="$FH $(awk '{ print $1 + $2 }' "$root/time")"
+	/usr/bin/time -f '%U %S' -o "$root/time" cp "$root/tmpl/big" "$root/floor"
+	FK="$FK $(awk '{ print $1 + $2 }' "$root/time")"
+done
+rm -f "$root/floor"
+ft=$(echo "$FT" | median) fh=$(echo "$FH" | median) fk=$(echo "$FK" | median)
+floor=$(awk -v t="$ft" -v h="$fh" -v b="$big" 'BEGIN { print (t + 2 * h) / b }')
+awk -v t="$ft" -v h="$fh" -v k="$fk" -v b="$big" -v f="$floor" 'BEGIN {
+	printf "floor: loopback TCP into tmpfs          %6.2f CPU s/GiB, + a hash %.2f, twice: %.2f s/GiB\n", t / b, h / b, f
+	printf "cp of the large file (a kernel copy)    %6.2f CPU s/GiB\n", k / b
+}'
 for k in $classes; do
 	v=$(echo "$k" | tr -c 'a-z\n' _)
 	eval "a1=\$W1_$v ws=\$WS_$v rp=\$RP_$v rc=\$RC_$v c=\$C_$v"
 	echo "# mtc-replicate run --background $k"
 	awk -v w0="$w0" -v w1="$(echo "$a1" | median)" -v ws="$(echo "$ws" | median)" -v rp="$(echo "$rp" | median)" \
-		-v rc="$(echo "$rc" | median)" -v c="$(echo "$c" | median)" -v g="$gib" -v a1="$a1" 'BEGIN {
+		-v rc="$(echo "$rc" | median)" -v c="$(echo "$c" | median)" -v g="$gib" -v a1="$a1" -v f="$floor" 'BEGIN {
 		printf "framework write, mtc running            %6.2f s   (runs:%s)\n", w1, a1
 		printf "  running / stopped                     %6.2fx  (target <= 1.05x)\n", w1 / w0
 		printf "rename -> committed                     %6.2f s   (target <= 0.15 s a GiB: %.2f s)\n", rc, 0.15 * g
 		printf "rename -> on peer                       %6.2f s\n", rp
 		printf "write start -> on peer                  %6.2f s   (%.2fx the write alone)\n", ws, ws / w0
-		printf "replication CPU (run + peer daemon)     %6.2f s/GiB\n", c / g
+		printf "replication CPU (run + peer daemon)     %6.2f s/GiB  (%.2fx the floor)\n", c / g, c / g / f
 	}'
 done
 
