@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "data_name.h"
+#include "fault.h"
 #include "fsutil.h"
 #include "local_dir.h"
 #include "log.h"
@@ -90,6 +91,8 @@ int mtc_object_publish(const char *path, const char *dir, const char *name,
 	int rc = mtc_publish(path, final);
 
 	char *kept = xasprintf("%s/%s.manifest", dir, name);
+	if (rc == 0)
+		mtc_fault_pause("object-published", name);
 	if (rc == 0 && m && (m->file || m->text))
 		keep_manifest(dir, name, m);
 	/*

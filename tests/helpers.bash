@@ -45,6 +45,9 @@ no_sanitizer_reports() {
 	return "$bad"
 }
 
+# paused_at FILE: the process a fault point (MTC_FAULT_PAUSE=POINT:FILE) wrote to FILE has stopped there
+paused_at() { [ -s "$1" ] && [ "$(cut -d' ' -f3 "/proc/$(cat "$1")/stat" 2>/dev/null)" = T ]; }
+
 # sched_of PID TID: "<policy> <nice>" of one of PID's threads (policy 0: normal, 5: SCHED_IDLE)
 sched_of() { sed 's/.*) //' "/proc/$1/task/$2/stat" 2>/dev/null | awk '{ print $39, $17 }'; }
 

@@ -216,6 +216,34 @@ only_staging_free() { # nothing in DIR but the given names
 	only_staging_free "$T/p" "$HASH.data" "$HASH.manifest" job-s9-n0-w0.meta
 }
 
+@test "a restore that publishes the same data between a push's two renames leaves the push its manifest" {
+	make_step "$T/src" 9
+	write_config "$T/cfg.json" 0 2 1
+	mtc-backup --dir "$T/src" --config "$T/cfg.json" --step 9 --to "$T/bk" --name 2025-01-01_00-00 >/dev/null
+	# the restore has fetched the data, and stops before it verifies and publishes it
+	MTC_FAULT_PAUSE="fetch-verify:$T/restore.paused" mtc-restore -v --from "$T/bk" --job job --rank 0 \
+		--layout hash --out "$T/p" 2>"$T/restore.err" &
+	restore=$!
+	PIDS+=("$restore")
+	wait_for "the restore stopped before its publish" 30 paused_at "$T/restore.paused"
+	# a peer's push of the same data publishes it, and stops before it keeps its manifest
+	MTC_FAULT_PAUSE="object-published:$T/daemon.paused" start_daemon p
+	mtc-replicate push --dir "$T/src" --config "$T/cfg.json" --step 9 --peer "$URL" >"$T/push.out" 2>&1 &
+	push=$!
+	PIDS+=("$push")
+	wait_for "the daemon stopped between the data's rename and its manifest's" 30 paused_at "$T/daemon.paused"
+	[ -e "$T/p/.mtc-upload-manifest-$HASH" ] && [ ! -e "$T/p/$HASH.manifest" ]
+	kill -CONT "$(cat "$T/restore.paused")"
+	wait "$restore"
+	grep -q "already there" "$T/restore.err"
+	kill -CONT "$(cat "$T/daemon.paused")"
+	wait "$push"
+	[ -s "$T/p/$HASH.manifest" ]
+	run grep "cannot keep" "$T/p.err"
+	assert_failure
+	diff -r "$T/src/$HASH.data" "$T/p/$HASH.data"
+}
+
 @test "a flipped byte is rejected with 422 and nothing is published" {
 	make_step "$T/src" 2
 	start_daemon p

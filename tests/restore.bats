@@ -538,15 +538,13 @@ killed_midway() {
 	assert_output 0
 }
 
-stopped() { [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = T ]; }
-paused_stopped() { [ -s "$WORK/paused" ] && stopped "$(cat "$WORK/paused")"; }
 sending() { [ "$(fakegcs_stat bytes_sent)" -gt 100000 ]; }
 
 @test "the verify phase after a download has its progress line on a terminal, and none off it" {
 	gs_backup_of_step 2097152
 	MTC_FAULT_PAUSE="fetch-verify:$WORK/paused" script -qec "mtc-restore --from gs://bkt --job job --name $B --rank 0 --layout hash --out '$WORK/out'; exit \$?" /dev/null >"$WORK/tty" 2>&1 &
 	BG_PID=$! # not exec'd: script(1) loses a direct child that stops
-	wait_for "the run paused" 30 paused_stopped
+	wait_for "the run paused" 30 paused_at "$WORK/paused"
 	sleep 1.1 # a phase is shown once it has lasted a second: let one pass while it is stopped
 	kill -CONT "$(cat "$WORK/paused")"
 	wait "$BG_PID"
@@ -555,7 +553,7 @@ sending() { [ "$(fakegcs_stat bytes_sent)" -gt 100000 ]; }
 	rm -rf "$WORK/out" "$WORK/paused"
 	MTC_FAULT_PAUSE="fetch-verify:$WORK/paused" mtc-restore --from gs://bkt --job job --name "$B" --rank 0 --layout hash --out "$WORK/out" >/dev/null 2>"$WORK/err" &
 	BG_PID=$!
-	wait_for "the run paused" 30 paused_stopped
+	wait_for "the run paused" 30 paused_at "$WORK/paused"
 	sleep 1.1
 	kill -CONT "$(cat "$WORK/paused")"
 	wait "$BG_PID"
