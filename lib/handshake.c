@@ -104,11 +104,26 @@ int mtc_wait_config(const char *dir, double deadline)
 	return rc;
 }
 
-static int keep(const char *name)
+/* <hash>.manifest with its <hash>.data there: the data's, not the job's; it spares a re-hash. */
+static int manifest_of_data(const char *dir, const char *name)
+{
+	char hash[MTC_HASH_MAX + 1], *data;
+	int there;
+
+	if (mtc_parse_manifest_name(name, hash) < 0)
+		return 0;
+	data = xasprintf("%s/%s.data", dir, hash);
+	there = access(data, F_OK) == 0;
+	free(data);
+	return there;
+}
+
+static int keep(const char *dir, const char *name)
 {
 	return !fnmatch("*.meta", name, FNM_PERIOD) || !fnmatch("*.data", name, FNM_PERIOD) ||
 	       !fnmatch(MTC_SHAPE_PREFIX "*" MTC_SHAPE_SUFFIX, name, FNM_PERIOD) ||
-	       !strcmp(name, MTC_JAX_INIT_INFO) || !strcmp(name, MTC_CONFIG_FILE);
+	       !strcmp(name, MTC_JAX_INIT_INFO) || !strcmp(name, MTC_CONFIG_FILE) ||
+	       manifest_of_data(dir, name);
 }
 
 int mtc_clean_local_dir(const char *dir)
@@ -120,7 +135,7 @@ int mtc_clean_local_dir(const char *dir)
 	if (!d)
 		return -1;
 	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || keep(de->d_name))
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || keep(dir, de->d_name))
 			continue;
 		char *path = xasprintf("%s/%s", dir, de->d_name);
 		mtc_debug("deleting '%s'", path);

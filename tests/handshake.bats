@@ -111,18 +111,20 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 	assert_output --partial '"node-rank":0'
 }
 
-@test "cleanup keeps exactly *.meta, *.data and jax-init-info.txt" {
-	mkdir -p "$D/7" "$D/D0123.data/sub" "$D/8.orbax-checkpoint-tmp" "$D/step=9" "$BATS_TEST_TMPDIR/outside"
+@test "cleanup keeps exactly *.meta, *.data, the manifests of data there and jax-init-info.txt" {
+	h=D$(printf '%064d' 1) gone=D$(printf '%064d' 2) # a tree's hash, and one whose data is gone
+	mkdir -p "$D/7" "$D/$h.data" "$D/D0123.data/sub" "$D/8.orbax-checkpoint-tmp" "$D/step=9" "$BATS_TEST_TMPDIR/outside"
 	touch "$D/job-s7-n0-w0.meta" "$D/abc.data" "$D/D0123.data/sub/f" "$D/jax-init-info.txt" \
 		"$D/job-s7-n0-w0.save" "$D/job-s7-n0-w0.tmp" "$D/replicator.errors" "$D/replicator.failed" \
-		"$D/replicator.prerestore" "$D/.hidden" "$D/7/x" "$D/notes.txt" "$BATS_TEST_TMPDIR/outside/keep"
+		"$D/replicator.prerestore" "$D/.hidden" "$D/7/x" "$D/notes.txt" "$BATS_TEST_TMPDIR/outside/keep" \
+		"$D/$h.manifest" "$D/$gone.manifest" "$D/.mtc-upload-manifest-$h"
 	ln -s "$BATS_TEST_TMPDIR/outside" "$D/job-s5-n0-w0.restore"
 	ln -s "$BATS_TEST_TMPDIR/outside" "$D/5"
 	orbax_yaml 0 2 '[1]' > "$D/replicator.yaml"
 	accept
 	assert_success
 	run ls -A "$D"
-	assert_output "$(printf '%s\n' D0123.data abc.data jax-init-info.txt job-s7-n0-w0.meta)"
+	assert_output "$(printf '%s\n' "$h.data" "$h.manifest" D0123.data abc.data jax-init-info.txt job-s7-n0-w0.meta)"
 	assert_file_exists "$D/D0123.data/sub/f"
 	assert_file_exists "$BATS_TEST_TMPDIR/outside/keep"
 }
