@@ -104,18 +104,21 @@ int mtc_wait_config(const char *dir, double deadline)
 	return rc;
 }
 
-/* <hash>.manifest with its <hash>.data there: the data's, not the job's; it spares a re-hash. */
+/* A <hash>.manifest file whose <hash>.data is there: the data's, not the job's. */
 static int manifest_of_data(const char *dir, const char *name)
 {
-	char hash[MTC_HASH_MAX + 1], *data;
-	int there;
+	char hash[MTC_HASH_MAX + 1], *path, *data;
+	struct stat st;
+	int kept;
 
 	if (mtc_parse_manifest_name(name, hash) < 0)
 		return 0;
+	path = xasprintf("%s/%s", dir, name);
 	data = xasprintf("%s/%s.data", dir, hash);
-	there = access(data, F_OK) == 0;
+	kept = lstat(path, &st) == 0 && S_ISREG(st.st_mode) && access(data, F_OK) == 0;
 	free(data);
-	return there;
+	free(path);
+	return kept;
 }
 
 static int keep(const char *dir, const char *name)

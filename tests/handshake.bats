@@ -112,8 +112,9 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 }
 
 @test "cleanup keeps exactly *.meta, *.data, the manifests of data there and jax-init-info.txt" {
-	h=D$(printf '%064d' 1) gone=D$(printf '%064d' 2) # a tree's hash, and one whose data is gone
-	mkdir -p "$D/7" "$D/$h.data" "$D/D0123.data/sub" "$D/8.orbax-checkpoint-tmp" "$D/step=9" "$BATS_TEST_TMPDIR/outside"
+	h=D$(printf '%064d' 1) gone=D$(printf '%064d' 2) odd=D$(printf '%064d' 3)
+	# a tree's data and manifest; a manifest whose data is gone; one that is not a file
+	mkdir -p "$D/7" "$D/$h.data" "$D/$odd.data" "$D/$odd.manifest" "$D/D0123.data/sub" "$D/8.orbax-checkpoint-tmp" "$D/step=9" "$BATS_TEST_TMPDIR/outside"
 	touch "$D/job-s7-n0-w0.meta" "$D/abc.data" "$D/D0123.data/sub/f" "$D/jax-init-info.txt" \
 		"$D/job-s7-n0-w0.save" "$D/job-s7-n0-w0.tmp" "$D/replicator.errors" "$D/replicator.failed" \
 		"$D/replicator.prerestore" "$D/.hidden" "$D/7/x" "$D/notes.txt" "$BATS_TEST_TMPDIR/outside/keep" \
@@ -124,7 +125,7 @@ with open(sys.argv[1] + "/replicator.yaml", "w") as f:
 	accept
 	assert_success
 	run ls -A "$D"
-	assert_output "$(printf '%s\n' "$h.data" "$h.manifest" D0123.data abc.data jax-init-info.txt job-s7-n0-w0.meta)"
+	assert_output "$(printf '%s\n' "$h.data" "$h.manifest" "$odd.data" D0123.data abc.data jax-init-info.txt job-s7-n0-w0.meta)"
 	assert_file_exists "$D/D0123.data/sub/f"
 	assert_file_exists "$BATS_TEST_TMPDIR/outside/keep"
 }
