@@ -69,9 +69,9 @@ int mtc_publish(const char *path, const char *final)
 	return 0;
 }
 
-static void keep_manifest(const char *dir, const char *name, const struct mtc_object_manifest *m)
+/* Keeps m at path in dir, the data's manifest: by rename or by an atomic write; a warning if not. */
+static void keep_manifest(const char *dir, const char *path, const struct mtc_object_manifest *m)
 {
-	char *path = xasprintf("%s/%s.manifest", dir, name);
 	int rc;
 
 	if (m->file) {
@@ -81,20 +81,19 @@ static void keep_manifest(const char *dir, const char *name, const struct mtc_ob
 	}
 	if (rc < 0)
 		mtc_warn("cannot keep '%s' (it is recomputed when asked for):", path);
-	free(path);
 }
 
 int mtc_object_publish(const char *path, const char *dir, const char *name,
 		       const struct mtc_object_manifest *m)
 {
 	char *final = xasprintf("%s/%s.data", dir, name);
+	char *kept = xasprintf("%s/%s.manifest", dir, name);
 	int rc = mtc_publish(path, final);
 
-	char *kept = xasprintf("%s/%s.manifest", dir, name);
 	if (rc == 0)
 		mtc_fault_pause("object-published", name);
 	if (rc == 0 && m && (m->file || m->text))
-		keep_manifest(dir, name, m);
+		keep_manifest(dir, kept, m);
 	/*
 	 * The data is here: a manifest a peer sent ahead of it is of no more use.
 	 * Data that was here already leaves it to its publisher until that one has

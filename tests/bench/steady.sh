@@ -123,22 +123,23 @@ printf 'framework write, mtc stopped            %6.2f s   (runs:%s)\n' "$w0" "$W
 # the floor under the replication CPU: the large file over loopback TCP into tmpfs with no
 # HTTP, framing or hashing (tcp_floor.c), and one hash of it, which mtc takes twice (to
 # name the step at the sender, to verify it at the receiver); cp's kernel copy beside it
+# (L*: the floor's runs)
 cc -O2 -D_GNU_SOURCE -o "$root/tcp_floor" tests/bench/tcp_floor.c
 big=$(awk -v b="$(stat -c %s "$root/tmpl/big")" 'BEGIN { print b / 1073741824 }')
-FT="" FH="" FK=""
+LT="" LH="" LK=""
 for _ in $(seq "$runs"); do
 	rm -f "$root/floor"
-	FT="$FT $("$root/tcp_floor" "$root/tmpl/big" "$root/floor" | awk '{ print $1 + $2 }')"
+	LT="$LT $("$root/tcp_floor" "$root/tmpl/big" "$root/floor" | awk '{ print $1 + $2 }')"
 	rm -f "$root/floor"
 	/usr/bin/time -f '%U %S' -o "$root/time" "$bin/mtc-replicate" digest --threads 1 "$root/tmpl/big" >/dev/null
-	FH="$FH $(awk '{ print $1 + $2 }' "$root/time")"
+	LH="$LH $(awk '{ print $1 + $2 }' "$root/time")"
 	/usr/bin/time -f '%U %S' -o "$root/time" cp "$root/tmpl/big" "$root/floor"
-	FK="$FK $(awk '{ print $1 + $2 }' "$root/time")"
+	LK="$LK $(awk '{ print $1 + $2 }' "$root/time")"
 done
 rm -f "$root/floor"
-ft=$(echo "$FT" | median) fh=$(echo "$FH" | median) fk=$(echo "$FK" | median)
-floor=$(awk -v t="$ft" -v h="$fh" -v b="$big" 'BEGIN { print (t + 2 * h) / b }')
-awk -v t="$ft" -v h="$fh" -v k="$fk" -v b="$big" -v f="$floor" 'BEGIN {
+lt=$(echo "$LT" | median) lh=$(echo "$LH" | median) lk=$(echo "$LK" | median)
+floor=$(awk -v t="$lt" -v h="$lh" -v b="$big" 'BEGIN { print (t + 2 * h) / b }')
+awk -v t="$lt" -v h="$lh" -v k="$lk" -v b="$big" -v f="$floor" 'BEGIN {
 	printf "floor: loopback TCP into tmpfs          %6.2f CPU s/GiB, + a hash %.2f, twice: %.2f s/GiB\n", t / b, h / b, f
 	printf "cp of the large file (a kernel copy)    %6.2f CPU s/GiB\n", k / b
 }'
