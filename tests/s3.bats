@@ -97,7 +97,9 @@ c.download_file("bkt", sys.argv[2], sys.argv[3])' "$MOTO_URL" "$1" "$2"
 @test "s3://: a wrong secret fails with one line naming the server's refusal" {
 	config "$WORK/cfg" job 0 1
 	saved_step "$WORK/local" job 100 0 a >/dev/null
-	AWS_SECRET_ACCESS_KEY=${SECRET%?}x run --separate-stderr mtc-backup --dir "$WORK/local" \
+	wrong=${SECRET%?}x
+	[ "$wrong" != "$SECRET" ] || wrong=${SECRET%?}y # a secret that ends in x stays right
+	AWS_SECRET_ACCESS_KEY=$wrong run --separate-stderr mtc-backup --dir "$WORK/local" \
 		--config "$WORK/cfg" --step 100 --to s3://bkt --s3-endpoint "$MOTO_URL" --name 2025-06-30_14-30
 	assert_failure
 	[ "$(wc -l <<<"$stderr")" -eq 1 ]
